@@ -1,0 +1,32 @@
+# Every target does its own set-up, so a fresh clone needs only python3.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test demo bench screenshots lint
+
+$(STAMP): pyproject.toml
+	@command -v tmux >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq tmux)
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -p no:cacheprovider
+
+demo: $(STAMP)
+	$(BIN)/switchboard demo
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench.run_all
+
+screenshots: $(STAMP)
+	$(BIN)/python scripts/screenshots.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
