@@ -1,0 +1,80 @@
+"""The `switchboard` command line: a thin front end over the core engine.
+
+Each command group lives in its own module under ``navigator.commands`` and is
+imported only when its group is named, so the hook path (``switchboard hook``)
+never pays for Textual or for groups it does not use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# group name -> module; every module exposes ``register(subparsers)`` which adds
+# its parser(s) with ``set_defaults(handler=callable)``; the handler takes the
+# parsed namespace and returns an exit code.
+GROUPS: dict[str, str] = {
+    "init": "navigator.commands.registry",
+    "reset": "navigator.commands.registry",
+    "state": "navigator.commands.state",
+    "view": "navigator.commands.views",
+    "frame": "navigator.commands.frames",
+    "project": "navigator.commands.projects",
+    "reconcile": "navigator.commands.recovery",
+    "recovery": "navigator.commands.recovery",
+    "hook": "navigator.commands.hook",
+    "hooks": "navigator.commands.hooks_install",
+    "agent": "navigator.commands.agent",
+    "mcp": "navigator.commands.agent",
+    "fleet": "navigator.commands.broker",
+    "member": "navigator.commands.broker",
+    "message": "navigator.commands.broker",
+    "inbox": "navigator.commands.broker",
+    "demo": "navigator.commands.demo",
+    "ui": "navigator.commands.ui",
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="switchboard",
+        description="A tmux-native navigator for coding-agent sessions.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = [GROUPS[only]] if only in GROUPS else list(dict.fromkeys(GROUPS.values()))
+    for module_name in wanted:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # group not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    first = args_list[0] if args_list and not args_list[0].startswith("-") else None
+    if first is None and not args_list:
+        args_list = ["ui"]
+        first = "ui"
+    parser = build_parser(first)
+    args = parser.parse_args(args_list)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    from core.errors import SwitchboardError
+
+    try:
+        return int(handler(args) or 0)
+    except SwitchboardError as exc:
+        print(f"switchboard: {exc.code}: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
