@@ -1,0 +1,104 @@
+"""The one connection factory and transaction helper for the registry.
+
+Every connection gets the same PRAGMAs (foreign keys on, WAL, busy timeout) so
+no caller can forget them, and every SQLite constraint failure is mapped to a
+domain error named for the invariant it guards.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.errors import Conflict, IllegalEdge, InvariantViolation, RegistryUnavailable
+
+BUSY_TIMEOUT_MS = 5000
+
+# SQLite names the columns, not the index, when a unique index refuses a row;
+# map each column signature back to the invariant it guards.
+UNIQUE_INVARIANTS: dict[str, str] = {
+    "frames.host_id, frames.project_id": "one_workspace_per_project",
+    "work_contexts.checkout_id": "one_held_context_per_checkout",
+    "frame_sessions.session_key": "one_frame_per_session",
+    "frame_sessions.frame_id, frame_sessions.ordinal": "one_membership_per_ordinal",
+    "surfaces.session_key": "one_live_surface_per_session",
+    "surfaces.tmux_server_id, surfaces.pane_id": "one_live_surface_per_pane",
+    "launch_intents.session_key": "one_pending_launch_per_session",
+    "view_transitions.view_id": "one_nonterminal_transition_per_view",
+    "frame_placements.view_id": "one_active_placement_per_view",
+    "frame_placements.frame_id": "one_owning_placement_per_frame",
+    "frame_placements.surface_id": "one_placement_per_surface",
+    "transition_briefs.transition_id": "one_brief_per_push",
+    "completion_handoffs.transition_id": "one_handoff_per_completion",
+    "control_turns.transition_id": "one_control_turn_per_transition",
+    "desktop_attachment_leases.view_id": "one_active_lease_per_view",
+    "request_records.host_id, request_records.request_id": "one_fingerprint_per_request",
+    "user_views.host_id, user_views.project_id": "one_live_view_per_project",
+    "recoveries.host_id, recoveries.kind, recoveries.subject_type, recoveries.subject_id":
+        "one_open_recovery_per_subject",
+}
+
+
+def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
+    """Turn a refused write into the domain error that names its invariant."""
+    text = str(exc)
+    if text.startswith("illegal_edge:"):
+        machine = text.split(":", 1)[1]
+        return IllegalEdge(f"refused: illegal {machine} state edge", code="illegal_edge")
+    if text.startswith("illegal_initial_state:"):
+        machine = text.split(":", 1)[1]
+        return IllegalEdge(f"refused: a {machine} cannot be created in that state")
+    if text.startswith("invariant:"):
+        name = text.split(":", 1)[1]
+        return InvariantViolation(f"refused by invariant {name}", code=name)
+    match = re.match(r"UNIQUE constraint failed: (.*)$", text)
+    if match:
+        name = UNIQUE_INVARIANTS.get(match.group(1).strip(), "unique:" + match.group(1))
+        return InvariantViolation(f"refused by invariant {name}", code=name)
+    match = re.match(r"CHECK constraint failed: (.*)$", text)
+    if match:
+        return InvariantViolation(f"refused by check {match.group(1)}", code=match.group(1))
+    if "FOREIGN KEY" in text:
+        return InvariantViolation("refused: a referenced row does not exist",
+                                  code="foreign_key")
+    return InvariantViolation(f"refused by the registry: {text}")
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open an already-diagnosed registry file with the standard PRAGMAs."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False)
+    else:
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not readonly:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT; constraint failures become domain errors."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise RegistryUnavailable(f"the registry is busy or locked: {exc}") from exc
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except sqlite3.IntegrityError as exc:
+        conn.execute("ROLLBACK")
+        raise map_integrity_error(exc) from exc
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

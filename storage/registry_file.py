@@ -1,0 +1,132 @@
+"""Diagnose, create and open the registry file; publish the generation pointer.
+
+Normal open never creates state: an unknown, partially initialized, newer or
+mismatched file fails closed before any write, so it stays byte-identical.
+Only ``create_registry`` (used by init and confirmed reset) makes a new file,
+and it builds it beside the target and renames it into place.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.enums import ActivationState
+from core.errors import RegistryUnavailable
+from storage.connection import connect
+from storage.schema import APPLICATION_ID, PROTOCOL_VERSION, REQUIRED_TABLES, SCHEMA_VERSION, ddl
+
+
+@dataclass(frozen=True)
+class RegistryMetadata:
+    schema_version: int
+    protocol_version: int
+    generation_id: str
+    local_host_id: str
+    activation_state: ActivationState
+    created_at: int
+    committed_at: int | None
+
+
+def diagnose(path: Path) -> RegistryMetadata:
+    """Check identity, version, shape and metadata without writing anything."""
+    if not path.exists():
+        raise RegistryUnavailable(
+            f"no registry at {path}; run `switchboard init` to create one")
+    if path.stat().st_size < 512:
+        raise RegistryUnavailable(f"{path} is not a Switchboard registry (truncated or empty)")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            meta_row = None
+            if app_id == APPLICATION_ID and user_version == SCHEMA_VERSION and \
+                    "registry_metadata" in tables:
+                meta_row = conn.execute(
+                    "SELECT schema_version, protocol_version, generation_id, local_host_id,"
+                    " activation_state, created_at, committed_at FROM registry_metadata"
+                ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise RegistryUnavailable(
+            f"{path} is not a readable SQLite registry ({exc}); it was left unchanged") from exc
+    if app_id != APPLICATION_ID:
+        raise RegistryUnavailable(
+            f"{path} belongs to another application (application_id {app_id}); "
+            "it was left unchanged")
+    if user_version > SCHEMA_VERSION:
+        raise RegistryUnavailable(
+            f"{path} has registry schema v{user_version}, newer than this Switchboard "
+            f"(v{SCHEMA_VERSION}); upgrade Switchboard. The file was left unchanged")
+    if user_version < SCHEMA_VERSION:
+        raise RegistryUnavailable(
+            f"{path} has unknown registry schema v{user_version}; it was left unchanged")
+    missing = [t for t in REQUIRED_TABLES if t not in tables]
+    if missing:
+        raise RegistryUnavailable(
+            f"{path} is partially initialized (missing tables: {', '.join(missing)}); "
+            "it was left unchanged")
+    if not meta_row or len(meta_row) != 1:
+        raise RegistryUnavailable(f"{path} has no registry metadata; it was left unchanged")
+    row = meta_row[0]
+    if row[0] != SCHEMA_VERSION or row[1] != PROTOCOL_VERSION:
+        raise RegistryUnavailable(f"{path} metadata names an unsupported schema/protocol")
+    return RegistryMetadata(row[0], row[1], row[2], row[3], ActivationState(row[4]),
+                            row[5], row[6])
+
+
+def create_registry(path: Path, *, generation_id: str, host_id: str, now_ms: int) -> None:
+    """Build a committed empty registry at ``path`` (which must not exist)."""
+    if path.exists():
+        raise RegistryUnavailable(f"refusing to overwrite existing registry {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".creating")
+    if tmp.exists():
+        tmp.unlink()
+    conn = sqlite3.connect(str(tmp), isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.executescript(ddl())
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute(
+            "INSERT INTO registry_metadata (singleton, schema_version, protocol_version,"
+            " generation_id, local_host_id, activation_state, created_at, committed_at)"
+            " VALUES (1, ?, ?, ?, ?, 'committed', ?, ?)",
+            (SCHEMA_VERSION, PROTOCOL_VERSION, generation_id, host_id, now_ms, now_ms),
+        )
+        conn.execute("PRAGMA journal_mode = WAL")
+    finally:
+        conn.close()
+    os.replace(tmp, path)
+
+
+def open_registry(path: Path, *, expected_generation: str, expected_host: str,
+                  readonly: bool = False) -> tuple[sqlite3.Connection, RegistryMetadata]:
+    """Diagnose, check generation and host agreement, then connect."""
+    meta = diagnose(path)
+    if meta.generation_id != expected_generation:
+        raise RegistryUnavailable(
+            f"registry generation {meta.generation_id} does not match the expected "
+            f"generation {expected_generation}; the file was left unchanged")
+    if meta.local_host_id != expected_host:
+        raise RegistryUnavailable(
+            f"registry host {meta.local_host_id} does not match config host "
+            f"{expected_host}; the file was left unchanged")
+    if meta.activation_state is not ActivationState.COMMITTED:
+        raise RegistryUnavailable("registry activation is staged, not committed")
+    return connect(path, readonly=readonly), meta
+
+
+def publish_pointer(pointer: Path, generation_id: str) -> None:
+    """Atomically point ``state/current`` at a generation."""
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pointer.with_name(pointer.name + ".tmp")
+    tmp.write_text(generation_id + "\n", encoding="utf-8")
+    os.replace(tmp, pointer)
