@@ -1,0 +1,66 @@
+"""Claude Code: exact session identity up front, hooks via a per-launch settings file.
+
+``claude --session-id UUID`` creates exactly that session (and rejects a reused
+or non-UUID id), ``claude --resume UUID`` reopens it; ``--settings FILE`` adds
+our hooks without touching the user's global settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.enums import LaunchAction, Provider
+from core.errors import ProviderError
+from core.providers.base import LaunchPlan, check_prompt, check_uuid
+from core.providers.hooks import CLAUDE_HOOK_EVENTS, HookEvent, parse_hook
+from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
+
+
+@dataclass(frozen=True)
+class ClaudeAdapter:
+    provider: Provider = Provider.CLAUDE
+    command: tuple[str, ...] = ("claude",)
+    hook_events: tuple[str, ...] = CLAUDE_HOOK_EVENTS
+
+    def probe_version(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProviderVersion:
+        return probe_version(self.provider, self.command, timeout=timeout)
+
+    def launch_plan(
+        self,
+        action: LaunchAction,
+        session_id: str | None,
+        initial_prompt: str | None,
+        settings_path: Path | None,
+    ) -> LaunchPlan:
+        """``claude --session-id|--resume UUID [--settings FILE] [PROMPT]``."""
+        action = LaunchAction(action)
+        flag = "--session-id" if action is LaunchAction.NEW else "--resume"
+        session_id = check_uuid(self.provider, session_id, what=f"{action.value} launch")
+        prompt = check_prompt(self.provider, initial_prompt)
+        argv = [*self.command, flag, session_id]
+        if settings_path is not None:
+            path = Path(settings_path)
+            if not path.is_absolute():
+                raise ProviderError(
+                    f"claude --settings needs an absolute path, not {str(path)!r}",
+                    code="launch_invalid",
+                )
+            argv += ["--settings", str(path)]
+        if prompt is not None:
+            argv.append(prompt)
+        return LaunchPlan(
+            provider=self.provider, action=action, argv=tuple(argv), session_id=session_id
+        )
+
+    def launch_argv(
+        self,
+        action: LaunchAction,
+        session_id: str | None,
+        initial_prompt: str | None,
+        settings_path: Path | None,
+    ) -> list[str]:
+        return list(self.launch_plan(action, session_id, initial_prompt, settings_path).argv)
+
+    def parse_hook(self, event: str, payload: bytes | str) -> HookEvent:
+        return parse_hook(self.provider, event, payload)

@@ -1,0 +1,337 @@
+"""Normalize one provider hook invocation into a small, content-free HookEvent.
+
+This runs inside ``switchboard hook`` on every prompt and turn end, so it imports
+only ``json``, ``dataclasses`` and the enum/error modules. The raw payload is
+untrusted input: anything malformed fails closed with a specific ProviderError,
+and nothing of the prompt, transcript, tool input or reply survives parsing.
+
+Activity outcomes follow the recorded facts in ``tests/fixtures/hooks/README.md``:
+
+==================================================  =============================
+event (payload refinement)                          activity / reason / runtime
+==================================================  =============================
+UserPromptSubmit                                    working
+PreToolUse, PostToolUse(+Failure)                   working (evidence the turn runs)
+PreToolUse(tool_name=AskUserQuestion)               needs_input / question
+PermissionRequest                                   needs_input / permission
+Notification(permission_prompt)                     needs_input / permission
+Notification(elicitation*)                          needs_input / elicitation
+Notification(idle_prompt and anything else)         no change (see below)
+Stop, notify(agent-turn-complete)                   ready / turn_complete
+StopFailure (API error; not recorded)               unknown / error
+SessionStart                                        runtime live, activity unchanged
+SessionEnd                                          runtime stopped, activity unchanged
+anything else                                       no change
+==================================================  =============================
+
+``idle_prompt`` is deliberately *no change*: it arrives about 60 s after the
+prompt goes idle, usually after a Stop that already said ``ready``, and it is
+not a trusted turn end, so it must never make a pane eligible for a control
+turn. It is still surfaced (``HookEvent.idle_prompt``) as reconciliation
+evidence for a ``working`` that never got its Stop (interrupts, API errors).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
+from core.enums import Activity, ActivityReason, Provider, RuntimePresence
+from core.errors import ProviderError
+
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+MAX_TOKEN_CHARS = 128
+MAX_LABEL_CHARS = 256
+
+CONTROL_TEMPLATE = "Call transition_claim() and follow the returned transition instructions."
+
+
+class HookKind(StrEnum):
+    """What happened, independent of the provider's event spelling."""
+
+    PROMPT_SUBMITTED = "prompt_submitted"
+    TOOL_STARTED = "tool_started"
+    TOOL_FINISHED = "tool_finished"
+    PERMISSION_REQUESTED = "permission_requested"
+    NOTIFICATION = "notification"
+    TURN_STOPPED = "turn_stopped"
+    SESSION_STARTED = "session_started"
+    SESSION_ENDED = "session_ended"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    """One hook invocation, reduced to identity and state evidence.
+
+    ``activity``/``activity_reason``/``runtime`` of ``None`` mean "this event
+    does not change that field". ``turn_id`` is Claude's ``prompt_id`` or
+    Codex's ``turn_id``/``turn-id``: the key that matches a Stop to the prompt
+    (and a control turn to its observation).
+    """
+
+    provider: Provider
+    event: str
+    kind: HookKind
+    provider_session_id: str
+    turn_id: str | None
+    activity: Activity | None
+    activity_reason: ActivityReason | None
+    runtime: RuntimePresence | None
+    source: str | None = None
+    end_reason: str | None = None
+    notification_type: str | None = None
+    tool_name: str | None = None
+    stop_hook_active: bool = False
+    is_control_prompt: bool = False
+
+    @property
+    def idle_prompt(self) -> bool:
+        """Claude says its prompt has sat idle: evidence, not a trusted Stop."""
+        return self.notification_type == "idle_prompt"
+
+    @property
+    def changes_activity(self) -> bool:
+        return self.activity is not None
+
+
+# event name -> (kind, activity, reason, runtime) before payload refinements.
+_Outcome = tuple[HookKind, Activity | None, ActivityReason | None, RuntimePresence | None]
+
+_WORKING: _Outcome = (HookKind.PROMPT_SUBMITTED, Activity.WORKING, None, None)
+_COMMON: dict[str, _Outcome] = {
+    "UserPromptSubmit": _WORKING,
+    "PreToolUse": (HookKind.TOOL_STARTED, Activity.WORKING, None, None),
+    "PostToolUse": (HookKind.TOOL_FINISHED, Activity.WORKING, None, None),
+    "PermissionRequest": (
+        HookKind.PERMISSION_REQUESTED, Activity.NEEDS_INPUT, ActivityReason.PERMISSION, None,
+    ),
+    "Stop": (HookKind.TURN_STOPPED, Activity.READY, ActivityReason.TURN_COMPLETE, None),
+    "SessionStart": (HookKind.SESSION_STARTED, None, None, RuntimePresence.LIVE),
+}
+_CLAUDE_ONLY: dict[str, _Outcome] = {
+    "PostToolUseFailure": (HookKind.TOOL_FINISHED, Activity.WORKING, None, None),
+    "Notification": (HookKind.NOTIFICATION, None, None, None),
+    "StopFailure": (HookKind.OTHER, Activity.UNKNOWN, ActivityReason.ERROR, None),
+    "SessionEnd": (HookKind.SESSION_ENDED, None, None, RuntimePresence.STOPPED),
+}
+_TABLES: dict[Provider, dict[str, _Outcome]] = {
+    Provider.CLAUDE: {**_COMMON, **_CLAUDE_ONLY},
+    Provider.CODEX: dict(_COMMON),
+}
+_NO_CHANGE: _Outcome = (HookKind.OTHER, None, None, None)
+_NOTIFICATION_OUTCOMES: dict[str, tuple[Activity, ActivityReason]] = {
+    "permission_prompt": (Activity.NEEDS_INPUT, ActivityReason.PERMISSION),
+}
+CODEX_NOTIFY_EVENT = "notify"
+CODEX_TURN_COMPLETE = "agent-turn-complete"
+
+# Events each provider's hook configuration subscribes to (order = lifecycle).
+CLAUDE_HOOK_EVENTS: tuple[str, ...] = (
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
+    "Notification", "PostToolUse", "Stop", "SessionEnd",
+)
+CODEX_HOOK_EVENTS: tuple[str, ...] = (
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
+    "PostToolUse", "Stop",
+)
+
+
+def _fail(code: str, message: str) -> ProviderError:
+    return ProviderError(message, code=code)
+
+
+def _invalid(message: str) -> ProviderError:
+    return ProviderError(message, code="hook_payload_invalid")
+
+
+def _is_uuid_shaped(value: str) -> bool:
+    """8-4-4-4-12 hex, without importing ``uuid`` on the hook path."""
+    if len(value) != 36:
+        return False
+    for index, char in enumerate(value):
+        if index in (8, 13, 18, 23):
+            if char != "-":
+                return False
+        elif char not in "0123456789abcdefABCDEF":
+            return False
+    return True
+
+
+def _is_token(value: str) -> bool:
+    return 0 < len(value) <= MAX_TOKEN_CHARS and all(
+        char.isascii() and (char.isalnum() or char in "-_.:") for char in value
+    )
+
+
+def _decode(payload: bytes | str) -> dict[str, object]:
+    if isinstance(payload, bytes | bytearray):
+        if len(payload) > MAX_PAYLOAD_BYTES:
+            raise _fail("hook_payload_too_large", f"hook payload exceeds {MAX_PAYLOAD_BYTES} bytes")
+        try:
+            text = bytes(payload).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _invalid(f"hook payload is not UTF-8: {exc.reason}") from None
+    elif isinstance(payload, str):
+        text = payload
+        if len(text) > MAX_PAYLOAD_BYTES:
+            raise _fail("hook_payload_too_large", f"hook payload exceeds {MAX_PAYLOAD_BYTES} bytes")
+    else:
+        raise _invalid(f"hook payload must be bytes or str, not {type(payload).__name__}")
+    if not text.strip():
+        raise _invalid("hook payload is empty; expected one JSON object")
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise _invalid(f"hook payload is not valid JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise _invalid(f"hook payload must be a JSON object, not {type(document).__name__}")
+    return document
+
+
+def _optional_str(
+    document: dict[str, object], key: str, limit: int = MAX_LABEL_CHARS
+) -> str | None:
+    value = document.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _invalid(f"hook field {key!r} must be a string, not {type(value).__name__}")
+    if len(value) > limit:
+        raise _invalid(f"hook field {key!r} is longer than {limit} characters")
+    return value
+
+
+def _session_id(document: dict[str, object], key: str) -> str:
+    if key not in document:
+        raise _fail(
+            "hook_session_missing", f"hook payload has no {key!r}; cannot tell which session it is"
+        )
+    value = document[key]
+    if not isinstance(value, str):
+        raise _fail(
+            "hook_session_invalid",
+            f"hook field {key!r} must be a string, not {type(value).__name__}",
+        )
+    if not _is_uuid_shaped(value):
+        raise _fail("hook_session_invalid", f"hook field {key!r} is not a UUID: {value[:64]!r}")
+    return value
+
+
+def _turn_id(document: dict[str, object], key: str) -> str | None:
+    value = _optional_str(document, key, MAX_TOKEN_CHARS)
+    if value is not None and not _is_token(value):
+        raise _invalid(f"hook field {key!r} is not an identifier: {value[:64]!r}")
+    return value
+
+
+def _check_event_name(event: str) -> None:
+    if not isinstance(event, str) or not _is_token(event):
+        raise _fail(
+            "hook_event_invalid", f"hook event name is not an identifier: {str(event)[:64]!r}"
+        )
+
+
+def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> HookEvent:
+    """Parse one hook call; raise ProviderError (never anything else) on bad input.
+
+    ``event`` is the name the hook command was installed with (the last CLI
+    word); for Codex ``notify`` the payload is the JSON argv element.
+    """
+    try:
+        provider = Provider(provider)
+    except ValueError:
+        raise _fail("hook_provider_invalid", f"unknown provider {str(provider)[:32]!r}") from None
+    _check_event_name(event)
+    document = _decode(payload)
+    if provider is Provider.CODEX and event == CODEX_NOTIFY_EVENT:
+        return _parse_codex_notify(document)
+
+    declared = document.get("hook_event_name")
+    if declared is not None and declared != event:
+        raise _fail(
+            "hook_event_mismatch",
+            f"hook was installed for {event!r} but the payload says {str(declared)[:64]!r}",
+        )
+    session_id = _session_id(document, "session_id")
+    turn_key = "prompt_id" if provider is Provider.CLAUDE else "turn_id"
+    turn_id = _turn_id(document, turn_key)
+    kind, activity, reason, runtime = _TABLES[provider].get(event, _NO_CHANGE)
+
+    tool_name = None
+    notification_type = None
+    source = None
+    end_reason = None
+    stop_hook_active = False
+    is_control_prompt = False
+    if kind is HookKind.PROMPT_SUBMITTED:
+        prompt = document.get("prompt")
+        if prompt is not None and not isinstance(prompt, str):
+            raise _invalid("hook field 'prompt' must be a string")
+        # Only the fact that this was the fixed control template is kept.
+        is_control_prompt = isinstance(prompt, str) and prompt.strip() == CONTROL_TEMPLATE
+    elif kind in (HookKind.TOOL_STARTED, HookKind.TOOL_FINISHED, HookKind.PERMISSION_REQUESTED):
+        tool_name = _optional_str(document, "tool_name")
+        if kind is HookKind.TOOL_STARTED and tool_name == "AskUserQuestion":
+            activity, reason = Activity.NEEDS_INPUT, ActivityReason.QUESTION
+    elif kind is HookKind.NOTIFICATION:
+        notification_type = _optional_str(document, "notification_type")
+        if notification_type in _NOTIFICATION_OUTCOMES:
+            activity, reason = _NOTIFICATION_OUTCOMES[notification_type]
+        elif notification_type is not None and notification_type.startswith("elicitation"):
+            activity, reason = Activity.NEEDS_INPUT, ActivityReason.ELICITATION
+    elif kind is HookKind.TURN_STOPPED:
+        flag = document.get("stop_hook_active", False)
+        if not isinstance(flag, bool):
+            raise _invalid("hook field 'stop_hook_active' must be a boolean")
+        stop_hook_active = flag
+    elif kind is HookKind.SESSION_STARTED:
+        source = _optional_str(document, "source")
+    elif kind is HookKind.SESSION_ENDED:
+        end_reason = _optional_str(document, "reason")
+
+    return HookEvent(
+        provider=provider,
+        event=event,
+        kind=kind,
+        provider_session_id=session_id,
+        turn_id=turn_id,
+        activity=activity,
+        activity_reason=reason,
+        runtime=runtime,
+        source=source,
+        end_reason=end_reason,
+        notification_type=notification_type,
+        tool_name=tool_name,
+        stop_hook_active=stop_hook_active,
+        is_control_prompt=is_control_prompt,
+    )
+
+
+def _parse_codex_notify(document: dict[str, object]) -> HookEvent:
+    """Codex ``notify``: kebab-case keys; only agent-turn-complete moves activity.
+
+    The thread id is reported as-is; the caller must ignore foreign threads
+    (Codex also notifies for its internal title-generation turn).
+    """
+    notify_type = _optional_str(document, "type")
+    if notify_type is None:
+        raise _invalid("codex notify payload has no 'type'")
+    session_id = _session_id(document, "thread-id")
+    turn_id = _turn_id(document, "turn-id")
+    if notify_type == CODEX_TURN_COMPLETE:
+        kind, activity, reason = HookKind.TURN_STOPPED, Activity.READY, ActivityReason.TURN_COMPLETE
+    else:
+        kind, activity, reason = HookKind.OTHER, None, None
+    return HookEvent(
+        provider=Provider.CODEX,
+        event=CODEX_NOTIFY_EVENT,
+        kind=kind,
+        provider_session_id=session_id,
+        turn_id=turn_id,
+        activity=activity,
+        activity_reason=reason,
+        runtime=None,
+        notification_type=notify_type,
+    )
