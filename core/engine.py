@@ -1,0 +1,639 @@
+"""The one transition engine: every CLI command and every navigator key lands here.
+
+Each public method takes a request id, checks idempotency (same id + same
+fingerprint returns the stored result; a different fingerprint is refused),
+then runs named storage operations in one write transaction. Transitions that
+move panes continue in ``core.sagas`` after their intent is durable.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.config import Config
+from core.enums import (
+    ClaimState,
+    CloseReason,
+    ControlKind,
+    ControlTransport,
+    CreatedBy,
+    FrameLifecycle,
+    FrameRole,
+    LaunchAction,
+    MembershipReason,
+    PlacementState,
+    Provider,
+    TransitionKind,
+    TransportPolicy,
+    ViewMode,
+    ViewState,
+)
+from core.errors import Conflict, NotFound, SwitchboardError
+from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
+from core.requests import fingerprint
+from core.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
+from storage.connection import write_transaction
+from storage.operations import frames as frames_ops
+from storage.operations import projects as projects_ops
+from storage.operations import requests as requests_ops
+from storage.operations import sessions as sessions_ops
+from storage.operations import transitions as transitions_ops
+from storage.operations import views as views_ops
+
+CONTROL_TEMPLATE = "Call transition_claim() and follow the returned transition instructions."
+
+
+@dataclass
+class Engine:
+    """Registry-backed engine; ``stage`` (tmux) is attached by callers that move panes."""
+
+    conn: sqlite3.Connection
+    config: Config
+    clock: Clock = field(default_factory=SystemClock)
+    ids: IdSource = field(default_factory=Uuid4Ids)
+    stage: Any = None  # core.stage.Stage when tmux effects are wanted
+    fault: Callable[[str], None] | None = None  # test hook: raise/exit at named saga points
+    owner: str = field(default_factory=lambda: "engine-" + secrets.token_hex(4))
+
+    @property
+    def host_id(self) -> str:
+        return self.config.host.host_id
+
+    @property
+    def generation_id(self) -> str:
+        return self.config.generation_id
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def _fault(self, point: str) -> None:
+        if self.fault is not None:
+            self.fault(point)
+
+    # ------------------------------------------------------------------ requests
+
+    def _idempotent(self, request_id: str, operation: str, semantic: dict[str, Any],
+                    body: Callable[[sqlite3.Connection, str, int], tuple[str, str | None]],
+                    replay: Callable[[str | None], Any], result: Callable[[str | None], Any]):
+        """Run ``body`` once per request id inside one write transaction.
+
+        ``body`` returns (result_type, result_id); a replay of the same request
+        rebuilds the result from the stored id without mutating anything.
+        """
+        fp = fingerprint(operation, semantic)
+        with write_transaction(self.conn) as conn:
+            stored = requests_ops.lookup(conn, self.host_id, request_id, operation, fp)
+            if stored is not None:
+                return replay(stored.result_id)
+            now = self.now()
+            requests_ops.record(conn, self.host_id, request_id, operation, fp, now)
+            result_type, result_id = body(conn, fp, now)
+            requests_ops.complete(conn, self.host_id, request_id, result_type, result_id, now)
+        return result(result_id)
+
+    # ------------------------------------------------------------------ projects
+
+    def _ensure_project(self, conn: sqlite3.Connection, project_id: str, now: int) -> None:
+        project = self.config.project(project_id)
+        checkout = self.config.checkout(project.checkout_id)
+        if checkout.repository_id:
+            repo = next((r for r in self.config.repositories
+                         if r.repository_id == checkout.repository_id), None)
+            if repo is not None:
+                projects_ops.upsert_repository(conn, self.host_id, repo.repository_id, repo.name)
+        projects_ops.upsert_checkout(conn, self.host_id, checkout.checkout_id,
+                                     checkout.repository_id, checkout.path)
+        projects_ops.upsert_project(conn, self.host_id, project.project_id, project.name,
+                                    checkout.checkout_id, now)
+
+    def _project_id(self, name_or_id: str) -> str:
+        for project in self.config.projects:
+            if name_or_id in (project.project_id, project.name):
+                return project.project_id
+        names = ", ".join(p.name for p in self.config.projects) or "none configured"
+        raise NotFound(f"unknown project {name_or_id!r} (known: {names}); add it to the config")
+
+    def project_enter(self, request_id: str, project: str) -> RouteResult:
+        """Show a project in its view: create view and workspace on first entry.
+
+        Two concurrent entries serialize on the write lock and the
+        one-workspace / one-view-per-project indexes, so they converge.
+        """
+        project_id = self._project_id(project)
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            self._ensure_project(conn, project_id, now)
+            workspace = frames_ops.workspace_of(conn, self.host_id, project_id)
+            if workspace is None:
+                workspace_id = self._create_workspace(conn, project_id, now)
+            else:
+                workspace_id = workspace["frame_id"]
+            view = views_ops.view_of_project(conn, self.host_id, project_id)
+            if view is None:
+                view_id = self.ids.new_id()
+                views_ops.insert_view(conn, view_id=view_id, host_id=self.host_id,
+                                      project_id=project_id,
+                                      mode=self.config.views.cli_default_mode,
+                                      active_frame_id=workspace_id,
+                                      desktop_token=secrets.token_urlsafe(16), now=now)
+                placement = views_ops.placement_of_frame(conn, workspace_id)
+                if placement is None:
+                    views_ops.insert_placement(
+                        conn, placement_id=self.ids.new_id(), host_id=self.host_id,
+                        view_id=view_id, frame_id=workspace_id,
+                        state=PlacementState.STOPPED_AFFINITY, surface_id=None, now=now)
+                frames_ops.touch_focus(conn, workspace_id, now)
+                return "view", view_id
+            return "view", view["view_id"]
+
+        def finish(view_id: str | None) -> RouteResult:
+            assert view_id is not None
+            view = views_ops.get_view(self.conn, view_id)
+            target = self._route_target(project_id, view)
+            transition_id = None
+            if target != view["active_frame_id"]:
+                moved = self.view_focus(request_id + ":route", view_id, target)
+                transition_id = moved.transition_id
+                view = views_ops.get_view(self.conn, view_id)
+            return RouteResult(request_id, project_id, view_id, view["active_frame_id"],
+                               view["revision"], transition_id)
+
+        return self._idempotent(request_id, "project.enter", {"project_id": project_id},
+                                body, finish, finish)
+
+    def _route_target(self, project_id: str, view: sqlite3.Row) -> str:
+        """The active frame if it is an open frame of this project, else the most
+        recently focused open frame, else the workspace."""
+        active = view["active_frame_id"]
+        if active:
+            row = self.conn.execute(
+                "SELECT lifecycle_state, project_id FROM frames WHERE frame_id = ?",
+                (active,)).fetchone()
+            if row and row["lifecycle_state"] == "open" and row["project_id"] == project_id:
+                return active
+        row = self.conn.execute(
+            "SELECT frame_id FROM frames WHERE project_id = ? AND host_id = ?"
+            " AND lifecycle_state = 'open' ORDER BY COALESCE(last_focused_at, 0) DESC,"
+            " role = 'workspace' DESC, frame_id LIMIT 1",
+            (project_id, self.host_id)).fetchone()
+        if row is None:
+            raise NotFound(f"project {project_id} has no open frame")
+        return row["frame_id"]
+
+    def _create_workspace(self, conn: sqlite3.Connection, project_id: str, now: int) -> str:
+        project = self.config.project(project_id)
+        frame_id = self.ids.new_id()
+        context_id = self.ids.new_id()
+        frames_ops.insert_work_context(conn, work_context_id=context_id, host_id=self.host_id,
+                                       project_id=project_id, checkout_id=project.checkout_id,
+                                       now=now)
+        frames_ops.insert_frame(conn, frame_id=frame_id, host_id=self.host_id,
+                                project_id=project_id, role=FrameRole.WORKSPACE,
+                                parent_frame_id=None, work_context_id=context_id,
+                                title=project.name, purpose=None,
+                                preferred_provider=(project.preferred_provider.value
+                                                    if project.preferred_provider else None),
+                                created_by=CreatedBy.USER, depth=0, now=now)
+        return frame_id
+
+    # ------------------------------------------------------------------ frames
+
+    def _frame(self, frame_id: str) -> sqlite3.Row:
+        return frames_ops.get_frame(self.conn, frame_id)
+
+    def _frame_result(self, request_id: str, transition_id: str | None = None):
+        def build(frame_id: str | None) -> FrameResult:
+            assert frame_id is not None
+            row = self._frame(frame_id)
+            return FrameResult(request_id, frame_id, row["lifecycle_state"], transition_id)
+        return build
+
+    def frame_start(self, request_id: str, frame_id: str,
+                    provider: Provider | None = None) -> StartResult:
+        """The start bundle: session, membership, pointer, planned launch and surface,
+        placement to staged, and the context claim to held with this frame foreground."""
+        frame = self._frame(frame_id)
+        provider = provider or self._provider_for(frame)
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            launch_id = self._start_bundle(conn, request_id, frame_id, provider,
+                                           MembershipReason.STARTED, None, now)
+            return "launch", launch_id
+
+        def build(launch_id: str | None) -> StartResult:
+            row = self.conn.execute("SELECT * FROM launch_intents WHERE launch_id = ?",
+                                    (launch_id,)).fetchone()
+            surface = self.conn.execute("SELECT surface_id FROM surfaces WHERE launch_id = ?",
+                                        (launch_id,)).fetchone()
+            return StartResult(request_id, row["frame_id"], row["session_key"], launch_id,
+                               surface["surface_id"])
+
+        result = self._idempotent(request_id, "frame.start",
+                                  {"frame_id": frame_id, "provider": provider.value},
+                                  body, build, build)
+        if self.stage is not None:
+            from core import sagas
+            sagas.launch(self, result.launch_id)
+        return result
+
+    def _provider_for(self, frame: sqlite3.Row) -> Provider:
+        if frame["preferred_provider"]:
+            return Provider(frame["preferred_provider"])
+        project = self.config.project(frame["project_id"])
+        if project.preferred_provider:
+            return project.preferred_provider
+        enabled = [p for p, c in self.config.providers.items() if c.enabled]
+        return enabled[0] if enabled else Provider.CLAUDE
+
+    def _start_bundle(self, conn: sqlite3.Connection, request_id: str, frame_id: str,
+                      provider: Provider, reason: MembershipReason, resume_key: str | None,
+                      now: int) -> str:
+        frame = frames_ops.get_frame(conn, frame_id)
+        if frame["lifecycle_state"] != FrameLifecycle.OPEN:
+            raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}; reopen it first")
+        placement = views_ops.placement_of_frame(conn, frame_id)
+        if placement is None:
+            raise Conflict(f"frame {frame_id} has no placement in any view")
+        if placement["state"] != PlacementState.STOPPED_AFFINITY:
+            raise Conflict(
+                f"frame {frame_id} already has a {placement['state']} runtime; "
+                "stop it before starting another", code="runtime_exists")
+        if resume_key is None:
+            # Claude takes our UUID; Codex's thread id is learned from its first hook,
+            # so it starts under a provisional id that binding re-keys.
+            provider_session_id = self.ids.new_id() if provider is Provider.CLAUDE \
+                else "pending-" + self.ids.new_id()
+            key = sessions_ops.insert_session(
+                conn, host_id=self.host_id, provider=provider,
+                provider_session_id=provider_session_id, project_id=frame["project_id"],
+                checkout_id=self.config.project(frame["project_id"]).checkout_id,
+                name=frame["title"], purpose=frame["purpose"], now=now)
+            sessions_ops.insert_membership(conn, frame_session_id=self.ids.new_id(),
+                                           frame_id=frame_id, key=key, reason=reason, now=now)
+            frames_ops.set_current_session(conn, frame_id, key, now)
+            action, target = LaunchAction.NEW, None
+        else:
+            key, action, target = resume_key, LaunchAction.RESUME, resume_key
+        launch_id = self.ids.new_id()
+        sessions_ops.insert_launch(conn, launch_id=launch_id, request_id=request_id,
+                                   host_id=self.host_id, frame_id=frame_id, provider=provider,
+                                   action=action, target_session_key=target, key=key, now=now)
+        surface_id = self.ids.new_id()
+        sessions_ops.insert_surface(conn, surface_id=surface_id, host_id=self.host_id,
+                                    provider=provider, key=key, launch_id=launch_id, now=now)
+        views_ops.move_placement(conn, placement["placement_id"], placement["generation"],
+                                 PlacementState.STAGED, now, surface_id=surface_id,
+                                 change_surface=True)
+        context = frames_ops.get_context(conn, frame["work_context_id"])
+        if context["claim_state"] == ClaimState.RELEASED:
+            frames_ops.acquire_claim(conn, context["work_context_id"], frame_id,
+                                     context["claim_generation"], now)
+        elif context["claim_state"] == ClaimState.BLOCKED:
+            raise Conflict("the checkout claim is blocked; resolve it first",
+                           code="claim_blocked")
+        return launch_id
+
+    def frame_push(self, request_id: str, source_frame_id: str, title: str, brief: str, *,
+                   purpose: str | None = None, provider: Provider | None = None,
+                   created_by: CreatedBy = CreatedBy.USER) -> TransitionResult:
+        """Prepare a push: child frame, its placement, the transition and its brief.
+
+        Execution (parking the parent and presenting the child) waits for the
+        source agent's Stop, or runs at once when the source has no live agent.
+        """
+        title = title.strip()
+        if not title:
+            raise SwitchboardError("a task needs a non-empty title", code="bad_request")
+        if not brief.strip():
+            raise SwitchboardError("a task needs a non-empty brief", code="bad_request")
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            source = frames_ops.get_frame(conn, source_frame_id)
+            if source["lifecycle_state"] != FrameLifecycle.OPEN:
+                raise Conflict(f"frame {source_frame_id} is not open")
+            max_depth = self.config.automation.initial_max_depth
+            if source["depth"] + 1 > max_depth:
+                raise Conflict(
+                    f"task depth {source['depth'] + 1} exceeds automation.initial_max_depth "
+                    f"= {max_depth}", code="depth_exceeded")
+            placement = views_ops.placement_of_frame(conn, source_frame_id)
+            if placement is None:
+                raise Conflict(f"frame {source_frame_id} is not placed in a view")
+            view = views_ops.get_view(conn, placement["view_id"])
+            context = frames_ops.get_context(conn, source["work_context_id"])
+            child_id = self.ids.new_id()
+            frames_ops.insert_frame(
+                conn, frame_id=child_id, host_id=self.host_id, project_id=source["project_id"],
+                role=FrameRole.TASK, parent_frame_id=source_frame_id,
+                work_context_id=source["work_context_id"], title=title[:200],
+                purpose=purpose, preferred_provider=provider.value if provider else None,
+                created_by=created_by, depth=source["depth"] + 1, now=now)
+            views_ops.insert_placement(conn, placement_id=self.ids.new_id(),
+                                       host_id=self.host_id, view_id=view["view_id"],
+                                       frame_id=child_id,
+                                       state=PlacementState.STOPPED_AFFINITY, surface_id=None,
+                                       now=now)
+            transition_id = self.ids.new_id()
+            transitions_ops.insert_transition(
+                conn, transition_id=transition_id, request_id=request_id, fingerprint=fp,
+                host_id=self.host_id, view_id=view["view_id"], kind=TransitionKind.PUSH,
+                source_frame_id=source_frame_id, target_frame_id=child_id,
+                work_context_id=source["work_context_id"],
+                expected_view_revision=view["revision"],
+                expected_claim_generation=context["claim_generation"], now=now)
+            transitions_ops.insert_brief(
+                conn, brief_id=self.ids.new_id(), transition_id=transition_id,
+                source_frame_id=source_frame_id, source_session_key=source["current_session_key"],
+                target_frame_id=child_id, brief=brief, now=now)
+            # A new child learns its brief through the launch's initial prompt.
+            transitions_ops.insert_control_turn(
+                conn, control_turn_id=self.ids.new_id(), transition_id=transition_id,
+                target_frame_id=child_id, target_session_key=None, kind=ControlKind.CLAIM_BRIEF,
+                transport=ControlTransport.RESUME_INITIAL, now=now)
+            return "transition", transition_id
+
+        semantic = {"source_frame_id": source_frame_id, "title": title, "brief": brief,
+                    "purpose": purpose, "provider": provider.value if provider else None}
+        result = self._idempotent(request_id, "frame.push", semantic, body,
+                                  self._transition_result(request_id),
+                                  self._transition_result(request_id))
+        return self._maybe_execute(result)
+
+    def frame_complete(self, request_id: str, frame_id: str, summary: str, next_action: str,
+                       *, source: CreatedBy = CreatedBy.USER) -> TransitionResult:
+        """Store the completion handoff, mark the child closing, prepare the return."""
+        if not summary.strip():
+            raise SwitchboardError("complete-return needs a summary", code="bad_request")
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            frame = frames_ops.get_frame(conn, frame_id)
+            if frame["role"] != FrameRole.TASK:
+                raise Conflict("only a task can complete and return; the workspace has no parent",
+                               code="not_a_task")
+            if frame["lifecycle_state"] != FrameLifecycle.OPEN:
+                raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}, not open")
+            parent = frames_ops.get_frame(conn, frame["parent_frame_id"])
+            placement = views_ops.placement_of_frame(conn, frame_id)
+            view = views_ops.get_view(conn, placement["view_id"])
+            context = frames_ops.get_context(conn, frame["work_context_id"])
+            transition_id = self.ids.new_id()
+            transitions_ops.insert_transition(
+                conn, transition_id=transition_id, request_id=request_id, fingerprint=fp,
+                host_id=self.host_id, view_id=view["view_id"],
+                kind=TransitionKind.COMPLETE_RETURN, source_frame_id=frame_id,
+                target_frame_id=parent["frame_id"], work_context_id=frame["work_context_id"],
+                expected_view_revision=view["revision"],
+                expected_claim_generation=context["claim_generation"], now=now)
+            transitions_ops.insert_handoff(
+                conn, handoff_id=self.ids.new_id(), transition_id=transition_id,
+                source_frame_id=frame_id, source_session_key=frame["current_session_key"],
+                target_frame_id=parent["frame_id"], summary=summary, next_action=next_action,
+                now=now)
+            frames_ops.begin_close(conn, frame_id, CloseReason.COMPLETED, now)
+            policy = self.config.effective_complete_return(frame["project_id"])
+            if policy.value == "synthesize":
+                transport = self._control_transport(conn, parent)
+                transitions_ops.insert_control_turn(
+                    conn, control_turn_id=self.ids.new_id(), transition_id=transition_id,
+                    target_frame_id=parent["frame_id"],
+                    target_session_key=parent["current_session_key"],
+                    kind=ControlKind.CLAIM_HANDOFF, transport=transport, now=now)
+            return "transition", transition_id
+
+        result = self._idempotent(
+            request_id, "frame.complete",
+            {"frame_id": frame_id, "summary": summary, "next_action": next_action},
+            body, self._transition_result(request_id), self._transition_result(request_id))
+        return self._maybe_execute(result)
+
+    def _control_transport(self, conn: sqlite3.Connection,
+                           target: sqlite3.Row) -> ControlTransport:
+        if self.config.control_turns.transport is TransportPolicy.RESUME_ONLY:
+            return ControlTransport.RESUME_INITIAL
+        placement = views_ops.placement_of_frame(conn, target["frame_id"])
+        if placement is not None and placement["surface_id"]:
+            surface = sessions_ops.get_surface(conn, placement["surface_id"])
+            if surface["lifecycle_state"] == "live":
+                return ControlTransport.LIVE_INPUT
+        return ControlTransport.RESUME_INITIAL
+
+    def frame_back(self, request_id: str, view_id: str) -> TransitionResult:
+        """Show the exact parent of the active frame; the child stays open and parked."""
+        view = views_ops.get_view(self.conn, view_id)
+        active = self._frame(view["active_frame_id"])
+        if active["parent_frame_id"] is None:
+            raise Conflict("the workspace has no parent to go back to", code="no_parent")
+        return self._prepare_simple(request_id, TransitionKind.BACK, view_id,
+                                    active["parent_frame_id"], source=active["frame_id"])
+
+    def frame_close(self, request_id: str, frame_id: str) -> TransitionResult:
+        """Human close: present the parent first, then stop the child, dismissed."""
+        frame = self._frame(frame_id)
+        if frame["role"] != FrameRole.TASK:
+            raise Conflict("the workspace cannot be closed; retire its view instead",
+                           code="not_a_task")
+        if frame["lifecycle_state"] != FrameLifecycle.OPEN:
+            raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}, not open")
+        if frames_ops.open_children(self.conn, frame_id):
+            raise Conflict("close its open child tasks first", code="has_open_children")
+        placement = views_ops.placement_of_frame(self.conn, frame_id)
+        return self._prepare_simple(request_id, TransitionKind.HUMAN_CLOSE,
+                                    placement["view_id"], frame["parent_frame_id"],
+                                    source=frame_id)
+
+    def frame_reopen(self, request_id: str, frame_id: str) -> FrameResult:
+        """closed -> open with the same identity and lineage; no runtime is started."""
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            frame = frames_ops.get_frame(conn, frame_id)
+            if frame["parent_frame_id"]:
+                parent = frames_ops.get_frame(conn, frame["parent_frame_id"])
+                if parent["lifecycle_state"] != FrameLifecycle.OPEN:
+                    raise Conflict("reopen its parent first", code="parent_closed")
+            frames_ops.reopen(conn, frame_id, now)
+            return "frame", frame_id
+
+        build = self._frame_result(request_id)
+        return self._idempotent(request_id, "frame.reopen", {"frame_id": frame_id}, body,
+                                build, build)
+
+    # ------------------------------------------------------------------ views
+
+    def view_focus(self, request_id: str, view_id: str, frame_id: str) -> TransitionResult:
+        """Navigation only: no lineage, nothing closes."""
+        frame = self._frame(frame_id)
+        if frame["lifecycle_state"] != FrameLifecycle.OPEN:
+            raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}; only open frames "
+                           "can be shown (reopen it first)", code="frame_not_open")
+        placement = views_ops.placement_of_frame(self.conn, frame_id)
+        if placement is None or placement["view_id"] != view_id:
+            raise Conflict(f"frame {frame_id} is not placed in view {view_id}")
+        view = views_ops.get_view(self.conn, view_id)
+        return self._prepare_simple(request_id, TransitionKind.FOCUS, view_id, frame_id,
+                                    source=view["active_frame_id"])
+
+    def view_mode(self, request_id: str, view_id: str, mode: ViewMode | None = None) -> ViewResult:
+        view = views_ops.get_view(self.conn, view_id)
+        target_mode = mode or (ViewMode.DIRECT if view["mode"] == ViewMode.NAVIGATOR
+                               else ViewMode.NAVIGATOR)
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            current = views_ops.get_view(conn, view_id)
+            if current["mode"] == target_mode:
+                return "view", view_id
+            if transitions_ops.pending_for_view(conn, view_id) is not None:
+                pending = transitions_ops.pending_for_view(conn, view_id)
+                if pending["state"] != "prepared":
+                    raise Conflict("a transition is executing in this view; mode cannot "
+                                   "overtake it, try again when it settles",
+                                   code="transition_in_flight")
+            if self.stage is not None:
+                self.stage.set_mode(current, target_mode)
+            views_ops.mutate_view(conn, view_id, current["revision"], mode=target_mode, now=now)
+            return "view", view_id
+
+        def build(_: str | None) -> ViewResult:
+            row = views_ops.get_view(self.conn, view_id)
+            return ViewResult(request_id, view_id, row["mode"], row["revision"],
+                              row["active_frame_id"])
+
+        return self._idempotent(request_id, "view.mode",
+                                {"view_id": view_id, "mode": target_mode.value}, body, build,
+                                build)
+
+    def view_retire(self, request_id: str, view_id: str) -> ViewResult:
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            view = views_ops.get_view(conn, view_id)
+            if transitions_ops.pending_for_view(conn, view_id) is not None:
+                raise Conflict("a transition is in flight in this view")
+            live = conn.execute(
+                "SELECT COUNT(*) FROM frame_placements p JOIN surfaces s"
+                " ON s.surface_id = p.surface_id WHERE p.view_id = ?"
+                " AND s.lifecycle_state = 'live'", (view_id,)).fetchone()[0]
+            if live:
+                raise Conflict(f"view has {live} live agent pane(s); stop them first",
+                               code="live_surfaces")
+            views_ops.mutate_view(conn, view_id, view["revision"], state=ViewState.RETIRED,
+                                  now=now)
+            return "view", view_id
+
+        def build(_: str | None) -> ViewResult:
+            row = views_ops.get_view(self.conn, view_id)
+            return ViewResult(request_id, view_id, row["mode"], row["revision"],
+                              row["active_frame_id"])
+
+        return self._idempotent(request_id, "view.retire", {"view_id": view_id}, body, build,
+                                build)
+
+    # ------------------------------------------------------------------ claims
+
+    def context_release(self, request_id: str, work_context_id: str) -> str:
+        """Release a checkout claim only when nothing can still mutate the checkout."""
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            context = frames_ops.get_context(conn, work_context_id)
+            if context["background_state"] != "safe":
+                raise Conflict(f"background work is {context['background_state']}; "
+                               "the claim stays held", code="background_work")
+            live = conn.execute(
+                "SELECT COUNT(*) FROM surfaces s JOIN frame_placements p"
+                " ON p.surface_id = s.surface_id JOIN frames f ON f.frame_id = p.frame_id"
+                " WHERE f.work_context_id = ? AND s.lifecycle_state = 'live'",
+                (work_context_id,)).fetchone()[0]
+            if live:
+                raise Conflict(f"{live} live agent pane(s) can still change the checkout",
+                               code="live_surfaces")
+            pending = conn.execute(
+                f"SELECT COUNT(*) FROM view_transitions WHERE work_context_id = ?"
+                f" AND state IN {transitions_ops.NONTERMINAL}", (work_context_id,)).fetchone()[0]
+            if pending:
+                raise Conflict("a transition is pending in this context",
+                               code="transition_in_flight")
+            frames_ops.release_claim(conn, work_context_id, context["claim_generation"], now)
+            return "work_context", work_context_id
+
+        return self._idempotent(request_id, "context.release",
+                                {"work_context_id": work_context_id}, body,
+                                lambda x: x, lambda x: x)
+
+    def context_resolve(self, request_id: str, work_context_id: str, to_state: ClaimState,
+                        foreground_frame_id: str | None = None) -> str:
+        """The explicit human resolution of a blocked claim."""
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            context = frames_ops.get_context(conn, work_context_id)
+            frames_ops.resolve_blocked(conn, work_context_id, to_state,
+                                       foreground_frame_id if to_state is ClaimState.HELD
+                                       else None, context["claim_generation"], now)
+            return "work_context", work_context_id
+
+        return self._idempotent(request_id, "context.resolve",
+                                {"work_context_id": work_context_id, "to": to_state.value,
+                                 "foreground": foreground_frame_id}, body,
+                                lambda x: x, lambda x: x)
+
+    # ------------------------------------------------------------------ transitions
+
+    def _transition_result(self, request_id: str):
+        def build(transition_id: str | None) -> TransitionResult:
+            row = transitions_ops.get_transition(self.conn, transition_id)
+            return TransitionResult(request_id, transition_id, row["kind"], row["state"],
+                                    row["transport_phase"], row["view_id"],
+                                    row["target_frame_id"])
+        return build
+
+    def _prepare_simple(self, request_id: str, kind: TransitionKind, view_id: str,
+                        target_frame_id: str, *, source: str | None) -> TransitionResult:
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            view = views_ops.get_view(conn, view_id)
+            if view["state"] not in (ViewState.READY, ViewState.DEGRADED):
+                raise Conflict(f"view {view_id} is {view['state']}")
+            pending = transitions_ops.pending_for_view(conn, view_id)
+            if pending is not None:
+                if pending["state"] == "prepared" and kind in (TransitionKind.FOCUS,
+                                                               TransitionKind.BACK):
+                    transitions_ops.move_transition(conn, pending["transition_id"],
+                                                    _ts("prepared"), _ts("superseded"), now)
+                else:
+                    raise Conflict(
+                        f"a {pending['kind']} transition is {pending['state']} in this view; "
+                        "wait for it to settle or recover it", code="transition_in_flight")
+            target = frames_ops.get_frame(conn, target_frame_id)
+            context = frames_ops.get_context(conn, target["work_context_id"])
+            transition_id = self.ids.new_id()
+            transitions_ops.insert_transition(
+                conn, transition_id=transition_id, request_id=request_id, fingerprint=fp,
+                host_id=self.host_id, view_id=view_id, kind=kind, source_frame_id=source,
+                target_frame_id=target_frame_id, work_context_id=target["work_context_id"],
+                expected_view_revision=view["revision"],
+                expected_claim_generation=context["claim_generation"], now=now)
+            return "transition", transition_id
+
+        semantic = {"kind": kind.value, "view_id": view_id, "target": target_frame_id,
+                    "source": source}
+        result = self._idempotent(request_id, f"view.{kind.value}", semantic, body,
+                                  self._transition_result(request_id),
+                                  self._transition_result(request_id))
+        return self._maybe_execute(result)
+
+    def _maybe_execute(self, result: TransitionResult) -> TransitionResult:
+        """Run a prepared transition now unless it must wait for its source's Stop."""
+        from core import sagas
+
+        if result.state != "prepared":
+            return result
+        if not sagas.waits_for_stop(self, result.transition_id):
+            sagas.execute(self, result.transition_id)
+        row = transitions_ops.get_transition(self.conn, result.transition_id)
+        return TransitionResult(result.request_id, result.transition_id, row["kind"],
+                                row["state"], row["transport_phase"], row["view_id"],
+                                row["target_frame_id"])
+
+
+def _ts(value: str):
+    from core.enums import TransitionState
+    return TransitionState(value)

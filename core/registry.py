@@ -1,0 +1,106 @@
+"""Create, reset and open the registry for a Switchboard home.
+
+``init`` and ``reset --confirm-generation`` are the only paths that create a
+committed empty registry and publish the generation pointer. Normal open checks
+that config, pointer and database metadata agree and never creates state.
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+from dataclasses import dataclass
+
+from core.config import Config, default_config, load_config, render_config
+from core.errors import RegistryUnavailable, SwitchboardError
+from core.home import Home
+from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
+from storage.registry_file import create_registry, open_registry, publish_pointer
+
+
+@dataclass(frozen=True)
+class InitResult:
+    generation_id: str
+    host_id: str
+    registry_path: str
+    config_path: str
+
+
+def _write_config(home: Home, config: Config) -> None:
+    home.config_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = home.config_path.with_name(home.config_path.name + ".tmp")
+    tmp.write_text(render_config(config), encoding="utf-8")
+    tmp.replace(home.config_path)
+
+
+def init_registry(home: Home, *, template: Config | None = None, clock: Clock | None = None,
+                  ids: IdSource | None = None) -> InitResult:
+    """Create the first committed registry; refuses when one is already published."""
+    clock = clock or SystemClock()
+    ids = ids or Uuid4Ids()
+    current = home.read_current_generation()
+    if current is not None:
+        raise SwitchboardError(
+            f"already initialized (generation {current}); use "
+            f"`switchboard reset --confirm-generation {current}` to start over",
+            code="already_initialized")
+    if template is None and home.config_path.exists():
+        template = load_config(home.config_path)
+    return _publish(home, template, clock, ids)
+
+
+def reset_registry(home: Home, *, confirm_generation: str, clock: Clock | None = None,
+                   ids: IdSource | None = None) -> InitResult:
+    """Replace the current generation with a new empty one; the old file is kept."""
+    current = home.read_current_generation()
+    if current is None:
+        raise SwitchboardError("nothing to reset; run `switchboard init`", code="not_initialized")
+    if confirm_generation != current:
+        raise SwitchboardError(
+            f"--confirm-generation {confirm_generation} does not match the current "
+            f"generation {current}; nothing was changed", code="generation_mismatch")
+    template = load_config(home.config_path) if home.config_path.exists() else None
+    return _publish(home, template, clock or SystemClock(), ids or Uuid4Ids())
+
+
+def _publish(home: Home, template: Config | None, clock: Clock, ids: IdSource) -> InitResult:
+    generation_id = ids.new_id()
+    if template is None:
+        config = default_config(generation_id=generation_id, host_id=ids.new_id(),
+                                display_name=socket.gethostname()[:128] or "localhost")
+    else:
+        config = template.with_generation(generation_id)
+    path = home.registry_path(generation_id)
+    create_registry(path, generation_id=generation_id, host_id=config.host.host_id,
+                    now_ms=clock.now_ms())
+    _write_config(home, config)
+    publish_pointer(home.current_pointer, generation_id)
+    return InitResult(generation_id, config.host.host_id, str(path), str(home.config_path))
+
+
+@dataclass(frozen=True)
+class OpenRegistry:
+    home: Home
+    config: Config
+    conn: sqlite3.Connection
+
+
+def open_current(home: Home | None = None, *, expected_generation: str | None = None,
+                 readonly: bool = False) -> OpenRegistry:
+    """Open the published registry after config, pointer and metadata agree."""
+    home = home or Home.from_env()
+    current = home.read_current_generation()
+    if current is None:
+        raise RegistryUnavailable(
+            f"Switchboard is not initialized in {home.root}; run `switchboard init`")
+    config = load_config(home.config_path)
+    if config.generation_id != current:
+        raise RegistryUnavailable(
+            f"config generation {config.generation_id} does not match state/current "
+            f"{current}; nothing was opened")
+    if expected_generation is not None and expected_generation != current:
+        raise RegistryUnavailable(
+            f"expected generation {expected_generation} but the current one is {current}")
+    conn, _meta = open_registry(home.registry_path(current), expected_generation=current,
+                                expected_host=config.host.host_id, readonly=readonly)
+    return OpenRegistry(home=home, config=config, conn=conn)

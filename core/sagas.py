@@ -1,0 +1,313 @@
+"""Transition sagas: durable intent first, then tmux effects, then the commit.
+
+Every step is a small function over the transition row. Progress lives in
+``state`` and ``transport_phase`` so an interrupted saga is inspectable by
+``core.reconcile`` instead of repeatable: committed or rolled-back work never
+runs again, and a swap is never repeated blindly.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from core.enums import (
+    Actionability,
+    ClaimState,
+    CloseReason,
+    ControlTransport,
+    FrameLifecycle,
+    MembershipReason,
+    PlacementState,
+    RecoveryKind,
+    TransitionKind,
+    TransitionState,
+)
+from core.errors import Conflict, SwitchboardError
+from storage.connection import write_transaction
+from storage.operations import frames as frames_ops
+from storage.operations import recoveries as recoveries_ops
+from storage.operations import sessions as sessions_ops
+from storage.operations import transitions as transitions_ops
+from storage.operations import views as views_ops
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+LEASE_MS = 30_000
+T = TransitionState
+
+
+def waits_for_stop(engine: Engine, transition_id: str) -> bool:
+    """Push and complete-return run after the source agent's trusted Stop."""
+    row = transitions_ops.get_transition(engine.conn, transition_id)
+    if row["kind"] not in (TransitionKind.PUSH, TransitionKind.COMPLETE_RETURN):
+        return False
+    source = frames_ops.get_frame(engine.conn, row["source_frame_id"])
+    key = source["current_session_key"]
+    if key is None:
+        return False
+    session = sessions_ops.get_session(engine.conn, key)
+    return session["runtime_presence"] == "live" and session["activity"] == "working"
+
+
+def _live_pane(conn: sqlite3.Connection, frame_id: str) -> tuple[str | None, str | None]:
+    """(surface_id, pane_id) of a frame's live runtime, if any."""
+    placement = views_ops.placement_of_frame(conn, frame_id)
+    if placement is None or placement["surface_id"] is None:
+        return None, None
+    surface = sessions_ops.get_surface(conn, placement["surface_id"])
+    if surface["lifecycle_state"] != "live":
+        return surface["surface_id"], None
+    return surface["surface_id"], surface["pane_id"]
+
+
+def execute(engine: Engine, transition_id: str) -> None:
+    """Claim a prepared transition and drive it to presented (or failed)."""
+    now = engine.now()
+    with write_transaction(engine.conn) as conn:
+        row = transitions_ops.get_transition(conn, transition_id)
+        if row["state"] != T.PREPARED:
+            return
+        view = views_ops.get_view(conn, row["view_id"])
+        failure = _claim_failure(conn, row, view)
+        if failure is not None:
+            transitions_ops.move_transition(conn, transition_id, T.PREPARED, T.FAILED, now,
+                                            failure=failure)
+            raise Conflict(f"transition could not start: {failure}", code="stale_transition")
+        transitions_ops.claim_execution(conn, transition_id, engine.owner,
+                                        now + LEASE_MS, now)
+        if row["kind"] == TransitionKind.PUSH:
+            child = frames_ops.get_frame(conn, row["target_frame_id"])
+            engine._start_bundle(conn, row["request_id"], child["frame_id"],
+                                 engine._provider_for(child), MembershipReason.STARTED, None,
+                                 now)
+    engine._fault("after_claim")
+    _move(engine, transition_id)
+
+
+def _claim_failure(conn: sqlite3.Connection, row: sqlite3.Row, view: sqlite3.Row) -> str | None:
+    if view["revision"] != row["expected_view_revision"] and row["kind"] not in (
+            TransitionKind.PUSH, TransitionKind.COMPLETE_RETURN):
+        return (f"view revision moved from {row['expected_view_revision']} to "
+                f"{view['revision']}")
+    target = frames_ops.get_frame(conn, row["target_frame_id"])
+    if target["lifecycle_state"] != FrameLifecycle.OPEN:
+        return "target frame is not open"
+    if row["kind"] in (TransitionKind.PUSH, TransitionKind.COMPLETE_RETURN):
+        context = frames_ops.get_context(conn, row["work_context_id"])
+        if context["claim_generation"] != row["expected_claim_generation"] and \
+                context["foreground_frame_id"] != row["source_frame_id"]:
+            return "work context claim moved"
+    placement = views_ops.placement_of_frame(conn, row["target_frame_id"])
+    if placement is None or placement["view_id"] != row["view_id"]:
+        return "target is not placed in this view"
+    return None
+
+
+def _move(engine: Engine, transition_id: str) -> None:
+    """The external part: launch/paste/swap, then re-read and commit."""
+    conn = engine.conn
+    row = transitions_ops.get_transition(conn, transition_id)
+    stage = engine.stage
+    if stage is not None:
+        view = views_ops.get_view(conn, row["view_id"])
+        if row["kind"] == TransitionKind.PUSH:
+            child_placement = views_ops.placement_of_frame(conn, row["target_frame_id"])
+            surface = sessions_ops.get_surface(conn, child_placement["surface_id"])
+            launch(engine, surface["launch_id"], present=False,
+                   initial_prompt_for=transition_id)
+        if row["kind"] == TransitionKind.COMPLETE_RETURN:
+            _submit_control_turn(engine, transition_id)
+        _surface_id, target_pane = _live_pane(conn, row["target_frame_id"])
+        stage.present(view, target_pane)
+        with write_transaction(conn) as tx:
+            transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
+        engine._fault("after_move")
+        shown = stage.main_pane(views_ops.get_view(conn, row["view_id"]))
+        if target_pane is not None and shown != target_pane:
+            _roll_back(engine, transition_id, f"main shows {shown}, expected {target_pane}")
+            return
+        with write_transaction(conn) as tx:
+            transitions_ops.advance_phase(tx, transition_id, "moved", "inspected", engine.now())
+    else:
+        with write_transaction(conn) as tx:
+            transitions_ops.advance_phase(tx, transition_id, "intent", "inspected", engine.now())
+    engine._fault("after_inspect")
+    commit(engine, transition_id)
+
+
+def _roll_back(engine: Engine, transition_id: str, why: str) -> None:
+    now = engine.now()
+    with write_transaction(engine.conn) as conn:
+        row = transitions_ops.get_transition(conn, transition_id)
+        transitions_ops.advance_phase(conn, transition_id, row["transport_phase"],
+                                      "rolled_back", now)
+        transitions_ops.move_transition(conn, transition_id, T(row["state"]), T.FAILED, now,
+                                        failure=why[:1024])
+        recoveries_ops.open_recovery(
+            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            kind=RecoveryKind.PLACEMENT_ORPHANED, subject_type="view",
+            subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
+            explanation=f"{row['kind']} did not land: {why}. Reconcile re-reads the panes "
+                        "and restores the recorded placement.", now=now)
+
+
+def commit(engine: Engine, transition_id: str) -> None:
+    """Record the inspected placement: the one transaction that makes it true."""
+    now = engine.now()
+    stop_after: list[str] = []
+    with write_transaction(engine.conn) as conn:
+        row = transitions_ops.get_transition(conn, transition_id)
+        if row["transport_phase"] != "inspected":
+            return
+        view = views_ops.get_view(conn, row["view_id"])
+        target_id = row["target_frame_id"]
+        _swap_placements(conn, view, target_id, now)
+        views_ops.mutate_view(conn, view["view_id"], view["revision"], active_frame_id=target_id,
+                              now=now)
+        frames_ops.touch_focus(conn, target_id, now)
+        _transfer_foreground(conn, target_id, now)
+        transitions_ops.advance_phase(conn, transition_id, "inspected", "committed", now)
+        transitions_ops.move_transition(conn, transition_id, T.EXECUTING, T.PRESENTED, now)
+        kind = TransitionKind(row["kind"])
+        if kind in (TransitionKind.FOCUS, TransitionKind.BACK, TransitionKind.MODE,
+                    TransitionKind.RECOVER):
+            _settle(conn, transition_id, T.PRESENTED, now)
+        elif kind is TransitionKind.HUMAN_CLOSE:
+            child = row["source_frame_id"]
+            frames_ops.begin_close(conn, child, CloseReason.DISMISSED, now)
+            stop_after.extend(_stop_runtime(conn, child, now))
+            frames_ops.finish_close(conn, child, now)
+            _settle(conn, transition_id, T.PRESENTED, now)
+        else:
+            control = transitions_ops.control_turn_of(conn, transition_id)
+            if control is not None and control["state"] == "prepared" and \
+                    control["transport"] == ControlTransport.RESUME_INITIAL and \
+                    engine.stage is not None:
+                transitions_ops.mark_submitted(conn, control["control_turn_id"], now)
+            transitions_ops.move_transition(conn, transition_id, T.PRESENTED,
+                                            T.AWAITING_CLAIM, now)
+    for pane in stop_after:
+        if engine.stage is not None:
+            engine.stage.kill(pane)
+
+
+def _settle(conn: sqlite3.Connection, transition_id: str, from_state: TransitionState,
+            now: int) -> None:
+    transitions_ops.move_transition(conn, transition_id, from_state, T.SETTLING, now)
+    transitions_ops.move_transition(conn, transition_id, T.SETTLING, T.COMPLETED, now)
+
+
+def _swap_placements(conn: sqlite3.Connection, view: sqlite3.Row, target_id: str,
+                     now: int) -> None:
+    current = views_ops.active_placement(conn, view["view_id"])
+    target = views_ops.placement_of_frame(conn, target_id)
+    if current is not None and current["frame_id"] != target_id:
+        views_ops.move_placement(conn, current["placement_id"], current["generation"],
+                                 PlacementState.PARKED, now)
+    if target["state"] == PlacementState.STAGED:
+        views_ops.move_placement(conn, target["placement_id"], target["generation"],
+                                 PlacementState.ACTIVE, now, focused=True)
+    elif target["state"] == PlacementState.PARKED:
+        views_ops.move_placement(conn, target["placement_id"], target["generation"],
+                                 PlacementState.ACTIVE, now, focused=True)
+    # stopped_affinity stays: the view shows an empty main with "n to start".
+
+
+def _transfer_foreground(conn: sqlite3.Connection, frame_id: str, now: int) -> None:
+    frame = frames_ops.get_frame(conn, frame_id)
+    context = frames_ops.get_context(conn, frame["work_context_id"])
+    if context["claim_state"] == ClaimState.HELD and context["foreground_frame_id"] != frame_id:
+        frames_ops.transfer_foreground(conn, context["work_context_id"], frame_id,
+                                       context["claim_generation"], now)
+
+
+def _stop_runtime(conn: sqlite3.Connection, frame_id: str, now: int) -> list[str]:
+    """Mark a frame's runtime stopped; returns panes the caller must kill after commit."""
+    placement = views_ops.placement_of_frame(conn, frame_id)
+    panes: list[str] = []
+    if placement is None:
+        return panes
+    if placement["surface_id"]:
+        surface = sessions_ops.get_surface(conn, placement["surface_id"])
+        if surface["lifecycle_state"] == "live":
+            panes.append(surface["pane_id"])
+            sessions_ops.move_surface(conn, surface["surface_id"], "dead", now)
+        if surface["lifecycle_state"] in ("live", "dead"):
+            sessions_ops.move_surface(conn, surface["surface_id"], "retired", now)
+        elif surface["lifecycle_state"] == "planned":
+            sessions_ops.move_surface(conn, surface["surface_id"], "retired", now)
+        sessions_ops.revoke_capabilities(conn, surface["surface_id"], now)
+        if surface["session_key"]:
+            conn.execute("UPDATE provider_sessions SET runtime_presence = 'stopped',"
+                         " updated_at = ? WHERE session_key = ?", (now, surface["session_key"]))
+        launch = conn.execute("SELECT state FROM launch_intents WHERE launch_id = ?",
+                              (surface["launch_id"],)).fetchone()
+        if launch and launch["state"] in ("planned", "authorized"):
+            sessions_ops.move_launch(conn, surface["launch_id"], launch["state"], "superseded",
+                                     now)
+        elif launch and launch["state"] == "started":
+            sessions_ops.move_launch(conn, surface["launch_id"], "started", "failed", now,
+                                     failure="runtime stopped before binding")
+    if placement["state"] in (PlacementState.ACTIVE, PlacementState.PARKED):
+        views_ops.move_placement(conn, placement["placement_id"], placement["generation"],
+                                 PlacementState.STOPPED_AFFINITY, now)
+    elif placement["state"] == PlacementState.STAGED:
+        views_ops.move_placement(conn, placement["placement_id"], placement["generation"],
+                                 PlacementState.ORPHANED, now)
+        views_ops.insert_placement(conn, placement_id=_new_id(), host_id=placement["host_id"],
+                                   view_id=placement["view_id"], frame_id=frame_id,
+                                   state=PlacementState.STOPPED_AFFINITY, surface_id=None,
+                                   now=now)
+    return panes
+
+
+def _new_id() -> str:
+    import uuid
+    return str(uuid.uuid4())
+
+
+def _submit_control_turn(engine: Engine, transition_id: str) -> None:
+    """Type the one fixed line into the exact parked parent, at most once."""
+    conn = engine.conn
+    control = transitions_ops.control_turn_of(conn, transition_id)
+    if control is None or control["state"] != "prepared":
+        return
+    if control["transport"] != ControlTransport.LIVE_INPUT:
+        return
+    row = transitions_ops.get_transition(conn, transition_id)
+    _surface, pane = _live_pane(conn, row["target_frame_id"])
+    if pane is None:
+        return
+    session = sessions_ops.get_session(conn, control["target_session_key"])
+    if session["activity"] not in ("ready",) or session["activity_reason"] == "permission":
+        # Not proven idle after a trusted Stop: leave it prepared, never guess.
+        return
+    with write_transaction(conn) as tx:
+        transitions_ops.mark_submitted(tx, control["control_turn_id"], engine.now())
+    engine._fault("after_submit_recorded")
+    try:
+        engine.stage.paste_control(pane)
+    except SwitchboardError as exc:
+        now = engine.now()
+        with write_transaction(conn) as tx:
+            transitions_ops.move_control(tx, control["control_turn_id"], ("submitted",),
+                                         "uncertain", now, failure=str(exc)[:1024])
+            recoveries_ops.open_recovery(
+                tx, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+                kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
+                subject_id=control["control_turn_id"], actionability=Actionability.OPEN_VIEW,
+                explanation="The claim line may or may not have reached the parent agent. "
+                            "It will not be typed again; open the view and ask the agent to "
+                            "call transition_claim() if it did not.", now=now)
+
+
+def launch(engine: Engine, launch_id: str, *, present: bool = True,
+           initial_prompt_for: str | None = None) -> None:
+    """Drive a planned launch to started with its exact pane placed (see core.launcher)."""
+    from core import launcher
+    launcher.run(engine, launch_id, present=present, initial_prompt_for=initial_prompt_for)
+
+
+__all__ = ["execute", "commit", "waits_for_stop", "launch"]
