@@ -1,0 +1,152 @@
+"""transition_claim(): how a target agent receives its brief or handoff.
+
+Authority comes only from the caller's capability, resolved by
+``core.capabilities``; this module revalidates frame, transition, placement and
+WorkContext generation, stamps the semantic record and advances the control
+turn, all in one transaction. Claims are idempotent: a second claim returns
+the same content and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.enums import ControlKind, RecoveryKind, TransitionKind, TransitionState
+from core.errors import Conflict, NotFound
+from storage.connection import write_transaction
+from storage.operations import frames as frames_ops
+from storage.operations import recoveries as recoveries_ops
+from storage.operations import transitions as transitions_ops
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+T = TransitionState
+CLAIMABLE = ("presented", "awaiting_claim", "settling", "completed")
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """What the agent reads: the record and the instructions that go with it."""
+
+    kind: str  # "brief" | "handoff" | "none"
+    transition_id: str | None
+    frame_id: str
+    title: str | None
+    body: str | None
+    summary: str | None
+    next_action: str | None
+    instructions: str
+    first_claim: bool
+
+
+def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> ClaimResult:
+    """Claim whatever transition names this frame as its target."""
+    now = engine.now()
+    stop_panes: list[str] = []
+    with write_transaction(engine.conn) as conn:
+        row = conn.execute(
+            "SELECT * FROM view_transitions WHERE target_frame_id = ? AND kind IN"
+            " ('push', 'complete_return') AND state IN"
+            " ('presented', 'awaiting_claim', 'settling', 'completed')"
+            " ORDER BY created_at DESC, transition_id DESC LIMIT 1", (frame_id,)).fetchone()
+        frame = frames_ops.get_frame(conn, frame_id)
+        if row is None:
+            return ClaimResult("none", None, frame_id, frame["title"], None, None, None,
+                               "There is no pending transition for you; continue your work.",
+                               False)
+        context = frames_ops.get_context(conn, frame["work_context_id"])
+        if context["foreground_frame_id"] != frame_id:
+            raise Conflict("foreground authority has not moved to your frame yet; try again "
+                           "after the transition is presented", code="not_foreground")
+        if session_key is not None and frame["current_session_key"] != session_key:
+            raise Conflict("your session is not this frame's current session",
+                           code="session_mismatch")
+        transition_id = row["transition_id"]
+        control = transitions_ops.control_turn_of(conn, transition_id)
+        if row["kind"] == TransitionKind.PUSH:
+            record = conn.execute("SELECT * FROM transition_briefs WHERE transition_id = ?",
+                                  (transition_id,)).fetchone()
+            first = record["first_claimed_at"] is None
+            transitions_ops.stamp_claimed(conn, "transition_briefs", transition_id, now)
+            if control is not None:
+                _claim_control(conn, control, now)
+                transitions_ops.move_control(conn, control["control_turn_id"], ("claimed",),
+                                             "settled", now)
+            if row["state"] in ("presented", "awaiting_claim"):
+                transitions_ops.move_transition(conn, transition_id, T(row["state"]),
+                                                T.SETTLING, now)
+                transitions_ops.move_transition(conn, transition_id, T.SETTLING, T.COMPLETED,
+                                                now)
+            result = ClaimResult(
+                "brief", transition_id, frame_id, frame["title"], record["brief"], None, None,
+                "You are the agent for this task. Work on the brief below in this checkout. "
+                "When the outcome is done, call task_complete_return(summary, next_action).",
+                first)
+        else:
+            record = conn.execute("SELECT * FROM completion_handoffs WHERE transition_id = ?",
+                                  (transition_id,)).fetchone()
+            first = record["first_claimed_at"] is None
+            transitions_ops.stamp_claimed(conn, "completion_handoffs", transition_id, now)
+            if control is not None:
+                _claim_control(conn, control, now)
+            child = frames_ops.get_frame(conn, row["source_frame_id"])
+            if child["lifecycle_state"] == "closing":
+                from core.sagas import _stop_runtime
+                stop_panes = _stop_runtime(conn, child["frame_id"], now)
+                frames_ops.finish_close(conn, child["frame_id"], now)
+            if row["state"] in ("presented", "awaiting_claim"):
+                transitions_ops.move_transition(conn, transition_id, T(row["state"]),
+                                                T.SETTLING, now)
+            result = ClaimResult(
+                "handoff", transition_id, frame_id, child["title"], None, record["summary"],
+                record["next_action"],
+                f"Your task '{child['title']}' finished and returned. Read the summary and "
+                "next action, then tell the person what happened and continue.", first)
+        if control is not None:
+            recoveries_ops.resolve_for_subject(conn, RecoveryKind.CONTROL_SUBMIT_UNCERTAIN,
+                                               "control_turn", control["control_turn_id"], now)
+    for pane in stop_panes:
+        if engine.stage is not None:
+            engine.stage.kill(pane)
+    return result
+
+
+def _claim_control(conn, control, now: int) -> None:
+    state = control["state"]
+    if state in ("submitted", "observed", "uncertain"):
+        if state == "submitted":
+            transitions_ops.move_control(conn, control["control_turn_id"], ("submitted",),
+                                         "observed", now)
+        transitions_ops.move_control(conn, control["control_turn_id"],
+                                     ("observed", "uncertain"), "claimed", now)
+    elif state == "prepared" and control["kind"] == ControlKind.CLAIM_HANDOFF:
+        # handoff reached by the agent's own turn: nothing was typed, nothing to claim.
+        transitions_ops.move_control(conn, control["control_turn_id"], ("prepared",),
+                                     "superseded", now)
+
+
+def settle_after_stop(engine: Engine, frame_id: str) -> list[str]:
+    """The target's post-claim Stop settles its complete-return presentation."""
+    now = engine.now()
+    settled: list[str] = []
+    with write_transaction(engine.conn) as conn:
+        rows = conn.execute(
+            "SELECT * FROM view_transitions WHERE target_frame_id = ? AND state = 'settling'"
+            " AND kind = 'complete_return'", (frame_id,)).fetchall()
+        for row in rows:
+            control = transitions_ops.control_turn_of(conn, row["transition_id"])
+            if control is not None and control["state"] == "claimed":
+                transitions_ops.move_control(conn, control["control_turn_id"], ("claimed",),
+                                             "settled", now)
+            transitions_ops.move_transition(conn, row["transition_id"], T.SETTLING,
+                                            T.COMPLETED, now)
+            settled.append(row["transition_id"])
+    return settled
+
+
+def require_frame(engine: Engine, frame_id: str) -> None:
+    if engine.conn.execute("SELECT 1 FROM frames WHERE frame_id = ?", (frame_id,)).fetchone() \
+            is None:
+        raise NotFound(f"frame {frame_id} not found")
