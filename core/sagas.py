@@ -206,10 +206,7 @@ def _swap_placements(conn: sqlite3.Connection, view: sqlite3.Row, target_id: str
     if current is not None and current["frame_id"] != target_id:
         views_ops.move_placement(conn, current["placement_id"], current["generation"],
                                  PlacementState.PARKED, now)
-    if target["state"] == PlacementState.STAGED:
-        views_ops.move_placement(conn, target["placement_id"], target["generation"],
-                                 PlacementState.ACTIVE, now, focused=True)
-    elif target["state"] == PlacementState.PARKED:
+    if target["state"] == PlacementState.STAGED or target["state"] == PlacementState.PARKED:
         views_ops.move_placement(conn, target["placement_id"], target["generation"],
                                  PlacementState.ACTIVE, now, focused=True)
     # stopped_affinity stays: the view shows an empty main with "n to start".
@@ -234,9 +231,7 @@ def _stop_runtime(conn: sqlite3.Connection, frame_id: str, now: int) -> list[str
         if surface["lifecycle_state"] == "live":
             panes.append(surface["pane_id"])
             sessions_ops.move_surface(conn, surface["surface_id"], "dead", now)
-        if surface["lifecycle_state"] in ("live", "dead"):
-            sessions_ops.move_surface(conn, surface["surface_id"], "retired", now)
-        elif surface["lifecycle_state"] == "planned":
+        if surface["lifecycle_state"] in ("live", "dead", "planned"):
             sessions_ops.move_surface(conn, surface["surface_id"], "retired", now)
         sessions_ops.revoke_capabilities(conn, surface["surface_id"], now)
         if surface["session_key"]:

@@ -394,11 +394,11 @@ CREATE TABLE host_state_cache (
 
 
 def _edge_trigger(m: machines.Machine) -> str:
-    legal = " OR ".join(
-        f"(OLD.{m.column} = '{old}' AND NEW.{m.column} IN ({', '.join(repr(n) for n in sorted(new))}))"
-        for old, new in sorted(m.edges.items())
-        if new
-    )
+    def clause(old: str, new: frozenset[str]) -> str:
+        targets = ", ".join(f"'{n}'" for n in sorted(new))
+        return f"(OLD.{m.column} = '{old}' AND NEW.{m.column} IN ({targets}))"
+
+    legal = " OR ".join(clause(old, new) for old, new in sorted(m.edges.items()) if new)
     return f"""
 CREATE TRIGGER {m.name}_legal_edges BEFORE UPDATE OF {m.column} ON {m.table}
 WHEN OLD.{m.column} IS NOT NEW.{m.column} AND NOT ({legal})

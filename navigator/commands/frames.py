@@ -1,0 +1,134 @@
+"""`switchboard frame ...`: thin calls into the engine's frame operations."""
+
+from __future__ import annotations
+
+import argparse
+
+from navigator.commands.output import emit
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id", help="reuse to retry idempotently (default: fresh)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    frame = sub.add_parser("frame", help="frames: the workspace and its tasks")
+    fs = frame.add_subparsers(dest="frame_command", metavar="ACTION", required=True)
+    p = fs.add_parser("list", help="frames of a project (or all)")
+    p.add_argument("--project")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_list)
+    p = fs.add_parser("show", help="one frame")
+    p.add_argument("frame_id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_show)
+    p = fs.add_parser("start", help="start a provider session in a frame")
+    p.add_argument("frame_id")
+    p.add_argument("--provider", choices=["claude", "codex"])
+    _common(p)
+    p.set_defaults(handler=_start)
+    p = fs.add_parser("push", help="push a child task under a frame")
+    p.add_argument("frame_id", help="the parent (source) frame")
+    p.add_argument("--title", required=True)
+    p.add_argument("--brief", required=True)
+    p.add_argument("--purpose")
+    p.add_argument("--provider", choices=["claude", "codex"])
+    _common(p)
+    p.set_defaults(handler=_push)
+    p = fs.add_parser("back", help="show the parent of the view's active frame")
+    p.add_argument("view_id")
+    _common(p)
+    p.set_defaults(handler=_back)
+    p = fs.add_parser("complete", help="complete a task and return to its parent")
+    p.add_argument("frame_id")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--next-action", default="")
+    _common(p)
+    p.set_defaults(handler=_complete)
+    p = fs.add_parser("close", help="close a task without a handoff (dismissed)")
+    p.add_argument("frame_id")
+    _common(p)
+    p.set_defaults(handler=_close)
+    p = fs.add_parser("reopen", help="reopen a closed frame")
+    p.add_argument("frame_id")
+    _common(p)
+    p.set_defaults(handler=_reopen)
+
+
+def _engine():
+    from core.session import open_engine
+    return open_engine(with_stage=True)
+
+
+def _rid(args: argparse.Namespace) -> str:
+    from core.requests import check_uuid, new_request_id
+    return check_uuid(args.request_id, "--request-id") if args.request_id else new_request_id()
+
+
+def _list(args: argparse.Namespace) -> int:
+    from core.queries import list_frames
+    from core.session import open_engine
+
+    engine = open_engine()
+    project_id = engine._project_id(args.project) if args.project else None
+    rows = list_frames(engine.conn, project_id)
+    text = "\n".join(
+        f"{'  ' * r.depth}{r.frame_id}  {r.role:<9} {r.lifecycle_state:<7} {r.title}"
+        for r in rows) or "no frames"
+    emit(rows, as_json=args.json, text=text)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from core.queries import get_frame_summary
+    from core.session import open_engine
+
+    row = get_frame_summary(open_engine().conn, args.frame_id)
+    emit(row, as_json=args.json)
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    from core.enums import Provider
+
+    result = _engine().frame_start(_rid(args), args.frame_id,
+                                   Provider(args.provider) if args.provider else None)
+    emit(result, as_json=args.json, text=f"started {result.session_key} in {result.frame_id}")
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from core.enums import Provider
+
+    result = _engine().frame_push(_rid(args), args.frame_id, args.title, args.brief,
+                                  purpose=args.purpose,
+                                  provider=Provider(args.provider) if args.provider else None)
+    emit(result, as_json=args.json,
+         text=f"push {result.transition_id}: {result.state} -> frame {result.target_frame_id}")
+    return 0
+
+
+def _back(args: argparse.Namespace) -> int:
+    result = _engine().frame_back(_rid(args), args.view_id)
+    emit(result, as_json=args.json, text=f"back: showing {result.target_frame_id}")
+    return 0
+
+
+def _complete(args: argparse.Namespace) -> int:
+    result = _engine().frame_complete(_rid(args), args.frame_id, args.summary, args.next_action)
+    emit(result, as_json=args.json,
+         text=f"complete-return {result.transition_id}: {result.state}")
+    return 0
+
+
+def _close(args: argparse.Namespace) -> int:
+    result = _engine().frame_close(_rid(args), args.frame_id)
+    emit(result, as_json=args.json, text=f"closed {args.frame_id} (dismissed)")
+    return 0
+
+
+def _reopen(args: argparse.Namespace) -> int:
+    result = _engine().frame_reopen(_rid(args), args.frame_id)
+    emit(result, as_json=args.json, text=f"reopened {result.frame_id}")
+    return 0

@@ -1,0 +1,39 @@
+"""`switchboard init` and `switchboard reset`: the only paths that create a registry."""
+
+from __future__ import annotations
+
+import argparse
+
+from navigator.commands.output import emit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    init = sub.add_parser("init", help="create the registry and config (first run)")
+    init.add_argument("--json", action="store_true")
+    init.set_defaults(handler=_init)
+    reset = sub.add_parser("reset", help="replace the registry with a new empty generation")
+    reset.add_argument("--confirm-generation", required=True, metavar="G",
+                       help="the current generation id, to prove intent")
+    reset.add_argument("--json", action="store_true")
+    reset.set_defaults(handler=_reset)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from core.home import Home
+    from core.registry import init_registry
+
+    result = init_registry(Home.from_env())
+    emit(result, as_json=args.json,
+         text=f"initialized generation {result.generation_id}\n"
+              f"  registry: {result.registry_path}\n  config:   {result.config_path}")
+    return 0
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from core.home import Home
+    from core.registry import reset_registry
+
+    result = reset_registry(Home.from_env(), confirm_generation=args.confirm_generation)
+    emit(result, as_json=args.json,
+         text=f"reset: new generation {result.generation_id} (old registry kept on disk)")
+    return 0

@@ -1,0 +1,118 @@
+"""`switchboard view ...` and `switchboard project ...`: views and project routes."""
+
+from __future__ import annotations
+
+import argparse
+
+from navigator.commands.output import emit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    view = sub.add_parser("view", help="views: durable tmux windows")
+    vs = view.add_subparsers(dest="view_command", metavar="ACTION", required=True)
+    p = vs.add_parser("list", help="all views")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_list)
+    p = vs.add_parser("show", help="one view")
+    p.add_argument("view_id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_show)
+    p = vs.add_parser("focus", help="show an open frame in a view (navigation only)")
+    p.add_argument("view_id")
+    p.add_argument("frame_id")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id")
+    p.set_defaults(handler=_focus)
+    p = vs.add_parser("mode", help="navigator or direct mode (toggle when omitted)")
+    p.add_argument("view_id")
+    p.add_argument("mode", nargs="?", choices=["navigator", "direct"])
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id")
+    p.set_defaults(handler=_mode)
+    p = vs.add_parser("enter", help="enter a project (same as `project enter`)")
+    p.add_argument("--project", required=True)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id")
+    p.set_defaults(handler=_enter)
+
+
+def register_projects(sub: argparse._SubParsersAction) -> None:
+    project = sub.add_parser("project", help="configured projects")
+    ps = project.add_subparsers(dest="project_command", metavar="ACTION", required=True)
+    p = ps.add_parser("list", help="configured projects")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_projects)
+    p = ps.add_parser("enter", help="show a project in its view")
+    p.add_argument("project", help="project name or id")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id")
+    p.set_defaults(handler=lambda a: _enter(argparse.Namespace(**{**vars(a),
+                                                                 "project": a.project})))
+
+
+def _rid(args: argparse.Namespace) -> str:
+    from core.requests import check_uuid, new_request_id
+    rid = getattr(args, "request_id", None)
+    return check_uuid(rid, "--request-id") if rid else new_request_id()
+
+
+def _list(args: argparse.Namespace) -> int:
+    from core.queries import list_views
+    from core.session import open_engine
+
+    rows = list_views(open_engine().conn)
+    text = "\n".join(f"{r.view_id}  {r.mode:<9} {r.state:<13} rev {r.revision}  "
+                     f"{r.project_name or '-'} / {r.active_title or '-'}" for r in rows)
+    emit(rows, as_json=args.json, text=text or "no views")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from core.errors import NotFound
+    from core.queries import list_views
+    from core.session import open_engine
+
+    rows = [r for r in list_views(open_engine().conn) if r.view_id == args.view_id]
+    if not rows:
+        raise NotFound(f"view {args.view_id} not found; `switchboard view list` shows views")
+    emit(rows[0], as_json=args.json)
+    return 0
+
+
+def _focus(args: argparse.Namespace) -> int:
+    from core.session import open_engine
+
+    result = open_engine(with_stage=True).view_focus(_rid(args), args.view_id, args.frame_id)
+    emit(result, as_json=args.json, text=f"focus: {result.state}")
+    return 0
+
+
+def _mode(args: argparse.Namespace) -> int:
+    from core.enums import ViewMode
+    from core.session import open_engine
+
+    result = open_engine(with_stage=True).view_mode(
+        _rid(args), args.view_id, ViewMode(args.mode) if args.mode else None)
+    emit(result, as_json=args.json, text=f"view {result.view_id} is now {result.mode}")
+    return 0
+
+
+def _enter(args: argparse.Namespace) -> int:
+    from core.session import open_engine
+
+    result = open_engine(with_stage=True).project_enter(_rid(args), args.project)
+    emit(result, as_json=args.json,
+         text=f"view {result.view_id} shows frame {result.frame_id}")
+    return 0
+
+
+def _projects(args: argparse.Namespace) -> int:
+    from core.queries import list_projects
+    from core.session import open_engine
+
+    engine = open_engine()
+    rows = list_projects(engine.conn, engine.config)
+    emit(rows, as_json=args.json,
+         text="\n".join(f"{r.project_id}  {r.name:<20} {r.open_frames} open" for r in rows)
+         or "no projects configured")
+    return 0
