@@ -1,0 +1,271 @@
+"""At-least-once pane notification: type one line per pending message into the recipient's pane.
+
+Guarantees (spec: broker data model, messages):
+- Nothing is written before input; ``notified_at`` is stamped only after the
+  whole line and its Enter were submitted, while the message is still pending
+  and the pane lock is held. A message ACKed before the stamp counts as
+  notified (the stamp then touches no row, which is correct).
+- A failed attempt leaves ``notified_at`` null and ends the drain with a
+  not-notified diagnostic; the next send or wait retries, so a line may appear
+  twice but is never lost. Poll and ACK stay authoritative.
+- One drain attempts each message at most once (the caller's ``attempted``
+  set spans one send or wait invocation).
+- Lines from concurrent processes never interleave in a pane: each line is
+  typed under an OS file lock (``fcntl.flock``) whose file name is derived
+  from backend/session/pane, so every placement naming the same pane shares
+  one lock, across processes.
+- The root Director is never typed to; neither are self-sends (they are
+  stamped on insert by the caller).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import libtmux
+
+from storage.broker_schema import (
+    MemberStatus,
+    MessageState,
+    decode_member_status,
+    decode_message_state,
+)
+from storage.broker_store import BrokerStore
+
+LOCK_TIMEOUT_S = 10.0
+_MAX_PLACEMENT_RACES = 5
+
+
+@dataclass(frozen=True)
+class PaneTarget:
+    """A concrete pane; the lock identity is backend/session/pane (window is display only)."""
+
+    backend: str
+    session: str
+    window: str
+    pane: str
+
+    @property
+    def lock_name(self) -> str:
+        key = "\0".join((self.backend, self.session, self.pane)).encode()
+        return f"pane-{hashlib.sha256(key).hexdigest()[:32]}.lock"
+
+
+class DeliveryFailed(Exception):
+    """One typing attempt did not complete; the reason goes into the diagnostic."""
+
+
+class PaneLockTimeout(DeliveryFailed):
+    pass
+
+
+class PaneLocks:
+    """Per-pane input locks as ``flock``ed files in one directory shared by all processes."""
+
+    def __init__(self, lock_dir: Path, *, timeout: float = LOCK_TIMEOUT_S) -> None:
+        self.lock_dir = Path(lock_dir)
+        self.timeout = timeout
+
+    @classmethod
+    def beside(cls, broker_path: Path) -> PaneLocks:
+        """Locks live next to the broker file, so every user of that broker shares them."""
+        broker_path = Path(broker_path)
+        return cls(broker_path.with_name(broker_path.name + ".locks"))
+
+    def path_for(self, target: PaneTarget) -> Path:
+        return self.lock_dir / target.lock_name
+
+    @contextmanager
+    def hold(self, *targets: PaneTarget) -> Iterator[None]:
+        """Hold every distinct target's lock, taken in name order (no lock-order deadlock)."""
+        names = sorted({t.lock_name: t for t in targets}.items())
+        with ExitStack() as stack:
+            for _, target in names:
+                stack.enter_context(self._hold_one(target))
+            yield
+
+    @contextmanager
+    def _hold_one(self, target: PaneTarget) -> Iterator[None]:
+        self.lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path_for(target), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + self.timeout
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise PaneLockTimeout(
+                            f"pane {target.pane} input lock stayed busy for "
+                            f"{self.timeout:g}s") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+
+class Typer(Protocol):
+    """Types one complete line (text then Enter) into a pane, or raises DeliveryFailed."""
+
+    def type_line(self, target: PaneTarget, line: str) -> None: ...
+
+
+class TmuxTyper:
+    """libtmux against an explicit socket path; one tmux invocation per line."""
+
+    def __init__(self, socket_path: str | os.PathLike[str] | None) -> None:
+        self.socket_path = None if socket_path is None else str(socket_path)
+        self._server = (None if self.socket_path is None
+                        else libtmux.Server(socket_path=self.socket_path))
+
+    def type_line(self, target: PaneTarget, line: str) -> None:
+        if target.backend != "tmux":
+            raise DeliveryFailed(f"backend {target.backend!r} is not supported")
+        if self._server is None:
+            raise DeliveryFailed(
+                "no tmux socket configured (pass --tmux-socket or set SWITCHBOARD_TMUX_SOCKET)")
+        # A command list: the literal text and its Enter reach the pane together,
+        # and if the pane is gone the first command fails and Enter never runs.
+        result = self._server.cmd(
+            "send-keys", "-t", target.pane, "-l", line, ";",
+            "send-keys", "-t", target.pane, "Enter")
+        if result.returncode != 0 or result.stderr:
+            detail = "; ".join(result.stderr) or f"exit status {result.returncode}"
+            raise DeliveryFailed(f"tmux send-keys to {target.pane} failed: {detail}")
+
+
+_UNSAFE = re.compile(r"[^\x20-\x7e]")
+
+
+def notification_line(message_id: int, sender_name: str, from_member_id: int,
+                      to_member_id: int) -> str:
+    """The one line typed per message: it carries the id and how to read it.
+
+    Printable ASCII only (no control characters can reach the agent's input);
+    starts with ``[`` and ends with a digit, so tmux never reads it as an
+    option or a ``;`` command separator.
+    """
+    name = _UNSAFE.sub("?", sender_name)[:40]
+    return (f"[switchboard] message {message_id} from {name} (member {from_member_id}):"
+            f" run `switchboard message poll --member {to_member_id}`, then ack {message_id}")
+
+
+@dataclass(frozen=True)
+class NotNotified:
+    """Why a pending message was not typed this time (it stays pending and unstamped)."""
+
+    message_id: int
+    to_member_id: int
+    pane: str | None
+    reason: str
+
+    def diagnostic(self) -> str:
+        where = f" into pane {self.pane}" if self.pane else ""
+        return (f"message {self.message_id} to member {self.to_member_id} is stored but was "
+                f"not typed{where}: {self.reason}; it stays pending, and the next send to "
+                f"that member or a wait retries it")
+
+
+@dataclass(frozen=True)
+class DrainReport:
+    to_member_id: int
+    notified: tuple[int, ...] = ()
+    skipped: str | None = None  # why the recipient gets no pane notifications at all
+    not_notified: NotNotified | None = None
+
+
+def _eligible_target(row: object) -> tuple[PaneTarget | None, str | None]:
+    """A concrete pane for an active ordinary member of a live fleet, or the reason not."""
+    if row is None:
+        return None, "recipient no longer exists"
+    status = decode_member_status(row["status"])
+    if status is not MemberStatus.ACTIVE:
+        return None, "recipient is deregistered"
+    if row["fleet_deleted_at"] is not None:
+        return None, "recipient's fleet is deleted"
+    if row["director_member_id"] == row["member_id"]:
+        return None, "the root Director is notified through wait/poll, never its pane"
+    if row["backend"] is None:
+        return None, "recipient has no placement"
+    if row["mux_pane_id"] is None:
+        return None, "recipient's placement has no pane yet"
+    return PaneTarget(row["backend"], row["mux_session"], row["mux_window_id"],
+                      row["mux_pane_id"]), None
+
+
+def _target_row(store: BrokerStore, member_id: int) -> object:
+    return store.conn.execute(
+        "SELECT m.member_id, m.status, f.director_member_id, f.deleted_at AS fleet_deleted_at,"
+        " p.backend, p.mux_session, p.mux_window_id, p.mux_pane_id"
+        " FROM members m JOIN fleets f ON f.fleet_id = m.fleet_id"
+        " LEFT JOIN member_placements p ON p.member_id = m.member_id"
+        " WHERE m.member_id = ?", (member_id,)).fetchone()
+
+
+@dataclass
+class Notifier:
+    """Drains one recipient's pending notifications; one instance per invocation is fine."""
+
+    typer: Typer
+    locks: PaneLocks
+    # Test seam: runs after a line is submitted and before the stamp.
+    after_submit: Callable[[int], None] | None = field(default=None, repr=False)
+
+    def drain(self, store: BrokerStore, to_member_id: int, *, now: Callable[[], str],
+              attempted: set[int]) -> DrainReport:
+        """Type each eligible pending message oldest first; stop at the first failure."""
+        notified: list[int] = []
+        races = 0
+        while True:
+            target, why_not = _eligible_target(_target_row(store, to_member_id))
+            if target is None:
+                return DrainReport(to_member_id, tuple(notified), skipped=why_not)
+            candidate = store.next_notification_candidate(to_member_id, attempted)
+            if candidate is None:
+                return DrainReport(to_member_id, tuple(notified))
+            message_id = candidate["message_id"]
+            try:
+                with self.locks.hold(target):
+                    # Revalidate eligibility, placement and the message under the lock.
+                    locked_target, why_not = _eligible_target(_target_row(store, to_member_id))
+                    if locked_target is None:
+                        return DrainReport(to_member_id, tuple(notified), skipped=why_not)
+                    if locked_target.lock_name != target.lock_name:
+                        races += 1
+                        if races > _MAX_PLACEMENT_RACES:
+                            return DrainReport(to_member_id, tuple(notified), not_notified=(
+                                NotNotified(message_id, to_member_id, locked_target.pane,
+                                            "the placement kept moving")))
+                        continue  # moved meanwhile: take the new pane's lock instead
+                    if locked_target != target:
+                        target = locked_target  # same pane lock, window renamed
+                    attempted.add(message_id)
+                    row = store.get_message(message_id)
+                    if (row is None
+                            or decode_message_state(row["status_state"])
+                            is not MessageState.INPUT_REQUIRED
+                            or row["notified_at"] is not None):
+                        continue  # another drain stamped it, or it was ACKed: done
+                    sender = store.get_member(row["from_member_id"])
+                    line = notification_line(message_id, sender["name"] if sender else "?",
+                                             row["from_member_id"], to_member_id)
+                    self.typer.type_line(target, line)
+                    if self.after_submit is not None:
+                        self.after_submit(message_id)
+                    store.stamp_notified(message_id, now())  # 0 rows: ACKed first, fine
+                    notified.append(message_id)
+            except DeliveryFailed as exc:
+                return DrainReport(to_member_id, tuple(notified), not_notified=NotNotified(
+                    message_id, to_member_id, target.pane, str(exc)))
