@@ -1,0 +1,349 @@
+"""CLI groups ``fleet``, ``member``, ``message`` and ``inbox``: thin parsing over core.broker.
+
+Every command takes ``--broker-db PATH`` (default ``$SWITCHBOARD_HOME/broker.sqlite3``)
+and ``--json``. Commands that may notify panes (``message send``, ``message wait``)
+find the tmux server through ``--tmux-socket``, ``$SWITCHBOARD_TMUX_SOCKET``, or the
+socket of the tmux client they run in (``$TMUX``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.broker import (
+    Broker,
+    Message,
+    PlacementSpec,
+    inbox_for_members,
+)
+from core.broker_delivery import DrainReport
+from core.home import Home
+from navigator.commands.output import emit
+
+# --------------------------------------------------------------------------- plumbing
+
+
+def _common() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--broker-db", type=Path, default=None, metavar="PATH",
+                        help="broker SQLite file (default: $SWITCHBOARD_HOME/broker.sqlite3)")
+    parent.add_argument("--tmux-socket", default=None, metavar="PATH",
+                        help="tmux server socket for pane notifications "
+                             "(default: $SWITCHBOARD_TMUX_SOCKET, else $TMUX)")
+    parent.add_argument("--json", action="store_true", help="print JSON")
+    return parent
+
+
+def _placement_options(parser: argparse.ArgumentParser, *, pane_required: bool) -> None:
+    parser.add_argument("--session", required=True, help="tmux session name")
+    parser.add_argument("--window", required=True, help="tmux window id, e.g. @3")
+    parser.add_argument("--pane", required=pane_required, default=None,
+                        help="tmux pane id, e.g. %%7" + ("" if pane_required else
+                                                        " (omit while the pane is pending)"))
+    parser.add_argument("--backend", default="tmux")
+
+
+def _broker_path(args: argparse.Namespace) -> Path:
+    return args.broker_db if args.broker_db is not None else Home.from_env().broker_path
+
+
+def _tmux_socket(args: argparse.Namespace) -> str | None:
+    if args.tmux_socket:
+        return args.tmux_socket
+    if os.environ.get("SWITCHBOARD_TMUX_SOCKET"):
+        return os.environ["SWITCHBOARD_TMUX_SOCKET"]
+    inside = os.environ.get("TMUX", "")  # "<socket path>,<server pid>,<session>"
+    return inside.split(",", 1)[0] or None
+
+
+def _open(args: argparse.Namespace, *, create: bool = True) -> Broker:
+    return Broker.open(_broker_path(args), tmux_socket=_tmux_socket(args), create=create)
+
+
+def _missing(args: argparse.Namespace) -> bool:
+    """Read-only listings of a broker that does not exist yet are simply empty."""
+    return not _broker_path(args).exists()
+
+
+def _report_delivery(report: DrainReport | None) -> None:
+    if report is not None and report.not_notified is not None:
+        print(f"switchboard: not_notified: {report.not_notified.diagnostic()}", file=sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _message_line(message: Message) -> str:
+    return (f"{message.message_id}\tfrom {message.from_member_id}\t{message.created_at}\t"
+            f"{message.status.value}\t{_one_line(message.text)}")
+
+
+def _lines(rows: list[str]) -> str:
+    return "\n".join(rows) if rows else "(none)"
+
+
+# --------------------------------------------------------------------------- fleet
+
+
+def _fleet_create(args: argparse.Namespace) -> int:
+    with _open(args) as broker:
+        created = broker.create_fleet(
+            args.name, director_name=args.director_name,
+            director_description=args.director_description,
+            placement=PlacementSpec(args.session, args.window, args.pane, args.coding_agent,
+                                    args.backend))
+    director = created.director.member
+    emit(created, as_json=args.json,
+         text=f"fleet {created.fleet.fleet_id} created; Director is member "
+              f"{director.member_id} ({director.name}) in pane {args.pane}")
+    return 0
+
+
+def _fleet_list(args: argparse.Namespace) -> int:
+    fleets: list[Any] = []
+    if not _missing(args):
+        with _open(args, create=False) as broker:
+            fleets = broker.list_fleets(include_deleted=args.all)
+    emit(fleets, as_json=args.json, text=_lines([
+        f"{f.fleet_id}\t{f.name or '-'}\tdirector {f.director_member_id}\t{f.created_at}"
+        + (f"\tdeleted {f.deleted_at}" if f.deleted_at else "") for f in fleets]))
+    return 0
+
+
+def _fleet_delete(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        deletion = broker.delete_fleet(args.fleet_id)
+    emit(deletion, as_json=args.json,
+         text=f"fleet {args.fleet_id} deleted; {deletion.deregistered_members} members "
+              "deregistered; messages kept")
+    return 0
+
+
+# --------------------------------------------------------------------------- member
+
+
+def _member_register(args: argparse.Namespace) -> int:
+    with _open(args) as broker:
+        detail = broker.register_member(
+            args.fleet, args.name, description=args.description,
+            placement=PlacementSpec(args.session, args.window, args.pane, args.coding_agent,
+                                    args.backend))
+    emit(detail, as_json=args.json,
+         text=f"member {detail.member.member_id} ({detail.member.name}) registered "
+              f"in fleet {args.fleet}")
+    return 0
+
+
+def _member_place(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        current = broker.member_detail(args.member_id)
+        agent = args.coding_agent or (current.placement.coding_agent
+                                      if current.placement else None)
+        detail = broker.place_member(args.member_id, PlacementSpec(
+            args.session, args.window, args.pane, agent or "", args.backend))
+    emit(detail, as_json=args.json,
+         text=f"member {args.member_id} placed in {args.session} {args.window} "
+              f"{args.pane or '(pane pending)'}")
+    return 0
+
+
+def _member_deregister(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        member = broker.deregister_member(args.member_id)
+    emit(member, as_json=args.json, text=f"member {args.member_id} deregistered")
+    return 0
+
+
+def _member_delete(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        member = broker.delete_member(args.member_id)
+    emit(member, as_json=args.json, text=f"member {args.member_id} deleted")
+    return 0
+
+
+def _member_list(args: argparse.Namespace) -> int:
+    roster: list[Any] = []
+    if not _missing(args):
+        with _open(args, create=False) as broker:
+            roster = broker.roster(args.fleet)
+    emit(roster, as_json=args.json, text=_lines([
+        f"{e.member_id}\tfleet {e.fleet_id}\t{e.kind.value}\t{e.name}\t"
+        f"{e.coding_agent or '-'}\t{e.mux_pane_id or '-'}\t"
+        + ("idle -" if e.idle_seconds is None else f"idle {e.idle_seconds:.0f}s")
+        for e in roster]))
+    return 0
+
+
+def _member_show(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        detail = broker.member_detail(args.member_id)
+    m, p = detail.member, detail.placement
+    text = "\n".join([
+        f"member {m.member_id} ({m.name}), {m.kind.value} of fleet {m.fleet_id}, {m.status.value}",
+        f"description: {m.description}",
+        f"registered: {m.registered_at}"
+        + (f", deregistered: {m.deregistered_at}" if m.deregistered_at else ""),
+        (f"placement: {p.backend} {p.mux_session} {p.mux_window_id} "
+         f"{p.mux_pane_id or '(pane pending)'} running {p.coding_agent}") if p
+        else "placement: none",
+        f"last activity: {detail.last_activity_at or '-'}",
+    ])
+    emit(detail, as_json=args.json, text=text)
+    return 0
+
+
+# --------------------------------------------------------------------------- message
+
+
+def _message_send(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        result = broker.send(args.fleet, args.sender, args.recipient, args.text)
+    delivery = result.delivery
+    state = ("stored" if delivery is None
+             else "notified" if result.message.message_id in delivery.notified
+             else "not notified" if delivery.not_notified else "pending")
+    emit(result, as_json=args.json,
+         text=f"message {result.message.message_id} sent to member {args.recipient} ({state})")
+    _report_delivery(delivery)
+    return 0
+
+
+def _message_poll(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        messages = broker.poll(args.member)
+    emit(messages, as_json=args.json, text=_lines([_message_line(m) for m in messages]))
+    return 0
+
+
+def _message_ack(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        message = broker.ack(args.member, args.message_id)
+    emit(message, as_json=args.json, text=f"message {args.message_id} ACKed")
+    return 0
+
+
+def _message_wait(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        result = broker.wait(args.member, args.timeout)
+    emit(result, as_json=args.json,
+         text="(timed out)" if result.timed_out
+         else _lines([_message_line(m) for m in result.messages]))
+    for report in result.deliveries:
+        _report_delivery(report)
+    return 1 if result.timed_out else 0
+
+
+# --------------------------------------------------------------------------- inbox
+
+
+def _inbox(args: argparse.Namespace) -> int:
+    if args.stream:
+        if len(args.member) != 1:
+            print("switchboard: invalid_request: --stream follows exactly one --member",
+                  file=sys.stderr)
+            return 2
+        from core.broker_stream import follow_inbox
+
+        try:
+            for message in follow_inbox(_broker_path(args), args.member[0],
+                                        max_seconds=args.max_seconds):
+                emit(message, as_json=args.json, text=_message_line(message))
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            pass
+        return 0
+    entries = inbox_for_members(_broker_path(args), args.member,
+                                include_completed=args.include_completed)
+    emit(entries, as_json=args.json, text=_lines([
+        f"{e.message_id}\t{e.from_name} -> {e.to_name}\t{e.status.value}\t"
+        f"{e.age_seconds:.0f}s\t{_one_line(e.text)}" for e in entries]))
+    return 0
+
+
+# --------------------------------------------------------------------------- registration
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    common = _common()
+
+    fleet = subparsers.add_parser("fleet", help="broker fleets (a Director and its members)")
+    fleet_sub = fleet.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
+    p = fleet_sub.add_parser("create", parents=[common],
+                             help="bootstrap a fleet with its Director and placement")
+    p.add_argument("name", nargs="?", default=None)
+    p.add_argument("--director-name", required=True)
+    p.add_argument("--director-description", default="Director")
+    _placement_options(p, pane_required=True)
+    p.add_argument("--coding-agent", required=True)
+    p.set_defaults(handler=_fleet_create)
+    p = fleet_sub.add_parser("list", parents=[common], help="live fleets")
+    p.add_argument("--all", action="store_true", help="include deleted fleets")
+    p.set_defaults(handler=_fleet_list)
+    p = fleet_sub.add_parser("delete", parents=[common],
+                             help="soft delete: deregister members, keep messages")
+    p.add_argument("fleet_id", type=int)
+    p.set_defaults(handler=_fleet_delete)
+
+    member = subparsers.add_parser("member", help="broker members and their placements")
+    member_sub = member.add_subparsers(dest="member_command", metavar="ACTION", required=True)
+    p = member_sub.add_parser("register", parents=[common], help="add a member to a fleet")
+    p.add_argument("--fleet", type=int, required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--description", default="")
+    _placement_options(p, pane_required=False)
+    p.add_argument("--coding-agent", required=True)
+    p.set_defaults(handler=_member_register)
+    p = member_sub.add_parser("place", parents=[common],
+                              help="set or move a member's placement (takes the pane locks)")
+    p.add_argument("member_id", type=int)
+    _placement_options(p, pane_required=False)
+    p.add_argument("--coding-agent", default=None)
+    p.set_defaults(handler=_member_place)
+    for name, handler, text in (
+        ("deregister", _member_deregister, "mark a member deregistered"),
+        ("delete", _member_delete, "delete a member without messages"),
+        ("show", _member_show, "registration, description, placement and activity"),
+    ):
+        p = member_sub.add_parser(name, parents=[common], help=text)
+        p.add_argument("member_id", type=int)
+        p.set_defaults(handler=handler)
+    p = member_sub.add_parser("list", parents=[common],
+                              help="active members of live fleets with idle time")
+    p.add_argument("--fleet", type=int, default=None)
+    p.set_defaults(handler=_member_list)
+
+    message = subparsers.add_parser("message", help="send, poll, ACK and wait for messages")
+    message_sub = message.add_subparsers(dest="message_command", metavar="ACTION",
+                                         required=True)
+    p = message_sub.add_parser("send", parents=[common],
+                               help="store a message and notify the recipient's pane")
+    p.add_argument("--fleet", type=int, required=True)
+    p.add_argument("--from", dest="sender", type=int, required=True, metavar="MEMBER")
+    p.add_argument("--to", dest="recipient", type=int, required=True, metavar="MEMBER")
+    p.add_argument("text")
+    p.set_defaults(handler=_message_send)
+    p = message_sub.add_parser("poll", parents=[common], help="pending messages, oldest first")
+    p.add_argument("--member", type=int, required=True)
+    p.set_defaults(handler=_message_poll)
+    p = message_sub.add_parser("ack", parents=[common], help="consume a message")
+    p.add_argument("--member", type=int, required=True)
+    p.add_argument("message_id", type=int)
+    p.set_defaults(handler=_message_ack)
+    p = message_sub.add_parser("wait", parents=[common],
+                               help="block until messages are pending (exit 1 on timeout)")
+    p.add_argument("--member", type=int, required=True)
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS")
+    p.set_defaults(handler=_message_wait)
+
+    p = subparsers.add_parser("inbox", parents=[common],
+                              help="members' messages; --stream follows one member read-only")
+    p.add_argument("--member", type=int, action="append", required=True)
+    p.add_argument("--stream", action="store_true")
+    p.add_argument("--max-seconds", type=float, default=None, help="stop streaming after this")
+    p.add_argument("--include-completed", action="store_true")
+    p.set_defaults(handler=_inbox)
