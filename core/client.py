@@ -1,0 +1,128 @@
+"""EngineClient: the one object a frontend holds.
+
+It opens the registry once, builds NavigatorState on request, and turns each
+user intent into an engine request with a fresh request id. Blocking calls
+are meant to run in a frontend's worker thread; nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.engine import Engine
+from core.home import Home
+from core.requests import new_request_id
+from core.state_types import NavigatorState
+
+
+@dataclass
+class EngineClient:
+    engine: Engine
+    home: Home
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, home: Home | None = None, *, with_stage: bool = True) -> EngineClient:
+        from core.session import open_engine
+
+        home = home or Home.from_env()
+        engine = open_engine(home, with_stage=with_stage)
+        return cls(engine=engine, home=home)
+
+    # --------------------------------------------------------------- reads
+
+    def state(self) -> NavigatorState:
+        from core.state_builder import build_navigator_state
+
+        with self._lock:
+            return build_navigator_state(self.engine)
+
+    def data_version(self) -> int:
+        """Cheap change detection: SQLite's data_version plus the broker file's mtime."""
+        with self._lock:
+            version = self.engine.conn.execute("PRAGMA data_version").fetchone()[0]
+            total = self.engine.conn.total_changes
+        try:
+            broker = os.stat(self.home.broker_path).st_mtime_ns
+        except OSError:
+            broker = 0
+        return hash((version, total, broker))
+
+    # --------------------------------------------------------------- requests
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return getattr(self.engine, method)(new_request_id(), *args, **kwargs)
+
+    def enter_project(self, name: str):
+        return self._call("project_enter", name)
+
+    def start(self, frame_id: str):
+        return self._call("frame_start", frame_id)
+
+    def back(self, view_id: str):
+        return self._call("frame_back", view_id)
+
+    def focus(self, view_id: str, frame_id: str):
+        return self._call("view_focus", view_id, frame_id)
+
+    def complete(self, frame_id: str, summary: str, next_action: str):
+        return self._call("frame_complete", frame_id, summary, next_action)
+
+    def close(self, frame_id: str):
+        return self._call("frame_close", frame_id)
+
+    def reopen(self, frame_id: str):
+        return self._call("frame_reopen", frame_id)
+
+    def toggle_mode(self, view_id: str):
+        return self._call("view_mode", view_id)
+
+    def recover(self, recovery_id: str):
+        from core import recovery
+
+        with self._lock:
+            return recovery.execute(self.engine, new_request_id(), recovery_id)
+
+    def dismiss_recovery(self, recovery_id: str):
+        from core import recovery
+
+        with self._lock:
+            return recovery.dismiss(self.engine, new_request_id(), recovery_id)
+
+    # --------------------------------------------------------------- broker
+
+    def inbox(self, view_id: str | None = None) -> list[Any]:
+        from core import inbox_view
+
+        with self._lock:
+            return inbox_view.inbox_for_view(self.engine, self.home, view_id)
+
+    def ack(self, message_id: int, member_id: int | None = None) -> Any:
+        from core import inbox_view
+
+        return inbox_view.ack(self.home, message_id, member_id)
+
+    # --------------------------------------------------------------- ui state
+
+    @property
+    def _ui_state_path(self):
+        return self.home.root / "ui_state.json"
+
+    def load_ui_state(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self._ui_state_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def save_ui_state(self, state: dict[str, Any]) -> None:
+        path = self._ui_state_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)

@@ -1,0 +1,237 @@
+"""Build HostState v1 and NavigatorState v1 from the registry.
+
+Core authors every presentation field (title, breadcrumb, activity,
+attention, transition/control state) so frontends never re-derive them. Each
+table is read once per build; arrays are ordered by host id then entity id.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from core.enums import Activity, ActivationState, Reachability
+from core.state_types import (
+    BreadcrumbItem,
+    FrameSummary,
+    HostCheckout,
+    HostControlTurn,
+    HostFrame,
+    HostFrameSession,
+    HostInfo,
+    HostPlacement,
+    HostProject,
+    HostProjectRepository,
+    HostRecovery,
+    HostRepository,
+    HostRow,
+    HostSession,
+    HostState,
+    HostSurface,
+    HostTransition,
+    HostView,
+    HostWorkContext,
+    NavigatorState,
+    ProjectRow,
+    RecoveryRow,
+    SessionSummary,
+    ViewRow,
+)
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+NONTERMINAL = ("prepared", "executing", "presented", "awaiting_claim", "settling")
+# Which activity wins when a view summarizes several frames: attention first.
+_ACTIVITY_RANK = {"needs_input": 0, "working": 1, "ready": 2, "unknown": 3, "completed": 4}
+
+
+def _rows(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row]:
+    return conn.execute(sql).fetchall()
+
+
+def build_host_state(engine: Engine) -> HostState:
+    conn, host_id = engine.conn, engine.host_id
+    meta = conn.execute("SELECT activation_state FROM registry_metadata").fetchone()
+    checkout_repo = {c.checkout_id: c.repository_id for c in engine.config.checkouts}
+    projects = tuple(
+        HostProject(project_id=r["project_id"], name=r["name"], checkout_id=r["checkout_id"])
+        for r in _rows(conn, "SELECT * FROM projects ORDER BY host_id, project_id"))
+    state = HostState(
+        generation_id=engine.generation_id,
+        activation_state=ActivationState(meta["activation_state"]),
+        generated_at=engine.now(),
+        host=HostInfo(host_id=host_id, display_name=engine.config.host.display_name),
+        projects=projects,
+        repositories=tuple(
+            HostRepository(repository_id=r["repository_id"], name=r["name"])
+            for r in _rows(conn, "SELECT * FROM repositories ORDER BY host_id, repository_id")),
+        project_repositories=tuple(
+            HostProjectRepository(project_id=r["project_id"], repository_id=r["repository_id"])
+            for r in _rows(conn, "SELECT * FROM project_repositories"
+                                 " ORDER BY project_id, repository_id")),
+        checkouts=tuple(
+            HostCheckout(checkout_id=r["checkout_id"],
+                         repository_id=r["repository_id"] or checkout_repo.get(r["checkout_id"]))
+            for r in _rows(conn, "SELECT * FROM checkouts ORDER BY host_id, checkout_id")),
+        work_contexts=tuple(
+            HostWorkContext(work_context_id=r["work_context_id"], project_id=r["project_id"],
+                            checkout_id=r["checkout_id"], claim_state=r["claim_state"],
+                            claim_generation=r["claim_generation"],
+                            foreground_frame_id=r["foreground_frame_id"],
+                            background_state=r["background_state"], updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM work_contexts"
+                                 " ORDER BY host_id, work_context_id")),
+        frames=tuple(
+            HostFrame(frame_id=r["frame_id"], project_id=r["project_id"], role=r["role"],
+                      parent_frame_id=r["parent_frame_id"],
+                      work_context_id=r["work_context_id"], title=r["title"],
+                      preferred_provider=r["preferred_provider"],
+                      lifecycle_state=r["lifecycle_state"], close_reason=r["close_reason"],
+                      current_session_key=r["current_session_key"],
+                      created_by=r["created_by"], created_at=r["created_at"],
+                      updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM frames ORDER BY host_id, frame_id")),
+        frame_sessions=tuple(
+            HostFrameSession(frame_session_id=r["frame_session_id"], frame_id=r["frame_id"],
+                             session_key=r["session_key"], ordinal=r["ordinal"],
+                             membership_reason=r["membership_reason"], joined_at=r["joined_at"])
+            for r in _rows(conn, "SELECT * FROM frame_sessions ORDER BY frame_session_id")),
+        sessions=tuple(
+            HostSession(session_key=r["session_key"], provider=r["provider"],
+                        provider_session_id=r["provider_session_id"],
+                        project_id=r["project_id"], checkout_id=r["checkout_id"],
+                        name=r["name"], pinned=bool(r["pinned"]),
+                        runtime_presence=r["runtime_presence"],
+                        resumability=r["resumability"], activity=r["activity"],
+                        activity_reason=r["activity_reason"],
+                        last_observed_at=r["last_observed_at"], updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM provider_sessions ORDER BY host_id, session_key")),
+        surfaces=tuple(
+            HostSurface(surface_id=r["surface_id"], provider=r["provider"],
+                        session_key=r["session_key"], lifecycle_state=r["lifecycle_state"],
+                        updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM surfaces ORDER BY host_id, surface_id")),
+        views=tuple(
+            HostView(view_id=r["view_id"], mode=r["mode"], state=r["state"],
+                     revision=r["revision"], active_frame_id=r["active_frame_id"],
+                     created_at=r["created_at"], last_attached_at=r["last_attached_at"],
+                     updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM user_views ORDER BY host_id, view_id")),
+        placements=tuple(
+            HostPlacement(placement_id=r["placement_id"], view_id=r["view_id"],
+                          frame_id=r["frame_id"], surface_id=r["surface_id"], state=r["state"],
+                          generation=r["generation"], last_focused_at=r["last_focused_at"],
+                          updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM frame_placements"
+                                 " ORDER BY host_id, placement_id")),
+        transitions=tuple(
+            HostTransition(transition_id=r["transition_id"], view_id=r["view_id"],
+                           kind=r["kind"], source_frame_id=r["source_frame_id"],
+                           target_frame_id=r["target_frame_id"],
+                           work_context_id=r["work_context_id"], state=r["state"],
+                           transport_phase=r["transport_phase"], created_at=r["created_at"],
+                           updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM view_transitions"
+                                 " ORDER BY host_id, transition_id")),
+        control_turns=tuple(
+            HostControlTurn(control_turn_id=r["control_turn_id"],
+                            transition_id=r["transition_id"],
+                            target_frame_id=r["target_frame_id"],
+                            target_session_key=r["target_session_key"], kind=r["kind"],
+                            transport=r["transport"], state=r["state"],
+                            submission_count=r["submission_count"],
+                            submitted_at=r["submitted_at"], claimed_at=r["claimed_at"],
+                            settled_at=r["settled_at"])
+            for r in _rows(conn, "SELECT * FROM control_turns WHERE target_session_key"
+                                 " IS NOT NULL ORDER BY control_turn_id")),
+        recoveries=tuple(
+            HostRecovery(recovery_id=r["recovery_id"], kind=r["kind"],
+                         subject_type=r["subject_type"], subject_id=r["subject_id"],
+                         actionability=r["actionability"], state=r["state"],
+                         explanation=r["bounded_explanation"], created_at=r["created_at"],
+                         updated_at=r["updated_at"])
+            for r in _rows(conn, "SELECT * FROM recoveries ORDER BY host_id, recovery_id")),
+    )
+    return state
+
+
+def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> NavigatorState:
+    """The frontend envelope: presentation-ready views, project trees, recoveries."""
+    conn, host_id = engine.conn, engine.host_id
+    now = engine.now()
+    frames = {r["frame_id"]: r for r in _rows(
+        conn,
+        "SELECT f.frame_id, f.project_id, f.title, f.role, f.parent_frame_id,"
+        " f.lifecycle_state, f.close_reason, f.current_session_key,"
+        " s.provider, s.runtime_presence, s.resumability, s.activity, s.updated_at AS s_updated,"
+        " s.last_observed_at,"
+        " (SELECT COUNT(*) FROM frame_sessions fs WHERE fs.frame_id = f.frame_id) AS n_sessions"
+        " FROM frames f LEFT JOIN provider_sessions s ON s.session_key = f.current_session_key"
+        " ORDER BY f.host_id, f.frame_id")}
+    pending = {r["view_id"]: r for r in _rows(
+        conn,
+        "SELECT t.view_id, t.state, c.state AS control_state FROM view_transitions t"
+        " LEFT JOIN control_turns c ON c.transition_id = t.transition_id"
+        f" WHERE t.state IN {NONTERMINAL}")}
+    by_project: dict[str, list[FrameSummary]] = {}
+    for f in frames.values():
+        if not include_closed and f["lifecycle_state"] == "closed":
+            continue
+        summary = None
+        if f["provider"] is not None:
+            summary = SessionSummary(provider=f["provider"],
+                                     runtime_presence=f["runtime_presence"],
+                                     resumability=f["resumability"], activity=f["activity"],
+                                     updated_at=f["s_updated"])
+        by_project.setdefault(f["project_id"], []).append(FrameSummary(
+            frame_id=f["frame_id"], title=f["title"], role=f["role"],
+            parent_frame_id=f["parent_frame_id"], lifecycle_state=f["lifecycle_state"],
+            close_reason=f["close_reason"], activity=f["activity"] or Activity.UNKNOWN,
+            current_session=summary, session_count=f["n_sessions"]))
+    projects = tuple(
+        ProjectRow(project_id=r["project_id"], host_id=r["host_id"], name=r["name"],
+                   frames=tuple(by_project.get(r["project_id"], ())))
+        for r in _rows(conn, "SELECT * FROM projects ORDER BY host_id, project_id"))
+    views = []
+    for v in _rows(conn, "SELECT * FROM user_views ORDER BY host_id, view_id"):
+        active = frames.get(v["active_frame_id"])
+        crumbs: list[BreadcrumbItem] = []
+        cursor = active
+        while cursor is not None and len(crumbs) < 32:
+            crumbs.append(BreadcrumbItem(frame_id=cursor["frame_id"], title=cursor["title"]))
+            cursor = frames.get(cursor["parent_frame_id"])
+        crumbs.reverse()
+        in_view = [f for f in frames.values() if active is not None
+                   and f["project_id"] == active["project_id"]
+                   and f["lifecycle_state"] == "open"]
+        activities = [f["activity"] or "unknown" for f in in_view]
+        activity = active["activity"] if active is not None and active["activity"] else "unknown"
+        flight = pending.get(v["view_id"])
+        last = max((f["last_observed_at"] or 0 for f in in_view), default=0) or None
+        views.append(ViewRow(
+            view_id=v["view_id"], host_id=v["host_id"], mode=v["mode"], state=v["state"],
+            revision=v["revision"], active_frame_id=v["active_frame_id"],
+            active_project_id=active["project_id"] if active is not None else v["project_id"],
+            title=active["title"] if active is not None else "(empty view)",
+            breadcrumb=tuple(crumbs), activity=activity,
+            attention="needs_input" in activities or v["state"] == "degraded",
+            transition_state=flight["state"] if flight else None,
+            control_state=flight["control_state"] if flight else None,
+            last_activity_at=last))
+    recoveries = tuple(
+        RecoveryRow(recovery_id=r["recovery_id"], host_id=r["host_id"], kind=r["kind"],
+                    subject_type=r["subject_type"], subject_id=r["subject_id"],
+                    actionability=r["actionability"], state=r["state"],
+                    explanation=r["bounded_explanation"], created_at=r["created_at"])
+        for r in _rows(conn, "SELECT * FROM recoveries WHERE state = 'open'"
+                             " ORDER BY host_id, recovery_id"))
+    hosts = (HostRow(host_id=host_id, display_name=engine.config.host.display_name,
+                     generation_id=engine.generation_id, stale=False,
+                     reachability=Reachability.ONLINE, observed_at=now),)
+    return NavigatorState(generation_id=engine.generation_id, generated_at=now,
+                          local_host_id=host_id, hosts=hosts, views=tuple(views),
+                          projects=projects, recoveries=recoveries)
+
+
+__all__ = ["build_host_state", "build_navigator_state", "_ACTIVITY_RANK"]

@@ -1,0 +1,27 @@
+"""`switchboard state host|navigator --json`: the envelopes, canonical JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    state = sub.add_parser("state", help="print HostState or NavigatorState")
+    ss = state.add_subparsers(dest="state_command", metavar="WHICH", required=True)
+    for name in ("host", "navigator"):
+        p = ss.add_parser(name, help=f"{name} state envelope (v1)")
+        p.add_argument("--json", action="store_true", help="canonical JSON (the only format)")
+        p.set_defaults(handler=_state, which=name)
+
+
+def _state(args: argparse.Namespace) -> int:
+    from core.envelope import encode_canonical
+    from core.session import open_engine
+    from core.state_builder import build_host_state, build_navigator_state
+
+    engine = open_engine()
+    envelope = build_host_state(engine) if args.which == "host" \
+        else build_navigator_state(engine)
+    sys.stdout.buffer.write(encode_canonical(envelope) + b"\n")
+    return 0
