@@ -1,0 +1,678 @@
+"""A fake Claude Code / Codex that runs in a tmux pane and fires real-shaped hooks.
+
+Tests and the demo need a provider that behaves like the real one at the
+edges Switchboard depends on, without a model or network: a strict
+``--version`` line, a prompt that accepts typed input and bracketed paste,
+hooks invoked with payloads whose keys match the recorded fixtures
+(``tests/fixtures/hooks``), stable session/thread ids, fresh prompt/turn ids,
+and calls to the agent tools. Stdlib only, so it starts fast anywhere.
+
+Hook commands come from, in order: ``--hook-command`` (``CMD --provider P
+EVENT``); for Claude the ``--settings FILE`` hooks; for Codex the hooks.json
+and ``notify`` of ``$CODEX_HOME`` and ``./.codex`` (never ``~/.codex``); else
+``switchboard hook --provider P EVENT``. The argv also accepts the real CLIs'
+shapes (``--session-id``/``--resume UUID``, ``codex resume ID``) so a
+LaunchPlan built for the real provider can run this program instead.
+
+Per prompt: UserPromptSubmit; with "TOOLTEST" in the line PreToolUse,
+PermissionRequest (+ Notification permission_prompt for Claude), PostToolUse;
+a short reply; Stop (Codex: then ``notify`` agent-turn-complete) unless the
+line contains a ``--no-stop-on`` word. SessionStart at start; SessionEnd at
+exit (Claude only by default: Codex has no SessionEnd hook).
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import os
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTROL_TEMPLATE = "Call transition_claim() and follow the returned transition instructions."
+VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}"}
+DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
+DEFAULT_REPLY = "FAKE-OK: offline stand-in reply."
+TOOL_WORD = "TOOLTEST"
+HOOK_TIMEOUT_S = 30.0
+AGENT_TIMEOUT_S = 60.0
+PASTE_START = b"\x1b[200~"
+PASTE_END = b"\x1b[201~"
+
+
+class SessionClosed(Exception):
+    """The pane is going away (SIGHUP/SIGTERM): end the session like the real CLI."""
+
+
+def uuid7() -> str:
+    """A time-ordered UUIDv7 like Codex's thread and turn ids."""
+    millis = time.time_ns() // 1_000_000
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= secrets.randbits(12) << 64
+    value |= 0b10 << 62
+    value |= secrets.randbits(62)
+    return str(uuid.UUID(int=value))
+
+
+# --- hook dispatch ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookRunner:
+    """Runs one provider event through whichever hook source is configured."""
+
+    provider: str
+    direct_command: tuple[str, ...] | None = None
+    shell_hooks: dict[str, tuple[tuple[str, str | None, float], ...]] = field(default_factory=dict)
+    notify_argv: tuple[str, ...] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    report: Callable[[str], None] = print
+
+    def fire(self, event: str, payload: dict, *, match: str | None = None) -> None:
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        if self.direct_command is not None:
+            argv = [*self.direct_command, "--provider", self.provider, event]
+            if event == "notify":
+                self._run(event, [*argv, body], None)
+            else:
+                self._run(event, argv, body)
+            return
+        if event == "notify":
+            if self.notify_argv:
+                self._run(event, [*self.notify_argv, body], None)
+            return
+        for command, matcher, timeout in self.shell_hooks.get(event, ()):
+            if _matches(matcher, match):
+                self._run(event, ["/bin/sh", "-c", command], body, timeout)
+
+    def _run(self, event: str, argv: list[str], stdin: str | None,
+             timeout: float = HOOK_TIMEOUT_S) -> None:
+        try:
+            done = subprocess.run(
+                argv,
+                input=(stdin or "").encode("utf-8"),
+                capture_output=True,
+                env=self.env,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.report(f"  ⎿ {event} hook failed: {exc}")
+            return
+        if done.returncode != 0:
+            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            tail = f": {detail[-1][:160]}" if detail else ""
+            self.report(f"  ⎿ {event} hook exited {done.returncode}{tail}")
+
+
+def _matches(matcher: str | None, value: str | None) -> bool:
+    if matcher in (None, "", "*") or value is None:
+        return True
+    try:
+        return re.fullmatch(matcher, value) is not None
+    except re.error:
+        return False
+
+
+def _load_hooks_file(path: Path, into: dict[str, list[tuple[str, str | None, float]]]) -> None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    for event, groups in (document.get("hooks") or {}).items():
+        for group in groups:
+            for hook in group.get("hooks", []):
+                if hook.get("type", "command") == "command" and hook.get("command"):
+                    into.setdefault(event, []).append(
+                        (hook["command"], group.get("matcher"),
+                         float(hook.get("timeout", HOOK_TIMEOUT_S)))
+                    )
+
+
+def build_runner(args: argparse.Namespace, env: dict[str, str],
+                 report: Callable[[str], None]) -> HookRunner:
+    if args.hook_command:
+        return HookRunner(args.provider, tuple(shlex.split(args.hook_command)), env=env,
+                          report=report)
+    hooks: dict[str, list[tuple[str, str | None, float]]] = {}
+    notify: tuple[str, ...] | None = None
+    configured = False
+    if args.provider == "claude" and args.settings:
+        configured = True
+        _load_hooks_file(Path(args.settings), hooks)
+    elif args.provider == "codex":
+        import tomllib
+
+        folders = [Path(env["CODEX_HOME"])] if env.get("CODEX_HOME") else []
+        folders.append(Path.cwd() / ".codex")
+        folders = [folder for folder in dict.fromkeys(folders) if folder.is_dir()]
+        configured = bool(folders)
+        for folder in folders:
+            _load_hooks_file(folder / "hooks.json", hooks)
+            try:
+                config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                continue
+            if isinstance(config.get("notify"), list):
+                notify = tuple(str(part) for part in config["notify"])
+    if configured:
+        frozen = {event: tuple(entries) for event, entries in hooks.items()}
+        return HookRunner(args.provider, None, frozen, notify, env=env, report=report)
+    return HookRunner(args.provider, ("switchboard", "hook"), env=env, report=report)
+
+
+# --- payloads shaped like the recorded fixtures ------------------------------
+
+
+@dataclass
+class Session:
+    """Identity and per-prompt ids; payload builders keep the fixtures' key order."""
+
+    provider: str
+    session_id: str
+    cwd: str
+    resumed: bool
+    prompt_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    turn_id: str | None = None
+    input_messages: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+    tool_counter: int = 0
+
+    @property
+    def transcript_path(self) -> str:
+        home = str(Path.home())
+        if self.provider == "claude":
+            return f"{home}/.claude/projects/{self.cwd.replace('/', '-')}/{self.session_id}.jsonl"
+        stamp = time.gmtime(self.started)
+        return (f"{home}/.codex/sessions/{time.strftime('%Y/%m/%d', stamp)}/rollout-"
+                f"{time.strftime('%Y-%m-%dT%H-%M-%S', stamp)}-{self.session_id}.jsonl")
+
+    def new_turn(self, prompt: str) -> None:
+        if self.provider == "claude":
+            self.prompt_id = str(uuid.uuid4())
+        else:
+            self.turn_id = uuid7()
+            self.input_messages.append(prompt)
+
+    def new_tool_use_id(self) -> str:
+        self.tool_counter += 1
+        if self.provider == "claude":
+            return "toolu_" + secrets.token_hex(10)
+        return "call_" + secrets.token_hex(6)
+
+    def _head(self, event: str, *, prompt_id: bool = True) -> dict:
+        if self.provider == "claude":
+            head = {"session_id": self.session_id, "transcript_path": self.transcript_path,
+                    "cwd": self.cwd}
+            if prompt_id:
+                head["prompt_id"] = self.prompt_id
+            return head
+        head = {"session_id": self.session_id}
+        if prompt_id:
+            head["turn_id"] = self.turn_id
+        head.update(transcript_path=self.transcript_path, cwd=self.cwd, hook_event_name=event,
+                    model="fake-model", permission_mode="default")
+        return head
+
+    def _claude_turn_head(self, event: str, *, effort: bool) -> dict:
+        payload = self._head(event)
+        payload["permission_mode"] = "default"
+        if effort:
+            payload["effort"] = {"level": "high"}
+        payload["hook_event_name"] = event
+        return payload
+
+    def session_start(self) -> dict:
+        source = "resume" if self.resumed else "startup"
+        if self.provider == "claude":
+            payload = self._head("SessionStart", prompt_id=False)
+            payload.update(hook_event_name="SessionStart", source=source)
+            return payload
+        payload = self._head("SessionStart", prompt_id=False)
+        payload["source"] = source
+        return payload
+
+    def user_prompt_submit(self, prompt: str) -> dict:
+        if self.provider == "claude":
+            payload = self._claude_turn_head("UserPromptSubmit", effort=False)
+        else:
+            payload = self._head("UserPromptSubmit")
+        payload["prompt"] = prompt
+        return payload
+
+    def tool_event(self, event: str, command: str, description: str, tool_use_id: str,
+                   **extra: object) -> dict:
+        if self.provider == "claude":
+            payload = self._claude_turn_head(event, effort=True)
+            payload.update(tool_name="Bash",
+                           tool_input={"command": command, "description": description})
+        else:
+            payload = self._head(event)
+            tool_input: dict[str, str] = {"command": command}
+            if event == "PermissionRequest":
+                tool_input["description"] = description
+            payload.update(tool_name="Bash", tool_input=tool_input)
+        if event == "PermissionRequest":
+            if self.provider == "claude":
+                payload["permission_suggestions"] = [
+                    {"type": "addDirectories", "directories": [self.cwd],
+                     "destination": "session"},
+                    {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+                ]
+            return payload
+        if event == "PostToolUse":
+            if self.provider == "claude":
+                payload["tool_response"] = extra.get("tool_response") or {
+                    "stdout": "", "stderr": "", "interrupted": False, "isImage": False,
+                    "noOutputExpected": True,
+                }
+                payload["tool_use_id"] = tool_use_id
+                payload["duration_ms"] = int(extra.get("duration_ms", 5))
+                return payload
+            payload["tool_response"] = extra.get("tool_response", "")
+        payload["tool_use_id"] = tool_use_id
+        return payload
+
+    def notification(self, message: str, notification_type: str) -> dict:
+        payload = self._head("Notification")
+        payload.update(hook_event_name="Notification", message=message,
+                       notification_type=notification_type)
+        return payload
+
+    def stop(self, reply: str) -> dict:
+        if self.provider == "claude":
+            payload = self._claude_turn_head("Stop", effort=True)
+            payload.update(stop_hook_active=False, last_assistant_message=reply,
+                           background_tasks=[], session_crons=[])
+            return payload
+        payload = self._head("Stop")
+        payload.update(stop_hook_active=False, last_assistant_message=reply)
+        return payload
+
+    def notify_turn_complete(self, reply: str) -> dict:
+        return {"type": "agent-turn-complete", "thread-id": self.session_id,
+                "turn-id": self.turn_id, "cwd": self.cwd, "client": "codex-tui",
+                "input-messages": list(self.input_messages), "last-assistant-message": reply}
+
+    def session_end(self, reason: str) -> dict:
+        payload = self._head("SessionEnd")
+        payload.update(hook_event_name="SessionEnd", reason=reason)
+        return payload
+
+
+# --- terminal input ----------------------------------------------------------
+
+
+class PromptReader:
+    """Reads one submitted line at a time; bracketed paste markers never reach the line.
+
+    On a TTY it runs in raw mode with its own echo, so a paste (even one
+    containing newlines) is inserted, not submitted; only Enter outside a paste
+    submits. Without a TTY (pipes in tests) it reads lines and strips markers.
+    """
+
+    def __init__(self, fd: int, write: Callable[[str], None]) -> None:
+        self.fd = fd
+        self.write = write
+        self.tty = os.isatty(fd)
+        self.saved: list | None = None
+        self.pending = b""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.eof = False
+
+    def __enter__(self) -> PromptReader:
+        if self.tty:
+            import termios
+
+            self.saved = termios.tcgetattr(self.fd)
+            mode = termios.tcgetattr(self.fd)
+            mode[0] &= ~(termios.ICRNL | termios.IXON | termios.INLCR)
+            mode[3] &= ~(termios.ICANON | termios.ECHO | termios.ISIG | termios.IEXTEN)
+            mode[6][termios.VMIN] = 1
+            mode[6][termios.VTIME] = 0
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, mode)
+            self.write("\x1b[?2004h")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tty:
+            import termios
+
+            self.write("\x1b[?2004l")
+            if self.saved is not None:
+                termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+
+    def read_line(self) -> str | None:
+        if not self.tty:
+            return self._read_piped_line()
+        line: list[str] = []
+        in_paste = False
+        while True:
+            if not self.pending:
+                chunk = os.read(self.fd, 4096)
+                if not chunk:
+                    return "".join(line) if line else None
+                self.pending = chunk
+            data, self.pending = self.pending, b""
+            index = 0
+            while index < len(data):
+                byte = data[index : index + 1]
+                if byte == b"\x1b":
+                    rest = data[index:]
+                    if not _escape_complete(rest):
+                        more = os.read(self.fd, 4096)
+                        if more:
+                            self.pending = rest + more
+                            break
+                    if rest.startswith(PASTE_START):
+                        in_paste, index = True, index + len(PASTE_START)
+                        continue
+                    if rest.startswith(PASTE_END):
+                        in_paste, index = False, index + len(PASTE_END)
+                        continue
+                    index += _escape_length(rest)
+                    continue
+                index += 1
+                if byte in (b"\r", b"\n"):
+                    if in_paste:
+                        line.append("\n")
+                        self.write("\r\n")
+                        continue
+                    self.pending = data[index:]
+                    self.write("\r\n")
+                    return "".join(line)
+                if byte in (b"\x7f", b"\x08"):
+                    if line:
+                        line.pop()
+                        self.write("\b \b")
+                elif byte == b"\x03":
+                    line.clear()
+                    self.write("^C\r\n> ")
+                elif byte == b"\x04":
+                    if not line:
+                        self.write("\r\n")
+                        return None
+                elif byte == b"\x15":
+                    self.write("\b \b" * len(line))
+                    line.clear()
+                elif byte == b"\t" or byte >= b" ":
+                    text = self.decoder.decode(byte)
+                    if text:
+                        line.append(text)
+                        self.write(text)
+
+    def _read_piped_line(self) -> str | None:
+        raw = b""
+        while not raw.endswith(b"\n"):
+            chunk = os.read(self.fd, 1)
+            if not chunk:
+                break
+            raw += chunk
+        if not raw:
+            return None
+        raw = raw.replace(PASTE_START, b"").replace(PASTE_END, b"")
+        return raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _escape_complete(data: bytes) -> bool:
+    """Whether ``data`` (starting with ESC) holds a whole escape sequence yet."""
+    if len(data) < 2:
+        return False
+    if data[1:2] in (b"[", b"O"):
+        return any(0x40 <= value <= 0x7E for value in data[2:])
+    return True
+
+
+def _escape_length(data: bytes) -> int:
+    """Length of an escape sequence to ignore (arrow keys and the like)."""
+    if len(data) >= 2 and data[1:2] in (b"[", b"O"):
+        for end in range(2, len(data)):
+            if 0x40 <= data[end] <= 0x7E:
+                return end + 1
+        return len(data)
+    return min(2, len(data))
+
+
+# --- the agent -------------------------------------------------------------
+
+
+@dataclass
+class FakeAgent:
+    session: Session
+    hooks: HookRunner
+    agent_command: tuple[str, ...]
+    no_stop_on: tuple[str, ...]
+    reply: str
+    env: dict[str, str]
+    write: Callable[[str], None]
+
+    def say(self, text: str) -> None:
+        self.write(text + "\n")
+
+    def turn(self, prompt: str) -> None:
+        self.session.new_turn(prompt)
+        self.hooks.fire("UserPromptSubmit", self.session.user_prompt_submit(prompt))
+        stripped = prompt.strip()
+        if TOOL_WORD in prompt:
+            self._tooltest()
+        if stripped == CONTROL_TEMPLATE:
+            self._agent_tool(["transition-claim", "--json"], show_instructions=True)
+        elif stripped.startswith("/push "):
+            title, brief = _split_pair(stripped[len("/push "):])
+            self._agent_tool(["task-push", "--title", title, "--brief", brief, "--json"])
+        elif stripped.startswith("/complete "):
+            summary, next_action = _split_pair(stripped[len("/complete "):])
+            self._agent_tool(["task-complete-return", "--summary", summary,
+                              "--next-action", next_action, "--json"])
+        self.say(f"● {self.reply}")
+        if any(word in prompt for word in self.no_stop_on):
+            self.say("  ⎿ Interrupted · no Stop for this turn")
+            return
+        self.hooks.fire("Stop", self.session.stop(self.reply))
+        if self.session.provider == "codex":
+            self.hooks.fire("notify", self.session.notify_turn_complete(self.reply))
+
+    def _tooltest(self) -> None:
+        marker = f"{self.session.cwd}/{'' if self.session.provider == 'claude' else 'codex_'}" \
+                 "tooltest_ran"
+        command = f"touch {marker}"
+        tool_use_id = self.session.new_tool_use_id()
+        self.say(f"● Bash({command})")
+        self.hooks.fire("PreToolUse", self.session.tool_event(
+            "PreToolUse", command, "fake tool call", tool_use_id), match="Bash")
+        self.hooks.fire("PermissionRequest", self.session.tool_event(
+            "PermissionRequest", command, "fake tool call", tool_use_id), match="Bash")
+        if self.session.provider == "claude":
+            self.hooks.fire("Notification", self.session.notification(
+                "Claude needs your permission", "permission_prompt"))
+        self.say("  ⎿ (fake) permission granted")
+        self.hooks.fire("PostToolUse", self.session.tool_event(
+            "PostToolUse", command, "fake tool call", tool_use_id), match="Bash")
+
+    def _agent_tool(self, words: list[str], *, show_instructions: bool = False) -> None:
+        argv = [*self.agent_command, *words]
+        command = shlex.join(argv)
+        tool_use_id = self.session.new_tool_use_id()
+        self.say(f"● Bash({command})")
+        self.hooks.fire("PreToolUse", self.session.tool_event(
+            "PreToolUse", command, "switchboard agent tool", tool_use_id), match="Bash")
+        started = time.monotonic()
+        try:
+            done = subprocess.run(argv, capture_output=True, env=self.env, check=False,
+                                  stdin=subprocess.DEVNULL, timeout=AGENT_TIMEOUT_S)
+            stdout = done.stdout.decode("utf-8", "replace")
+            stderr = done.stderr.decode("utf-8", "replace")
+            code = done.returncode
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            stdout, stderr, code = "", str(exc), -1
+        elapsed = int((time.monotonic() - started) * 1000)
+        if code != 0:
+            last = (stderr.strip().splitlines() or [stdout.strip()])[-1]
+            self.say(f"  ⎿ Error (exit {code}): {last[:300]}")
+        else:
+            self.say("  ⎿ " + _tool_summary(stdout, show_instructions))
+        response: object = {"stdout": stdout[:2000], "stderr": stderr[:2000],
+                            "interrupted": False, "isImage": False, "noOutputExpected": False}
+        if self.session.provider == "codex":
+            response = stdout[:2000]
+        self.hooks.fire("PostToolUse", self.session.tool_event(
+            "PostToolUse", command, "switchboard agent tool", tool_use_id,
+            tool_response=response, duration_ms=elapsed), match="Bash")
+
+
+def _split_pair(text: str) -> tuple[str, str]:
+    first, _, second = text.partition("::")
+    return first.strip(), second.strip()
+
+
+def _tool_summary(stdout: str, show_instructions: bool) -> str:
+    try:
+        document = json.loads(stdout)
+    except ValueError:
+        return stdout.strip()[:500] or "(no output)"
+    if show_instructions and isinstance(document, dict) and "instructions" in document:
+        instructions = document["instructions"]
+        if isinstance(instructions, list):
+            instructions = "\n    ".join(str(item) for item in instructions)
+        return f"Instructions: {instructions}"
+    return json.dumps(document, sort_keys=True)[:500]
+
+
+# --- command line ------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fake_agent", description="Offline stand-in for Claude Code / Codex in a tmux pane."
+    )
+    parser.add_argument("--provider", choices=("claude", "codex"), required=True)
+    parser.add_argument("--version", action="store_true", help="print the version line and exit")
+    parser.add_argument("--fake-version", help="version to report (default: the recorded one)")
+    parser.add_argument("--session-id", help="claude: start exactly this session UUID")
+    parser.add_argument("--resume", help="resume this session / thread id")
+    parser.add_argument("--settings", help="claude: settings file with hooks")
+    parser.add_argument("--hook-command", help='hooks run as: CMD --provider P EVENT')
+    parser.add_argument("--agent-command", default="switchboard agent",
+                        help="agent tools run as: CMD transition-claim --json, ...")
+    parser.add_argument("--no-stop-on", action="append", default=[], metavar="WORD",
+                        help="a prompt containing WORD ends without Stop (interrupt)")
+    parser.add_argument("--session-end", choices=("auto", "always", "never"), default="auto",
+                        help="fire SessionEnd at exit (auto: claude yes, codex no)")
+    parser.add_argument("--reply", default=DEFAULT_REPLY)
+    parser.add_argument("words", nargs="*", help="[PROMPT] (codex also: resume ID [PROMPT])")
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    words = list(args.words)
+    if args.provider == "codex" and words[:1] == ["resume"]:
+        if len(words) < 2:
+            parser.error("codex resume needs a thread id")
+        if args.resume:
+            parser.error("give the thread id once")
+        args.resume = words[1]
+        words = words[2:]
+    if args.provider == "codex" and args.session_id:
+        parser.error("codex has no --session-id; its thread id comes from the first hook")
+    if args.session_id and args.resume:
+        parser.error("--session-id and --resume are exclusive")
+    if len(words) > 1:
+        parser.error("give the initial prompt as one argument")
+    for value in (args.session_id, args.resume):
+        if value is not None:
+            try:
+                uuid.UUID(value)
+            except ValueError:
+                parser.error(f"not a UUID: {value!r}")
+    return args, (words[0] if words else None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, initial_prompt = parse_args(sys.argv[1:] if argv is None else argv)
+    version = args.fake_version or DEFAULT_VERSIONS[args.provider]
+    if args.version:
+        print(VERSION_LINES[args.provider].format(version=version))
+        return 0
+
+    def write(text: str) -> None:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except OSError:
+            pass  # the pane is gone; keep going so SessionEnd still fires
+
+    def report(text: str) -> None:
+        write(text + "\n")
+
+    env = dict(os.environ)
+    cwd = os.getcwd()
+    if args.provider == "claude":
+        env.setdefault("CLAUDE_PROJECT_DIR", cwd)
+        session_id = args.session_id or args.resume or str(uuid.uuid4())
+    else:
+        session_id = args.resume or uuid7()
+    session = Session(args.provider, session_id, cwd, resumed=bool(args.resume))
+    agent = FakeAgent(
+        session=session,
+        hooks=build_runner(args, env, report),
+        agent_command=tuple(shlex.split(args.agent_command)),
+        no_stop_on=tuple(args.no_stop_on),
+        reply=args.reply,
+        env=env,
+        write=write,
+    )
+    fire_end = args.session_end == "always" or (
+        args.session_end == "auto" and args.provider == "claude"
+    )
+
+    def closed(signum: int, frame: object) -> None:
+        raise SessionClosed(signum)
+
+    signal.signal(signal.SIGHUP, closed)
+    signal.signal(signal.SIGTERM, closed)
+    name = "Claude Code" if args.provider == "claude" else "Codex"
+    report(f"✻ Fake {name} {version} (offline stand-in)")
+    report(f"  session: {session_id}")
+    report(f"  cwd: {cwd}")
+    end_reason = "prompt_input_exit"
+    with PromptReader(sys.stdin.fileno(), write) as reader:
+        try:
+            agent.hooks.fire("SessionStart", session.session_start())
+            if initial_prompt is not None:
+                report(f"> {initial_prompt}")
+                agent.turn(initial_prompt)
+            while True:
+                write("> ")
+                line = reader.read_line()
+                if line is None or line.strip() == "/exit":
+                    break
+                if line.strip():
+                    agent.turn(line)
+        except SessionClosed:
+            end_reason = "other"
+        except KeyboardInterrupt:
+            end_reason = "other"
+        finally:
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            if fire_end:
+                agent.hooks.fire("SessionEnd", session.session_end(end_reason))
+    report("Bye.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
