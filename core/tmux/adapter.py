@@ -1,0 +1,135 @@
+"""The typed interface the engine calls: one object bound to one server generation.
+
+`TmuxPort` is what the engine depends on (tests may fake it); `TmuxAdapter`
+implements it with a counted runner and the identity stored in the
+TmuxServer row, so every mutation is refused on a restarted server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from core.enums import ViewMode
+from core.tmux import control_input, topology
+from core.tmux.control_input import ControlSubmission
+from core.tmux.identity import ServerIdentity, read_identity, verify_identity
+from core.tmux.panes import PaneSnapshot, ServerSnapshot, ViewLayout, snapshot, tag_pane
+from core.tmux.runner import TmuxRunner
+from core.tmux.topology import Presented
+
+
+class TmuxPort(Protocol):
+    """The engine's hands: every call is at most a few tmux processes."""
+
+    expected: ServerIdentity
+
+    def verify(self) -> ServerIdentity: ...
+    def snapshot(self) -> ServerSnapshot: ...
+    def ensure_holding_session(self) -> bool: ...
+    def create_view(self, *, session_name: str, view_id: str, window_name: str,
+                    navigator_command: Sequence[str], main_command: Sequence[str],
+                    **options: object) -> ViewLayout: ...
+    def launch_staged_pane(self, *, surface_id: str, command: Sequence[str],
+                           env: Mapping[str, str] | None = None,
+                           cwd: str | None = None) -> PaneSnapshot: ...
+    def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
+                target_surface_id: str | None = None,
+                enable_target_input: bool = True) -> Presented: ...
+    def set_mode(self, *, view_id: str, mode: ViewMode) -> ViewLayout: ...
+    def kill_surface_pane(self, *, pane_id: str, surface_id: str) -> None: ...
+    def submit_control_line(self, *, pane_id: str, surface_id: str) -> ControlSubmission: ...
+    def enable_input(self, *, pane_id: str, surface_id: str) -> PaneSnapshot: ...
+    def disable_input(self, *, pane_id: str, surface_id: str) -> PaneSnapshot: ...
+
+
+class TmuxAdapter:
+    """TmuxPort over a real server; never the default server (a socket path is required)."""
+
+    def __init__(self, runner: TmuxRunner, expected: ServerIdentity) -> None:
+        self.runner = runner
+        self.expected = expected
+
+    @classmethod
+    def bind(cls, expected: ServerIdentity) -> TmuxAdapter:
+        """Adapter for a stored TmuxServer row; mutations fail if the server restarted."""
+        return cls(TmuxRunner(expected.socket_path), expected)
+
+    @classmethod
+    def start(
+        cls, socket_path: str | os.PathLike[str], *, config_file: str | None = None
+    ) -> TmuxAdapter:
+        """Ensure a server with a holding session runs on `socket_path`; bind to it.
+
+        This is where a new TmuxServer identity comes from: read from tmux
+        after the holding session exists (two tmux processes).
+        """
+        runner = TmuxRunner(socket_path, config_file=config_file)
+        topology.ensure_holding_session(runner)
+        return cls(runner, read_identity(runner))
+
+    @property
+    def invocations(self) -> int:
+        return self.runner.invocations
+
+    def verify(self) -> ServerIdentity:
+        return verify_identity(self.runner, self.expected)
+
+    def snapshot(self) -> ServerSnapshot:
+        """All panes in one process; the caller compares `.identity` to decide trust."""
+        return snapshot(self.runner)
+
+    def ensure_holding_session(self) -> bool:
+        return topology.ensure_holding_session(self.runner, self.expected)
+
+    def create_view(self, *, session_name: str, view_id: str, window_name: str,
+                    navigator_command: Sequence[str], main_command: Sequence[str],
+                    **options: object) -> ViewLayout:
+        return topology.create_view(
+            self.runner, self.expected, session_name=session_name, view_id=view_id,
+            window_name=window_name, navigator_command=navigator_command,
+            main_command=main_command, **options,  # type: ignore[arg-type]
+        )
+
+    def launch_staged_pane(self, *, surface_id: str, command: Sequence[str],
+                           env: Mapping[str, str] | None = None,
+                           cwd: str | None = None) -> PaneSnapshot:
+        return topology.launch_staged_pane(
+            self.runner, self.expected, surface_id=surface_id, command=command, env=env, cwd=cwd
+        )
+
+    def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
+                target_surface_id: str | None = None,
+                enable_target_input: bool = True) -> Presented:
+        return topology.present(
+            self.runner, self.expected, main_pane=main_pane, target_pane=target_pane,
+            view_id=view_id, target_surface_id=target_surface_id,
+            enable_target_input=enable_target_input,
+        )
+
+    def set_mode(self, *, view_id: str, mode: ViewMode) -> ViewLayout:
+        return topology.set_mode(self.runner, self.expected, view_id=view_id, mode=mode)
+
+    def kill_surface_pane(self, *, pane_id: str, surface_id: str) -> None:
+        topology.kill_surface_pane(
+            self.runner, self.expected, pane_id=pane_id, surface_id=surface_id
+        )
+
+    def tag_pane(self, pane_id: str, tags: Mapping[str, str]) -> PaneSnapshot:
+        return tag_pane(self.runner, self.expected, pane_id, tags)
+
+    def submit_control_line(self, *, pane_id: str, surface_id: str) -> ControlSubmission:
+        return control_input.submit_control_line(
+            self.runner, self.expected, pane_id=pane_id, surface_id=surface_id
+        )
+
+    def enable_input(self, *, pane_id: str, surface_id: str) -> PaneSnapshot:
+        return control_input.enable_input(
+            self.runner, self.expected, pane_id=pane_id, surface_id=surface_id
+        )
+
+    def disable_input(self, *, pane_id: str, surface_id: str) -> PaneSnapshot:
+        return control_input.disable_input(
+            self.runner, self.expected, pane_id=pane_id, surface_id=surface_id
+        )

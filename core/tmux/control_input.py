@@ -1,0 +1,133 @@
+"""The fenced control turn: one line typed into one exact, fenced pane.
+
+Live input goes only to a managed pane whose client input is disabled
+(`select-pane -d`), so nothing a person types can interleave with it, and it
+is fenced again in the same tmux queue right after the Enter. The text is the
+fixed control.claim.v1 template; nothing is ever interpolated into it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from core.tmux.commands import Check, both, equals, guarded, outcome
+from core.tmux.errors import PaneNotFenced, TmuxCommandFailed, UnmanagedPane
+from core.tmux.identity import ServerIdentity, run_guarded
+from core.tmux.panes import (
+    OPT_SURFACE,
+    PaneSnapshot,
+    check_tag_value,
+    pane_lines,
+    pane_state_command,
+)
+from core.tmux.runner import TmuxRunner
+
+CONTROL_CLAIM_TEXT = "Call transition_claim() and follow the returned transition instructions."
+"""control.claim.v1: the only text Switchboard ever types into a provider."""
+
+_ALIVE = "#{?pane_dead,0,1}"
+
+
+@dataclass(frozen=True)
+class ControlSubmission:
+    """What tmux reported after the one submission: the pane is fenced again."""
+
+    pane: PaneSnapshot
+    buffer_name: str
+
+
+def _managed(surface_id: str) -> str:
+    return both(equals(f"#{{{OPT_SURFACE}}}", check_tag_value(surface_id)), _ALIVE)
+
+
+def submit_control_line(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    *,
+    pane_id: str,
+    surface_id: str,
+) -> ControlSubmission:
+    """Type CONTROL_CLAIM_TEXT + Enter once into the fenced pane of `surface_id`.
+
+    One tmux process, one queue: identity guard; refuse unless the pane is
+    alive, tagged `@sb_surface == surface_id` and input-disabled; then
+    set-buffer (unique name), select-pane -e, paste-buffer -p -d (bracketed,
+    buffer deleted), send-keys Enter, select-pane -d; then re-read the pane.
+    A refusal types nothing and creates no buffer. The caller counts the
+    submission before calling: any exception after that means `uncertain`.
+    """
+    buffer_name = f"sb-ctl-{uuid.uuid4().hex}"
+    output = run_guarded(runner, expected, [
+        guarded([
+            Check(pane_id, _managed(surface_id), "unmanaged"),
+            Check(pane_id, "#{pane_input_off}", "not_fenced"),
+        ], [
+            ("set-buffer", "-b", buffer_name, "--", CONTROL_CLAIM_TEXT),
+            ("select-pane", "-e", "-t", pane_id),
+            ("paste-buffer", "-p", "-d", "-b", buffer_name, "-t", pane_id),
+            ("send-keys", "-t", pane_id, "Enter"),
+            ("select-pane", "-d", "-t", pane_id),
+        ]),
+        pane_state_command(pane_id),
+    ])
+    result = outcome(output.stdout)
+    if result == "unmanaged":
+        raise UnmanagedPane(
+            f"pane {pane_id} is not the live launch-owned pane of surface {surface_id}; "
+            "nothing was typed."
+        )
+    if result == "not_fenced":
+        raise PaneNotFenced(
+            f"pane {pane_id} accepts client input; control text is only typed into a fenced "
+            "(input-disabled) pane. Nothing was typed."
+        )
+    panes = pane_lines(output.stdout)
+    if result != "ok" or not panes:
+        raise TmuxCommandFailed(
+            f"tmux did not confirm the control line for pane {pane_id}; treat it as uncertain."
+        )
+    return ControlSubmission(pane=panes[-1], buffer_name=buffer_name)
+
+
+def set_input(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    *,
+    pane_id: str,
+    surface_id: str,
+    enabled: bool,
+) -> PaneSnapshot:
+    """Enable (watchdog / UserPromptSubmit) or disable (fence) client input of a managed pane."""
+    output = run_guarded(runner, expected, [
+        guarded(
+            [Check(pane_id, equals(f"#{{{OPT_SURFACE}}}", check_tag_value(surface_id)),
+                   "unmanaged")],
+            [("select-pane", "-e" if enabled else "-d", "-t", pane_id)],
+        ),
+        pane_state_command(pane_id),
+    ])
+    result = outcome(output.stdout)
+    if result == "unmanaged":
+        raise UnmanagedPane(
+            f"pane {pane_id} is not the launch-owned pane of surface {surface_id}; "
+            "its input was left as it is."
+        )
+    panes = pane_lines(output.stdout)
+    if result != "ok" or not panes:
+        raise TmuxCommandFailed(f"tmux did not confirm the input change of pane {pane_id}")
+    return panes[-1]
+
+
+def enable_input(
+    runner: TmuxRunner, expected: ServerIdentity, *, pane_id: str, surface_id: str
+) -> PaneSnapshot:
+    """Lift the fence after UserPromptSubmit evidence or the watchdog timeout."""
+    return set_input(runner, expected, pane_id=pane_id, surface_id=surface_id, enabled=True)
+
+
+def disable_input(
+    runner: TmuxRunner, expected: ServerIdentity, *, pane_id: str, surface_id: str
+) -> PaneSnapshot:
+    """Fence a managed pane so no client keystroke reaches it."""
+    return set_input(runner, expected, pane_id=pane_id, surface_id=surface_id, enabled=False)

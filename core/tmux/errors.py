@@ -1,0 +1,78 @@
+"""tmux adapter errors: each names the physical precondition that failed.
+
+The engine maps them to recoveries (a restarted server, a vanished pane) or
+refuses the transition; none of them is ever retried blindly.
+"""
+
+from __future__ import annotations
+
+from core.errors import TmuxError
+
+
+class TmuxUnavailable(TmuxError):
+    """No tmux server answers on the socket."""
+
+    code = "tmux_unavailable"
+
+
+class ServerIdentityMismatch(TmuxError):
+    """The server on the socket is not the one whose locators we stored.
+
+    A restarted server reuses socket paths and pane ids (%0, %1, ...), so every
+    stored locator is invalid once socket path, pid or start time disagree.
+    """
+
+    code = "tmux_server_identity_mismatch"
+
+    def __init__(self, message: str, *, expected: object = None, actual: object = None) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
+
+
+class TargetNotFound(TmuxError):
+    """A session, window or pane named by an exact locator does not exist."""
+
+    code = "tmux_target_not_found"
+
+
+class PaneNotFound(TargetNotFound):
+    code = "tmux_pane_not_found"
+
+    def __init__(self, message: str, *, pane_id: str | None = None) -> None:
+        super().__init__(message)
+        self.pane_id = pane_id
+
+
+class UnmanagedPane(TmuxError):
+    """The pane is not the exact launch-owned pane we were told about."""
+
+    code = "tmux_pane_unmanaged"
+
+
+class PaneNotFenced(TmuxError):
+    """Control input refused: the pane accepts client input (not `select-pane -d`)."""
+
+    code = "tmux_pane_not_fenced"
+
+
+class PlacementRefused(TmuxError):
+    """A move's physical precondition failed (target not parked, main not in the view)."""
+
+    code = "tmux_placement_refused"
+
+
+class TopologyConflict(TmuxError):
+    """The server holds a shape Switchboard never builds (e.g. one view in two windows)."""
+
+    code = "tmux_topology_conflict"
+
+
+class TmuxCommandFailed(TmuxError):
+    """tmux reported an error that none of the specific errors explains."""
+
+    code = "tmux_command_failed"
+
+    def __init__(self, message: str, *, stderr: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.stderr = stderr

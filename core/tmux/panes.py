@@ -1,0 +1,273 @@
+"""Pane metadata: one `list-panes -a -F` call, parsed into frozen snapshots.
+
+Switchboard marks what it owns with tmux user options, which travel with a
+pane through swap-pane/break-pane/join-pane:
+
+- pane `@sb_role`     navigator | provider | placeholder | anchor
+- pane `@sb_surface`  the Surface id of a launched provider pane
+- pane `@sb_serves`   the view a navigator pane belongs to (wherever it sits)
+- window `@sb_view`   the view a window *is*; read per pane, it names the
+                      view the pane currently sits in
+- window `@sb_zoomed` zoom remembered while the view is in direct mode
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from enum import StrEnum
+
+from core.enums import ViewMode
+from core.tmux.errors import TmuxCommandFailed, TopologyConflict
+from core.tmux.identity import ServerIdentity, identity_command, run_guarded
+from core.tmux.runner import TmuxCommand, TmuxRunner
+
+HOLDING_SESSION = "_sb_holding"
+"""The hidden session of the same server where parked and staged panes live."""
+
+OPT_ROLE = "@sb_role"
+OPT_SURFACE = "@sb_surface"
+OPT_SERVES = "@sb_serves"
+OPT_VIEW = "@sb_view"
+OPT_ZOOMED = "@sb_zoomed"
+
+_SEP = "\x1f"  # tmux escapes control characters inside names, so this never occurs in a value
+_TAG_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_TAG_NAME = re.compile(r"^@sb_[a-z_]+$")
+
+
+class PaneRole(StrEnum):
+    """What a Switchboard-created pane is for."""
+
+    NAVIGATOR = "navigator"
+    PROVIDER = "provider"
+    PLACEHOLDER = "placeholder"
+    ANCHOR = "anchor"
+
+
+def check_tag_value(value: str) -> str:
+    """Tag values are ids or enum words; anything else could break a tmux format."""
+    if not _TAG_VALUE.match(value):
+        raise ValueError(f"not a valid Switchboard tag value: {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class PaneSnapshot:
+    """One pane as tmux reported it at one instant."""
+
+    pane_id: str
+    session_name: str
+    window_id: str
+    window_index: int
+    window_name: str
+    pane_index: int
+    pane_pid: int | None
+    input_off: bool
+    dead: bool
+    dead_status: int | None
+    zoomed: bool
+    active: bool
+    width: int
+    height: int
+    left: int
+    window_panes: int
+    current_command: str
+    surface_id: str | None
+    role: PaneRole | None
+    view_id: str | None
+    serves_view: str | None
+    zoom_memo: bool
+
+    @property
+    def parked(self) -> bool:
+        """In the holding session (parked or staged), where no view can reach it."""
+        return self.session_name == HOLDING_SESSION
+
+    @property
+    def managed(self) -> bool:
+        """Launched by Switchboard as a provider surface."""
+        return self.surface_id is not None
+
+
+_FORMATS: dict[str, str] = {
+    "pane_id": "#{pane_id}",
+    "session_name": "#{session_name}",
+    "window_id": "#{window_id}",
+    "window_index": "#{window_index}",
+    "window_name": "#{window_name}",
+    "pane_index": "#{pane_index}",
+    "pane_pid": "#{pane_pid}",
+    "input_off": "#{pane_input_off}",
+    "dead": "#{pane_dead}",
+    "dead_status": "#{pane_dead_status}",
+    "zoomed": "#{window_zoomed_flag}",
+    "active": "#{pane_active}",
+    "width": "#{pane_width}",
+    "height": "#{pane_height}",
+    "left": "#{pane_left}",
+    "window_panes": "#{window_panes}",
+    "current_command": "#{pane_current_command}",
+    "surface_id": "#{" + OPT_SURFACE + "}",
+    "role": "#{" + OPT_ROLE + "}",
+    "view_id": "#{" + OPT_VIEW + "}",
+    "serves_view": "#{" + OPT_SERVES + "}",
+    "zoom_memo": "#{" + OPT_ZOOMED + "}",
+}
+assert list(_FORMATS) == [f.name for f in fields(PaneSnapshot)]
+PANE_FORMAT = _SEP.join(_FORMATS.values())
+
+
+def _int(value: str) -> int:
+    return int(value) if value else 0
+
+
+def _opt_int(value: str) -> int | None:
+    return int(value) if value else None
+
+
+def _role(value: str) -> PaneRole | None:
+    try:
+        return PaneRole(value) if value else None
+    except ValueError:
+        return None
+
+
+def parse_pane(line: str) -> PaneSnapshot:
+    values = line.split(_SEP)
+    if len(values) != len(_FORMATS):
+        raise TmuxCommandFailed(f"unexpected list-panes line: {line!r}")
+    raw = dict(zip(_FORMATS, values, strict=True))
+    return PaneSnapshot(
+        pane_id=raw["pane_id"],
+        session_name=raw["session_name"],
+        window_id=raw["window_id"],
+        window_index=_int(raw["window_index"]),
+        window_name=raw["window_name"],
+        pane_index=_int(raw["pane_index"]),
+        pane_pid=_opt_int(raw["pane_pid"]),
+        input_off=raw["input_off"] == "1",
+        dead=raw["dead"] == "1",
+        dead_status=_opt_int(raw["dead_status"]),
+        zoomed=raw["zoomed"] == "1",
+        active=raw["active"] == "1",
+        width=_int(raw["width"]),
+        height=_int(raw["height"]),
+        left=_int(raw["left"]),
+        window_panes=_int(raw["window_panes"]),
+        current_command=raw["current_command"],
+        surface_id=raw["surface_id"] or None,
+        role=_role(raw["role"]),
+        view_id=raw["view_id"] or None,
+        serves_view=raw["serves_view"] or None,
+        zoom_memo=raw["zoom_memo"] == "1",
+    )
+
+
+def pane_lines(stdout: tuple[str, ...]) -> list[PaneSnapshot]:
+    return [parse_pane(line) for line in stdout if _SEP in line]
+
+
+def pane_state_command(pane_id: str) -> TmuxCommand:
+    """Re-read one pane inside a batch (used as the post-state of a move)."""
+    return ("display-message", "-p", "-t", pane_id, PANE_FORMAT)
+
+
+def list_panes_command() -> TmuxCommand:
+    return ("list-panes", "-a", "-F", PANE_FORMAT)
+
+
+@dataclass(frozen=True)
+class ViewLayout:
+    """A view window as observed: which pane is main, where the navigator is."""
+
+    view_id: str
+    session_name: str
+    window_id: str
+    mode: ViewMode
+    zoomed: bool
+    main: PaneSnapshot | None
+    navigator: PaneSnapshot | None
+    extra_panes: tuple[PaneSnapshot, ...]
+    """Non-navigator panes beyond one (someone split the view); main is then None."""
+
+
+@dataclass(frozen=True)
+class ServerSnapshot:
+    """Identity and every pane, read by the same tmux process."""
+
+    identity: ServerIdentity
+    panes: tuple[PaneSnapshot, ...]
+
+    def __iter__(self) -> Iterator[PaneSnapshot]:
+        return iter(self.panes)
+
+    def pane(self, pane_id: str) -> PaneSnapshot | None:
+        return next((p for p in self.panes if p.pane_id == pane_id), None)
+
+    def by_surface(self, surface_id: str) -> PaneSnapshot | None:
+        return next((p for p in self.panes if p.surface_id == surface_id), None)
+
+    def sessions(self) -> frozenset[str]:
+        return frozenset(p.session_name for p in self.panes)
+
+    def parked(self) -> tuple[PaneSnapshot, ...]:
+        return tuple(p for p in self.panes if p.parked)
+
+    def view(self, view_id: str) -> ViewLayout | None:
+        """The layout of the view window tagged `view_id`, or None if it is gone."""
+        in_view = [p for p in self.panes if p.view_id == view_id and not p.parked]
+        windows = {(p.session_name, p.window_id) for p in in_view}
+        if not windows:
+            return None
+        if len(windows) > 1:
+            raise TopologyConflict(
+                f"view {view_id} is tagged on {len(windows)} tmux windows; "
+                "close the stray window or reconcile the view."
+            )
+        (session_name, window_id), = windows
+        navigator = next(
+            (p for p in self.panes if p.role is PaneRole.NAVIGATOR and p.serves_view == view_id),
+            None,
+        )
+        others = tuple(p for p in in_view if p.role is not PaneRole.NAVIGATOR)
+        main = others[0] if len(others) == 1 else None
+        in_window = navigator is not None and navigator.window_id == window_id
+        mode = ViewMode.NAVIGATOR if in_window else ViewMode.DIRECT
+        sample = in_view[0]
+        zoomed = sample.zoomed if mode is ViewMode.NAVIGATOR else sample.zoom_memo
+        return ViewLayout(
+            view_id=view_id,
+            session_name=session_name,
+            window_id=window_id,
+            mode=mode,
+            zoomed=zoomed,
+            main=main,
+            navigator=navigator,
+            extra_panes=others if main is None else (),
+        )
+
+
+def snapshot(runner: TmuxRunner) -> ServerSnapshot:
+    """Identity plus all panes of the server in ONE tmux process."""
+    output = runner.run([identity_command(), list_panes_command()])
+    if not output.stdout:
+        raise TmuxCommandFailed("tmux printed no identity")
+    return ServerSnapshot(
+        identity=ServerIdentity.parse(output.stdout[0]),
+        panes=tuple(pane_lines(output.stdout[1:])),
+    )
+
+
+def tag_pane(
+    runner: TmuxRunner, expected: ServerIdentity, pane_id: str, tags: Mapping[str, str]
+) -> PaneSnapshot:
+    """Set Switchboard pane user options (`set-option -p`) and re-read the pane."""
+    commands: list[TmuxCommand] = []
+    for name, value in tags.items():
+        if not _TAG_NAME.match(name):
+            raise ValueError(f"Switchboard tags are @sb_* pane options, not {name!r}")
+        commands.append(("set-option", "-p", "-t", pane_id, name, check_tag_value(value)))
+    output = run_guarded(runner, expected, [*commands, pane_state_command(pane_id)])
+    return pane_lines(output.stdout)[-1]

@@ -1,0 +1,127 @@
+"""One tmux process per batch, counted.
+
+Every tmux call of the adapter goes through `TmuxRunner.run`, which joins a
+list of commands with `;` separators into a single `tmux -S SOCKET ...`
+process (libtmux `Server.cmd`). The counter is how tests and the benchmark
+prove "at most 3 tmux processes per transition" and "one process per
+refresh, not one per pane".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libtmux
+
+from core.tmux.errors import (
+    PaneNotFound,
+    TargetNotFound,
+    TmuxCommandFailed,
+    TmuxUnavailable,
+)
+
+TmuxCommand = Sequence[str]
+"""One tmux command as argv, e.g. ("select-pane", "-d", "-t", "%3")."""
+
+_UNAVAILABLE = ("no server running", "error connecting to", "server exited unexpectedly")
+_MISSING_PANE = re.compile(r"can't find pane:? ?(%\d+)?")
+_MISSING_TARGET = ("can't find session", "can't find window", "no such window", "no such session")
+
+
+def escape_arg(arg: str) -> str:
+    """Keep an argument literal inside a tmux argv command list.
+
+    tmux treats any argv element that ends in `;` as a command separator (the
+    text before it stays an argument). A trailing `\\;` is the escape for a
+    literal `;`, and it is applied to every argument so user data (window
+    names, env values, commands) can never split a batch.
+    """
+    if arg.endswith(";"):
+        return arg[:-1] + "\\;"
+    return arg
+
+
+@dataclass(frozen=True)
+class BatchOutput:
+    """What one tmux process printed; stdout lines keep command order."""
+
+    stdout: tuple[str, ...]
+    stderr: tuple[str, ...]
+    returncode: int
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.stderr
+
+
+class TmuxRunner:
+    """Runs command lists against one exact tmux server and counts processes.
+
+    Thread-safe: navigator thread workers and the engine may share a runner.
+    """
+
+    def __init__(self, socket_path: str | os.PathLike[str], *, config_file: str | None = None):
+        self.socket_path = os.fspath(socket_path)
+        if not self.socket_path:
+            raise ValueError("a tmux socket path is required; the default server is never used")
+        self.server = libtmux.Server(socket_path=self.socket_path, config_file=config_file)
+        self._lock = threading.Lock()
+        self._invocations = 0
+
+    @property
+    def invocations(self) -> int:
+        """tmux processes spawned by this runner so far."""
+        with self._lock:
+            return self._invocations
+
+    def run(self, commands: Sequence[TmuxCommand], *, check: bool = True) -> BatchOutput:
+        """Run `commands` as ONE tmux process; raise a specific TmuxError on failure.
+
+        tmux stops a `;` sequence at the first failing command, so a failed
+        guard (see `identity_guard`) prevents every later mutation.
+        """
+        if not commands:
+            raise ValueError("empty tmux batch")
+        argv: list[str] = []
+        for index, command in enumerate(commands):
+            if not command:
+                raise ValueError("empty tmux command in batch")
+            if index:
+                argv.append(";")
+            argv.extend(escape_arg(str(part)) for part in command)
+        with self._lock:
+            self._invocations += 1
+        result = self.server.cmd(argv[0], *argv[1:])
+        output = BatchOutput(
+            stdout=tuple(result.stdout),
+            stderr=tuple(result.stderr),
+            returncode=int(result.returncode or 0),
+        )
+        if check and not output.ok:
+            raise classify_failure(output, socket_path=self.socket_path)
+        return output
+
+
+def classify_failure(output: BatchOutput, *, socket_path: str) -> Exception:
+    """Map tmux's stderr to the most specific adapter error."""
+    text = "\n".join(output.stderr) or f"tmux exited with status {output.returncode}"
+    lowered = text.lower()
+    if any(marker in lowered for marker in _UNAVAILABLE):
+        return TmuxUnavailable(
+            f"No tmux server answers on {socket_path} ({text}). Start the view again; "
+            "stored pane locators of the old server are invalid."
+        )
+    found = _MISSING_PANE.search(text)
+    if found:
+        pane_id = found.group(1)
+        return PaneNotFound(
+            f"tmux pane {pane_id or '?'} no longer exists ({text}); reconcile the view.",
+            pane_id=pane_id,
+        )
+    if any(marker in lowered for marker in _MISSING_TARGET):
+        return TargetNotFound(f"tmux target does not exist ({text}); reconcile the view.")
+    return TmuxCommandFailed(f"tmux command failed: {text}", stderr=output.stderr)

@@ -1,0 +1,406 @@
+"""Views, the holding session, staged launches, present/park, mode and kill.
+
+A view is one window in the person's session: navigator on the left, `main`
+on the right. Every pane not on screen lives in its own window of the hidden
+holding session of the same server, input disabled. Moving a pane on or off
+screen is `swap-pane`, so the provider process is never restarted or moved
+to another server; only its place in the window tree changes.
+
+Every mutation is one tmux process: identity guard, pane guards, the moves,
+and a re-read of the post-state, so the engine can advance transport_phase
+from what tmux reported rather than from what it asked for.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from core.enums import ViewMode
+from core.tmux.commands import Check, both, equals, guarded, outcome
+from core.tmux.errors import (
+    PlacementRefused,
+    TmuxCommandFailed,
+    UnmanagedPane,
+)
+from core.tmux.identity import ServerIdentity, check_identity, run_guarded
+from core.tmux.panes import (
+    HOLDING_SESSION,
+    OPT_ROLE,
+    OPT_SERVES,
+    OPT_SURFACE,
+    OPT_VIEW,
+    OPT_ZOOMED,
+    PANE_FORMAT,
+    PaneRole,
+    PaneSnapshot,
+    ServerSnapshot,
+    ViewLayout,
+    check_tag_value,
+    pane_lines,
+    pane_state_command,
+    snapshot,
+)
+from core.tmux.runner import TmuxCommand, TmuxRunner
+
+DEFAULT_NAVIGATOR_WIDTH = 32
+HOLDING_SIZE = (200, 50)
+ANCHOR_COMMAND = ("tail", "-f", "/dev/null")
+"""Keeps the holding session alive when no pane is parked; never killed."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOLDING = f"={HOLDING_SESSION}:"
+_NOT_NAVIGATOR = f"#{{!=:#{{{OPT_ROLE}}},{PaneRole.NAVIGATOR}}}"
+_IN_HOLDING = equals("#{session_name}", HOLDING_SESSION)
+_ALIVE = "#{?pane_dead,0,1}"
+
+
+@dataclass(frozen=True)
+class Presented:
+    """Post-state of `present`, re-read in the same tmux process as the swap."""
+
+    main: PaneSnapshot
+    parked: PaneSnapshot
+
+
+def _env_args(env: Mapping[str, str] | None) -> list[str]:
+    args: list[str] = []
+    for name, value in (env or {}).items():
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"invalid environment variable name: {name!r}")
+        args += ["-e", f"{name}={value}"]
+    return args
+
+
+def _command_args(command: Sequence[str]) -> list[str]:
+    """`--` then argv; tmux execs a multi-word argv directly and runs one word via sh -c."""
+    if not command:
+        raise ValueError("a pane needs a command")
+    return ["--", *command]
+
+
+def _token() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _require_ok(result: str | None, what: str) -> None:
+    if result is None:
+        raise TmuxCommandFailed(f"tmux did not report the outcome of {what}; reconcile the view.")
+
+
+def ensure_holding_session(
+    runner: TmuxRunner,
+    expected: ServerIdentity | None = None,
+    *,
+    size: tuple[int, int] = HOLDING_SIZE,
+) -> bool:
+    """Create the hidden holding session unless it exists; True if created.
+
+    Starts the server when none runs (then `expected` must be None). The
+    session has an input-disabled anchor pane so it survives having nothing
+    parked, and `destroy-unattached off` since no client ever attaches to it.
+    """
+    width, height = size
+    anchor = f"{_HOLDING}=sb-anchor"
+    commands: list[TmuxCommand] = [
+        ("new-session", "-d", "-s", HOLDING_SESSION, "-n", "sb-anchor",
+         "-x", str(width), "-y", str(height), *_command_args(ANCHOR_COMMAND)),
+        ("set-option", "-t", f"={HOLDING_SESSION}", "destroy-unattached", "off"),
+        ("set-option", "-t", f"={HOLDING_SESSION}", "default-size", f"{width}x{height}"),
+        ("set-option", "-p", "-t", anchor, OPT_ROLE, PaneRole.ANCHOR),
+        ("select-pane", "-d", "-t", anchor),
+    ]
+    try:
+        if expected is None:
+            runner.run(commands)
+        else:
+            run_guarded(runner, expected, commands)
+    except TmuxCommandFailed as error:
+        if any("duplicate session" in line for line in error.stderr):
+            return False
+        raise
+    return True
+
+
+def create_view(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    *,
+    session_name: str,
+    view_id: str,
+    window_name: str,
+    navigator_command: Sequence[str],
+    main_command: Sequence[str],
+    navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
+    navigator_env: Mapping[str, str] | None = None,
+    main_env: Mapping[str, str] | None = None,
+    main_surface_id: str | None = None,
+    cwd: str | None = None,
+) -> ViewLayout:
+    """Create the view window (navigator left, `main` right) in `session_name`.
+
+    Idempotent on `view_id`: an existing view window is returned untouched.
+    The session is created if missing. The navigator pane ends up active.
+    Two tmux processes: a snapshot, then one batch that builds, tags and
+    re-reads the window.
+    """
+    check_tag_value(view_id)
+    before = snapshot(runner)
+    check_identity(expected, before.identity)
+    existing = before.view(view_id)
+    if existing is not None:
+        return existing
+    if session_name == HOLDING_SESSION:
+        raise ValueError("a view never lives in the holding session")
+    temp = f"sbv-{_token()}"
+    window = f"={session_name}:={temp}"
+    cwd_args = ["-c", cwd] if cwd else []
+    main_args = [*_env_args(main_env), *cwd_args, *_command_args(main_command)]
+    if session_name in before.sessions():
+        create: TmuxCommand = (
+            "new-window", "-d", "-t", f"={session_name}:", "-n", temp, *main_args,
+        )
+    else:
+        create = ("new-session", "-d", "-s", session_name, "-n", temp, *main_args)
+    main_role = PaneRole.PROVIDER if main_surface_id else PaneRole.PLACEHOLDER
+    commands: list[TmuxCommand] = [
+        create,
+        ("set-option", "-w", "-t", window, OPT_VIEW, view_id),
+        ("set-option", "-p", "-t", window, OPT_ROLE, main_role),
+        ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+    ]
+    if main_surface_id:
+        commands.append(
+            ("set-option", "-p", "-t", window, OPT_SURFACE, check_tag_value(main_surface_id))
+        )
+    commands += [
+        # Without -d the navigator becomes the active pane, so `window` targets it below.
+        ("split-window", "-h", "-b", "-l", str(navigator_width), "-t", window,
+         *_env_args(navigator_env), *cwd_args, *_command_args(navigator_command)),
+        ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.NAVIGATOR),
+        ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
+        ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+        ("rename-window", "-t", window, "--", window_name),
+        ("list-panes", "-s", "-t", f"={session_name}:", "-F", PANE_FORMAT),
+    ]
+    output = run_guarded(runner, expected, commands)
+    layout = ServerSnapshot(identity=expected, panes=tuple(pane_lines(output.stdout))).view(view_id)
+    if layout is None:
+        raise TmuxCommandFailed(f"view window for {view_id} was not found after creation")
+    return layout
+
+
+def launch_staged_pane(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    *,
+    surface_id: str,
+    command: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> PaneSnapshot:
+    """Start `command` in a new input-disabled pane of the holding session.
+
+    `env` (the capability and generation marker) is given to this pane only
+    via `new-window -e`; nothing is written to the session or global
+    environment. The pane is tagged `@sb_surface` and keeps `remain-on-exit`
+    so an early exit stays inspectable. Returns the re-read pane (one process).
+    """
+    check_tag_value(surface_id)
+    window = f"{_HOLDING}=sb-{_token()}"
+    name = window.rsplit("=", 1)[1]
+    cwd_args = ["-c", cwd] if cwd else []
+    output = run_guarded(runner, expected, [
+        ("new-window", "-d", "-t", _HOLDING, "-n", name, *_env_args(env), *cwd_args,
+         *_command_args(command)),
+        ("set-option", "-p", "-t", window, OPT_SURFACE, surface_id),
+        ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.PROVIDER),
+        ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+        ("select-pane", "-d", "-t", window),
+        pane_state_command(window),
+    ])
+    panes = pane_lines(output.stdout)
+    if not panes:
+        raise TmuxCommandFailed("staged pane was not reported after launch")
+    return panes[-1]
+
+
+def present(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    *,
+    main_pane: str,
+    target_pane: str,
+    view_id: str | None = None,
+    target_surface_id: str | None = None,
+    enable_target_input: bool = True,
+) -> Presented:
+    """Swap parked `target_pane` into `main`; the old main is parked, input disabled.
+
+    One tmux process. Guards, evaluated by tmux right before the swap: server
+    identity; the target is a managed (`@sb_surface`, or exactly
+    `target_surface_id`) live pane in the holding session; main sits in a view
+    window (exactly `view_id` if given) and is not the navigator.
+    `swap-pane -d -Z` keeps the active position and the window's zoom.
+    Pass `enable_target_input=False` to keep the new main fenced for a
+    control turn. Returns both panes re-read after the swap.
+    """
+    managed = (
+        equals(f"#{{{OPT_SURFACE}}}", check_tag_value(target_surface_id))
+        if target_surface_id else f"#{{{OPT_SURFACE}}}"
+    )
+    in_view = (
+        equals(f"#{{{OPT_VIEW}}}", check_tag_value(view_id)) if view_id else f"#{{{OPT_VIEW}}}"
+    )
+    moves: list[TmuxCommand] = [
+        ("swap-pane", "-d", "-Z", "-s", target_pane, "-t", main_pane),
+        ("select-pane", "-d", "-t", main_pane),
+    ]
+    if enable_target_input:
+        moves.append(("select-pane", "-e", "-t", target_pane))
+    output = run_guarded(runner, expected, [
+        guarded([
+            Check(target_pane, both(managed, _NOT_NAVIGATOR), "target_unmanaged"),
+            Check(target_pane, both(_IN_HOLDING, _ALIVE), "target_not_parked"),
+            Check(main_pane, both(in_view, _NOT_NAVIGATOR, f"#{{!=:#{{pane_id}},{target_pane}}}"),
+                  "main_not_in_view"),
+        ], moves),
+        pane_state_command(target_pane),
+        pane_state_command(main_pane),
+    ])
+    result = outcome(output.stdout)
+    _require_ok(result, "present")
+    panes = pane_lines(output.stdout)
+    if result == "target_unmanaged":
+        raise UnmanagedPane(
+            f"pane {target_pane} is not a Switchboard-launched provider pane; it was not moved."
+        )
+    if result != "ok":
+        raise PlacementRefused(
+            f"present refused ({result}): target {target_pane} must be parked in the holding "
+            f"session and alive, main {main_pane} must sit in the view window. Nothing moved; "
+            "reconcile the view.",
+        )
+    if len(panes) != 2:
+        raise TmuxCommandFailed("present did not report its post-state")
+    return Presented(main=panes[0], parked=panes[1])
+
+
+def set_mode(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    *,
+    view_id: str,
+    mode: ViewMode,
+    navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
+) -> ViewLayout:
+    """Switch a view between navigator and direct mode without touching `main`.
+
+    Direct mode breaks the live navigator pane out into the holding session
+    (input disabled) instead of killing it, so toggling back is instant and
+    keeps its UI state; the provider pane is never restarted or moved. Zoom
+    is remembered in the window's `@sb_zoomed` while the window has one pane
+    (tmux cannot zoom a lone pane) and re-applied on the way back.
+    Two tmux processes: a snapshot, then one guarded batch with the re-read.
+    """
+    check_tag_value(view_id)
+    before = snapshot(runner)
+    check_identity(expected, before.identity)
+    layout = before.view(view_id)
+    if layout is None:
+        raise PlacementRefused(f"view {view_id} has no tmux window; reconcile the view.")
+    if layout.mode is mode:
+        return layout
+    if layout.navigator is None:
+        raise PlacementRefused(
+            f"view {view_id} has no navigator pane to show or hide; restart the navigator."
+        )
+    if layout.main is None:
+        raise PlacementRefused(f"view {view_id} has no single main pane; reconcile the view.")
+    nav, main, window = layout.navigator.pane_id, layout.main.pane_id, layout.window_id
+    is_navigator = both(equals(f"#{{{OPT_ROLE}}}", PaneRole.NAVIGATOR),
+                        equals(f"#{{{OPT_SERVES}}}", view_id))
+    if mode is ViewMode.DIRECT:
+        guard = guarded(
+            [Check(nav, both(is_navigator, equals("#{window_id}", window)), "navigator_moved")],
+            [
+                ("set-option", "-w", "-t", window, "-F", OPT_ZOOMED, "#{window_zoomed_flag}"),
+                ("break-pane", "-d", "-s", nav, "-t", _HOLDING, "-n", f"sb-nav-{view_id}"),
+                ("select-pane", "-d", "-t", nav),
+            ],
+        )
+    else:
+        guard = guarded(
+            [
+                Check(nav, both(is_navigator, _IN_HOLDING), "navigator_moved"),
+                Check(main, both(equals("#{window_id}", window), _NOT_NAVIGATOR), "main_moved"),
+            ],
+            [
+                ("join-pane", "-d", "-h", "-b", "-l", str(navigator_width), "-s", nav, "-t", main),
+                ("select-pane", "-e", "-t", nav),
+                ("if-shell", "-F", "-t", main, f"#{{{OPT_ZOOMED}}}", "resize-pane -Z -t " + main),
+                ("set-option", "-w", "-u", "-t", window, OPT_ZOOMED),
+            ],
+        )
+    output = run_guarded(runner, expected, [
+        guard,
+        ("list-panes", "-s", "-t", f"={layout.session_name}:", "-F", PANE_FORMAT),
+        pane_state_command(nav),
+    ])
+    result = outcome(output.stdout)
+    _require_ok(result, "mode change")
+    if result != "ok":
+        raise PlacementRefused(
+            f"mode change of view {view_id} refused ({result}); the panes moved since they "
+            "were read. Reconcile the view."
+        )
+    panes = _unique(pane_lines(output.stdout))
+    after = ServerSnapshot(identity=expected, panes=panes).view(view_id)
+    if after is None or after.mode is not mode:
+        raise TmuxCommandFailed(f"view {view_id} is not in {mode} mode after the change")
+    return after
+
+
+def _unique(panes: list[PaneSnapshot]) -> tuple[PaneSnapshot, ...]:
+    seen: dict[str, PaneSnapshot] = {}
+    for pane in panes:
+        seen.setdefault(pane.pane_id, pane)
+    return tuple(seen.values())
+
+
+def kill_surface_pane(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    *,
+    pane_id: str,
+    surface_id: str,
+) -> None:
+    """Kill exactly the launch-owned pane of `surface_id`, and nothing else.
+
+    Refused unless, inside the same tmux queue: the server is `expected`, the
+    pane carries `@sb_surface == surface_id`, and it is alone in its own
+    window of the holding session (so neither a view, a person's session, a
+    navigator nor the server can be affected). Present another pane first to
+    stop the one in `main`.
+    """
+    check_tag_value(surface_id)
+    output = run_guarded(runner, expected, [
+        guarded([
+            Check(pane_id, equals(f"#{{{OPT_SURFACE}}}", surface_id), "unmanaged"),
+            Check(pane_id, both(_IN_HOLDING, equals("#{window_panes}", "1")), "not_parked"),
+        ], [("kill-pane", "-t", pane_id)]),
+    ])
+    result = outcome(output.stdout)
+    _require_ok(result, "kill")
+    if result == "unmanaged":
+        raise UnmanagedPane(
+            f"pane {pane_id} is not the launch-owned pane of surface {surface_id}; "
+            "Switchboard only kills panes it launched. Nothing was killed."
+        )
+    if result != "ok":
+        raise PlacementRefused(
+            f"pane {pane_id} is on screen or shares a window; park it before stopping it. "
+            "Nothing was killed."
+        )
