@@ -152,6 +152,9 @@ class Engine:
 
         def finish(view_id: str | None) -> RouteResult:
             assert view_id is not None
+            if self.stage is not None:
+                from core.launcher import ensure_view_window
+                ensure_view_window(self, view_id)
             view = views_ops.get_view(self.conn, view_id)
             target = self._route_target(project_id, view)
             transition_id = None

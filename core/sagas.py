@@ -82,6 +82,10 @@ def execute(engine: Engine, transition_id: str) -> None:
             engine._start_bundle(conn, row["request_id"], child["frame_id"],
                                  engine._provider_for(child), MembershipReason.STARTED, None,
                                  now)
+            child = frames_ops.get_frame(conn, row["target_frame_id"])
+            conn.execute("UPDATE control_turns SET target_session_key = ?"
+                         " WHERE transition_id = ?",
+                         (child["current_session_key"], transition_id))
     engine._fault("after_claim")
     _move(engine, transition_id)
 

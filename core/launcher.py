@@ -1,0 +1,163 @@
+"""Launch a provider into its exact pane: planned -> authorized -> started.
+
+The capability is minted here: the raw value goes only into the pane's
+environment, SQLite keeps its digest. The pane starts parked and gated
+(`tmux wait-for`), so the provider process executes only after its pane is
+placed; binding (started -> bound) happens when the first hook arrives.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from core.capabilities import (
+    CAPABILITY_TTL_MS,
+    ENV_CAPABILITY,
+    ENV_GENERATION,
+    ENV_HOME,
+    digest,
+    new_raw_capability,
+)
+from core.enums import LaunchAction, PlacementState, Provider
+from core.errors import Conflict, SwitchboardError
+from core.stage import CONTROL_TEMPLATE
+from storage.connection import write_transaction
+from storage.operations import sessions as sessions_ops
+from storage.operations import views as views_ops
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+
+def hook_command(engine: Engine) -> list[str]:
+    """The hook argv providers run; defaults to this interpreter's CLI."""
+    configured = list(engine.config.hooks.command)
+    if configured == ["switchboard", "hook"]:
+        return [sys.executable, "-m", "navigator.cli", "hook"]
+    return configured
+
+
+def ensure_view_window(engine: Engine, view_id: str) -> None:
+    """Make sure the view has its tmux window and record its exact locators."""
+    stage = engine.stage
+    view = views_ops.get_view(engine.conn, view_id)
+    frame = engine.conn.execute("SELECT title FROM frames WHERE frame_id = ?",
+                                (view["active_frame_id"],)).fetchone()
+    window_id, main_pane, nav_pane = stage.ensure_view(view, frame["title"] if frame else "view")
+    with write_transaction(engine.conn) as conn:
+        server_id = stage.server_row(conn)
+        if (view["tmux_window_id"], view["tmux_server_id"]) != (window_id, server_id):
+            views_ops.bind_view_tmux(conn, view_id, tmux_server_id=server_id,
+                                     window_id=window_id, main_pane_id=main_pane,
+                                     navigator_pane_id=nav_pane, now=engine.now())
+
+
+def run(engine: Engine, launch_id: str, *, present: bool = True,
+        initial_prompt_for: str | None = None) -> None:
+    stage = engine.stage
+    conn = engine.conn
+    now = engine.now()
+    launch = conn.execute("SELECT * FROM launch_intents WHERE launch_id = ?",
+                          (launch_id,)).fetchone()
+    if launch is None or launch["state"] != "planned":
+        return
+    placement = views_ops.placement_of_frame(conn, launch["frame_id"])
+    ensure_view_window(engine, placement["view_id"])
+    raw = new_raw_capability()
+    with write_transaction(conn) as tx:
+        surface = tx.execute("SELECT * FROM surfaces WHERE launch_id = ?",
+                             (launch_id,)).fetchone()
+        placement = views_ops.placement_of_frame(tx, launch["frame_id"])
+        sessions_ops.move_launch(tx, launch_id, "planned", "authorized", now)
+        sessions_ops.insert_capability(
+            tx, capability_id=engine.ids.new_id(), digest=digest(raw), host_id=engine.host_id,
+            view_id=placement["view_id"], frame_id=launch["frame_id"],
+            key=launch["session_key"], surface_id=surface["surface_id"], launch_id=launch_id,
+            placement_generation=placement["generation"], issued_at=now,
+            expires_at=now + CAPABILITY_TTL_MS)
+    session = sessions_ops.get_session(conn, launch["session_key"])
+    provider = Provider(launch["provider"])
+    argv, env = _plan(engine, provider, LaunchAction(launch["action"]), session,
+                      CONTROL_TEMPLATE if initial_prompt_for else None)
+    env.update({ENV_CAPABILITY: raw, ENV_GENERATION: engine.generation_id,
+                "SWITCHBOARD_TMUX_SOCKET": stage.socket_path})
+    home = getattr(engine, "home", None)
+    if home is not None:
+        env[ENV_HOME] = str(home.root)
+    project = engine.config.project(session["project_id"])
+    try:
+        pane = stage.launch_pane(surface_id=surface["surface_id"], launch_id=launch_id,
+                                 argv=argv, env=env, cwd=project.root)
+    except SwitchboardError as exc:
+        with write_transaction(conn) as tx:
+            sessions_ops.move_launch(tx, launch_id, "authorized", "failed", engine.now(),
+                                     failure=str(exc)[:1024])
+        raise
+    with write_transaction(conn) as tx:
+        server_id = stage.server_row(tx)
+        sessions_ops.surface_live(tx, surface["surface_id"], tmux_server_id=server_id,
+                                  pane_id=pane.pane_id, process_id=pane.pane_pid,
+                                  now=engine.now())
+        sessions_ops.bind_capability_pane(tx, surface["surface_id"], server_id, pane.pane_id)
+        sessions_ops.move_launch(tx, launch_id, "authorized", "started", engine.now())
+        tx.execute("UPDATE provider_sessions SET runtime_presence = 'live', updated_at = ?"
+                   " WHERE session_key = ?", (engine.now(), launch["session_key"]))
+    if present:
+        _present_started(engine, launch["frame_id"], pane.pane_id)
+    stage.release_gate(launch_id)
+
+
+def _present_started(engine: Engine, frame_id: str, pane_id: str) -> None:
+    """A started frame that its view shows goes to main; staged -> active."""
+    conn = engine.conn
+    placement = views_ops.placement_of_frame(conn, frame_id)
+    view = views_ops.get_view(conn, placement["view_id"])
+    if view["active_frame_id"] != frame_id:
+        raise Conflict("the frame is not the view's active frame; focus it first")
+    engine.stage.present(view, pane_id)
+    shown = engine.stage.main_pane(view)
+    if shown != pane_id:
+        raise Conflict(f"main shows {shown} instead of the launched pane {pane_id}")
+    with write_transaction(conn) as tx:
+        placement = views_ops.placement_of_frame(tx, frame_id)
+        if placement["state"] == PlacementState.STAGED:
+            views_ops.move_placement(tx, placement["placement_id"], placement["generation"],
+                                     PlacementState.ACTIVE, engine.now(), focused=True)
+
+
+def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
+          initial_prompt: str | None) -> tuple[list[str], dict[str, str]]:
+    from core.hooks_install import HookTarget, install
+    from core.providers.base import get_adapter
+
+    config = engine.config.providers.get(provider)
+    adapter = get_adapter(provider, config.command if config else None)
+    home = getattr(engine, "home", None)
+    run_dir = (home.run_dir if home is not None else engine_tmp()) / session["session_key"] \
+        .replace(":", "_")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env: dict[str, str] = {}
+    if provider is Provider.CLAUDE:
+        settings = run_dir / "claude-settings.json"
+        install(HookTarget.claude_settings(settings), hook_command(engine),
+                state_dir=run_dir / "hook-state")
+        plan = adapter.launch_plan(action, session["provider_session_id"]
+                                   if action is LaunchAction.NEW
+                                   else session["provider_session_id"],
+                                   initial_prompt, settings)
+    else:
+        codex_home = run_dir / "codex-home"
+        install(HookTarget.codex_home(codex_home), hook_command(engine),
+                state_dir=run_dir / "hook-state")
+        session_id = None if action is LaunchAction.NEW else session["provider_session_id"]
+        plan = adapter.launch_plan(action, session_id, initial_prompt, None)
+        env["CODEX_HOME"] = str(codex_home)
+    env.update(dict(plan.env))
+    return list(plan.argv), env
+
+
+def engine_tmp():
+    import tempfile
+    from pathlib import Path
+    return Path(tempfile.gettempdir()) / "switchboard-run"
