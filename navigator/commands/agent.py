@@ -1,0 +1,60 @@
+"""`switchboard agent ...` (agent tools as CLI, JSON out) and `switchboard mcp`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    agent = sub.add_parser("agent", help="agent tools (run inside a Switchboard pane)")
+    ags = agent.add_subparsers(dest="agent_command", metavar="TOOL", required=True)
+    p = ags.add_parser("task-push", help="hand an independent outcome to a child task")
+    p.add_argument("--title", required=True)
+    p.add_argument("--brief", required=True)
+    p.add_argument("--purpose")
+    p.add_argument("--provider", choices=["claude", "codex"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_push)
+    p = ags.add_parser("task-complete-return", help="finish this task and return")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--next-action", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_complete)
+    p = ags.add_parser("transition-claim", help="claim your brief or handoff")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_claim)
+    mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
+    mcp.set_defaults(handler=_mcp)
+
+
+def _print(value: dict) -> int:
+    json.dump(value, sys.stdout, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from core.agent_tools import task_push
+
+    return _print(task_push(args.title, args.brief, args.purpose, args.provider))
+
+
+def _complete(args: argparse.Namespace) -> int:
+    from core.agent_tools import task_complete_return
+
+    return _print(task_complete_return(args.summary, args.next_action))
+
+
+def _claim(args: argparse.Namespace) -> int:
+    from core.agent_tools import transition_claim
+
+    return _print(transition_claim())
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from core.mcp_server import serve
+
+    serve(sys.stdin.buffer, sys.stdout.buffer)
+    return 0
