@@ -15,6 +15,7 @@ once, under a per-pane lock); the read-only inbox stream in
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -293,7 +294,7 @@ def open_broker(path: str | os.PathLike[str], *, create: bool = True,
         raise BrokerUnavailable(
             f"broker file {path} {diagnosis.detail}; it was left unchanged",
             code=f"broker_{diagnosis.verdict.value}") from None
-    except OSError as exc:
+    except (OSError, sqlite3.Error) as exc:
         raise BrokerUnavailable(f"cannot open broker file {path}: {exc}") from None
 
 

@@ -390,8 +390,10 @@ class BrokerStore:
             clauses.append("m.fleet_id = ?")
             params.append(fleet_id)
         if active_in_live_fleets:
-            clauses.append("m.status = ? AND f.deleted_at IS NULL")
-            params.append(MemberStatus.ACTIVE.value)
+            # "not deregistered" rather than "= active": an unknown status is
+            # returned, so strict decoding reports it instead of hiding the row.
+            clauses.append("m.status <> ? AND f.deleted_at IS NULL")
+            params.append(MemberStatus.DEREGISTERED.value)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         return self.conn.execute(
             f"SELECT {self._MEMBER_COLUMNS} FROM members m JOIN fleets f USING (fleet_id)"
@@ -475,21 +477,25 @@ class BrokerStore:
             (message_id,)).fetchone()
 
     def pending_messages(self, to_member_id: int, *, after_id: int = 0) -> list[sqlite3.Row]:
-        """Pending records for one recipient, oldest first, regardless of notified_at."""
+        """Pending records for one recipient, oldest first, regardless of notified_at.
+
+        Pending queries exclude ``completed`` rather than select ``input_required``,
+        so an unknown state reaches strict decoding instead of silently vanishing.
+        """
         return self.conn.execute(
             f"SELECT {self._MESSAGE_COLUMNS} FROM messages"
-            " WHERE to_member_id = ? AND status_state = ? AND message_id > ?"
+            " WHERE to_member_id = ? AND status_state <> ? AND message_id > ?"
             " ORDER BY created_at, message_id",
-            (to_member_id, MessageState.INPUT_REQUIRED.value, after_id)).fetchall()
+            (to_member_id, MessageState.COMPLETED.value, after_id)).fetchall()
 
     def next_notification_candidate(self, to_member_id: int, skip: set[int]
                                     ) -> sqlite3.Row | None:
         """Oldest unstamped pending non-self message for one recipient, not in ``skip``."""
         cur = self.conn.execute(
             "SELECT message_id, from_member_id, to_member_id, created_at FROM messages"
-            " WHERE to_member_id = ? AND status_state = ? AND notified_at IS NULL"
+            " WHERE to_member_id = ? AND status_state <> ? AND notified_at IS NULL"
             " AND from_member_id <> to_member_id ORDER BY created_at, message_id",
-            (to_member_id, MessageState.INPUT_REQUIRED.value))
+            (to_member_id, MessageState.COMPLETED.value))
         try:
             for row in cur:
                 if row["message_id"] not in skip:
@@ -504,10 +510,10 @@ class BrokerStore:
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)
-        state = "" if include_completed else " AND msg.status_state = ?"
+        state = "" if include_completed else " AND msg.status_state <> ?"
         params: list[object] = list(ids)
         if not include_completed:
-            params.append(MessageState.INPUT_REQUIRED.value)
+            params.append(MessageState.COMPLETED.value)
         return self.conn.execute(
             "SELECT msg.message_id, msg.from_member_id, msg.to_member_id, msg.created_at,"
             " msg.status_state, msg.status_timestamp, msg.text,"
