@@ -663,8 +663,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     agent.turn(line)
         except SessionClosed:
             end_reason = "other"
-        except KeyboardInterrupt:
-            end_reason = "other"
+        except (KeyboardInterrupt, OSError):
+            end_reason = "other"  # Ctrl-C without a TTY, or the terminal went away
         finally:
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
