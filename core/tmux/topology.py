@@ -107,8 +107,8 @@ def ensure_holding_session(
     commands: list[TmuxCommand] = [
         ("new-session", "-d", "-s", HOLDING_SESSION, "-n", "sb-anchor",
          "-x", str(width), "-y", str(height), *_command_args(ANCHOR_COMMAND)),
-        ("set-option", "-t", f"={HOLDING_SESSION}", "destroy-unattached", "off"),
-        ("set-option", "-t", f"={HOLDING_SESSION}", "default-size", f"{width}x{height}"),
+        ("set-option", "-t", _HOLDING, "destroy-unattached", "off"),
+        ("set-option", "-t", _HOLDING, "default-size", f"{width}x{height}"),
         ("set-option", "-p", "-t", anchor, OPT_ROLE, PaneRole.ANCHOR),
         ("select-pane", "-d", "-t", anchor),
     ]

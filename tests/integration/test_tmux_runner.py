@@ -1,0 +1,61 @@
+"""The batched runner: one tmux process per batch, literal arguments, specific errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.tmux import (
+    PaneNotFound,
+    TmuxRunner,
+    TmuxUnavailable,
+    snapshot,
+)
+from core.tmux.runner import escape_arg
+
+TRICKY = ["plain", "ends;", "ends\\;", ";", "{", "}", "#{pid}", "$HOME", "~", "'q'", '"dq"',
+          "-flag", "a ; b", "tab\there"]
+
+
+def test_escape_only_touches_a_trailing_semicolon() -> None:
+    assert escape_arg("a;") == "a\\;"
+    assert escape_arg("a;b") == "a;b"
+    assert escape_arg("plain") == "plain"
+
+
+def test_a_batch_is_one_process_and_keeps_every_argument_literal(runner: TmuxRunner) -> None:
+    before = runner.invocations
+    runner.run([("set-buffer", "-b", f"t{i}", "--", value) for i, value in enumerate(TRICKY)])
+    assert runner.invocations - before == 1
+    # show-buffer closes the client's stdout, so it can only be the last command of a batch.
+    shown = [runner.run([("show-buffer", "-b", f"t{i}")]).stdout for i in range(len(TRICKY))]
+    assert ["\n".join(lines) for lines in shown] == TRICKY
+
+
+def test_listing_all_panes_is_one_process_regardless_of_pane_count(runner: TmuxRunner) -> None:
+    runner.run([("new-window", "-d", "-t", "=scratch:") for _ in range(12)])
+    before = runner.invocations
+    snap = snapshot(runner)
+    assert runner.invocations - before == 1
+    assert len(snap.panes) == 13
+    assert snap.identity.socket_path == runner.socket_path
+
+
+def test_a_failing_command_stops_the_rest_of_the_batch(runner: TmuxRunner) -> None:
+    with pytest.raises(PaneNotFound) as raised:
+        runner.run([("select-pane", "-t", "%999"), ("set-buffer", "-b", "after", "x")])
+    assert raised.value.pane_id == "%999"
+    assert runner.run([("list-buffers", "-F", "#{buffer_name}")]).stdout.count("after") == 0
+
+
+def test_no_server_is_a_specific_error(tmp_path: Path) -> None:
+    runner = TmuxRunner(tmp_path / "nothing.sock")
+    with pytest.raises(TmuxUnavailable):
+        snapshot(runner)
+    assert runner.invocations == 1
+
+
+def test_the_default_server_is_never_used() -> None:
+    with pytest.raises(ValueError):
+        TmuxRunner("")

@@ -1,0 +1,243 @@
+"""Views, holding session, present/park, mode toggle and kill on a real private tmux server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core.enums import ViewMode
+from core.tmux import (
+    HOLDING_SESSION,
+    PaneRole,
+    PlacementRefused,
+    TmuxAdapter,
+    UnmanagedPane,
+    ViewLayout,
+)
+from tests.integration.conftest import received, wait_for, wait_ready
+
+VIEW = "aaaaaaaa-0000-4000-8000-000000000001"
+SLEEP = ["sleep", "600"]
+
+
+def surface(n: int) -> str:
+    return f"55555555-0000-4000-8000-{n:012d}"
+
+
+def make_view(adapter: TmuxAdapter, session: str = "scratch") -> ViewLayout:
+    return adapter.create_view(
+        session_name=session, view_id=VIEW, window_name="proj",
+        navigator_command=SLEEP, main_command=SLEEP,
+    )
+
+
+def test_create_view_builds_navigator_left_and_main_right(adapter: TmuxAdapter) -> None:
+    before = adapter.invocations
+    layout = make_view(adapter)
+    assert adapter.invocations - before == 2
+    assert layout.mode is ViewMode.NAVIGATOR and not layout.zoomed
+    assert layout.navigator is not None and layout.main is not None
+    assert layout.navigator.left == 0 and layout.navigator.width == 32
+    assert layout.main.left > layout.navigator.left
+    assert layout.navigator.active and layout.navigator.role is PaneRole.NAVIGATOR
+    assert layout.main.role is PaneRole.PLACEHOLDER and layout.main.window_name == "proj"
+    again = make_view(adapter)  # idempotent on view id: nothing new is created
+    assert again.window_id == layout.window_id
+    assert len(adapter.snapshot().panes) == len(set(p.pane_id for p in adapter.snapshot()))
+
+
+def test_create_view_makes_a_missing_session(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter, session="fresh")
+    assert layout.session_name == "fresh" and layout.main is not None
+
+
+def test_staged_pane_is_tagged_fenced_and_parked(adapter: TmuxAdapter) -> None:
+    pane = adapter.launch_staged_pane(surface_id=surface(1), command=SLEEP)
+    assert pane.parked and pane.session_name == HOLDING_SESSION
+    assert pane.input_off and pane.surface_id == surface(1) and pane.role is PaneRole.PROVIDER
+    assert pane.window_panes == 1 and not pane.dead
+
+
+def test_capability_env_reaches_only_the_launched_pane(
+    adapter: TmuxAdapter, tmp_path: Path
+) -> None:
+    out = tmp_path / "env.txt"
+    adapter.launch_staged_pane(
+        surface_id=surface(1),
+        command=["sh", "-c", f'echo "$SB_CAPABILITY" > {out}; exec sleep 600'],
+        env={"SB_CAPABILITY": "cap-secret-123;"},
+    )
+    wait_for(lambda: out.exists() and out.read_text().strip() != "")
+    assert out.read_text().strip() == "cap-secret-123;"
+    runner = adapter.runner
+    for scope in (("-g",), ("-t", f"={HOLDING_SESSION}")):
+        shown = runner.run([("show-environment", *scope)]).stdout
+        assert not any("SB_CAPABILITY" in line for line in shown)
+
+
+def test_present_and_park_round_trip(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    assert layout.main is not None
+    placeholder = layout.main.pane_id
+    a = adapter.launch_staged_pane(surface_id=surface(1), command=SLEEP)
+    b = adapter.launch_staged_pane(surface_id=surface(2), command=SLEEP)
+
+    before = adapter.invocations
+    shown = adapter.present(main_pane=placeholder, target_pane=a.pane_id, view_id=VIEW)
+    assert adapter.invocations - before == 1  # guard, swap, fence and re-read: one process
+    assert shown.main.pane_id == a.pane_id and shown.main.view_id == VIEW
+    assert not shown.main.parked and not shown.main.input_off
+    assert shown.parked.pane_id == placeholder and shown.parked.parked and shown.parked.input_off
+
+    step = adapter.present(main_pane=a.pane_id, target_pane=b.pane_id, view_id=VIEW)
+    assert step.main.pane_id == b.pane_id and step.parked.pane_id == a.pane_id
+    assert step.parked.input_off
+    back = adapter.present(main_pane=b.pane_id, target_pane=a.pane_id, view_id=VIEW,
+                           target_surface_id=surface(1))
+    assert back.main.pane_id == a.pane_id and not back.main.input_off
+
+    after = adapter.snapshot()
+    view = after.view(VIEW)
+    assert view is not None and view.main is not None and view.main.pane_id == a.pane_id
+    # processes were never restarted: same pids as at launch
+    assert after.pane(a.pane_id).pane_pid == a.pane_pid  # type: ignore[union-attr]
+    assert after.pane(b.pane_id).pane_pid == b.pane_pid  # type: ignore[union-attr]
+    assert view.navigator is not None and view.navigator.width == 32
+
+
+def test_present_refuses_and_moves_nothing(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    assert layout.main is not None and layout.navigator is not None
+    main, nav = layout.main.pane_id, layout.navigator.pane_id
+    a = adapter.launch_staged_pane(surface_id=surface(1), command=SLEEP)
+    scratch = next(p for p in adapter.snapshot() if p.session_name == "scratch"
+                   and p.view_id is None)
+    before = adapter.snapshot().panes
+
+    with pytest.raises(UnmanagedPane):  # a person's own pane
+        adapter.present(main_pane=main, target_pane=scratch.pane_id)
+    with pytest.raises(UnmanagedPane):  # the wrong surface
+        adapter.present(main_pane=main, target_pane=a.pane_id, target_surface_id=surface(9))
+    with pytest.raises(PlacementRefused):  # main must not be the navigator
+        adapter.present(main_pane=nav, target_pane=a.pane_id)
+    with pytest.raises(PlacementRefused):  # the wrong view
+        adapter.present(main_pane=main, target_pane=a.pane_id, view_id=surface(7))
+    adapter.present(main_pane=main, target_pane=a.pane_id)
+    with pytest.raises(PlacementRefused):  # a is on screen now, not parked
+        adapter.present(main_pane=main, target_pane=a.pane_id)
+    moved = {p.pane_id: p.session_name for p in adapter.snapshot()}
+    assert moved[a.pane_id] == "scratch" and moved[main] == HOLDING_SESSION
+    assert {p.pane_id for p in before} == set(moved)
+
+
+def test_parked_panes_drop_keys(
+    adapter: TmuxAdapter, recorder: Callable[[str], tuple[list[str], Path]]
+) -> None:
+    argv, log = recorder("parked")
+    pane = adapter.launch_staged_pane(surface_id=surface(1), command=argv)
+    wait_ready(log)
+    assert pane.input_off
+    adapter.runner.run([("send-keys", "-t", pane.pane_id, "typed-while-parked", "Enter")])
+    time.sleep(0.3)
+    assert received(log) == b""
+    adapter.enable_input(pane_id=pane.pane_id, surface_id=surface(1))
+    adapter.runner.run([("send-keys", "-t", pane.pane_id, "-l", "now")])
+    wait_for(lambda: received(log) == b"now")
+
+
+@pytest.mark.parametrize("zoomed", [True, False])
+def test_mode_toggle_keeps_provider_and_zoom(adapter: TmuxAdapter, zoomed: bool) -> None:
+    layout = make_view(adapter)
+    assert layout.main is not None
+    provider = adapter.launch_staged_pane(surface_id=surface(1), command=SLEEP)
+    adapter.present(main_pane=layout.main.pane_id, target_pane=provider.pane_id)
+    if zoomed:
+        adapter.runner.run([("resize-pane", "-Z", "-t", provider.pane_id)])
+    assert adapter.snapshot().view(VIEW).zoomed is zoomed  # type: ignore[union-attr]
+
+    before = adapter.invocations
+    direct = adapter.set_mode(view_id=VIEW, mode=ViewMode.DIRECT)
+    assert adapter.invocations - before <= 3
+    assert direct.mode is ViewMode.DIRECT and direct.zoomed is zoomed
+    assert direct.window_id == layout.window_id
+    assert direct.main is not None and direct.main.pane_id == provider.pane_id
+    assert direct.main.pane_pid == provider.pane_pid and direct.main.window_panes == 1
+    assert direct.navigator is not None and direct.navigator.parked and direct.navigator.input_off
+
+    before = adapter.invocations
+    back = adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR)
+    assert adapter.invocations - before <= 3
+    assert back.mode is ViewMode.NAVIGATOR and back.zoomed is zoomed
+    assert back.main is not None and back.main.pane_id == provider.pane_id
+    assert back.main.pane_pid == provider.pane_pid
+    assert back.navigator is not None and back.navigator.pane_id == layout.navigator.pane_id  # type: ignore[union-attr]
+    assert back.navigator.left == 0 and not back.navigator.input_off
+    assert back.navigator.pane_pid == layout.navigator.pane_pid  # type: ignore[union-attr]
+    assert adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR) == back  # no-op
+
+
+def test_present_keeps_zoom(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    assert layout.main is not None
+    a = adapter.launch_staged_pane(surface_id=surface(1), command=SLEEP)
+    adapter.runner.run([("resize-pane", "-Z", "-t", layout.main.pane_id)])
+    shown = adapter.present(main_pane=layout.main.pane_id, target_pane=a.pane_id)
+    assert shown.main.zoomed and shown.main.active
+
+
+def test_holding_panes_are_unreachable_by_window_navigation(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    runner = adapter.runner
+    runner.run([("new-window", "-d", "-t", "=scratch:", *SLEEP)])
+    for n in range(3):
+        adapter.launch_staged_pane(surface_id=surface(n + 1), command=SLEEP)
+    holding = {p.window_id for p in adapter.snapshot() if p.parked}
+    holding_panes = {p.pane_id for p in adapter.snapshot() if p.parked}
+    reached_windows, reached_panes = set(), set()
+    for step in ("next-window", "previous-window", "last-window"):
+        for _ in range(6):
+            out = runner.run([(step, "-t", "=scratch:"),
+                              ("display-message", "-p", "-t", "=scratch:", "#{window_id}")],
+                             check=False)
+            reached_windows.update(line for line in out.stdout if line.startswith("@"))
+    for _ in range(4):
+        out = runner.run([("select-pane", "-t", f"{layout.window_id}.{{next}}"),
+                          ("display-message", "-p", "-t", layout.window_id, "#{pane_id}")])
+        reached_panes.update(out.stdout)
+    assert layout.window_id in reached_windows
+    assert reached_windows.isdisjoint(holding)
+    assert reached_panes.isdisjoint(holding_panes)
+    listed = runner.run([("list-windows", "-t", "=scratch:", "-F", "#{window_id}")]).stdout
+    assert holding.isdisjoint(listed)
+
+
+def test_kill_only_the_exact_parked_launch_owned_pane(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    assert layout.main is not None and layout.navigator is not None
+    a = adapter.launch_staged_pane(surface_id=surface(1), command=SLEEP)
+    b = adapter.launch_staged_pane(surface_id=surface(2), command=SLEEP)
+    adapter.present(main_pane=layout.main.pane_id, target_pane=b.pane_id)
+    snap = adapter.snapshot()
+    anchor = next(p for p in snap if p.role is PaneRole.ANCHOR)
+    scratch = next(p for p in snap if p.session_name == "scratch" and p.view_id is None)
+
+    with pytest.raises(UnmanagedPane):
+        adapter.kill_surface_pane(pane_id=a.pane_id, surface_id=surface(2))  # wrong surface
+    with pytest.raises(UnmanagedPane):
+        adapter.kill_surface_pane(pane_id=scratch.pane_id, surface_id=surface(1))
+    with pytest.raises(UnmanagedPane):
+        adapter.kill_surface_pane(pane_id=anchor.pane_id, surface_id=surface(1))
+    with pytest.raises(UnmanagedPane):
+        adapter.kill_surface_pane(pane_id=layout.navigator.pane_id, surface_id=surface(1))
+    with pytest.raises(PlacementRefused):  # b is on screen in the view
+        adapter.kill_surface_pane(pane_id=b.pane_id, surface_id=surface(2))
+    assert {p.pane_id for p in adapter.snapshot()} == {p.pane_id for p in snap}
+
+    adapter.kill_surface_pane(pane_id=a.pane_id, surface_id=surface(1))
+    left = adapter.snapshot()
+    assert left.pane(a.pane_id) is None
+    assert {p.pane_id for p in left} == {p.pane_id for p in snap} - {a.pane_id}
+    assert left.view(VIEW) is not None and HOLDING_SESSION in left.sessions()
