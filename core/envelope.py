@@ -32,7 +32,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from functools import cache
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -154,6 +154,8 @@ class _Checker:
         self.allow_paths = allow_paths
         self.locators = locators
         self.segments: list[str | int] = []
+        # Envelopes repeat a few dozen keys thousands of times; check each name once.
+        self.good_keys: set[str] = set()
 
     def fail(self, message: str) -> EnvelopeError:
         return EnvelopeError(f"{format_path(self.segments)}: {message}")
@@ -204,16 +206,25 @@ class _Checker:
         if type(value) is _DuplicateKeys:
             raise self.fail(f"duplicate key {json.dumps(value.duplicate[:64])}")
         segments = self.segments
+        good_keys = self.good_keys
+        walk = self.walk
         for key, item in value.items():
-            if type(key) is not str and not isinstance(key, str):
-                raise self.fail(f"object key {key!r} is not a string")
             segments.append(key)
-            self.string(key, "key")
-            reason = sensitive_reason(key, self.locators)
-            if reason is not None and _pattern_path(segments) not in self.allow_paths:
-                raise self.fail(f"key {reason}; this envelope never carries it")
-            self.walk(item, depth)
+            if key not in good_keys:
+                self.key(key)
+            walk(item, depth)
             segments.pop()
+
+    def key(self, key: Any) -> None:
+        """Check one key name (its path is already on the stack)."""
+        if not isinstance(key, str):
+            raise self.fail(f"object key {key!r} is not a string")
+        self.string(key, "key")
+        reason = sensitive_reason(key, self.locators)
+        if reason is None:
+            self.good_keys.add(key)
+        elif _pattern_path(self.segments) not in self.allow_paths:
+            raise self.fail(f"key {reason}; this envelope never carries it")
 
     def array(self, value: list | tuple, depth: int) -> None:
         if depth > MAX_DEPTH:
@@ -257,17 +268,21 @@ def encode_canonical(
 ) -> bytes:
     """Canonical UTF-8 JSON bytes for a typed envelope or a plain JSON value.
 
-    A typed envelope is validated and checked with its own allowlist; the
-    result is refused (EnvelopeError) if any reader would refuse it.
+    A typed envelope is checked with its own allowlist and then read back
+    through its schema, so the bytes are refused (EnvelopeError, with the path
+    in the canonical output) whenever ``decode_checked`` would refuse them:
+    a builder bug surfaces at the writer, not at every reader.
     """
-    if hasattr(obj, "to_json_obj"):
-        envelope = obj
-        if hasattr(envelope, "validate"):
-            envelope.validate()
+    envelope = obj if hasattr(obj, "to_json_obj") else None
+    if envelope is not None:
         allow_paths = getattr(envelope, "SENSITIVE_KEY_ALLOW", allow_paths)
         locators = getattr(envelope, "STATE_ENVELOPE", locators)
         obj = envelope.to_json_obj()
     check_json(obj, allow_paths=allow_paths, locators=locators)
+    if envelope is not None and hasattr(type(envelope), "from_json_obj"):
+        reread = type(envelope).from_json_obj(obj)
+        if hasattr(reread, "validate"):
+            reread.validate()
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
     data = text.encode("utf-8")
@@ -393,17 +408,20 @@ class EnumKind(Kind):
     def __init__(self, enum_type: type[StrEnum]) -> None:
         self.enum_type = enum_type
         self.allowed = ", ".join(member.value for member in enum_type)
+        # A dict lookup: Enum.__call__ is the slowest step of decoding a big envelope.
+        self.members: dict[str, StrEnum] = {member.value: member for member in enum_type}
 
     def load(self, value: Any, path: str) -> StrEnum:
-        try:
-            return self.enum_type(value)
-        except ValueError:
+        member = self.members.get(value) if type(value) is str else None
+        if member is None:
             shown = value if isinstance(value, str) and len(value) <= 40 else _json_type(value)
-            raise EnvelopeError(f"{path}: must be one of {self.allowed} (got {shown!r})") \
-                from None
+            raise EnvelopeError(f"{path}: must be one of {self.allowed} (got {shown!r})")
+        return member
 
     def dump(self, value: StrEnum | str) -> str:
         # Builders may pass the stored string; it must still be a member.
+        if type(value) is self.enum_type:
+            return value.value
         return self.enum_type(value).value
 
 
@@ -485,19 +503,30 @@ def jfield(key: str, kind: Kind, **kwargs: Any) -> Any:
     return field(metadata={"json": (key, kind)}, **kwargs)
 
 
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    key: str
+    kind: Kind
+    required: bool
+    default: Any
+    dump: Any  # None when the JSON value is the attribute itself
+
+
 @cache
-def _specs(record_type: type) -> tuple[tuple[str, str, Kind, bool, Any], ...]:
+def _specs(record_type: type) -> tuple[_Spec, ...]:
     specs = []
     for item in fields(record_type):
         if "json" not in item.metadata:
             continue
         key, kind = item.metadata["json"]
-        specs.append((item.name, key, kind, _has_default(item), item.default))
+        has_default = item.default is not MISSING or item.default_factory is not MISSING
+        default = item.default_factory() if item.default_factory is not MISSING else item.default
+        passthrough = type(kind).dump is Kind.dump
+        specs.append(_Spec(item.name, key, kind,
+                           required=not has_default or isinstance(kind, ConstKind),
+                           default=default, dump=None if passthrough else kind.dump))
     return tuple(specs)
-
-
-def _has_default(item: Field) -> bool:
-    return item.default is not MISSING or item.default_factory is not MISSING
 
 
 class Record:
@@ -514,14 +543,14 @@ class Record:
         if not isinstance(obj, dict):
             raise EnvelopeError(f"{path}: must be an object (got {_json_type(obj)})")
         values: dict[str, Any] = {}
-        for name, key, kind, has_default, default in _specs(cls):
-            raw = obj.get(key)
+        for spec in _specs(cls):
+            raw = obj.get(spec.key)
             if raw is None:
-                if not has_default or isinstance(kind, ConstKind):
-                    raise EnvelopeError(f"{path}.{key}: is required")
-                values[name] = default
+                if spec.required:
+                    raise EnvelopeError(f"{path}.{spec.key}: is required")
+                values[spec.name] = spec.default
                 continue
-            values[name] = kind.load(raw, f"{path}.{key}")
+            values[spec.name] = spec.kind.load(raw, f"{path}.{spec.key}")
         record = cls(**values)
         record.check(path)
         return record
@@ -531,10 +560,10 @@ class Record:
 
     def to_json_obj(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name, key, kind, _, _ in _specs(type(self)):
-            value = getattr(self, name)
+        for spec in _specs(type(self)):
+            value = getattr(self, spec.name)
             if value is not None:
-                out[key] = kind.dump(value)
+                out[spec.key] = value if spec.dump is None else spec.dump(value)
         return out
 
 

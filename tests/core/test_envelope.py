@@ -816,3 +816,22 @@ def test_any_dangling_frame_reference_is_rejected(state: NavigatorState,
     dotted = data.draw(st.sampled_from(slots))
     _set(obj, dotted, MISSING_ID)
     assert _reject(copy.deepcopy(obj), NavigatorState).startswith(_json_path(dotted) + ":")
+
+
+def test_encoding_refuses_what_a_reader_would_refuse() -> None:
+    state = host_state()
+    view = state.views[0]
+    bad_view = HostView(**{**view.__dict__, "revision": True})
+    with pytest.raises(EnvelopeError, match=r"^\$\.views\[0\]\.revision: must be an integer"):
+        encode_canonical(HostState(**{**state.__dict__, "views": (bad_view,)}))
+    titled = HostFrame(**{**state.frames[0].__dict__, "title": "a\x1b]0;pwned\x07"})
+    with pytest.raises(EnvelopeError, match="terminal control"):
+        encode_canonical(HostState(**{**state.__dict__,
+                                      "frames": (titled, *state.frames[1:])}))
+
+
+def test_builders_may_pass_stored_strings_for_enums() -> None:
+    state = host_state()
+    view = HostView(**{**state.views[0].__dict__, "mode": "direct"})
+    data = encode_canonical(HostState(**{**state.__dict__, "views": (view,)}))
+    assert decode_checked(data, schema=HostState).views[0].mode is ViewMode.DIRECT
