@@ -1,0 +1,665 @@
+"""The Switchboard navigator: a thin App that composes panels and routes intents.
+
+Data flows down: a thread worker rebuilds NavigatorState only when the
+client's cheap ``data_version()`` changes, and the app hands it to each
+panel's reactive attribute; panels reconcile instead of being recreated.
+Intent flows up: panels post nested messages, keys are bound actions, and
+every one becomes one EngineClient request (a fresh request id, the same
+engine the CLI uses) in a thread worker, so the event loop never waits on
+SQLite or tmux. Errors become notifications that say what to do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Container, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Input, OptionList, Tree
+
+from core.client import EngineClient
+from core.errors import SwitchboardError
+from core.state_types import FrameSummary, NavigatorState, ProjectRow, ViewRow
+from navigator.palette import PlacesProvider
+from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
+from navigator.screens.confirm import ConfirmScreen
+from navigator.screens.help import HelpScreen
+from navigator.widgets.breadcrumb import Breadcrumb
+from navigator.widgets.frames import FrameTree, NodeKind, NodeRef, project_key
+from navigator.widgets.inbox import InboxList
+from navigator.widgets.recoveries import RecoveryList
+from navigator.widgets.search import SearchBox
+from navigator.widgets.views import ViewList
+
+UI_STATE_VERSION = 1
+#: Actions that send an engine request; disabled while a dialog is open.
+ENGINE_ACTIONS = frozenset({"start", "back", "complete", "close_frame", "reopen",
+                            "toggle_mode", "recover", "search", "help"})
+PANELS = ("views", "projects", "recoveries", "inbox")
+
+
+def stylesheet_path() -> Path:
+    """The canonical stylesheet in the top-level ``styles/`` folder.
+
+    A source checkout or editable install finds it beside the package; a
+    wheel install falls back to the copy shipped as package data
+    (``navigator/switchboard.tcss``, a symlink to the canonical file in git).
+    """
+    canonical = Path(__file__).resolve().parent.parent / "styles" / "switchboard.tcss"
+    if canonical.is_file():
+        return canonical
+    return Path(__file__).resolve().parent / "switchboard.tcss"
+
+
+class SwitchboardApp(App[None]):
+    """Holds one EngineClient; every panel is its own widget module."""
+
+    CSS_PATH = stylesheet_path()
+    TITLE = "Switchboard"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (60, "-wide")]
+    COMMANDS = App.COMMANDS | {PlacesProvider}
+    BINDINGS = [
+        Binding("n", "start", "Start", tooltip="start an agent session in the frame"),
+        Binding("b", "back", "Back", tooltip="show the parent; the task stays open"),
+        Binding("c", "complete", "Complete", tooltip="complete the task and return"),
+        Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
+        Binding("r", "reopen", "Reopen", tooltip="reopen a closed frame from History"),
+        Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
+        Binding("R", "recover", "Recover", key_display="R",
+                tooltip="run the selected recovery"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
+
+    # ------------------------------------------------------------------ messages
+
+    class StateLoaded(Message):
+        """A worker built a new NavigatorState (and maybe the inbox)."""
+
+        def __init__(self, state: NavigatorState, version: int, inbox: list[Any] | None,
+                     inbox_problem: str | None, ui_state: dict[str, Any] | None = None
+                     ) -> None:
+            super().__init__()
+            self.state = state
+            self.version = version
+            self.inbox = inbox
+            self.inbox_problem = inbox_problem
+            self.ui_state = ui_state
+
+    class LoadFailed(Message):
+        def __init__(self, problem: str) -> None:
+            super().__init__()
+            self.problem = problem
+
+    class RequestFinished(Message):
+        """One engine request ended; ``problem`` is set when it was refused."""
+
+        def __init__(self, description: str, done: str, result: Any,
+                     problem: str | None) -> None:
+            super().__init__()
+            self.description = description
+            self.done = done
+            self.result = result
+            self.problem = problem
+
+    # ------------------------------------------------------------------ setup
+
+    def __init__(self, client: EngineClient, *, view_id: str | None = None,
+                 poll_interval: float = 0.25) -> None:
+        super().__init__()
+        self.client = client
+        self.bound_view_id = view_id
+        self.poll_interval = poll_interval
+        self.current_view_id: str | None = view_id
+        self.data_version: int | None = None
+        self._polling = False
+        self._restored = False
+        self._ui_snapshot: dict[str, Any] = {}
+        self._save_timer: Any = None
+        self.inbox_messages: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb(id="breadcrumb")
+        with Container(id="body"):
+            with Vertical(id="left"):
+                yield ViewList(id="views")
+                yield SearchBox(id="search")
+                yield FrameTree(id="projects")
+            with Vertical(id="right"):
+                yield RecoveryList(id="recoveries")
+                yield InboxList(id="inbox")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(FrameTree).set_configured_projects(self._configured_projects())
+        self.query_one(FrameTree).focus()
+        self._load(first=True)
+        self.set_interval(self.poll_interval, self._poll)
+
+    def _configured_projects(self) -> list[ProjectRow]:
+        """Projects in config that were never entered have no registry row yet."""
+        host_id = "00000000-0000-4000-8000-000000000000"
+        try:
+            config = self.client.engine.config
+            host_id = config.host.host_id
+            projects = config.projects
+        except AttributeError:
+            return []
+        return [ProjectRow(project_id=p.project_id, host_id=host_id, name=p.name)
+                for p in projects]
+
+    def configured_project_names(self) -> dict[str, str]:
+        return {p.project_id: p.name for p in self._configured_projects()}
+
+    # ------------------------------------------------------------------ loading
+
+    def _poll(self) -> None:
+        if not self._polling:
+            self._polling = True
+            self._load(first=False)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _load(self, first: bool) -> None:
+        """Rebuild state only when the registry (or broker) changed."""
+        try:
+            ui_state = self._read_ui_state() if first else None
+            version = self.client.data_version()
+            if not first and version == self.data_version:
+                return
+            state = self.client.state()
+            inbox, problem = self._fetch_inbox(state)
+            self.post_message(self.StateLoaded(state, version, inbox, problem, ui_state))
+        except SwitchboardError as exc:
+            self.post_message(self.LoadFailed(exc.message))
+        except Exception as exc:  # the navigator must outlive a bad read
+            self.post_message(self.LoadFailed(f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._polling = False
+
+    def _fetch_inbox(self, state: NavigatorState) -> tuple[list[Any] | None, str | None]:
+        view_id = self._inbox_view_id(state)
+        if view_id is None:
+            return [], None
+        try:
+            return list(self.client.inbox(view_id)), None
+        except (NotImplementedError, ImportError, AttributeError):
+            return None, "inbox unavailable: the broker is not set up"
+        except SwitchboardError as exc:
+            return None, f"inbox unavailable: {exc.message}"
+
+    def _inbox_view_id(self, state: NavigatorState) -> str | None:
+        wanted = self.bound_view_id or self.current_view_id
+        live = [v.view_id for v in state.views if v.state != "retired"]
+        if wanted in live:
+            return wanted
+        return live[0] if live else None
+
+    def on_switchboard_app_state_loaded(self, message: StateLoaded) -> None:
+        self.data_version = message.version
+        if message.ui_state is not None:
+            self._ui_snapshot = message.ui_state
+        self.navigator_state = message.state
+        inbox = self.query_one(InboxList)
+        if message.inbox_problem:
+            inbox.unavailable = message.inbox_problem
+        elif message.inbox is not None:
+            self.inbox_messages = message.inbox
+            inbox.set_messages(message.inbox)
+        if not self._restored:
+            self._restored = True
+            self._restore_ui_state(self._ui_snapshot)
+
+    def on_switchboard_app_load_failed(self, message: LoadFailed) -> None:
+        self.notify(f"Could not read the registry: {message.problem}. The navigator keeps "
+                    "the last state; check `switchboard state navigator --json`.",
+                    title="Refresh failed", severity="error", markup=False)
+
+    def watch_navigator_state(self, state: NavigatorState | None) -> None:
+        if state is None:
+            return
+        self.query_one(ViewList).navigator_state = state
+        self.query_one(FrameTree).navigator_state = state
+        self.query_one(RecoveryList).navigator_state = state
+        self._update_breadcrumb()
+
+    # ------------------------------------------------------------------ targets
+
+    def _views(self) -> tuple[ViewRow, ...]:
+        state = self.navigator_state
+        return tuple(v for v in state.views if v.state != "retired") if state else ()
+
+    def _view(self, view_id: str | None) -> ViewRow | None:
+        return next((v for v in self._views() if v.view_id == view_id), None)
+
+    def _view_of_project(self, project_id: str | None) -> ViewRow | None:
+        return next((v for v in self._views() if v.active_project_id == project_id), None)
+
+    def _frame(self, frame_id: str | None) -> FrameSummary | None:
+        state = self.navigator_state
+        if state is None or frame_id is None:
+            return None
+        for project in state.projects:
+            for frame in project.frames:
+                if frame.frame_id == frame_id:
+                    return frame
+        return None
+
+    def _tree_ref(self) -> NodeRef | None:
+        return self.query_one(FrameTree).selected_ref
+
+    def target_view(self) -> ViewRow | None:
+        """The view a key acts on: the pane's own view, else the selection's view."""
+        if self.bound_view_id:
+            return self._view(self.bound_view_id)
+        focused = self.focused
+        if isinstance(focused, ViewList):
+            view = self._view(focused.highlighted_key)
+            if view is not None:
+                return view
+        ref = self._tree_ref()
+        if isinstance(focused, FrameTree) and ref is not None:
+            view = self._view_of_project(ref.project_id)
+            if view is not None:
+                return view
+        return self._view(self.current_view_id) or (self._views()[0] if self._views()
+                                                    else None)
+
+    def target_frame(self) -> FrameSummary | None:
+        """The selected frame in the tree, else the target view's active frame."""
+        ref = self._tree_ref()
+        if isinstance(self.focused, FrameTree) and ref is not None and ref.frame is not None:
+            return self._frame(ref.frame.frame_id) or ref.frame
+        view = self.target_view()
+        return self._frame(view.active_frame_id) if view is not None else None
+
+    def _update_breadcrumb(self) -> None:
+        view = self.target_view()
+        crumb = self.query_one(Breadcrumb)
+        crumb.view = view
+        state = self.navigator_state
+        crumb.host = state.host_row(view.host_id) if state is not None and view else None
+
+    # ------------------------------------------------------------------ requests
+
+    def request(self, description: str, done: str, call: Callable[[], Any]) -> None:
+        """Run one engine request off the event loop; the result comes back as a message."""
+        self._run_request(description, done, call)
+
+    @work(thread=True, group="requests", exit_on_error=False)
+    def _run_request(self, description: str, done: str, call: Callable[[], Any]) -> None:
+        try:
+            result = call()
+        except SwitchboardError as exc:
+            self.post_message(self.RequestFinished(description, done, None, exc.message))
+            return
+        except (NotImplementedError, ImportError):
+            self.post_message(self.RequestFinished(
+                description, done, None,
+                f"{description} is not available in this build yet; use the CLI "
+                "(`switchboard --help`)."))
+            return
+        except Exception as exc:  # never a traceback in the person's face
+            self.post_message(self.RequestFinished(
+                description, done, None,
+                f"{description} failed unexpectedly ({type(exc).__name__}: {exc}). Nothing "
+                "is retried automatically; check `switchboard state navigator --json`."))
+            return
+        self.post_message(self.RequestFinished(description, done, result, None))
+        self._reload_after_request()
+
+    def _reload_after_request(self) -> None:
+        """Runs in the request's thread so the new state is posted before it ends."""
+        try:
+            version = self.client.data_version()
+            state = self.client.state()
+            inbox, problem = self._fetch_inbox(state)
+        except Exception:  # the poll will pick the change up instead
+            return
+        self.post_message(self.StateLoaded(state, version, inbox, problem))
+
+    def on_switchboard_app_request_finished(self, message: RequestFinished) -> None:
+        if message.problem is not None:
+            self.notify(message.problem, title=f"{message.description} refused",
+                        severity="error", markup=False, timeout=8)
+        else:
+            self.notify(message.done, title=message.description, markup=False, timeout=3)
+
+    def _need(self, value: Any, problem: str) -> bool:
+        if value is None:
+            self.notify(problem, severity="warning", markup=False)
+            return False
+        return True
+
+    def request_enter_project(self, project_id: str, name: str) -> None:
+        self.current_view_id = getattr(self._view_of_project(project_id), "view_id",
+                                       self.current_view_id)
+        self.request("Enter project", f"Showing {name}",
+                      partial(self._enter_and_remember, name))
+
+    def _enter_and_remember(self, name: str) -> Any:
+        result = self.client.enter_project(name)
+        view_id = getattr(result, "view_id", None)
+        if view_id:
+            self.call_from_thread(self._set_current_view, view_id)
+        return result
+
+    def _set_current_view(self, view_id: str) -> None:
+        if not self.bound_view_id:
+            self.current_view_id = view_id
+        self._schedule_ui_save()
+
+    def request_focus_frame(self, frame_id: str, project_id: str) -> None:
+        view = self._view_of_project(project_id)
+        frame = self._frame(frame_id)
+        if not self._need(view, "This project has no view yet: select the project and "
+                                "press enter to create it."):
+            return
+        assert view is not None
+        title = frame.title if frame is not None else frame_id
+        self._set_current_view(view.view_id)
+        self.request("Focus", f"Showing {title}",
+                     partial(self.client.focus, view.view_id, frame_id))
+
+    # ------------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Engine keys are off while a dialog or the palette is open.
+        return not (action in ENGINE_ACTIONS and len(self.screen_stack) > 1)
+
+    def action_start(self) -> None:
+        frame = self.target_frame()
+        if not self._need(frame, "Select a frame to start a session in."):
+            return
+        assert frame is not None
+        if frame.lifecycle_state != "open":
+            self.notify(f"“{frame.title}” is {frame.lifecycle_state}; press r to reopen it "
+                        "first.", severity="warning", markup=False)
+            return
+        self.request("Start", f"Starting a session in {frame.title}",
+                     partial(self.client.start, frame.frame_id))
+
+    def action_back(self) -> None:
+        view = self.target_view()
+        if not self._need(view, "No view yet: select a project and press enter."):
+            return
+        assert view is not None
+        self.request("Back", "Showing the parent; the task stays open",
+                     partial(self.client.back, view.view_id))
+
+    def _task_target(self, verb: str) -> FrameSummary | None:
+        frame = self.target_frame()
+        if frame is None:
+            self.notify(f"Select a task to {verb}.", severity="warning", markup=False)
+            return None
+        if frame.role != "task":
+            self.notify(f"The workspace “{frame.title}” has no parent; select a task to "
+                        f"{verb}.", severity="warning", markup=False)
+            return None
+        if frame.lifecycle_state != "open":
+            self.notify(f"“{frame.title}” is {frame.lifecycle_state}, not open.",
+                        severity="warning", markup=False)
+            return None
+        return frame
+
+    def action_complete(self) -> None:
+        frame = self._task_target("complete")
+        if frame is None:
+            return
+
+        def answered(answer: CompletionAnswer | None) -> None:
+            if answer is None:
+                return
+            self.request("Complete", f"Returning from {frame.title} to its parent",
+                         partial(self.client.complete, frame.frame_id, answer.summary,
+                                 answer.next_action))
+
+        self.push_screen(CompleteReturnScreen(frame.title), answered)
+
+    def action_close_frame(self) -> None:
+        frame = self._task_target("close")
+        if frame is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.request("Close", f"Closed {frame.title} (dismissed)",
+                             partial(self.client.close, frame.frame_id))
+
+        self.push_screen(ConfirmScreen(
+            f"Close “{frame.title}” without a handoff? Its parent is shown first, then its "
+            "agent is stopped.", confirm_label="Close task"), answered)
+
+    def action_reopen(self) -> None:
+        ref = self._tree_ref()
+        frame = self._frame(ref.frame_id) if ref is not None else None
+        if frame is None or frame.lifecycle_state != "closed":
+            self.notify("Select a closed frame under History to reopen it.",
+                        severity="warning", markup=False)
+            return
+        self.request("Reopen", f"Reopened {frame.title}",
+                     partial(self.client.reopen, frame.frame_id))
+
+    def action_toggle_mode(self) -> None:
+        view = self.target_view()
+        if not self._need(view, "No view yet: select a project and press enter."):
+            return
+        assert view is not None
+        other = "direct" if view.mode == "navigator" else "navigator"
+        self.request("Mode", f"{view.title}: {other} mode",
+                     partial(self.client.toggle_mode, view.view_id))
+
+    def action_recover(self) -> None:
+        recovery = self.query_one(RecoveryList).selected_recovery
+        if not self._need(recovery, "No recovery selected: open recoveries are listed in "
+                                    "the Recoveries panel."):
+            return
+        assert recovery is not None
+        self.request("Recover", f"Recovery {recovery.kind} handled",
+                     partial(self.client.recover, recovery.recovery_id))
+
+    def action_search(self) -> None:
+        search = self.query_one(SearchBox)
+        search.add_class("-visible")
+        search.focus()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.key_help()))
+
+    def key_help(self) -> list[tuple[str, str]]:
+        """Every key of the app and its panels, for the help screen and README."""
+        keys = [("enter", "focus the frame / enter the project or view / recover / ack"),
+                ("tab", "next panel"), ("space", "fold or unfold a tree node")]
+        for binding in self.BINDINGS:
+            assert isinstance(binding, Binding)
+            keys.append((binding.key_display or binding.key,
+                         f"{binding.description}: {binding.tooltip}" if binding.tooltip
+                         else binding.description))
+        keys += [("d", "Dismiss the selected recovery (Recoveries panel)"),
+                 ("a", "Acknowledge the selected message (Inbox panel)"),
+                 ("ctrl+p", "command palette: every action, project and frame"),
+                 ("ctrl+q", "quit the navigator (agents keep running)")]
+        return keys
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            assert isinstance(binding, Binding)
+            yield SystemCommand(binding.description, binding.tooltip or binding.description,
+                                partial(self.run_action, binding.action))
+        yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
+                            self._dismiss_selected_recovery)
+
+    def _dismiss_selected_recovery(self) -> None:
+        recovery = self.query_one(RecoveryList).selected_recovery
+        if self._need(recovery, "No recovery selected."):
+            assert recovery is not None
+            self.post_message(RecoveryList.DismissRequested(recovery.recovery_id))
+
+    # ------------------------------------------------------------------ panel intents
+
+    def on_frame_tree_focus_requested(self, message: FrameTree.FocusRequested) -> None:
+        self.request_focus_frame(message.frame_id, message.project_id)
+
+    def on_frame_tree_project_enter_requested(
+            self, message: FrameTree.ProjectEnterRequested) -> None:
+        self.request_enter_project(message.project_id, message.project_name)
+
+    def on_frame_tree_history_selected(self, message: FrameTree.HistorySelected) -> None:
+        self.notify(f"“{message.title}” is closed (History is read-only); press r to reopen "
+                    "it.", markup=False)
+
+    def on_frame_tree_layout_changed(self, message: FrameTree.LayoutChanged) -> None:
+        self._schedule_ui_save()
+
+    def on_view_list_enter_requested(self, message: ViewList.EnterRequested) -> None:
+        self._set_current_view(message.view_id)
+        project = next((p for p in (self.navigator_state.projects if self.navigator_state
+                                    else ()) if p.project_id == message.project_id), None)
+        if not self._need(project, "This view shows no project; see the Recoveries panel."):
+            return
+        assert project is not None
+        self.request_enter_project(project.project_id, project.name)
+
+    def on_recovery_list_recover_requested(self, message: RecoveryList.RecoverRequested
+                                           ) -> None:
+        self.request("Recover", "Recovery handled",
+                     partial(self.client.recover, message.recovery_id))
+
+    def on_recovery_list_dismiss_requested(self, message: RecoveryList.DismissRequested
+                                           ) -> None:
+        self.request("Dismiss recovery", "Recovery dismissed",
+                     partial(self.client.dismiss_recovery, message.recovery_id))
+
+    def on_inbox_list_ack_requested(self, message: InboxList.AckRequested) -> None:
+        self.request("Acknowledge", "Message acknowledged",
+                     partial(self.client.ack, message.message_id))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "search":
+            self.query_one(FrameTree).filter_text = event.value
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "search":
+            self.query_one(FrameTree).focus()
+
+    def on_search_box_cleared(self, message: SearchBox.Cleared) -> None:
+        self.query_one(SearchBox).remove_class("-visible")
+        self.query_one(FrameTree).filter_text = ""
+        self.query_one(FrameTree).focus()
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        self._update_breadcrumb()
+        self._schedule_ui_save()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._update_breadcrumb()
+        self._schedule_ui_save()
+
+    def on_descendant_focus(self, event: Any) -> None:
+        self._update_breadcrumb()
+        self._schedule_ui_save()
+
+    # ------------------------------------------------------------------ UI state
+
+    def _read_ui_state(self) -> dict[str, Any]:
+        try:
+            stored = self.client.load_ui_state()
+        except Exception:
+            return {}
+        per_view = stored.get("navigators", {}) if isinstance(stored, dict) else {}
+        mine = per_view.get(self._ui_key(), {}) if isinstance(per_view, dict) else {}
+        return mine if isinstance(mine, dict) and mine.get("version") == UI_STATE_VERSION \
+            else {}
+
+    def _ui_key(self) -> str:
+        """Each navigator pane (one per view) keeps its own UI state."""
+        return self.bound_view_id or "default"
+
+    def collect_ui_state(self) -> dict[str, Any]:
+        tree = self.query_one(FrameTree)
+        focused = self.focused
+        panel = focused.id if isinstance(focused, Widget) and focused.id in PANELS else None
+        return {
+            "version": UI_STATE_VERSION,
+            "panel": panel or self._ui_snapshot.get("panel"),
+            "current_view": self.current_view_id,
+            "tree_cursor": tree.cursor_key,
+            "collapsed": sorted(tree.collapsed),
+            "views_cursor": self.query_one(ViewList).highlighted_key,
+            "recoveries_cursor": self.query_one(RecoveryList).highlighted_key,
+            "scroll": {panel_id: self.query_one(f"#{panel_id}").scroll_offset.y
+                       for panel_id in PANELS},
+        }
+
+    def _restore_ui_state(self, ui: dict[str, Any]) -> None:
+        if not ui:
+            return
+        tree = self.query_one(FrameTree)
+        collapsed = ui.get("collapsed")
+        if isinstance(collapsed, list):
+            tree.apply_collapsed(str(key) for key in collapsed)
+        if not self.bound_view_id and isinstance(ui.get("current_view"), str):
+            self.current_view_id = ui["current_view"]
+        tree.select_key(ui.get("tree_cursor"))
+        self.query_one(ViewList).highlight_key(ui.get("views_cursor"))
+        self.query_one(RecoveryList).highlight_key(ui.get("recoveries_cursor"))
+        panel = ui.get("panel")
+        if panel in PANELS:
+            self.query_one(f"#{panel}").focus()
+        scroll = ui.get("scroll")
+        if isinstance(scroll, dict):
+            def apply_scroll() -> None:
+                for panel_id, y in scroll.items():
+                    if panel_id in PANELS and isinstance(y, int):
+                        self.query_one(f"#{panel_id}").scroll_to(y=y, animate=False)
+            self.call_after_refresh(apply_scroll)
+        self._update_breadcrumb()
+
+    def _schedule_ui_save(self) -> None:
+        if not self._restored or not self.is_running:
+            return
+        if self._save_timer is not None:
+            self._save_timer.stop()
+        self._save_timer = self.set_timer(0.5, self._save_ui_state)
+
+    def _save_ui_state(self) -> None:
+        self._ui_snapshot = self.collect_ui_state()
+        self._write_ui_state(dict(self._ui_snapshot))
+
+    @work(thread=True, exclusive=True, group="ui-state", exit_on_error=False)
+    def _write_ui_state(self, mine: dict[str, Any]) -> None:
+        self.write_ui_state_now(mine)
+
+    def write_ui_state_now(self, mine: dict[str, Any]) -> None:
+        """Read-modify-write so navigators of other views keep their entries."""
+        try:
+            stored = self.client.load_ui_state()
+            navigators = stored.get("navigators") if isinstance(stored, dict) else None
+            if not isinstance(navigators, dict):
+                navigators = {}
+            navigators[self._ui_key()] = mine
+            self.client.save_ui_state({"navigators": navigators})
+        except Exception:  # UI state is a convenience; never fail the app over it
+            pass
+
+    def on_unmount(self) -> None:
+        if self._restored:
+            try:
+                self._ui_snapshot = self.collect_ui_state()
+            except Exception:
+                pass
+            self.write_ui_state_now(self._ui_snapshot)
+
+
+__all__ = ["SwitchboardApp", "stylesheet_path", "project_key", "NodeKind"]

@@ -1,0 +1,41 @@
+"""The ? screen: every key with what it does, and the badge legend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from navigator.widgets.badges import BadgeLegend
+
+
+class HelpScreen(ModalScreen[None]):
+    """Built from the app's own bindings so it can never drift from the keys."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close help")]
+
+    def __init__(self, keys: Iterable[tuple[str, str]]) -> None:
+        super().__init__()
+        self.keys = list(keys)
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(no_wrap=True)
+        table.add_column()
+        for key, description in self.keys:
+            table.add_row(key, description)
+        with VerticalScroll(id="dialog", classes="dialog help"):
+            yield Label("Keys", classes="heading")
+            yield Static(table, id="keys")
+            yield Label("Badges", classes="heading")
+            yield BadgeLegend()
+            yield Label("Every key is a request to the same engine the CLI uses.",
+                        classes="hint")
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

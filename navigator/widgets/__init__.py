@@ -1,0 +1,1 @@
+"""One module per navigator panel; widgets get state from the app and post intents."""

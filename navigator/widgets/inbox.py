@@ -1,0 +1,98 @@
+"""The Inbox panel: broker messages for the agents of this view.
+
+Poll and ACK stay authoritative in the broker; this panel only lists what
+the client returned and asks for an ACK. When the broker is not set up the
+panel says so instead of looking empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import OptionList
+
+from navigator.widgets.rows import Row, RowList
+
+MAX_PREVIEW_CHARS = 200
+
+
+class InboxItem(Protocol):
+    """What the panel reads from each message the client returns."""
+
+    message_id: Any
+    text: str
+
+
+def _sender(item: Any) -> str:
+    for name in ("sender", "from_name", "from_member", "sender_name"):
+        value = getattr(item, name, None)
+        if value:
+            return str(value)
+    return "?"
+
+
+class InboxList(RowList):
+    """Data in: ``messages`` (or ``unavailable``); intent out: ``AckRequested``."""
+
+    EMPTY_TEXT = "no messages"
+    COMPONENT_CLASSES = {"inbox--sender", "inbox--unavailable"}
+    BINDINGS = [Binding("enter,a", "select", "Acknowledge", show=True)]
+
+    messages: reactive[tuple[Any, ...]] = reactive((), always_update=True)
+    unavailable: reactive[str | None] = reactive(None)
+
+    class AckRequested(Message):
+        def __init__(self, message_id: Any) -> None:
+            super().__init__()
+            self.message_id = message_id
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "Inbox"
+        self._by_key: dict[str, Any] = {}
+
+    def set_messages(self, messages: Sequence[Any]) -> None:
+        self.unavailable = None
+        self.messages = tuple(messages)
+
+    def watch_messages(self) -> None:
+        self._render_rows()
+
+    def watch_unavailable(self) -> None:
+        self._render_rows()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._render_rows()
+
+    def _render_rows(self) -> None:
+        if not self.is_mounted:
+            return
+        if self.unavailable:
+            self.EMPTY_TEXT = self.unavailable
+            self._by_key = {}
+            self.sync_rows([])
+            return
+        self.EMPTY_TEXT = type(self).EMPTY_TEXT
+        rows = []
+        self._by_key = {}
+        for item in self.messages:
+            key = str(item.message_id)
+            self._by_key[key] = item
+            text = " ".join(str(item.text).split())[:MAX_PREVIEW_CHARS]
+            sender_style = self.get_component_rich_style("inbox--sender", partial=True)
+            rows.append(Row(key, Text.assemble((_sender(item), sender_style), ": ", text)))
+        count = len(rows)
+        self.border_title = f"Inbox ({count})" if count else "Inbox"
+        self.sync_rows(rows)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        item = self._by_key.get(event.option.id or "")
+        if item is not None:
+            self.post_message(self.AckRequested(item.message_id))

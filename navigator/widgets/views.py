@@ -1,0 +1,103 @@
+"""The Views panel: one row per durable tmux window, as core summarized it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import OptionList
+
+from core.state_types import HostRow, NavigatorState, ViewRow
+from navigator.widgets.badges import BADGE_COMPONENT_CLASSES, BadgeKind, badge_text
+from navigator.widgets.rows import Row, RowList
+
+_NONTERMINAL = {"prepared", "executing", "presented", "awaiting_claim", "settling"}
+
+
+def view_badge(view: ViewRow, host: HostRow | None) -> BadgeKind:
+    """The badge of a view row: host trust first, then movement, then activity."""
+    if host is not None and host.reachability == "offline":
+        return BadgeKind.OFFLINE
+    if host is not None and host.stale:
+        return BadgeKind.STALE
+    if view.control_state == "uncertain":
+        return BadgeKind.UNCERTAIN
+    if view.transition_state in _NONTERMINAL:
+        return BadgeKind.IN_FLIGHT
+    if view.attention or view.activity == "needs_input":
+        return BadgeKind.NEEDS_INPUT
+    if view.activity == "working":
+        return BadgeKind.WORKING
+    if view.activity in ("ready", "completed"):
+        return BadgeKind.READY
+    return BadgeKind.STOPPED
+
+
+class ViewList(RowList):
+    """Data in: ``navigator_state``; intent out: ``ViewList.EnterRequested``."""
+
+    EMPTY_TEXT = "no views yet: enter a project"
+    COMPONENT_CLASSES = BADGE_COMPONENT_CLASSES | {"view-list--mode", "view-list--current"}
+    BINDINGS = [Binding("enter", "select", "Enter view", show=True)]
+
+    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
+    current_view_id: reactive[str | None] = reactive(None)
+
+    class EnterRequested(Message):
+        """Show this view's project (the engine routes to its frame)."""
+
+        def __init__(self, view_id: str, project_id: str | None) -> None:
+            super().__init__()
+            self.view_id = view_id
+            self.project_id = project_id
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "Views"
+
+    @property
+    def views(self) -> tuple[ViewRow, ...]:
+        state = self.navigator_state
+        return state.views if state is not None else ()
+
+    def view(self, view_id: str | None) -> ViewRow | None:
+        return next((v for v in self.views if v.view_id == view_id), None)
+
+    def watch_navigator_state(self) -> None:
+        self._render_rows()
+
+    def watch_current_view_id(self) -> None:
+        self._render_rows()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._render_rows()  # badge colours come from the theme
+
+    def _render_rows(self) -> None:
+        state = self.navigator_state
+        if state is None or not self.is_mounted:
+            return
+        rows = []
+        for view in state.views:
+            if view.state == "retired":
+                continue
+            host = state.host_row(view.host_id)
+            prompt = Text.assemble(badge_text(self, view_badge(view, host)), " ")
+            title_style = (self.get_component_rich_style("view-list--current", partial=True)
+                           if view.view_id == self.current_view_id else "")
+            crumbs = [item.title for item in view.breadcrumb]
+            title = view.title or "(untitled view)"
+            if len(crumbs) > 1:
+                title = f"{crumbs[0]} › {title}"
+            prompt.append(title, style=title_style)
+            prompt.append(f" · {view.mode}",
+                          style=self.get_component_rich_style("view-list--mode", partial=True))
+            rows.append(Row(view.view_id, prompt))
+        self.sync_rows(rows)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        view = self.view(event.option.id)
+        if view is not None:
+            self.post_message(self.EnterRequested(view.view_id, view.active_project_id))
