@@ -107,6 +107,9 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> C
         if control is not None:
             recoveries_ops.resolve_for_subject(conn, RecoveryKind.CONTROL_SUBMIT_UNCERTAIN,
                                                "control_turn", control["control_turn_id"], now)
+    if stop_panes and engine.stage is None and getattr(engine, "home", None) is not None:
+        from core.stage import attach_stage
+        attach_stage(engine, engine.home)
     for pane in stop_panes:
         if engine.stage is not None:
             engine.stage.kill(pane)

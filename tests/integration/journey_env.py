@@ -1,0 +1,53 @@
+"""A real Switchboard home wired to a private tmux server and the fake provider."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from core.config import ProviderConfig, TmuxConfig
+from core.engine import Engine
+from core.enums import Provider
+from core.home import Home
+from core.registry import init_registry
+from core.session import open_engine
+from tests.factories import project_config
+
+
+def fake_provider_command(provider: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
+            f"{sys.executable} -m navigator.cli agent", "--provider", provider)
+
+
+def make_live_engine(root: Path, socket: Path) -> Engine:
+    home = Home(root=root, config_path=root / "config.toml")
+    template = project_config(root / "src")
+    template = replace(
+        template,
+        providers={p: ProviderConfig(command=fake_provider_command(p.value)) for p in Provider},
+        tmux=TmuxConfig(socket_path=str(socket)))
+    init_registry(home, template=template)
+    return open_engine(home, with_stage=True)
+
+
+def tmux(socket: Path, *args: str) -> str:
+    return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True,
+                          text=True).stdout
+
+
+def type_line(socket: Path, pane: str, text: str) -> None:
+    tmux(socket, "send-keys", "-t", pane, "-l", text)
+    tmux(socket, "send-keys", "-t", pane, "Enter")
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()

@@ -1,0 +1,73 @@
+"""End to end on a real private tmux server with fake providers.
+
+workspace start -> push (after the parent's Stop) -> child claims its brief ->
+complete-return -> parent gets one live control line and claims the handoff ->
+child closed completed and its pane gone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.requests import new_request_id
+from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
+
+
+def _one(engine, sql: str, *args) -> tuple | None:
+    row = engine.conn.execute(sql, args).fetchone()
+    return None if row is None else tuple(row)
+
+
+def test_push_claim_complete_return(tmp_path: Path, tmux_socket: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    started = engine.frame_start(new_request_id(), route.frame_id)
+    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert wait_for(lambda: ">" in tmux(tmux_socket, "capture-pane", "-p", "-t", main)
+                    .split()), \
+        tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id} #{@sb_role} #{pane_dead}") + \
+        tmux(tmux_socket, "capture-pane", "-p", "-t", main)
+    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                 started.launch_id)[0] == "bound")
+
+    type_line(tmux_socket, main, "/push Fix the bug :: Make test_foo pass")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
+                                         " WHERE kind = 'push'") == ("completed",), 20)
+    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert child_pane != main
+    # parked parent is input-disabled; child is main
+    panes = tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id} #{pane_input_off}")
+    assert f"{main} 1" in panes.splitlines()
+    brief = _one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+    assert brief is not None
+    turn = _one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                        " WHERE kind = 'claim_brief'")
+    assert tuple(turn) == ("resume_initial", "settled", 1)
+    screen = tmux(tmux_socket, "capture-pane", "-p", "-t", child_pane)
+    assert screen.count("Call transition_claim() and follow") == 1
+
+    type_line(tmux_socket, child_pane, "/complete Fixed foo :: review and merge")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
+                                         " WHERE kind = 'complete_return'") == ("completed",),
+                    20)
+    assert _one(engine, "SELECT main_pane_id FROM user_views")[0] == main
+    frames = dict(engine.conn.execute("SELECT title, lifecycle_state || ':' ||"
+                                      " COALESCE(close_reason, '') FROM frames").fetchall())
+    assert frames["Fix the bug"] == "closed:completed"
+    turn = _one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                        " WHERE kind = 'claim_handoff'")
+    assert tuple(turn) == ("live_input", "settled", 1)
+    parent_screen = tmux(tmux_socket, "capture-pane", "-p", "-t", main)
+    assert parent_screen.count("> Call transition_claim() and follow") == 1
+    assert wait_for(lambda: child_pane not in tmux(tmux_socket, "list-panes", "-a", "-F",
+                                                   "#{pane_id}").split())
+    assert _one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0] is not None
+
+    # retrying the agent's complete call with the same words changes nothing
+    count = _one(engine, "SELECT COUNT(*) FROM view_transitions")[0]
+    type_line(tmux_socket, main, "hello")
+    assert wait_for(lambda: _one(engine, "SELECT activity FROM provider_sessions"
+                                         " WHERE session_key = ?", started.session_key)
+                    == ("ready",))
+    assert _one(engine, "SELECT COUNT(*) FROM view_transitions")[0] == count
