@@ -14,12 +14,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.tmux.errors import PaneNotFound
 from core.tmux.runner import TmuxCommand
 
 OK_MARKER = "SB_OK"
 REFUSED_PREFIX = "SB_REFUSED:"
+MISSING_PREFIX = "missing_"
 
-_LABEL = re.compile(r"^[a-z_]+$")
+_LABEL = re.compile(r"^[a-z_0-9]+$")
+_PANE_ID = re.compile(r"^%\d+$")
 
 
 def quote_token(token: str) -> str:
@@ -43,6 +46,8 @@ class Check:
     refusal: str
 
     def __post_init__(self) -> None:
+        if not _PANE_ID.match(self.target):
+            raise ValueError(f"guards target exact pane ids, not {self.target!r}")
         if not _LABEL.match(self.refusal):
             raise ValueError(f"refusal label must be lower_snake: {self.refusal!r}")
 
@@ -59,9 +64,17 @@ def guarded(checks: Sequence[Check], then: Sequence[TmuxCommand]) -> TmuxCommand
     """One argv `if-shell` that runs `then` + an OK marker only if every check holds.
 
     The first failing check prints `SB_REFUSED:<label>` and nothing else runs.
+    `if-shell -t` does not fail on a vanished pane (it evaluates the format
+    with no pane at all), so each target is first checked to exist and
+    refused as `missing_<n>` for pane `%n`.
     """
     if not checks:
         raise ValueError("a guard needs at least one check")
+    targets = list(dict.fromkeys(check.target for check in checks))
+    checks = [
+        *(Check(t, equals("#{pane_id}", t), MISSING_PREFIX + t[1:]) for t in targets),
+        *checks,
+    ]
     body = render([*then, ok_command()])
     for check in reversed(checks[1:]):
         body = (
@@ -93,10 +106,21 @@ def equals(format_expr: str, value: str) -> str:
 
 
 def outcome(stdout: Sequence[str]) -> str | None:
-    """`"ok"`, the refusal label, or None when the guard printed nothing."""
+    """`"ok"`, the refusal label, or None when the guard printed nothing.
+
+    Raises PaneNotFound when the refusal was a vanished target pane.
+    """
     for line in stdout:
         if line == OK_MARKER:
             return "ok"
         if line.startswith(REFUSED_PREFIX):
-            return line[len(REFUSED_PREFIX):]
+            label = line[len(REFUSED_PREFIX):]
+            if label.startswith(MISSING_PREFIX):
+                pane_id = "%" + label[len(MISSING_PREFIX):]
+                raise PaneNotFound(
+                    f"tmux pane {pane_id} no longer exists; nothing was changed. "
+                    "Reconcile the view.",
+                    pane_id=pane_id,
+                )
+            return label
     return None

@@ -166,7 +166,9 @@ def parse_pane(line: str) -> PaneSnapshot:
 
 
 def pane_lines(stdout: tuple[str, ...]) -> list[PaneSnapshot]:
-    return [parse_pane(line) for line in stdout if _SEP in line]
+    """Pane lines of a batch; a re-read of a vanished pane prints empty fields and is dropped."""
+    panes = [parse_pane(line) for line in stdout if _SEP in line]
+    return [pane for pane in panes if pane.pane_id]
 
 
 def pane_state_command(pane_id: str) -> TmuxCommand:

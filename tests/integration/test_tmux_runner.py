@@ -59,3 +59,12 @@ def test_no_server_is_a_specific_error(tmp_path: Path) -> None:
 def test_the_default_server_is_never_used() -> None:
     with pytest.raises(ValueError):
         TmuxRunner("")
+
+
+def test_guards_only_take_exact_pane_ids_and_quotable_tokens() -> None:
+    from core.tmux.commands import Check, guarded
+
+    with pytest.raises(ValueError):
+        Check("=scratch:", "1", "label")
+    with pytest.raises(ValueError):
+        guarded([Check("%1", "1", "label")], [("send-keys", "-t", "%1", "it's")])

@@ -241,3 +241,18 @@ def test_kill_only_the_exact_parked_launch_owned_pane(adapter: TmuxAdapter) -> N
     assert left.pane(a.pane_id) is None
     assert {p.pane_id for p in left} == {p.pane_id for p in snap} - {a.pane_id}
     assert left.view(VIEW) is not None and HOLDING_SESSION in left.sessions()
+
+
+def test_a_vanished_pane_is_reported_not_guessed(adapter: TmuxAdapter) -> None:
+    from core.tmux import PaneNotFound
+
+    layout = make_view(adapter)
+    assert layout.main is not None
+    with pytest.raises(PaneNotFound) as raised:
+        adapter.present(main_pane=layout.main.pane_id, target_pane="%999")
+    assert raised.value.pane_id == "%999"
+    with pytest.raises(PaneNotFound):
+        adapter.kill_surface_pane(pane_id="%999", surface_id=surface(1))
+    view = adapter.snapshot().view(VIEW)
+    assert view is not None and view.main is not None
+    assert view.main.pane_id == layout.main.pane_id
