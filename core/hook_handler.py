@@ -65,6 +65,10 @@ def _apply(engine, raw: str, hook: HookEvent) -> HookOutcome:
         if session["provider"] != hook.provider.value:
             raise Unauthorized("hook provider does not match the launched provider")
         if session["provider_session_id"].startswith("pending-"):
+            # Bind Codex's thread id only from a session/prompt hook, never from notify,
+            # which also fires for an internal title-generation thread.
+            if hook.kind not in (HookKind.SESSION_STARTED, HookKind.PROMPT_SUBMITTED):
+                return HookOutcome(False, "unbound session: waiting for its first prompt", key)
             key = sessions_ops.rekey_session(conn, key, hook.provider_session_id)
         elif session["provider_session_id"] != hook.provider_session_id:
             # Codex also notifies for an internal title-generation thread: foreign ids
