@@ -15,9 +15,16 @@ from core.enums import ViewMode
 from core.tmux import control_input, topology
 from core.tmux.control_input import ControlSubmission
 from core.tmux.identity import ServerIdentity, read_identity, verify_identity
-from core.tmux.panes import PaneSnapshot, ServerSnapshot, ViewLayout, snapshot, tag_pane
+from core.tmux.panes import (
+    HOLDING_SESSION,
+    PaneSnapshot,
+    ServerSnapshot,
+    ViewLayout,
+    snapshot,
+    tag_pane,
+)
 from core.tmux.runner import TmuxRunner
-from core.tmux.topology import Presented
+from core.tmux.topology import DEFAULT_NAVIGATOR_WIDTH, Presented
 
 
 class TmuxPort(Protocol):
@@ -35,8 +42,8 @@ class TmuxPort(Protocol):
                            env: Mapping[str, str] | None = None,
                            cwd: str | None = None) -> PaneSnapshot: ...
     def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
-                target_surface_id: str | None = None,
-                enable_target_input: bool = True) -> Presented: ...
+                target_surface_id: str | None = None, enable_target_input: bool = True,
+                launch_gate: str | None = None) -> Presented: ...
     def set_mode(self, *, view_id: str, mode: ViewMode) -> ViewLayout: ...
     def kill_surface_pane(self, *, pane_id: str, surface_id: str) -> None: ...
     def submit_control_line(self, *, pane_id: str, surface_id: str) -> ControlSubmission: ...
@@ -47,18 +54,32 @@ class TmuxPort(Protocol):
 class TmuxAdapter:
     """TmuxPort over a real server; never the default server (a socket path is required)."""
 
-    def __init__(self, runner: TmuxRunner, expected: ServerIdentity) -> None:
+    def __init__(
+        self,
+        runner: TmuxRunner,
+        expected: ServerIdentity,
+        *,
+        holding_session: str = HOLDING_SESSION,
+        navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
+    ) -> None:
         self.runner = runner
         self.expected = expected
+        self.holding_session = holding_session
+        self.navigator_width = navigator_width
 
     @classmethod
-    def bind(cls, expected: ServerIdentity) -> TmuxAdapter:
+    def bind(cls, expected: ServerIdentity, **settings: object) -> TmuxAdapter:
         """Adapter for a stored TmuxServer row; mutations fail if the server restarted."""
-        return cls(TmuxRunner(expected.socket_path), expected)
+        return cls(TmuxRunner(expected.socket_path), expected, **settings)  # type: ignore[arg-type]
 
     @classmethod
     def start(
-        cls, socket_path: str | os.PathLike[str], *, config_file: str | None = None
+        cls,
+        socket_path: str | os.PathLike[str],
+        *,
+        config_file: str | None = None,
+        holding_session: str = HOLDING_SESSION,
+        navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
     ) -> TmuxAdapter:
         """Ensure a server with a holding session runs on `socket_path`; bind to it.
 
@@ -66,8 +87,9 @@ class TmuxAdapter:
         after the holding session exists (two tmux processes).
         """
         runner = TmuxRunner(socket_path, config_file=config_file)
-        topology.ensure_holding_session(runner)
-        return cls(runner, read_identity(runner))
+        topology.ensure_holding_session(runner, holding_session=holding_session)
+        return cls(runner, read_identity(runner), holding_session=holding_session,
+                   navigator_width=navigator_width)
 
     @property
     def invocations(self) -> int:
@@ -81,11 +103,14 @@ class TmuxAdapter:
         return snapshot(self.runner)
 
     def ensure_holding_session(self) -> bool:
-        return topology.ensure_holding_session(self.runner, self.expected)
+        return topology.ensure_holding_session(
+            self.runner, self.expected, holding_session=self.holding_session
+        )
 
     def create_view(self, *, session_name: str, view_id: str, window_name: str,
                     navigator_command: Sequence[str], main_command: Sequence[str],
                     **options: object) -> ViewLayout:
+        options.setdefault("navigator_width", self.navigator_width)
         return topology.create_view(
             self.runner, self.expected, session_name=session_name, view_id=view_id,
             window_name=window_name, navigator_command=navigator_command,
@@ -96,20 +121,24 @@ class TmuxAdapter:
                            env: Mapping[str, str] | None = None,
                            cwd: str | None = None) -> PaneSnapshot:
         return topology.launch_staged_pane(
-            self.runner, self.expected, surface_id=surface_id, command=command, env=env, cwd=cwd
+            self.runner, self.expected, surface_id=surface_id, command=command, env=env, cwd=cwd,
+            holding_session=self.holding_session,
         )
 
     def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
-                target_surface_id: str | None = None,
-                enable_target_input: bool = True) -> Presented:
+                target_surface_id: str | None = None, enable_target_input: bool = True,
+                launch_gate: str | None = None) -> Presented:
         return topology.present(
             self.runner, self.expected, main_pane=main_pane, target_pane=target_pane,
             view_id=view_id, target_surface_id=target_surface_id,
-            enable_target_input=enable_target_input,
+            enable_target_input=enable_target_input, launch_gate=launch_gate,
         )
 
     def set_mode(self, *, view_id: str, mode: ViewMode) -> ViewLayout:
-        return topology.set_mode(self.runner, self.expected, view_id=view_id, mode=mode)
+        return topology.set_mode(
+            self.runner, self.expected, view_id=view_id, mode=mode,
+            navigator_width=self.navigator_width, holding_session=self.holding_session,
+        )
 
     def kill_surface_pane(self, *, pane_id: str, surface_id: str) -> None:
         topology.kill_surface_pane(

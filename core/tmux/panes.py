@@ -9,6 +9,8 @@ pane through swap-pane/break-pane/join-pane:
 - window `@sb_view`   the view a window *is*; read per pane, it names the
                       view the pane currently sits in
 - window `@sb_zoomed` zoom remembered while the view is in direct mode
+- session `@sb_holding` marks the holding session, whatever it is named;
+                      read per pane, it says "this pane is parked or staged"
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from core.tmux.identity import ServerIdentity, identity_command, run_guarded
 from core.tmux.runner import TmuxCommand, TmuxRunner
 
 HOLDING_SESSION = "_sb_holding"
-"""The hidden session of the same server where parked and staged panes live."""
+"""Default name of the hidden session where parked and staged panes live (config
+`tmux.holding_session`); guards recognise it by its `@sb_holding` tag, not its name."""
 
 OPT_ROLE = "@sb_role"
 OPT_SURFACE = "@sb_surface"
 OPT_SERVES = "@sb_serves"
 OPT_VIEW = "@sb_view"
 OPT_ZOOMED = "@sb_zoomed"
+OPT_HOLDING = "@sb_holding"
 
 _SEP = "\x1f"  # tmux escapes control characters inside names, so this never occurs in a value
 _TAG_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -79,11 +83,12 @@ class PaneSnapshot:
     view_id: str | None
     serves_view: str | None
     zoom_memo: bool
+    in_holding: bool
 
     @property
     def parked(self) -> bool:
         """In the holding session (parked or staged), where no view can reach it."""
-        return self.session_name == HOLDING_SESSION
+        return self.in_holding
 
     @property
     def managed(self) -> bool:
@@ -114,6 +119,7 @@ _FORMATS: dict[str, str] = {
     "view_id": "#{" + OPT_VIEW + "}",
     "serves_view": "#{" + OPT_SERVES + "}",
     "zoom_memo": "#{" + OPT_ZOOMED + "}",
+    "in_holding": "#{" + OPT_HOLDING + "}",
 }
 assert list(_FORMATS) == [f.name for f in fields(PaneSnapshot)]
 PANE_FORMAT = _SEP.join(_FORMATS.values())
@@ -162,6 +168,7 @@ def parse_pane(line: str) -> PaneSnapshot:
         view_id=raw["view_id"] or None,
         serves_view=raw["serves_view"] or None,
         zoom_memo=raw["zoom_memo"] == "1",
+        in_holding=raw["in_holding"] == "1",
     )
 
 

@@ -28,6 +28,7 @@ from core.tmux.errors import (
 from core.tmux.identity import ServerIdentity, check_identity, run_guarded
 from core.tmux.panes import (
     HOLDING_SESSION,
+    OPT_HOLDING,
     OPT_ROLE,
     OPT_SERVES,
     OPT_SURFACE,
@@ -45,15 +46,14 @@ from core.tmux.panes import (
 )
 from core.tmux.runner import TmuxCommand, TmuxRunner
 
-DEFAULT_NAVIGATOR_WIDTH = 32
+DEFAULT_NAVIGATOR_WIDTH = 40  # config `tmux.navigator_width` default
 HOLDING_SIZE = (200, 50)
 ANCHOR_COMMAND = ("tail", "-f", "/dev/null")
 """Keeps the holding session alive when no pane is parked; never killed."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HOLDING = f"={HOLDING_SESSION}:"
 _NOT_NAVIGATOR = f"#{{!=:#{{{OPT_ROLE}}},{PaneRole.NAVIGATOR}}}"
-_IN_HOLDING = equals("#{session_name}", HOLDING_SESSION)
+_IN_HOLDING = f"#{{{OPT_HOLDING}}}"
 _ALIVE = "#{?pane_dead,0,1}"
 
 
@@ -63,6 +63,8 @@ class Presented:
 
     main: PaneSnapshot
     parked: PaneSnapshot
+    gate_opened: bool = False
+    """True when `launch_gate` was signalled, in the same tmux group as the swap."""
 
 
 def _env_args(env: Mapping[str, str] | None) -> list[str]:
@@ -85,6 +87,13 @@ def _token() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def _session(name: str) -> str:
+    """Exact-match target for a session (`=name:`), so a prefix never matches another."""
+    if not name or any(ch in name for ch in ":.="):
+        raise ValueError(f"not a usable tmux session name: {name!r}")
+    return f"={name}:"
+
+
 def _require_ok(result: str | None, what: str) -> None:
     if result is None:
         raise TmuxCommandFailed(f"tmux did not report the outcome of {what}; reconcile the view.")
@@ -94,33 +103,46 @@ def ensure_holding_session(
     runner: TmuxRunner,
     expected: ServerIdentity | None = None,
     *,
+    holding_session: str = HOLDING_SESSION,
     size: tuple[int, int] = HOLDING_SIZE,
 ) -> bool:
     """Create the hidden holding session unless it exists; True if created.
 
     Starts the server when none runs (then `expected` must be None). The
-    session has an input-disabled anchor pane so it survives having nothing
-    parked, and `destroy-unattached off` since no client ever attaches to it.
+    session is tagged `@sb_holding` (guards and snapshots recognise it by the
+    tag), has `destroy-unattached off` since no client ever attaches, and an
+    input-disabled anchor pane so it survives having nothing parked. An
+    existing session of that name is (re)tagged, idempotently.
     """
     width, height = size
-    anchor = f"{_HOLDING}=sb-anchor"
-    commands: list[TmuxCommand] = [
-        ("new-session", "-d", "-s", HOLDING_SESSION, "-n", "sb-anchor",
+    session = _session(holding_session)
+    anchor = f"{session}=sb-anchor"
+    settings: list[TmuxCommand] = [
+        ("set-option", "-t", session, OPT_HOLDING, "1"),
+        ("set-option", "-t", session, "destroy-unattached", "off"),
+        ("set-option", "-t", session, "default-size", f"{width}x{height}"),
+    ]
+    create: list[TmuxCommand] = [
+        ("new-session", "-d", "-s", holding_session, "-n", "sb-anchor",
          "-x", str(width), "-y", str(height), *_command_args(ANCHOR_COMMAND)),
-        ("set-option", "-t", _HOLDING, "destroy-unattached", "off"),
-        ("set-option", "-t", _HOLDING, "default-size", f"{width}x{height}"),
+        *settings,
         ("set-option", "-p", "-t", anchor, OPT_ROLE, PaneRole.ANCHOR),
         ("select-pane", "-d", "-t", anchor),
     ]
-    try:
+
+    def run(commands: list[TmuxCommand]) -> None:
         if expected is None:
             runner.run(commands)
         else:
             run_guarded(runner, expected, commands)
+
+    try:
+        run(create)
     except TmuxCommandFailed as error:
-        if any("duplicate session" in line for line in error.stderr):
-            return False
-        raise
+        if not any("duplicate session" in line for line in error.stderr):
+            raise
+        run(settings)
+        return False
     return True
 
 
@@ -152,15 +174,15 @@ def create_view(
     existing = before.view(view_id)
     if existing is not None:
         return existing
-    if session_name == HOLDING_SESSION:
+    if any(p.parked for p in before if p.session_name == session_name):
         raise ValueError("a view never lives in the holding session")
     temp = f"sbv-{_token()}"
-    window = f"={session_name}:={temp}"
+    window = f"{_session(session_name)}={temp}"
     cwd_args = ["-c", cwd] if cwd else []
     main_args = [*_env_args(main_env), *cwd_args, *_command_args(main_command)]
     if session_name in before.sessions():
         create: TmuxCommand = (
-            "new-window", "-d", "-t", f"={session_name}:", "-n", temp, *main_args,
+            "new-window", "-d", "-t", _session(session_name), "-n", temp, *main_args,
         )
     else:
         create = ("new-session", "-d", "-s", session_name, "-n", temp, *main_args)
@@ -183,7 +205,7 @@ def create_view(
         ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
         ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
         ("rename-window", "-t", window, "--", window_name),
-        ("list-panes", "-s", "-t", f"={session_name}:", "-F", PANE_FORMAT),
+        ("list-panes", "-s", "-t", _session(session_name), "-F", PANE_FORMAT),
     ]
     output = run_guarded(runner, expected, commands)
     layout = ServerSnapshot(identity=expected, panes=tuple(pane_lines(output.stdout))).view(view_id)
@@ -200,6 +222,7 @@ def launch_staged_pane(
     command: Sequence[str],
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    holding_session: str = HOLDING_SESSION,
 ) -> PaneSnapshot:
     """Start `command` in a new input-disabled pane of the holding session.
 
@@ -209,11 +232,12 @@ def launch_staged_pane(
     so an early exit stays inspectable. Returns the re-read pane (one process).
     """
     check_tag_value(surface_id)
-    window = f"{_HOLDING}=sb-{_token()}"
-    name = window.rsplit("=", 1)[1]
+    name = f"sb-{_token()}"
+    window = f"{_session(holding_session)}={name}"
     cwd_args = ["-c", cwd] if cwd else []
     output = run_guarded(runner, expected, [
-        ("new-window", "-d", "-t", _HOLDING, "-n", name, *_env_args(env), *cwd_args,
+        ("new-window", "-d", "-t", _session(holding_session), "-n", name, *_env_args(env),
+         *cwd_args,
          *_command_args(command)),
         ("set-option", "-p", "-t", window, OPT_SURFACE, surface_id),
         ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.PROVIDER),
@@ -236,6 +260,7 @@ def present(
     view_id: str | None = None,
     target_surface_id: str | None = None,
     enable_target_input: bool = True,
+    launch_gate: str | None = None,
 ) -> Presented:
     """Swap parked `target_pane` into `main`; the old main is parked, input disabled.
 
@@ -245,7 +270,10 @@ def present(
     window (exactly `view_id` if given) and is not the navigator.
     `swap-pane -d -Z` keeps the active position and the window's zoom.
     Pass `enable_target_input=False` to keep the new main fenced for a
-    control turn. Returns both panes re-read after the swap.
+    control turn. `launch_gate` (a `tmux wait-for` channel the staged pane
+    waits on before exec'ing the provider) is signalled right after the swap
+    in the same tmux command group, so it opens only if the swap happened.
+    Returns both panes re-read after the swap.
     """
     managed = (
         equals(f"#{{{OPT_SURFACE}}}", check_tag_value(target_surface_id))
@@ -260,6 +288,10 @@ def present(
     ]
     if enable_target_input:
         moves.append(("select-pane", "-e", "-t", target_pane))
+    if launch_gate:
+        # Same tmux group as the swap: it runs only if the swap succeeded, i.e. once
+        # the target occupies the position the guard just proved is the view's main.
+        moves.append(("wait-for", "-S", check_tag_value(launch_gate)))
     output = run_guarded(runner, expected, [
         guarded([
             Check(target_pane, both(managed, _NOT_NAVIGATOR), "target_unmanaged"),
@@ -285,7 +317,7 @@ def present(
         )
     if len(panes) != 2:
         raise TmuxCommandFailed("present did not report its post-state")
-    return Presented(main=panes[0], parked=panes[1])
+    return Presented(main=panes[0], parked=panes[1], gate_opened=launch_gate is not None)
 
 
 def set_mode(
@@ -295,6 +327,7 @@ def set_mode(
     view_id: str,
     mode: ViewMode,
     navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
+    holding_session: str = HOLDING_SESSION,
 ) -> ViewLayout:
     """Switch a view between navigator and direct mode without touching `main`.
 
@@ -327,7 +360,8 @@ def set_mode(
             [Check(nav, both(is_navigator, equals("#{window_id}", window)), "navigator_moved")],
             [
                 ("set-option", "-w", "-t", window, "-F", OPT_ZOOMED, "#{window_zoomed_flag}"),
-                ("break-pane", "-d", "-s", nav, "-t", _HOLDING, "-n", f"sb-nav-{view_id}"),
+                ("break-pane", "-d", "-s", nav, "-t", _session(holding_session),
+                 "-n", f"sb-nav-{view_id}"),
                 ("select-pane", "-d", "-t", nav),
             ],
         )
@@ -346,7 +380,7 @@ def set_mode(
         )
     output = run_guarded(runner, expected, [
         guard,
-        ("list-panes", "-s", "-t", f"={layout.session_name}:", "-F", PANE_FORMAT),
+        ("list-panes", "-s", "-t", _session(layout.session_name), "-F", PANE_FORMAT),
         pane_state_command(nav),
     ])
     result = outcome(output.stdout)

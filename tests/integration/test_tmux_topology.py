@@ -11,12 +11,17 @@ import pytest
 from core.enums import ViewMode
 from core.tmux import (
     HOLDING_SESSION,
+    PaneNotFound,
     PaneRole,
     PlacementRefused,
     TmuxAdapter,
+    TmuxRunner,
     UnmanagedPane,
     ViewLayout,
+    ensure_holding_session,
+    read_identity,
 )
+from core.tmux.topology import DEFAULT_NAVIGATOR_WIDTH
 from tests.integration.conftest import received, wait_for, wait_ready
 
 VIEW = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -40,7 +45,7 @@ def test_create_view_builds_navigator_left_and_main_right(adapter: TmuxAdapter) 
     assert adapter.invocations - before == 2
     assert layout.mode is ViewMode.NAVIGATOR and not layout.zoomed
     assert layout.navigator is not None and layout.main is not None
-    assert layout.navigator.left == 0 and layout.navigator.width == 32
+    assert layout.navigator.left == 0 and layout.navigator.width == DEFAULT_NAVIGATOR_WIDTH
     assert layout.main.left > layout.navigator.left
     assert layout.navigator.active and layout.navigator.role is PaneRole.NAVIGATOR
     assert layout.main.role is PaneRole.PLACEHOLDER and layout.main.window_name == "proj"
@@ -105,7 +110,7 @@ def test_present_and_park_round_trip(adapter: TmuxAdapter) -> None:
     # processes were never restarted: same pids as at launch
     assert after.pane(a.pane_id).pane_pid == a.pane_pid  # type: ignore[union-attr]
     assert after.pane(b.pane_id).pane_pid == b.pane_pid  # type: ignore[union-attr]
-    assert view.navigator is not None and view.navigator.width == 32
+    assert view.navigator is not None and view.navigator.width == DEFAULT_NAVIGATOR_WIDTH
 
 
 def test_present_refuses_and_moves_nothing(adapter: TmuxAdapter) -> None:
@@ -175,6 +180,7 @@ def test_mode_toggle_keeps_provider_and_zoom(adapter: TmuxAdapter, zoomed: bool)
     assert back.main.pane_pid == provider.pane_pid
     assert back.navigator is not None and back.navigator.pane_id == layout.navigator.pane_id  # type: ignore[union-attr]
     assert back.navigator.left == 0 and not back.navigator.input_off
+    assert back.navigator.width == DEFAULT_NAVIGATOR_WIDTH
     assert back.navigator.pane_pid == layout.navigator.pane_pid  # type: ignore[union-attr]
     assert adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR) == back  # no-op
 
@@ -244,8 +250,6 @@ def test_kill_only_the_exact_parked_launch_owned_pane(adapter: TmuxAdapter) -> N
 
 
 def test_a_vanished_pane_is_reported_not_guessed(adapter: TmuxAdapter) -> None:
-    from core.tmux import PaneNotFound
-
     layout = make_view(adapter)
     assert layout.main is not None
     with pytest.raises(PaneNotFound) as raised:
@@ -256,3 +260,50 @@ def test_a_vanished_pane_is_reported_not_guessed(adapter: TmuxAdapter) -> None:
     view = adapter.snapshot().view(VIEW)
     assert view is not None and view.main is not None
     assert view.main.pane_id == layout.main.pane_id
+
+
+def test_a_provider_exit_in_direct_mode_leaves_the_view_standing(adapter: TmuxAdapter) -> None:
+    assert adapter.ensure_holding_session() is False  # already there: idempotent
+    layout = make_view(adapter)
+    assert layout.main is not None
+    short = adapter.launch_staged_pane(surface_id=surface(1), command=["sh", "-c", "read x"])
+    adapter.present(main_pane=layout.main.pane_id, target_pane=short.pane_id)
+    adapter.set_mode(view_id=VIEW, mode=ViewMode.DIRECT)
+    adapter.runner.run([("send-keys", "-t", short.pane_id, "Enter")])  # provider exits
+    wait_for(lambda: adapter.snapshot().pane(short.pane_id).dead)  # type: ignore[union-attr]
+    view = adapter.snapshot().view(VIEW)
+    assert view is not None and view.window_id == layout.window_id
+    assert view.main is not None and view.main.pane_id == short.pane_id and view.main.dead
+    assert view.main.dead_status == 0
+
+
+def test_launch_gate_opens_only_with_the_swap(adapter: TmuxAdapter, tmp_path: Path) -> None:
+    layout = make_view(adapter)
+    assert layout.main is not None and layout.navigator is not None
+    marker = tmp_path / "exec.txt"
+    gated = ["sh", "-c", f"tmux wait-for sb-launch-1 && echo started > {marker}; exec sleep 600"]
+    pane = adapter.launch_staged_pane(surface_id=surface(1), command=gated)
+    with pytest.raises(PlacementRefused):  # refused move: the gate stays shut
+        adapter.present(main_pane=layout.navigator.pane_id, target_pane=pane.pane_id,
+                        launch_gate="sb-launch-1")
+    time.sleep(0.3)
+    assert not marker.exists()
+    shown = adapter.present(main_pane=layout.main.pane_id, target_pane=pane.pane_id,
+                            launch_gate="sb-launch-1")
+    assert shown.gate_opened and shown.main.pane_id == pane.pane_id
+    wait_for(marker.exists)
+
+
+def test_holding_session_is_recognised_by_its_tag_not_its_name(runner: TmuxRunner) -> None:
+
+    assert ensure_holding_session(runner, holding_session="parked_here") is True
+    adapter = TmuxAdapter(runner, read_identity(runner), holding_session="parked_here")
+    assert adapter.ensure_holding_session() is False
+    layout = make_view(adapter)
+    assert layout.main is not None
+    pane = adapter.launch_staged_pane(surface_id=surface(1), command=SLEEP)
+    assert pane.session_name == "parked_here" and pane.parked
+    shown = adapter.present(main_pane=layout.main.pane_id, target_pane=pane.pane_id)
+    assert shown.parked.session_name == "parked_here" and shown.parked.parked
+    direct = adapter.set_mode(view_id=VIEW, mode=ViewMode.DIRECT)
+    assert direct.navigator is not None and direct.navigator.session_name == "parked_here"
