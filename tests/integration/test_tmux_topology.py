@@ -209,6 +209,11 @@ def test_holding_panes_are_unreachable_by_window_navigation(adapter: TmuxAdapter
                               ("display-message", "-p", "-t", "=scratch:", "#{window_id}")],
                              check=False)
             reached_windows.update(line for line in out.stdout if line.startswith("@"))
+    for index in range(12):
+        out = runner.run([("select-window", "-t", f"=scratch:{index}"),
+                          ("display-message", "-p", "-t", "=scratch:", "#{window_id}")],
+                         check=False)
+        reached_windows.update(line for line in out.stdout if line.startswith("@"))
     for _ in range(4):
         out = runner.run([("select-pane", "-t", f"{layout.window_id}.{{next}}"),
                           ("display-message", "-p", "-t", layout.window_id, "#{pane_id}")])
