@@ -20,6 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _hook(args: argparse.Namespace) -> int:
+    import os
+
+    if not os.environ.get("SWITCHBOARD_CAPABILITY") and \
+            not os.environ.get("SWITCHBOARD_GENERATION"):
+        return 0  # unmanaged session: nothing to load, nothing to write
     from core.hook_handler import handle_hook
 
     payload = args.payload if args.payload is not None else sys.stdin.buffer.read()
