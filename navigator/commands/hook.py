@@ -24,7 +24,11 @@ def _hook(args: argparse.Namespace) -> int:
 
     if not os.environ.get("SWITCHBOARD_CAPABILITY") and \
             not os.environ.get("SWITCHBOARD_GENERATION"):
-        return 0  # unmanaged session: nothing to load, nothing to write
+        # unmanaged session: nothing to load, nothing to write
+        if args.json:
+            sys.stdout.write('{"activity": null, "executed": [], "handled": false,'
+                             ' "reason": "unmanaged session: no Switchboard markers"}\n')
+        return 0
     from core.hook_handler import handle_hook
 
     payload = args.payload if args.payload is not None else sys.stdin.buffer.read()
