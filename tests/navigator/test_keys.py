@@ -1,0 +1,258 @@
+"""Every navigator key against a real registry: press the key, then read the rows."""
+
+from __future__ import annotations
+
+from core.requests import new_request_id
+from navigator.app import SwitchboardApp
+from navigator.screens.complete import CompleteReturnScreen
+from navigator.screens.confirm import ConfirmScreen
+from navigator.screens.help import HelpScreen
+from navigator.widgets.frames import frame_key
+from navigator.widgets.recoveries import RecoveryList
+from tests.navigator.helpers import notices, select_frame, select_project, settle, tree
+from tests.navigator.scenario import Scenario
+
+SIZE = (80, 24)
+
+
+async def test_enter_on_a_project_creates_its_view_and_workspace(empty: Scenario) -> None:
+    engine = empty.engine
+    alpha_id = next(p.project_id for p in engine.config.projects if p.name == "alpha")
+    app = SwitchboardApp(empty.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_project(pilot, alpha_id)
+        await pilot.press("enter")
+        await settle(pilot)
+        view = engine.conn.execute("SELECT * FROM user_views WHERE project_id = ?",
+                                   (alpha_id,)).fetchone()
+        assert view is not None
+        workspace = engine.conn.execute("SELECT * FROM frames WHERE frame_id = ?",
+                                        (view["active_frame_id"],)).fetchone()
+        assert workspace["role"] == "workspace"
+        assert app.current_view_id == view["view_id"]
+        # the tree now shows the workspace under alpha, marked as shown
+        ref = tree(app).frame_nodes()[frame_key(workspace["frame_id"])].data
+        assert ref is not None and ref.shown
+
+
+async def test_enter_on_an_open_frame_focuses_it(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Write docs")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert demo.view_row("alpha")["active_frame_id"] == demo.frames["Write docs"]
+        # navigation only: nothing closed
+        assert demo.frame_row("Fix login")["lifecycle_state"] == "open"
+
+
+async def test_b_goes_back_to_the_parent_and_keeps_the_task_open(demo: Scenario) -> None:
+    demo.engine.view_focus(new_request_id(), demo.views["alpha"], demo.frames["Fix login"])
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press("b")
+        await settle(pilot)
+        assert demo.view_row("alpha")["active_frame_id"] == demo.frames["alpha"]
+        assert demo.frame_row("Fix login")["lifecycle_state"] == "open"
+
+
+async def test_b_on_a_workspace_is_refused_with_what_to_do(demo: Scenario) -> None:
+    revision = demo.view_row("alpha")["revision"]
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "alpha")
+        await pilot.press("b")
+        await settle(pilot)
+        errors = [m for severity, m in notices(app) if severity == "error"]
+        assert errors and "no parent" in errors[-1]
+        assert "Traceback" not in errors[-1]
+    assert demo.view_row("alpha")["revision"] == revision
+
+
+async def test_n_starts_a_session_in_the_selected_frame(demo: Scenario) -> None:
+    assert demo.frame_row("beta")["current_session_key"] is None
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "beta")
+        await pilot.press("n")
+        await settle(pilot)
+    key = demo.frame_row("beta")["current_session_key"]
+    assert key is not None
+    launch = demo.engine.conn.execute("SELECT * FROM launch_intents WHERE frame_id = ?",
+                                      (demo.frames["beta"],)).fetchone()
+    assert launch is not None and launch["session_key"] == key
+
+
+async def test_c_asks_for_a_handoff_and_completes_the_task(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompleteReturnScreen)
+        await pilot.press(*"login fixed", "enter", *"ship it", "enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, CompleteReturnScreen)
+    frame = demo.frame_row("Fix login")
+    assert frame["lifecycle_state"] in ("closing", "closed")
+    assert frame["close_reason"] == "completed"
+    handoff = demo.engine.conn.execute(
+        "SELECT summary, next_action FROM completion_handoffs WHERE source_frame_id = ?",
+        (demo.frames["Fix login"],)).fetchone()
+    assert tuple(handoff) == ("login fixed", "ship it")
+
+
+async def test_c_requires_a_summary_and_escape_cancels(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.click("#ok")
+        await pilot.pause()
+        assert isinstance(app.screen, CompleteReturnScreen)  # still asking
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, CompleteReturnScreen)
+    assert demo.frame_row("Fix login")["lifecycle_state"] == "open"
+
+
+async def test_c_on_the_workspace_explains_instead_of_asking(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "alpha")
+        await pilot.press("c")
+        await pilot.pause()
+        assert not isinstance(app.screen, CompleteReturnScreen)
+        assert any("has no parent" in m for _, m in notices(app))
+
+
+async def test_x_closes_the_task_after_confirmation(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Write docs")
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+    frame = demo.frame_row("Write docs")
+    assert frame["close_reason"] == "dismissed"
+    assert frame["lifecycle_state"] in ("closing", "closed")
+
+
+async def test_x_then_no_keeps_the_task(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Write docs")
+        await pilot.press("x")
+        await pilot.pause()
+        await pilot.press("n")  # "no" in the dialog, not "start"
+        await settle(pilot)
+    assert demo.frame_row("Write docs")["lifecycle_state"] == "open"
+    assert demo.frame_row("Write docs")["current_session_key"] is not None
+
+
+async def test_r_reopens_a_closed_frame_from_history(demo: Scenario) -> None:
+    assert demo.frame_row("Old spike")["lifecycle_state"] == "closed"
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Old spike")
+        await pilot.press("enter")  # History is read-only: enter only explains
+        await settle(pilot)
+        assert demo.frame_row("Old spike")["lifecycle_state"] == "closed"
+        assert any("press r to reopen" in m for _, m in notices(app))
+        await pilot.press("r")
+        await settle(pilot)
+        assert demo.frame_row("Old spike")["lifecycle_state"] == "open"
+        ref = tree(app).frame_nodes()[frame_key(demo.frames["Old spike"])].data
+        assert ref is not None and not ref.in_history  # moved out of History
+
+
+async def test_m_toggles_the_view_mode(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press("m")
+        await settle(pilot)
+        assert demo.view_row("alpha")["mode"] == "direct"
+        await pilot.press("m")
+        await settle(pilot)
+        assert demo.view_row("alpha")["mode"] == "navigator"
+    assert demo.view_row("beta")["mode"] == "navigator"
+
+
+async def test_shift_r_runs_the_selected_recovery(demo: Scenario) -> None:
+    recovery_id = demo.recoveries[0]
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one(RecoveryList).focus()
+        await pilot.pause()
+        await pilot.press("R")
+        await settle(pilot)
+        assert not [m for s, m in notices(app) if s == "error"]
+        assert app.query_one(RecoveryList).highlighted_key is None  # panel emptied
+    state = demo.engine.conn.execute("SELECT state FROM recoveries WHERE recovery_id = ?",
+                                     (recovery_id,)).fetchone()[0]
+    assert state == "resolved"
+
+
+async def test_d_dismisses_the_selected_recovery(demo: Scenario) -> None:
+    recovery_id = demo.recoveries[0]
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one(RecoveryList).focus()
+        await pilot.press("d")
+        await settle(pilot)
+    state = demo.engine.conn.execute("SELECT state FROM recoveries WHERE recovery_id = ?",
+                                     (recovery_id,)).fetchone()[0]
+    assert state == "dismissed"
+
+
+async def test_slash_filters_the_tree_and_escape_clears(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"docs")
+        await pilot.pause()
+        keys = set(tree(app).frame_nodes())
+        assert frame_key(demo.frames["Write docs"]) in keys
+        assert frame_key(demo.frames["Fix login"]) not in keys
+        assert frame_key(demo.frames["beta"]) not in keys
+        await pilot.press("enter")  # keep the filter, back to the tree
+        assert app.focused is tree(app)
+        await pilot.press("slash", "escape")
+        await pilot.pause()
+        assert frame_key(demo.frames["Fix login"]) in tree(app).frame_nodes()
+
+
+async def test_question_mark_shows_every_key(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        listed = dict(app.screen.keys)
+        for key in ("n", "b", "c", "x", "r", "m", "R", "/", "?", "enter"):
+            assert key in listed, key
+        await pilot.press("b")  # engine keys are off while the help is open
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, HelpScreen)
+    assert demo.view_row("alpha")["active_frame_id"] == demo.frames["alpha"]
