@@ -44,7 +44,7 @@ VERSION_TIMEOUT_RANGE = (0.1, 60.0)
 DEFAULT_WATCHDOG_SECONDS = 5.0
 DEFAULT_VERSION_TIMEOUT_SECONDS = 5.0
 
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _SESSION_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SSH_TARGET_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@:/\[\]%+-]{0,254}$")
@@ -286,7 +286,7 @@ class _Reader:
     def uuid(self, value: object, path: str) -> Any:
         if not isinstance(value, str):
             return self.fail(path, f"must be a UUID string (got {_toml_type(value)})")
-        if not _UUID_RE.match(value):
+        if not _UUID_RE.fullmatch(value):
             return self.fail(path, "must be a UUID like 0b6c2b3e-5d0a-4c47-9d3b-2f4f1e8a9c10")
         value = value.lower()
         if value == NIL_UUID:
@@ -362,19 +362,19 @@ class _Reader:
         return text
 
     def session_name(self, value: object, path: str) -> Any:
-        if not isinstance(value, str) or not _SESSION_NAME_RE.match(value):
+        if not isinstance(value, str) or not _SESSION_NAME_RE.fullmatch(value):
             return self.fail(path, "must be a tmux session name of 1-64 letters, digits, "
                                    "'_' or '-'")
         return value
 
     def remote_name(self, value: object, path: str) -> Any:
-        if not isinstance(value, str) or not _REMOTE_NAME_RE.match(value):
+        if not isinstance(value, str) or not _REMOTE_NAME_RE.fullmatch(value):
             return self.fail(path, "must be 1-64 letters, digits, '.', '_' or '-', "
                                    "starting with a letter or digit")
         return value
 
     def ssh_target(self, value: object, path: str) -> Any:
-        if not isinstance(value, str) or not _SSH_TARGET_RE.match(value):
+        if not isinstance(value, str) or not _SSH_TARGET_RE.fullmatch(value):
             return self.fail(path, "must be an ssh destination such as user@host or a Host "
                                    "alias (no spaces, not starting with '-')")
         return value

@@ -93,7 +93,7 @@ def format_path(segments: list[str | int] | tuple[str | int, ...]) -> str:
     for segment in segments:
         if isinstance(segment, int):
             out.append(f"[{segment}]")
-        elif _IDENT_RE.match(segment) and len(segment) <= 64:
+        elif _IDENT_RE.fullmatch(segment) and len(segment) <= 64:
             out.append(f".{segment}")
         else:
             out.append(f"[{json.dumps(segment[:64], ensure_ascii=True)}]")
@@ -367,7 +367,7 @@ def _json_type(value: Any) -> str:
 
 class UuidKind(Kind):
     def load(self, value: Any, path: str) -> str:
-        if not isinstance(value, str) or not _UUID_RE.match(value) or value == NIL_UUID:
+        if not isinstance(value, str) or not _UUID_RE.fullmatch(value) or value == NIL_UUID:
             raise EnvelopeError(f"{path}: must be a non-nil lowercase UUID "
                                 f"(got {_json_type(value)})")
         return value
@@ -399,7 +399,7 @@ class PatternKind(Kind):
         self.description = description
 
     def load(self, value: Any, path: str) -> str:
-        if not isinstance(value, str) or not self.regex.match(value):
+        if not isinstance(value, str) or not self.regex.fullmatch(value):
             raise EnvelopeError(f"{path}: must be {self.description} (got {_json_type(value)})")
         return value
 

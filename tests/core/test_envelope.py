@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import itertools
 import json
 import uuid
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.enums import (
@@ -438,6 +440,7 @@ def test_non_finite_and_unsafe_numbers_in_text(text: bytes) -> None:
                                                      "\u2066", "\u2028"]),
     _safe_text, _safe_text, st.booleans(), _keys,
 )
+@example(control="\n", before="A", after="", in_key=True, key="a")
 def test_terminal_controls_are_rejected_in_values_and_keys(
     control: str, before: str, after: str, in_key: bool, key: str
 ) -> None:
@@ -725,8 +728,10 @@ def test_encoding_a_state_with_a_dangling_reference_is_refused() -> None:
 
 @st.composite
 def navigator_states(draw: st.DrawFn) -> NavigatorState:
-    ids = iter(draw(st.lists(st.uuids(version=4).map(str), min_size=80, max_size=80,
-                             unique=True)))
+    seed = draw(st.integers(0, 2**32))
+    # Hash-derived ids: unique and unordered, without drawing 80 UUIDs one by one.
+    ids = (str(uuid.UUID(bytes=hashlib.md5(f"{seed}:{n}".encode()).digest(), version=4))
+           for n in itertools.count())
     titles = st.text(max_size=20).filter(lambda s: UNSAFE_CHARS.search(s) is None)
     hosts = [HostRow(host_id=next(ids), display_name="h", generation_id=next(ids),
                      stale=draw(st.booleans()), reachability=draw(st.sampled_from(Reachability)))
@@ -790,7 +795,7 @@ def navigator_states(draw: st.DrawFn) -> NavigatorState:
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(navigator_states())
 def test_navigator_state_property_round_trip(state: NavigatorState) -> None:
     data = encode_canonical(state)
@@ -802,7 +807,7 @@ def test_navigator_state_property_round_trip(state: NavigatorState) -> None:
         assert [k[0] for k in keys] == sorted(k[0] for k in keys)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(navigator_states(), st.data())
 def test_any_dangling_frame_reference_is_rejected(state: NavigatorState,
                                                   data: st.DataObject) -> None:
