@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from core.enums import Activity, ActivationState, Reachability
+from core.enums import ActivationState, Activity, Reachability
 from core.state_types import (
     BreadcrumbItem,
     FrameSummary,
