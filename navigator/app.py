@@ -627,14 +627,15 @@ class SwitchboardApp(App[None]):
         self._update_breadcrumb()
 
     def _schedule_ui_save(self) -> None:
+        """Snapshot now (cheap), write at most twice a second (debounced)."""
         if not self._restored or not self.is_running:
             return
+        self._ui_snapshot = self.collect_ui_state()
         if self._save_timer is not None:
             self._save_timer.stop()
         self._save_timer = self.set_timer(0.5, self._save_ui_state)
 
     def _save_ui_state(self) -> None:
-        self._ui_snapshot = self.collect_ui_state()
         self._write_ui_state(dict(self._ui_snapshot))
 
     @work(thread=True, exclusive=True, group="ui-state", exit_on_error=False)
@@ -654,11 +655,8 @@ class SwitchboardApp(App[None]):
             pass
 
     def on_unmount(self) -> None:
-        if self._restored:
-            try:
-                self._ui_snapshot = self.collect_ui_state()
-            except Exception:
-                pass
+        """Exit writes the last snapshot synchronously: one small file, once."""
+        if self._restored and self._ui_snapshot:
             self.write_ui_state_now(self._ui_snapshot)
 
 
