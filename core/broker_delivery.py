@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -186,7 +187,7 @@ class DrainReport:
     not_notified: NotNotified | None = None
 
 
-def _eligible_target(row: object) -> tuple[PaneTarget | None, str | None]:
+def _eligible_target(row: sqlite3.Row | None) -> tuple[PaneTarget | None, str | None]:
     """A concrete pane for an active ordinary member of a live fleet, or the reason not."""
     if row is None:
         return None, "recipient no longer exists"
@@ -205,7 +206,7 @@ def _eligible_target(row: object) -> tuple[PaneTarget | None, str | None]:
                       row["mux_pane_id"]), None
 
 
-def _target_row(store: BrokerStore, member_id: int) -> object:
+def _target_row(store: BrokerStore, member_id: int) -> sqlite3.Row | None:
     return store.conn.execute(
         "SELECT m.member_id, m.status, f.director_member_id, f.deleted_at AS fleet_deleted_at,"
         " p.backend, p.mux_session, p.mux_window_id, p.mux_pane_id"
@@ -249,8 +250,7 @@ class Notifier:
                                 NotNotified(message_id, to_member_id, locked_target.pane,
                                             "the placement kept moving")))
                         continue  # moved meanwhile: take the new pane's lock instead
-                    if locked_target != target:
-                        target = locked_target  # same pane lock, window renamed
+                    target = locked_target  # same pane lock (the window may have changed)
                     attempted.add(message_id)
                     row = store.get_message(message_id)
                     if (row is None
@@ -264,7 +264,11 @@ class Notifier:
                     self.typer.type_line(target, line)
                     if self.after_submit is not None:
                         self.after_submit(message_id)
-                    store.stamp_notified(message_id, now())  # 0 rows: ACKed first, fine
+                    try:
+                        store.stamp_notified(message_id, now())  # 0 rows: ACKed first, fine
+                    except sqlite3.OperationalError as exc:  # typed, but the file is locked
+                        raise DeliveryFailed(f"typed, but notified_at not stamped ({exc})"
+                                             ) from exc
                     notified.append(message_id)
             except DeliveryFailed as exc:
                 return DrainReport(to_member_id, tuple(notified), not_notified=NotNotified(

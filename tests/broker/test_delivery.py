@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -279,6 +280,26 @@ def test_wait_retries_an_unnotified_message(
         assert [r.notified for r in waited.deliveries] == [(message_id,)]
         assert len(wait_for_lines(tmux_server, alive.mux_pane_id, 1)) == 1
         assert notified_at(broker, message_id) is not None
+
+
+def test_unstampable_line_is_not_notified(
+        broker_path: Path, tmux_socket: Path, tmux_server: libtmux.Server,
+        fake_pane: Callable[[], PlacementSpec], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typed but not stamped (file locked): a diagnostic, and the message stays unstamped."""
+    worker_pane = fake_pane()
+    with make_broker(broker_path, tmux_socket) as broker:
+        fleet_id, director_id, worker_id = fleet_with_worker(broker, fake_pane(), worker_pane)
+
+        def locked(message_id: int, at: str) -> int:
+            raise sqlite3.OperationalError("database is locked")
+
+        monkeypatch.setattr(broker.store, "stamp_notified", locked)
+        result = broker.send(fleet_id, director_id, worker_id, "x")
+        assert result.delivery is not None and result.delivery.notified == ()
+        assert result.delivery.not_notified is not None
+        assert "not stamped (database is locked)" in result.delivery.not_notified.reason
+        assert notified_at(broker, result.message.message_id) is None
+        assert len(wait_for_lines(tmux_server, worker_pane.mux_pane_id, 1)) == 1
 
 
 def test_typer_without_socket_fails_cleanly() -> None:
