@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container, Vertical
@@ -45,6 +45,8 @@ UI_STATE_VERSION = 1
 ENGINE_ACTIONS = frozenset({"start", "back", "complete", "close_frame", "reopen",
                             "toggle_mode", "recover", "search", "help"})
 PANELS = ("views", "projects", "recoveries", "inbox")
+#: Below this many columns the panels stack (the navigator as a sidebar pane).
+NARROW_WIDTH = 60
 
 
 def stylesheet_path() -> Path:
@@ -65,7 +67,7 @@ class SwitchboardApp(App[None]):
 
     CSS_PATH = stylesheet_path()
     TITLE = "Switchboard"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (60, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-wide")]
     COMMANDS = App.COMMANDS | {PlacesProvider}
     BINDINGS = [
         Binding("n", "start", "Start", tooltip="start an agent session in the frame"),
@@ -146,6 +148,10 @@ class SwitchboardApp(App[None]):
         self.query_one(FrameTree).focus()
         self._load(first=True)
         self.set_interval(self.poll_interval, self._poll)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A 40-column sidebar gets the compact footer (keys without padding)."""
+        self.query_one(Footer).compact = event.size.width < NARROW_WIDTH
 
     def _configured_projects(self) -> list[ProjectRow]:
         """Projects in config that were never entered have no registry row yet."""

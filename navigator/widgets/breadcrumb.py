@@ -29,7 +29,7 @@ class Breadcrumb(Widget):
         view = self.view
         style = self.get_component_rich_style
         if view is None:
-            return Text("Switchboard · select a project and press enter",
+            return Text("Switchboard · pick a project, press enter",
                         style=style("breadcrumb--empty", partial=True))
         crumbs = [item.title for item in view.breadcrumb] or [view.title]
         line = Text(no_wrap=True, overflow="ellipsis")

@@ -18,7 +18,7 @@ from core.state_types import NavigatorState, RecoveryRow
 from navigator.widgets.rows import Row, RowList
 
 ACTIONABILITY: dict[str, tuple[str, str]] = {
-    "safe_auto": ("⚡", "R fixes"),
+    "safe_auto": ("↻", "R fixes"),
     "open_view": ("→", "look"),
     "manual": ("✎", "manual"),
 }

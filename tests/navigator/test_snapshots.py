@@ -1,0 +1,84 @@
+"""Snapshots of the main screens at 80x24 and in a 40-column sidebar (40x40).
+
+Registries come from the frozen scenario (fixed clock, sequential ids), so
+every pixel is deterministic. Update deliberately: ``pytest --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from navigator.app import SwitchboardApp
+from tests.navigator.helpers import select_frame, settle
+from tests.navigator.scenario import Scenario
+
+WIDE = (80, 24)
+SIDEBAR = (40, 40)
+
+
+def loaded(scenario: Scenario | None = None, frame: str | None = None,
+           keys: Iterable[str] = ()) -> Callable[[Pilot], Awaitable[None]]:
+    """Wait for the first state, optionally select a frame and press keys."""
+
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        if scenario is not None and frame is not None:
+            await select_frame(pilot, scenario, frame)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        for field in pilot.app.query(Input):  # no blinking cursor in a snapshot
+            field.cursor_blink = False
+        for screen in pilot.app.screen_stack:
+            for field in screen.query(Input):
+                field.cursor_blink = False
+        await settle(pilot)
+        pilot.app.clear_notifications()  # toasts carry timing, not layout
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_main_screen(snap_compare, demo: Scenario, size: tuple[int, int]) -> None:
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
+                        run_before=loaded(demo, "Fix login"))
+
+
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_first_run_screen(snap_compare, empty: Scenario, size: tuple[int, int]) -> None:
+    assert snap_compare(SwitchboardApp(empty.client), terminal_size=size,
+                        run_before=loaded())
+
+
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_complete_dialog(snap_compare, demo: Scenario, size: tuple[int, int]) -> None:
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
+                        run_before=loaded(demo, "Fix login", ["c", *"login fixed"]))
+
+
+def test_close_confirmation(snap_compare, demo: Scenario) -> None:
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=SIDEBAR,
+                        run_before=loaded(demo, "Write docs", ["x"]))
+
+
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_help_screen(snap_compare, demo: Scenario, size: tuple[int, int]) -> None:
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
+                        run_before=loaded(demo, None, ["question_mark"]))
+
+
+def test_search_filter(snap_compare, demo: Scenario) -> None:
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=WIDE,
+                        run_before=loaded(demo, None, ["slash", *"login"]))
+
+
+def test_bound_view_in_direct_mode(snap_compare, demo: Scenario) -> None:
+    """A navigator pane bound to its view, after m switched it to direct mode."""
+    app = SwitchboardApp(demo.client, view_id=demo.views["alpha"])
+    assert snap_compare(app, terminal_size=SIDEBAR,
+                        run_before=loaded(demo, "Write docs", ["m"]))
