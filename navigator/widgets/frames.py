@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -317,6 +318,18 @@ class FrameTree(Tree[NodeRef]):
             parts.append((BADGES[ref.badge].symbol + " ", badge_style(self, ref.badge)))
         parts.append(label)
         return Text.assemble(*parts)
+
+    def get_label_width(self, node: TreeNode[NodeRef]) -> int:
+        """Width without rendering: the tree measures every line on each rebuild."""
+        ref = node.data
+        width = node._label.cell_len
+        if node.allow_expand:
+            width += cell_len(self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE)
+        if ref is not None and ref.badge is not None:
+            width += cell_len(BADGES[ref.badge].symbol) + 1
+        if ref is not None and ref.shown and not ref.in_history:
+            width += 2
+        return width
 
     # ------------------------------------------------------------------ selection
 

@@ -1,0 +1,135 @@
+"""Regenerate screenshots/*.svg (and *.png when a converter exists) from the real app.
+
+Each screen runs the real SwitchboardApp headless against a real registry
+built through the engine (the same frozen scenario the snapshot tests use:
+fixed clock, sequential ids), so the images are reproducible and never show a
+mocked state. Run: ``python scripts/screenshots.py`` (or ``make screenshots``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from textual.widgets import Input  # noqa: E402
+
+from navigator.app import SwitchboardApp  # noqa: E402
+from navigator.widgets.frames import FrameTree, frame_key  # noqa: E402
+from tests.navigator.scenario import Scenario, build_demo, new_scenario  # noqa: E402
+
+OUT = ROOT / "screenshots"
+
+
+@dataclass(frozen=True)
+class Shot:
+    name: str
+    size: tuple[int, int]
+    title: str
+    select: str | None = None  # frame title to put the cursor on
+    keys: Sequence[str] = field(default_factory=tuple)
+    empty: bool = False
+    bound_view: str | None = None  # project whose view the pane belongs to
+
+
+SHOTS = (
+    Shot("navigator-80x24", (80, 24), "Switchboard: projects, views, recoveries",
+         select="Fix login"),
+    Shot("navigator-sidebar-40x40", (40, 40), "Switchboard as the view's sidebar pane",
+         select="Write docs", bound_view="alpha"),
+    Shot("first-run-80x24", (80, 24), "Switchboard: first run", empty=True),
+    Shot("complete-return-80x24", (80, 24), "Complete and return",
+         select="Fix login", keys=("c", *"login fixed", "tab", *"ship behind a flag")),
+    Shot("human-close-40x40", (40, 40), "Human close asks first", select="Write docs",
+         keys=("x",)),
+    Shot("search-80x24", (80, 24), "/ filters the tree", keys=("slash", *"docs")),
+    Shot("help-80x24", (80, 24), "? lists every key", keys=("question_mark",)),
+)
+
+
+async def settle(app: SwitchboardApp, pilot) -> None:  # noqa: ANN001 - textual Pilot
+    for _ in range(2):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def take(shot: Shot, template: Scenario, home: Path) -> Path:
+    scenario = template.clone(home)
+    view_id = scenario.views.get(shot.bound_view or "")
+    app = SwitchboardApp(scenario.client, view_id=view_id, poll_interval=3600)
+    async with app.run_test(size=shot.size) as pilot:
+        await settle(app, pilot)
+        if shot.select is not None:
+            frames = app.query_one(FrameTree)
+            frames.focus()
+            frames.select_key(frame_key(scenario.frames[shot.select]))
+            await pilot.pause()
+        for key in shot.keys:
+            await pilot.press(key)
+            await pilot.pause()
+        for screen in app.screen_stack:
+            for box in screen.query(Input):
+                box.cursor_blink = False
+        await settle(app, pilot)
+        app.clear_notifications()
+        await pilot.pause()
+        path = OUT / f"{shot.name}.svg"
+        app.save_screenshot(filename=path.name, path=str(OUT))
+        path.write_text(path.read_text(encoding="utf-8").replace(
+            ">Switchboard</text>", f">{shot.title}</text>", 1), encoding="utf-8")
+    scenario.engine.conn.close()
+    return path
+
+
+def to_png(svg: Path) -> Path | None:
+    """PNG beside the SVG with the first converter that really works, else None."""
+    png = svg.with_suffix(".png")
+    try:
+        import cairosvg  # type: ignore[import-not-found]
+
+        cairosvg.svg2png(url=str(svg), write_to=str(png))
+        return png
+    except Exception:
+        pass
+    for command in (["rsvg-convert", "-o", str(png), str(svg)],
+                    ["inkscape", str(svg), "--export-filename", str(png)],
+                    ["convert", str(svg), str(png)]):
+        if shutil.which(command[0]) is None:
+            continue
+        png.unlink(missing_ok=True)
+        done = subprocess.run(command, capture_output=True, check=False)
+        if done.returncode == 0 and png.is_file() and png.read_bytes()[:4] == b"\x89PNG":
+            return png
+        png.unlink(missing_ok=True)
+    return None
+
+
+async def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sb-shots-") as tmp:
+        base = Path(tmp)
+        demo = build_demo(base / "demo-template")
+        demo.freeze()
+        empty = new_scenario(base / "empty-template")
+        empty.freeze()
+        for index, shot in enumerate(SHOTS):
+            svg = await take(shot, empty if shot.empty else demo, base / f"home-{index}")
+            png = to_png(svg)
+            print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else ""))
+    if not any(OUT.glob("*.png")):
+        print("no SVG->PNG converter found (cairosvg, rsvg-convert, inkscape, ImageMagick); "
+              "SVG only")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
