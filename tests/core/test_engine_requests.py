@@ -525,6 +525,38 @@ def test_retire_refuses_while_a_transition_is_in_flight(engine: Engine) -> None:
     assert view_of(engine, world)["state"] == "ready"
 
 
+RETIRED_VIEW_BUG = pytest.mark.xfail(strict=True, reason=(
+    "BUG: frame_push, frame_complete and view_mode do not check the view's state, so they "
+    "mutate a retired view (revision, mode or active_frame_id change after retirement; "
+    "retired is terminal); fix: refuse unless the view is ready/degraded, as "
+    "_prepare_simple does"))
+
+RETIRED_VIEW_CALLS: list = [
+    pytest.param(entered, lambda e, w, r: e.frame_push(r, w.workspace_id, "child", "brief"),
+                 id="push", marks=RETIRED_VIEW_BUG),
+    pytest.param(pushed, lambda e, w, r: e.frame_complete(r, w.child_id, "done", ""),
+                 id="complete", marks=RETIRED_VIEW_BUG),
+    pytest.param(entered, lambda e, w, r: e.view_mode(r, w.view_id, ViewMode.DIRECT),
+                 id="mode", marks=RETIRED_VIEW_BUG),
+    pytest.param(backed, lambda e, w, r: e.view_focus(r, w.view_id, w.child_id), id="focus"),
+    pytest.param(pushed, lambda e, w, r: e.frame_back(r, w.view_id), id="back"),
+    pytest.param(pushed, lambda e, w, r: e.frame_close(r, w.child_id), id="close"),
+]
+
+
+@pytest.mark.parametrize(("setup", "call"), RETIRED_VIEW_CALLS)
+def test_retired_view_is_not_mutated(engine: Engine, setup: Callable[[Engine], World],
+                                     call: Call) -> None:
+    world = setup(engine)
+    engine.view_retire(rid(75), world.view_id)
+    frozen = view_of(engine, world)
+    try:
+        call(engine, world, RID)
+    except SwitchboardError:
+        pass
+    assert view_of(engine, world) == frozen
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "BUG: after view_retire and a new project_enter, the workspace's placement still "
     "belongs to the retired view, so frame_push prepares and executes in the retired view "
