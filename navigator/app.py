@@ -41,8 +41,8 @@ from navigator.widgets.search import SearchBox
 from navigator.widgets.views import ViewList
 
 UI_STATE_VERSION = 1
-#: Actions that send an engine request; disabled while a dialog is open.
-ENGINE_ACTIONS = frozenset({"start", "back", "complete", "close_frame", "reopen",
+#: App keys that are off while a dialog, the help or the palette is open.
+BLOCKED_UNDER_DIALOGS = frozenset({"start", "back", "complete", "close_frame", "reopen",
                             "toggle_mode", "recover", "search", "help"})
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
@@ -335,9 +335,14 @@ class SwitchboardApp(App[None]):
         self.post_message(self.StateLoaded(state, version, inbox, problem))
 
     def on_switchboard_app_request_finished(self, message: RequestFinished) -> None:
+        state = getattr(message.result, "state", None)
         if message.problem is not None:
             self.notify(message.problem, title=f"{message.description} refused",
                         severity="error", markup=False, timeout=8)
+        elif state in ("failed", "cancelled", "superseded"):
+            self.notify(f"The {message.description.lower()} transition {state}; nothing "
+                        "else was changed. Check the Recoveries panel, then try again.",
+                        title=message.description, severity="warning", markup=False)
         else:
             self.notify(message.done, title=message.description, markup=False, timeout=3)
 
@@ -381,7 +386,7 @@ class SwitchboardApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Engine keys are off while a dialog or the palette is open.
-        return not (action in ENGINE_ACTIONS and len(self.screen_stack) > 1)
+        return not (action in BLOCKED_UNDER_DIALOGS and len(self.screen_stack) > 1)
 
     def action_start(self) -> None:
         frame = self.target_frame()

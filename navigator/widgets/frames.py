@@ -172,7 +172,7 @@ class FrameTree(Tree[NodeRef]):
     COMPONENT_CLASSES = BADGE_COMPONENT_CLASSES | {"frame-tree--shown", "frame-tree--history",
                                                    "frame-tree--project"}
     BINDINGS = [
-        Binding("enter", "select_cursor", "Focus/enter", show=True),
+        Binding("enter", "select_cursor", "Focus", show=True),
         Binding("space", "toggle_node", "Fold", show=False),
     ]
 
