@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.enums import ControlKind, RecoveryKind, TransitionKind, TransitionState
+from core.enums import RecoveryKind, TransitionKind, TransitionState
 from core.errors import Conflict, NotFound
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
@@ -72,6 +72,7 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> C
             transitions_ops.stamp_claimed(conn, "transition_briefs", transition_id, now)
             if control is not None:
                 _claim_control(conn, control, now)
+                # A push settles with its claim: the brief turn is done.
                 transitions_ops.move_control(conn, control["control_turn_id"], ("claimed",),
                                              "settled", now)
             if row["state"] in ("presented", "awaiting_claim"):
@@ -124,8 +125,9 @@ def _claim_control(conn, control, now: int) -> None:
                                          "observed", now)
         transitions_ops.move_control(conn, control["control_turn_id"],
                                      ("observed", "uncertain"), "claimed", now)
-    elif state == "prepared" and control["kind"] == ControlKind.CLAIM_HANDOFF:
-        # handoff reached by the agent's own turn: nothing was typed, nothing to claim.
+    elif state == "prepared":
+        # Reached by the agent's own turn (or a registry-only run): nothing was typed, so
+        # the turn is superseded rather than left pending beside a settled transition.
         transitions_ops.move_control(conn, control["control_turn_id"], ("prepared",),
                                      "superseded", now)
 

@@ -140,12 +140,21 @@ class Engine:
                                       mode=self.config.views.cli_default_mode,
                                       active_frame_id=workspace_id,
                                       desktop_token=secrets.token_urlsafe(16), now=now)
-                placement = views_ops.placement_of_frame(conn, workspace_id)
-                if placement is None:
-                    views_ops.insert_placement(
-                        conn, placement_id=self.ids.new_id(), host_id=self.host_id,
-                        view_id=view_id, frame_id=workspace_id,
-                        state=PlacementState.STOPPED_AFFINITY, surface_id=None, now=now)
+                # Home every open frame of the project in the new view: on re-entry
+                # after a retire, its old placement is orphaned first.
+                for frame in conn.execute(
+                        "SELECT frame_id FROM frames WHERE host_id = ? AND project_id = ?"
+                        " AND lifecycle_state <> 'closed'", (self.host_id, project_id)):
+                    old = views_ops.placement_of_frame(conn, frame["frame_id"])
+                    if old is not None and old["view_id"] != view_id:
+                        views_ops.move_placement(conn, old["placement_id"], old["generation"],
+                                                 PlacementState.ORPHANED, now)
+                        old = None
+                    if old is None:
+                        views_ops.insert_placement(
+                            conn, placement_id=self.ids.new_id(), host_id=self.host_id,
+                            view_id=view_id, frame_id=frame["frame_id"],
+                            state=PlacementState.STOPPED_AFFINITY, surface_id=None, now=now)
                 frames_ops.touch_focus(conn, workspace_id, now)
                 return "view", view_id
             return "view", view["view_id"]
@@ -327,6 +336,7 @@ class Engine:
             if placement is None:
                 raise Conflict(f"frame {source_frame_id} is not placed in a view")
             view = views_ops.get_view(conn, placement["view_id"])
+            _require_live_view(view)
             context = frames_ops.get_context(conn, source["work_context_id"])
             child_id = self.ids.new_id()
             frames_ops.insert_frame(
@@ -379,9 +389,15 @@ class Engine:
                                code="not_a_task")
             if frame["lifecycle_state"] != FrameLifecycle.OPEN:
                 raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}, not open")
+            if frames_ops.open_children(conn, frame_id):
+                raise Conflict("complete or close its open child tasks first",
+                               code="has_open_children")
             parent = frames_ops.get_frame(conn, frame["parent_frame_id"])
             placement = views_ops.placement_of_frame(conn, frame_id)
+            if placement is None:
+                raise Conflict(f"frame {frame_id} is not placed in any view")
             view = views_ops.get_view(conn, placement["view_id"])
+            _require_live_view(view)
             context = frames_ops.get_context(conn, frame["work_context_id"])
             transition_id = self.ids.new_id()
             transitions_ops.insert_transition(
@@ -426,27 +442,41 @@ class Engine:
 
     def frame_back(self, request_id: str, view_id: str) -> TransitionResult:
         """Show the exact parent of the active frame; the child stays open and parked."""
-        view = views_ops.get_view(self.conn, view_id)
-        active = self._frame(view["active_frame_id"])
-        if active["parent_frame_id"] is None:
-            raise Conflict("the workspace has no parent to go back to", code="no_parent")
+
+        def resolve(conn: sqlite3.Connection) -> tuple[str, str]:
+            view = views_ops.get_view(conn, view_id)
+            active = frames_ops.get_frame(conn, view["active_frame_id"])
+            if active["parent_frame_id"] is None:
+                raise Conflict("the workspace has no parent to go back to", code="no_parent")
+            return active["parent_frame_id"], active["frame_id"]
+
         return self._prepare_simple(request_id, TransitionKind.BACK, view_id,
-                                    active["parent_frame_id"], source=active["frame_id"])
+                                    {"view_id": view_id}, resolve)
 
     def frame_close(self, request_id: str, frame_id: str) -> TransitionResult:
         """Human close: present the parent first, then stop the child, dismissed."""
-        frame = self._frame(frame_id)
-        if frame["role"] != FrameRole.TASK:
-            raise Conflict("the workspace cannot be closed; retire its view instead",
-                           code="not_a_task")
-        if frame["lifecycle_state"] != FrameLifecycle.OPEN:
-            raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}, not open")
-        if frames_ops.open_children(self.conn, frame_id):
-            raise Conflict("close its open child tasks first", code="has_open_children")
         placement = views_ops.placement_of_frame(self.conn, frame_id)
+        if placement is None:
+            # A closed frame may have lost its placement; a replay still finds its request.
+            placement = self.conn.execute(
+                "SELECT * FROM frame_placements WHERE frame_id = ? ORDER BY updated_at DESC",
+                (frame_id,)).fetchone()
+        if placement is None:
+            raise NotFound(f"frame {frame_id} is not placed in any view")
+
+        def resolve(conn: sqlite3.Connection) -> tuple[str, str]:
+            frame = frames_ops.get_frame(conn, frame_id)
+            if frame["role"] != FrameRole.TASK:
+                raise Conflict("the workspace cannot be closed; retire its view instead",
+                               code="not_a_task")
+            if frame["lifecycle_state"] != FrameLifecycle.OPEN:
+                raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}, not open")
+            if frames_ops.open_children(conn, frame_id):
+                raise Conflict("close its open child tasks first", code="has_open_children")
+            return frame["parent_frame_id"], frame_id
+
         return self._prepare_simple(request_id, TransitionKind.HUMAN_CLOSE,
-                                    placement["view_id"], frame["parent_frame_id"],
-                                    source=frame_id)
+                                    placement["view_id"], {"frame_id": frame_id}, resolve)
 
     def frame_reopen(self, request_id: str, frame_id: str) -> FrameResult:
         """closed -> open with the same identity and lineage; no runtime is started."""
@@ -468,24 +498,28 @@ class Engine:
 
     def view_focus(self, request_id: str, view_id: str, frame_id: str) -> TransitionResult:
         """Navigation only: no lineage, nothing closes."""
-        frame = self._frame(frame_id)
-        if frame["lifecycle_state"] != FrameLifecycle.OPEN:
-            raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}; only open frames "
-                           "can be shown (reopen it first)", code="frame_not_open")
-        placement = views_ops.placement_of_frame(self.conn, frame_id)
-        if placement is None or placement["view_id"] != view_id:
-            raise Conflict(f"frame {frame_id} is not placed in view {view_id}")
-        view = views_ops.get_view(self.conn, view_id)
-        return self._prepare_simple(request_id, TransitionKind.FOCUS, view_id, frame_id,
-                                    source=view["active_frame_id"])
+
+        def resolve(conn: sqlite3.Connection) -> tuple[str, str | None]:
+            frame = frames_ops.get_frame(conn, frame_id)
+            if frame["lifecycle_state"] != FrameLifecycle.OPEN:
+                raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}; only open "
+                               "frames can be shown (reopen it first)", code="frame_not_open")
+            placement = views_ops.placement_of_frame(conn, frame_id)
+            if placement is None or placement["view_id"] != view_id:
+                raise Conflict(f"frame {frame_id} is not placed in view {view_id}")
+            return frame_id, views_ops.get_view(conn, view_id)["active_frame_id"]
+
+        return self._prepare_simple(request_id, TransitionKind.FOCUS, view_id,
+                                    {"view_id": view_id, "frame_id": frame_id}, resolve)
 
     def view_mode(self, request_id: str, view_id: str, mode: ViewMode | None = None) -> ViewResult:
-        view = views_ops.get_view(self.conn, view_id)
-        target_mode = mode or (ViewMode.DIRECT if view["mode"] == ViewMode.NAVIGATOR
-                               else ViewMode.NAVIGATOR)
+        """Set (or, with no mode, toggle) navigator/direct; the provider never moves."""
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             current = views_ops.get_view(conn, view_id)
+            _require_live_view(current)
+            target_mode = mode or (ViewMode.DIRECT if current["mode"] == ViewMode.NAVIGATOR
+                                   else ViewMode.NAVIGATOR)
             if current["mode"] == target_mode:
                 return "view", view_id
             if transitions_ops.pending_for_view(conn, view_id) is not None:
@@ -505,8 +539,8 @@ class Engine:
                               row["active_frame_id"])
 
         return self._idempotent(request_id, "view.mode",
-                                {"view_id": view_id, "mode": target_mode.value}, body, build,
-                                build)
+                                {"view_id": view_id, "mode": mode.value if mode else "toggle"},
+                                body, build, build)
 
     def view_retire(self, request_id: str, view_id: str) -> ViewResult:
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
@@ -522,6 +556,8 @@ class Engine:
                                code="live_surfaces")
             views_ops.mutate_view(conn, view_id, view["revision"], state=ViewState.RETIRED,
                                   now=now)
+            # Its placements stay until the next entry re-homes them, so every open
+            # frame always has exactly one owning placement.
             return "view", view_id
 
         def build(_: str | None) -> ViewResult:
@@ -590,11 +626,16 @@ class Engine:
         return build
 
     def _prepare_simple(self, request_id: str, kind: TransitionKind, view_id: str,
-                        target_frame_id: str, *, source: str | None) -> TransitionResult:
+                        semantic: dict[str, Any],
+                        resolve: Callable[[sqlite3.Connection], tuple[str, str | None]]
+                        ) -> TransitionResult:
+        """Prepare a model-free transition; ``resolve`` derives (target, source) inside the
+        transaction, after the request lookup, so a replay never re-derives them."""
+
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             view = views_ops.get_view(conn, view_id)
-            if view["state"] not in (ViewState.READY, ViewState.DEGRADED):
-                raise Conflict(f"view {view_id} is {view['state']}")
+            _require_live_view(view)
+            target_frame_id, source = resolve(conn)
             pending = transitions_ops.pending_for_view(conn, view_id)
             if pending is not None:
                 if pending["state"] == "prepared" and kind in (TransitionKind.FOCUS,
@@ -616,8 +657,6 @@ class Engine:
                 expected_claim_generation=context["claim_generation"], now=now)
             return "transition", transition_id
 
-        semantic = {"kind": kind.value, "view_id": view_id, "target": target_frame_id,
-                    "source": source}
         result = self._idempotent(request_id, f"view.{kind.value}", semantic, body,
                                   self._transition_result(request_id),
                                   self._transition_result(request_id))
@@ -635,6 +674,13 @@ class Engine:
         return TransitionResult(result.request_id, result.transition_id, row["kind"],
                                 row["state"], row["transport_phase"], row["view_id"],
                                 row["target_frame_id"])
+
+
+def _require_live_view(view: sqlite3.Row) -> None:
+    """Only ready or degraded views take mutations; retired is terminal."""
+    if view["state"] not in (ViewState.READY, ViewState.DEGRADED, ViewState.TRANSITIONING):
+        raise Conflict(f"view {view['view_id']} is {view['state']}; enter the project again "
+                       "to get a live view", code="view_not_live")
 
 
 def _ts(value: str):

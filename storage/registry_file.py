@@ -30,32 +30,26 @@ class RegistryMetadata:
     committed_at: int | None
 
 
-def diagnose(path: Path) -> RegistryMetadata:
-    """Check identity, version, shape and metadata without writing anything."""
-    if not path.exists():
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_header(path: Path) -> None:
+    """Identity, version and size from the 100-byte header, before SQLite opens it.
+
+    SQLite zero-fills short reads, and even a read-only open of a WAL-mode file
+    leaves -wal/-shm files beside it, so anything a header can refuse is refused
+    here without SQLite touching the file.
+    """
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
         raise RegistryUnavailable(
-            f"no registry at {path}; run `switchboard init` to create one")
-    if path.stat().st_size < 512:
-        raise RegistryUnavailable(f"{path} is not a Switchboard registry (truncated or empty)")
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            user_version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            meta_row = None
-            if app_id == APPLICATION_ID and user_version == SCHEMA_VERSION and \
-                    "registry_metadata" in tables:
-                meta_row = conn.execute(
-                    "SELECT schema_version, protocol_version, generation_id, local_host_id,"
-                    " activation_state, created_at, committed_at FROM registry_metadata"
-                ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise RegistryUnavailable(
-            f"{path} is not a readable SQLite registry ({exc}); it was left unchanged") from exc
+            f"{path} is not a readable SQLite registry (no SQLite header); it was left "
+            "unchanged" if size >= 100 else
+            f"{path} is not a Switchboard registry (truncated or empty); it was left unchanged")
+    app_id = int.from_bytes(header[68:72], "big", signed=True)
+    user_version = int.from_bytes(header[60:64], "big", signed=True)
     if app_id != APPLICATION_ID:
         raise RegistryUnavailable(
             f"{path} belongs to another application (application_id {app_id}); "
@@ -67,6 +61,42 @@ def diagnose(path: Path) -> RegistryMetadata:
     if user_version < SCHEMA_VERSION:
         raise RegistryUnavailable(
             f"{path} has unknown registry schema v{user_version}; it was left unchanged")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    page_count = int.from_bytes(header[28:32], "big")
+    counter_valid = header[24:28] == header[92:96]
+    if page_size < 512 or size % page_size or (counter_valid and size < page_size * page_count):
+        raise RegistryUnavailable(
+            f"{path} is truncated ({size} bytes; expected {page_size * page_count}); "
+            "it was left unchanged")
+
+
+def diagnose(path: Path) -> RegistryMetadata:
+    """Check identity, version, shape and metadata without writing anything."""
+    if not path.exists():
+        raise RegistryUnavailable(
+            f"no registry at {path}; run `switchboard init` to create one")
+    if path.stat().st_size < 512:
+        raise RegistryUnavailable(f"{path} is not a Switchboard registry (truncated or empty)")
+    _check_header(path)
+    try:
+        # immutable=1: no locks, no -wal/-shm files. Safe here because the schema and
+        # the metadata row are written once, at creation, and checkpointed on close.
+        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            meta_row = None
+            if "registry_metadata" in tables:
+                meta_row = conn.execute(
+                    "SELECT schema_version, protocol_version, generation_id, local_host_id,"
+                    " activation_state, created_at, committed_at FROM registry_metadata"
+                ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise RegistryUnavailable(
+            f"{path} is not a readable SQLite registry ({exc}); it was left unchanged") from exc
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
         raise RegistryUnavailable(

@@ -573,6 +573,23 @@ BEGIN
     SELECT RAISE(ABORT, 'invariant:dismissed_forbids_handoff');
 END;
 
+CREATE TRIGGER no_open_child_under_closing_parent BEFORE UPDATE OF lifecycle_state ON frames
+WHEN OLD.lifecycle_state = 'open' AND NEW.lifecycle_state <> 'open' AND EXISTS (
+    SELECT 1 FROM frames c WHERE c.parent_frame_id = NEW.frame_id
+      AND c.lifecycle_state = 'open')
+BEGIN
+    SELECT RAISE(ABORT, 'invariant:no_open_child_under_closing_parent');
+END;
+
+CREATE TRIGGER reopen_needs_open_parent BEFORE UPDATE OF lifecycle_state ON frames
+WHEN NEW.lifecycle_state = 'open' AND OLD.lifecycle_state <> 'open'
+     AND NEW.parent_frame_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM frames p WHERE p.frame_id = NEW.parent_frame_id
+      AND p.lifecycle_state = 'open')
+BEGIN
+    SELECT RAISE(ABORT, 'invariant:reopen_needs_open_parent');
+END;
+
 CREATE TRIGGER foreground_is_open_member BEFORE UPDATE OF foreground_frame_id ON work_contexts
 WHEN NEW.foreground_frame_id IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM frames f WHERE f.frame_id = NEW.foreground_frame_id

@@ -95,17 +95,6 @@ def nonterminal_transitions(engine: Engine) -> int:
 
 Call = Callable[[Engine, World, str], Any]
 
-IDEMPOTENCY_BUG = "BUG: {op} resolves its semantic target from the current view before the " \
-                  "request lookup, so a retry of the same request id {what}; fix: look the " \
-                  "request id up first (fingerprint only caller-given fields) and resolve " \
-                  "derived targets inside the transaction body"
-
-
-
-def _retry_bug(op: str, what: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=IDEMPOTENCY_BUG.format(op=op, what=what))
-
-
 RETRIES: list = [
     pytest.param(lambda e: World(), lambda e, w, r: e.project_enter(r, "alpha"),
                  id="project.enter-first"),
@@ -122,18 +111,13 @@ RETRIES: list = [
     pytest.param(started, lambda e, w, r: e.context_release(r, w.context_id),
                  id="context.release"),
     pytest.param(backed, lambda e, w, r: e.view_focus(r, w.view_id, w.child_id),
-                 id="view.focus", marks=_retry_bug(
-                     "view_focus", "gets RequestConflict (its source is now the target)")),
+                 id="view.focus"),
     pytest.param(entered, lambda e, w, r: e.view_mode(r, w.view_id),
-                 id="view.mode-toggle", marks=_retry_bug(
-                     "view_mode(mode=None)", "toggles the other way: RequestConflict")),
+                 id="view.mode-toggle"),
     pytest.param(pushed, lambda e, w, r: e.frame_back(r, w.view_id),
-                 id="frame.back", marks=_retry_bug(
-                     "frame_back", "gets Conflict no_parent (the view shows the parent now)")),
+                 id="frame.back"),
     pytest.param(pushed, lambda e, w, r: e.frame_close(r, w.child_id),
-                 id="frame.close", marks=_retry_bug(
-                     "frame_close", "gets Conflict 'is closed, not open' (its lifecycle "
-                                    "check runs before the lookup)")),
+                 id="frame.close"),
 ]
 
 
@@ -384,12 +368,6 @@ def test_enter_push_claim_back_focus_complete_claim_settle(engine: Engine) -> No
     assert states == {"completed"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: after the child claims its brief the push transition is completed but its "
-    "claim_brief control turn stays 'prepared' (claims._claim_control ignores a prepared "
-    "claim_brief and the following move_control(('claimed',), 'settled') silently matches "
-    "no row); fix: supersede a prepared claim_brief turn on claim, as is done for "
-    "claim_handoff, so no nonterminal turn outlives its settled transition"))
 def test_a_settled_push_leaves_no_pending_control_turn(engine: Engine) -> None:
     world = pushed(engine)
     pending = engine.conn.execute(
@@ -525,19 +503,13 @@ def test_retire_refuses_while_a_transition_is_in_flight(engine: Engine) -> None:
     assert view_of(engine, world)["state"] == "ready"
 
 
-RETIRED_VIEW_BUG = pytest.mark.xfail(strict=True, reason=(
-    "BUG: frame_push, frame_complete and view_mode do not check the view's state, so they "
-    "mutate a retired view (revision, mode or active_frame_id change after retirement; "
-    "retired is terminal); fix: refuse unless the view is ready/degraded, as "
-    "_prepare_simple does"))
-
 RETIRED_VIEW_CALLS: list = [
     pytest.param(entered, lambda e, w, r: e.frame_push(r, w.workspace_id, "child", "brief"),
-                 id="push", marks=RETIRED_VIEW_BUG),
+                 id="push"),
     pytest.param(pushed, lambda e, w, r: e.frame_complete(r, w.child_id, "done", ""),
-                 id="complete", marks=RETIRED_VIEW_BUG),
+                 id="complete"),
     pytest.param(entered, lambda e, w, r: e.view_mode(r, w.view_id, ViewMode.DIRECT),
-                 id="mode", marks=RETIRED_VIEW_BUG),
+                 id="mode"),
     pytest.param(backed, lambda e, w, r: e.view_focus(r, w.view_id, w.child_id), id="focus"),
     pytest.param(pushed, lambda e, w, r: e.frame_back(r, w.view_id), id="back"),
     pytest.param(pushed, lambda e, w, r: e.frame_close(r, w.child_id), id="close"),
@@ -557,12 +529,6 @@ def test_retired_view_is_not_mutated(engine: Engine, setup: Callable[[Engine], W
     assert view_of(engine, world) == frozen
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: after view_retire and a new project_enter, the workspace's placement still "
-    "belongs to the retired view, so frame_push prepares and executes in the retired view "
-    "(its revision and active_frame_id change) and the new view never gets a placement; "
-    "fix: retire orphans (or re-homes on re-entry) the view's placements, and frame_push/"
-    "_prepare_simple refuse a view that is not ready/degraded"))
 def test_reentry_after_retire_works_in_the_new_view(engine: Engine) -> None:
     world = entered(engine)
     engine.view_retire(rid(70), world.view_id)
@@ -574,11 +540,6 @@ def test_reentry_after_retire_works_in_the_new_view(engine: Engine) -> None:
     assert view_of(engine, world) == retired_before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: frame_complete does not refuse a frame with open children (frame_close does), so "
-    "after the parent's claim the completed frame is closed while its child stays open "
-    "under a closed parent; fix: refuse with has_open_children in frame_complete, and add a "
-    "storage trigger refusing lifecycle_state <> 'open' while an open child exists"))
 def test_complete_with_an_open_child_is_refused(deep_engine: Engine) -> None:
     engine = deep_engine
     world = pushed(engine)
