@@ -29,6 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--request-id")
     p.set_defaults(handler=_mode)
+    p = vs.add_parser("open", help="enter a project and print a PresentationDirective")
+    p.add_argument("--project", required=True)
+    p.add_argument("--no-desktop-focus", action="store_true",
+                   help="the frontend cannot focus an existing window: ask for attach")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id")
+    p.set_defaults(handler=_open)
     p = vs.add_parser("enter", help="enter a project (same as `project enter`)")
     p.add_argument("--project", required=True)
     p.add_argument("--json", action="store_true")
@@ -104,6 +111,25 @@ def _enter(args: argparse.Namespace) -> int:
     emit(result, as_json=args.json,
          text=f"view {result.view_id} shows frame {result.frame_id}")
     return 0
+
+
+def _open(args: argparse.Namespace) -> int:
+    import sys
+
+    from core.envelope import encode_canonical
+    from core.presentation import open_view
+    from core.session import open_engine
+
+    engine = open_engine(with_stage=True)
+    directive = open_view(engine, _rid(args), args.project,
+                          desktop_focus_available=not args.no_desktop_focus)
+    if args.json:
+        sys.stdout.buffer.write(encode_canonical(directive, allow_paths=frozenset(
+            {"$.desktopToken"})) + b"\n")
+    else:
+        print(f"{directive.kind.value}: view {directive.view_id or '-'}"
+              + (f" ({directive.error.message})" if directive.error else ""))
+    return 0 if directive.error is None else 3
 
 
 def _projects(args: argparse.Namespace) -> int:
