@@ -1,0 +1,71 @@
+"""The navigator as it really runs: inside the view's left pane on a private tmux server.
+
+The stage starts ``switchboard ui`` in the navigator pane when a project is
+entered; this test types keys into that pane with ``send-keys`` and checks
+both the registry (the request landed) and the window layout (the stage moved
+the navigator pane out of and back into the view).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.requests import new_request_id
+from tests.integration.journey_env import make_live_engine, tmux, wait_for
+
+
+def _view(engine) -> dict:  # noqa: ANN001 - core.engine.Engine
+    return dict(engine.conn.execute("SELECT * FROM user_views").fetchone())
+
+
+def _window_panes(socket: Path, window_id: str) -> list[tuple[str, int]]:
+    out = tmux(socket, "list-panes", "-t", window_id, "-F", "#{pane_id} #{pane_width}")
+    return [(pane, int(width)) for pane, width in (line.split() for line in out.splitlines())]
+
+
+def _screen(socket: Path, pane: str) -> str:
+    return tmux(socket, "capture-pane", "-p", "-t", pane)
+
+
+@pytest.mark.tmux
+def test_keys_typed_into_the_navigator_pane(tmp_path: Path, tmux_socket: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG", str(tmp_path / "config.toml"))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    engine.project_enter(new_request_id(), "alpha")
+    view = _view(engine)
+    nav, window = view["navigator_pane_id"], view["tmux_window_id"]
+    assert nav and window
+    width = engine.config.tmux.navigator_width
+
+    # the app painted its panels in the 40-column sidebar
+    assert wait_for(lambda: "Projects" in _screen(tmux_socket, nav)
+                    and "alpha" in _screen(tmux_socket, nav), 20), _screen(tmux_socket, nav)
+    assert (nav, width) in _window_panes(tmux_socket, window)
+
+    # ? opens the help, escape closes it: keys reach the app
+    tmux(tmux_socket, "send-keys", "-t", nav, "?")
+    assert wait_for(lambda: "Badges" in _screen(tmux_socket, nav) or
+                    "Keys" in _screen(tmux_socket, nav)), _screen(tmux_socket, nav)
+    tmux(tmux_socket, "send-keys", "-t", nav, "Escape")
+    assert wait_for(lambda: "Keys" not in _screen(tmux_socket, nav))
+
+    # m: direct mode; the stage parks the navigator pane, main fills the window
+    tmux(tmux_socket, "send-keys", "-t", nav, "m")
+    assert wait_for(lambda: _view(engine)["mode"] == "direct"), _screen(tmux_socket, nav)
+    assert wait_for(lambda: nav not in dict(_window_panes(tmux_socket, window)))
+    assert len(_window_panes(tmux_socket, window)) == 1
+    assert nav in tmux(tmux_socket, "list-panes", "-s", "-t",
+                       engine.config.tmux.holding_session, "-F", "#{pane_id}").split()
+
+    # the parked navigator still runs; m brings it back as the left pane
+    tmux(tmux_socket, "send-keys", "-t", nav, "m")
+    assert wait_for(lambda: _view(engine)["mode"] == "navigator"), _screen(tmux_socket, nav)
+    assert wait_for(lambda: nav in dict(_window_panes(tmux_socket, window)))
+    panes = _window_panes(tmux_socket, window)
+    assert len(panes) == 2 and (nav, width) in panes
+    left = tmux(tmux_socket, "display-message", "-p", "-t", nav, "#{pane_left}").strip()
+    assert left == "0"
