@@ -226,12 +226,89 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
                     explanation=r["bounded_explanation"], created_at=r["created_at"])
         for r in _rows(conn, "SELECT * FROM recoveries WHERE state = 'open'"
                              " ORDER BY host_id, recovery_id"))
-    hosts = (HostRow(host_id=host_id, display_name=engine.config.host.display_name,
+    hosts = [HostRow(host_id=host_id, display_name=engine.config.host.display_name,
                      generation_id=engine.generation_id, stale=False,
-                     reachability=Reachability.ONLINE, observed_at=now),)
+                     reachability=Reachability.ONLINE, observed_at=now)]
+    all_views, all_projects, all_recoveries = list(views), list(projects), list(recoveries)
+    from core.remotes import cached_hosts
+
+    for cached in cached_hosts(engine):
+        if cached.state.host.host_id == host_id:
+            continue  # a remote can never speak for the local host
+        host_row, r_views, r_projects, r_recoveries = _remote_rows(cached, now)
+        hosts.append(host_row)
+        all_views.extend(r_views)
+        all_projects.extend(r_projects)
+        all_recoveries.extend(r_recoveries)
     return NavigatorState(generation_id=engine.generation_id, generated_at=now,
-                          local_host_id=host_id, hosts=hosts, views=tuple(views),
-                          projects=projects, recoveries=recoveries)
+                          local_host_id=host_id, hosts=tuple(sorted(hosts, key=_sort_key)),
+                          views=tuple(sorted(all_views, key=_sort_key)),
+                          projects=tuple(sorted(all_projects, key=_sort_key)),
+                          recoveries=tuple(sorted(all_recoveries, key=_sort_key)))
+
+
+STALE_AFTER_MS = 5 * 60 * 1000
+
+
+def _sort_key(row) -> tuple[str, ...]:
+    return row.sort_key()
+
+
+def _remote_rows(cached, now: int):
+    """Project a cached remote HostState into navigator rows (read-only evidence)."""
+    state = cached.state
+    host_id = state.host.host_id
+    sessions = {s.session_key: s for s in state.sessions}
+    counts: dict[str, int] = {}
+    for membership in state.frame_sessions:
+        counts[membership.frame_id] = counts.get(membership.frame_id, 0) + 1
+    frames = {f.frame_id: f for f in state.frames}
+    by_project: dict[str, list[FrameSummary]] = {}
+    for f in state.frames:
+        session = sessions.get(f.current_session_key) if f.current_session_key else None
+        summary = None if session is None else SessionSummary(
+            provider=session.provider, runtime_presence=session.runtime_presence,
+            resumability=session.resumability, activity=session.activity,
+            updated_at=session.updated_at)
+        by_project.setdefault(f.project_id, []).append(FrameSummary(
+            frame_id=f.frame_id, title=f.title, role=f.role, parent_frame_id=f.parent_frame_id,
+            lifecycle_state=f.lifecycle_state, close_reason=f.close_reason,
+            activity=session.activity if session else Activity.UNKNOWN,
+            current_session=summary, session_count=counts.get(f.frame_id, 0)))
+    projects = [ProjectRow(project_id=p.project_id, host_id=host_id, name=p.name,
+                           frames=tuple(by_project.get(p.project_id, ())))
+                for p in state.projects]
+    views = []
+    for v in state.views:
+        active = frames.get(v.active_frame_id) if v.active_frame_id else None
+        crumbs: list[BreadcrumbItem] = []
+        cursor = active
+        while cursor is not None and len(crumbs) < 32:
+            crumbs.append(BreadcrumbItem(frame_id=cursor.frame_id, title=cursor.title))
+            cursor = frames.get(cursor.parent_frame_id) if cursor.parent_frame_id else None
+        crumbs.reverse()
+        session = sessions.get(active.current_session_key) \
+            if active is not None and active.current_session_key else None
+        views.append(ViewRow(
+            view_id=v.view_id, host_id=host_id, mode=v.mode, state=v.state,
+            revision=v.revision, active_frame_id=v.active_frame_id,
+            active_project_id=active.project_id if active is not None else None,
+            title=active.title if active is not None else "(empty view)",
+            breadcrumb=tuple(crumbs),
+            activity=session.activity if session else Activity.UNKNOWN,
+            attention=session is not None and session.activity == "needs_input",
+            last_activity_at=session.last_observed_at if session else None))
+    recoveries = [RecoveryRow(recovery_id=r.recovery_id, host_id=host_id, kind=r.kind,
+                              subject_type=r.subject_type, subject_id=r.subject_id,
+                              actionability=r.actionability, state=r.state,
+                              explanation=r.explanation, created_at=r.created_at)
+                  for r in state.recoveries if r.state == "open"]
+    stale = cached.reachability != "online" or now - cached.observed_at > STALE_AFTER_MS
+    host_row = HostRow(host_id=host_id, display_name=state.host.display_name,
+                       generation_id=state.generation_id, stale=stale,
+                       reachability=Reachability(cached.reachability),
+                       observed_at=cached.observed_at)
+    return host_row, views, projects, recoveries
 
 
 __all__ = ["build_host_state", "build_navigator_state", "_ACTIVITY_RANK"]
