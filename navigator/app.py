@@ -129,6 +129,7 @@ class SwitchboardApp(App[None]):
         self._restored = False
         self._ui_snapshot: dict[str, Any] = {}
         self._save_timer: Any = None
+        self._load_problem: str | None = None
         self.inbox_messages: list[Any] = []
 
     def compose(self) -> ComposeResult:
@@ -213,6 +214,7 @@ class SwitchboardApp(App[None]):
 
     def on_switchboard_app_state_loaded(self, message: StateLoaded) -> None:
         self.data_version = message.version
+        self._load_problem = None
         if message.ui_state is not None:
             self._ui_snapshot = message.ui_state
         self.navigator_state = message.state
@@ -227,8 +229,11 @@ class SwitchboardApp(App[None]):
             self._restore_ui_state(self._ui_snapshot)
 
     def on_switchboard_app_load_failed(self, message: LoadFailed) -> None:
+        if message.problem == self._load_problem:
+            return  # the poll retries every tick; say it once per distinct problem
+        self._load_problem = message.problem
         self.notify(f"Could not read the registry: {message.problem}. The navigator keeps "
-                    "the last state; check `switchboard state navigator --json`.",
+                    "the last state and retries; check `switchboard state navigator --json`.",
                     title="Refresh failed", severity="error", markup=False)
 
     def watch_navigator_state(self, state: NavigatorState | None) -> None:
@@ -260,6 +265,24 @@ class SwitchboardApp(App[None]):
                 if frame.frame_id == frame_id:
                     return frame
         return None
+
+    def _host_of_frame(self, frame_id: str) -> str | None:
+        state = self.navigator_state
+        for project in state.projects if state is not None else ():
+            if any(frame.frame_id == frame_id for frame in project.frames):
+                return project.host_id
+        return None
+
+    def _remote(self, host_id: str | None) -> bool:
+        """Cached state of another host is shown, never acted on from here."""
+        state = self.navigator_state
+        if state is None or host_id is None or host_id == state.local_host_id:
+            return False
+        host = state.host_row(host_id)
+        name = host.display_name if host is not None else host_id
+        self.notify(f"This belongs to host {name}; its state here is a read-only cache. Run "
+                    f"the action on {name}.", severity="warning", markup=False)
+        return True
 
     def _tree_ref(self) -> NodeRef | None:
         return self.query_one(FrameTree).selected_ref
@@ -366,8 +389,9 @@ class SwitchboardApp(App[None]):
         return result
 
     def _set_current_view(self, view_id: str) -> None:
-        if not self.bound_view_id:
+        if not self.bound_view_id and view_id != self.current_view_id:
             self.current_view_id = view_id
+            self.data_version = None  # the inbox follows the view: reload on the next tick
         self._schedule_ui_save()
 
     def request_focus_frame(self, frame_id: str, project_id: str) -> None:
@@ -377,6 +401,8 @@ class SwitchboardApp(App[None]):
                                 "press enter to create it."):
             return
         assert view is not None
+        if self._remote(view.host_id):
+            return
         title = frame.title if frame is not None else frame_id
         self._set_current_view(view.view_id)
         self.request("Focus", f"Showing {title}",
@@ -393,6 +419,8 @@ class SwitchboardApp(App[None]):
         if not self._need(frame, "Select a frame to start a session in."):
             return
         assert frame is not None
+        if self._remote(self._host_of_frame(frame.frame_id)):
+            return
         if frame.lifecycle_state != "open":
             self.notify(f"“{frame.title}” is {frame.lifecycle_state}; press r to reopen it "
                         "first.", severity="warning", markup=False)
@@ -405,6 +433,8 @@ class SwitchboardApp(App[None]):
         if not self._need(view, "No view yet: select a project and press enter."):
             return
         assert view is not None
+        if self._remote(view.host_id):
+            return
         self.request("Back", "Showing the parent; the task stays open",
                      partial(self.client.back, view.view_id))
 
@@ -420,6 +450,8 @@ class SwitchboardApp(App[None]):
         if frame.lifecycle_state != "open":
             self.notify(f"“{frame.title}” is {frame.lifecycle_state}, not open.",
                         severity="warning", markup=False)
+            return None
+        if self._remote(self._host_of_frame(frame.frame_id)):
             return None
         return frame
 
@@ -458,6 +490,8 @@ class SwitchboardApp(App[None]):
             self.notify("Select a closed frame under History to reopen it.",
                         severity="warning", markup=False)
             return
+        if self._remote(self._host_of_frame(frame.frame_id)):
+            return
         self.request("Reopen", f"Reopened {frame.title}",
                      partial(self.client.reopen, frame.frame_id))
 
@@ -466,6 +500,8 @@ class SwitchboardApp(App[None]):
         if not self._need(view, "No view yet: select a project and press enter."):
             return
         assert view is not None
+        if self._remote(view.host_id):
+            return
         other = "direct" if view.mode == "navigator" else "navigator"
         self.request("Mode", f"{view.title}: {other} mode",
                      partial(self.client.toggle_mode, view.view_id))
@@ -476,6 +512,8 @@ class SwitchboardApp(App[None]):
                                     "the Recoveries panel."):
             return
         assert recovery is not None
+        if self._remote(recovery.host_id):
+            return
         self.request("Recover", f"Recovery {recovery.kind} handled",
                      partial(self.client.recover, recovery.recovery_id))
 

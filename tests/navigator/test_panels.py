@@ -272,3 +272,37 @@ async def test_a_refused_request_becomes_a_notification(demo: Scenario) -> None:
         assert "Traceback" not in errors[-1]
         assert app.is_running
     assert demo.frame_row("Write docs")["lifecycle_state"] == "closed"
+
+
+async def test_cached_remote_host_is_shown_but_never_acted_on(demo: Scenario) -> None:
+    from dataclasses import replace
+
+    from core.state_types import FrameSummary, HostRow, ProjectRow
+
+    remote_host = "44444444-4444-4444-8444-444444444444"
+    remote_frame = "55555555-5555-4555-8555-555555555555"
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        local = app.navigator_state
+        assert local is not None
+        app.navigator_state = replace(
+            local,
+            hosts=(*local.hosts, HostRow(host_id=remote_host, display_name="buildbox",
+                                         generation_id=remote_host, stale=True,
+                                         reachability="offline")),
+            projects=(*local.projects, ProjectRow(
+                project_id="66666666-6666-4666-8666-666666666666", host_id=remote_host,
+                name="gamma", frames=(FrameSummary(
+                    frame_id=remote_frame, title="gamma", role="workspace",
+                    lifecycle_state="open", activity="working", session_count=1),))))
+        await pilot.pause()
+        node = tree(app).frame_nodes()[frame_key(remote_frame)]
+        assert node.data.badge == "offline"
+        assert "@buildbox" in str(node.parent.label)
+        tree(app).focus()
+        tree(app).select_key(frame_key(remote_frame))
+        await pilot.press("n")
+        await settle(pilot)
+        assert any("read-only cache" in m for _, m in notices(app))
+        assert not [m for s, m in notices(app) if s == "error"]  # no request was sent
