@@ -49,11 +49,6 @@ TERMINAL: dict[str, tuple[str, str, tuple[str, ...]]] = {
 STATE_COLUMN = {"surface": "lifecycle_state"}
 
 pick = st.integers(min_value=0, max_value=10_000)
-# push/complete/mode act only on views that are not retired: mutating a retired view
-# is a known bug (test_engine_requests.py::test_retired_view_is_not_mutated).
-IN_LIVE_VIEW = ("EXISTS (SELECT 1 FROM frame_placements p JOIN user_views v USING (view_id)"
-                " WHERE p.frame_id = f.frame_id AND p.state <> 'orphaned'"
-                " AND v.state <> 'retired')")
 
 
 class EngineMachine(RuleBasedStateMachine):
@@ -118,8 +113,8 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(index=pick, title=st.sampled_from(["fix", "review", "  spaced  title "]))
     def push(self, index: int, title: str) -> None:
-        source = self._choose("SELECT frame_id FROM frames f WHERE lifecycle_state = 'open'"
-                              f" AND {IN_LIVE_VIEW}", index)
+        source = self._choose("SELECT frame_id FROM frames WHERE lifecycle_state = 'open'",
+                              index)
         if source is not None:
             self._tick()
             self._request("push", lambda r: self.engine.frame_push(r, source, title,
@@ -192,12 +187,9 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(index=pick, summary=st.sampled_from(["done", "partly done"]))
     def complete(self, index: int, summary: str) -> None:
-        # Leaves in live views only: completing a frame with an open child, or one
-        # placed in a retired view, are known bugs (xfail in test_engine_requests.py).
         frame_id = self._choose(
-            "SELECT frame_id FROM frames f WHERE role = 'task' AND lifecycle_state = 'open'"
-            " AND NOT EXISTS (SELECT 1 FROM frames c WHERE c.parent_frame_id = f.frame_id"
-            f" AND c.lifecycle_state <> 'closed') AND {IN_LIVE_VIEW}", index)
+            "SELECT frame_id FROM frames WHERE role = 'task' AND lifecycle_state = 'open'",
+            index)
         if frame_id is not None:
             self._tick()
             self._request("complete", lambda r: self.engine.frame_complete(r, frame_id, summary,
@@ -212,8 +204,14 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(index=pick)
     def reopen(self, index: int) -> None:
-        frame_id = self._choose("SELECT frame_id FROM frames WHERE lifecycle_state <> 'open'",
-                                index)
+        # Not a frame stranded in a retired view while its project has a live one: that
+        # is a known bug (test_engine_requests.py::test_reopen_after_reentry_lands_...).
+        frame_id = self._choose(
+            "SELECT frame_id FROM frames f WHERE lifecycle_state <> 'open' AND NOT EXISTS"
+            " (SELECT 1 FROM frame_placements p JOIN user_views v USING (view_id)"
+            " WHERE p.frame_id = f.frame_id AND p.state <> 'orphaned' AND v.state = 'retired'"
+            " AND EXISTS (SELECT 1 FROM user_views lv WHERE lv.project_id = f.project_id"
+            " AND lv.state <> 'retired'))", index)
         if frame_id is not None:
             self._tick()
             self._request("reopen", lambda r: self.engine.frame_reopen(r, frame_id))
@@ -227,7 +225,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(index=pick, mode=st.sampled_from([None, ViewMode.NAVIGATOR, ViewMode.DIRECT]))
     def mode(self, index: int, mode: ViewMode | None) -> None:
-        view_id = self._choose("SELECT view_id FROM user_views WHERE state <> 'retired'", index)
+        view_id = self._choose("SELECT view_id FROM user_views", index)
         if view_id is not None:
             self._tick()
             self._request("mode", lambda r: self.engine.view_mode(r, view_id, mode))
@@ -289,6 +287,11 @@ class EngineMachine(RuleBasedStateMachine):
         self._none("SELECT f.frame_id FROM frames f WHERE f.lifecycle_state = 'open'"
                    " AND NOT EXISTS (SELECT 1 FROM frame_placements p WHERE p.frame_id ="
                    " f.frame_id AND p.state <> 'orphaned')")
+        # while the project has a live view, its open frames are owned in that view
+        self._none("SELECT f.frame_id FROM frames f JOIN user_views v ON v.project_id ="
+                   " f.project_id AND v.state <> 'retired' WHERE f.lifecycle_state = 'open'"
+                   " AND NOT EXISTS (SELECT 1 FROM frame_placements p WHERE p.frame_id ="
+                   " f.frame_id AND p.state <> 'orphaned' AND p.view_id = v.view_id)")
 
     @invariant()
     def held_contexts_have_an_open_foreground_member(self) -> None:
