@@ -29,18 +29,26 @@ from textual.widgets import Footer, Input, OptionList, Tree
 from core.client import EngineClient
 from core.errors import SwitchboardError
 from core.state_types import FrameSummary, NavigatorState, ProjectRow, ViewRow
+from navigator.lookup import (
+    frame_by_id,
+    host_of_frame,
+    live_views,
+    project_by_id,
+    view_by_id,
+    view_of_project,
+)
 from navigator.palette import PlacesProvider
 from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
 from navigator.screens.confirm import ConfirmScreen
 from navigator.screens.help import HelpScreen
+from navigator.ui_state import UiStateStore
 from navigator.widgets.breadcrumb import Breadcrumb
-from navigator.widgets.frames import FrameTree, NodeKind, NodeRef, project_key
+from navigator.widgets.frames import FrameTree, NodeRef
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.search import SearchBox
 from navigator.widgets.views import ViewList
 
-UI_STATE_VERSION = 1
 #: App keys that are off while a dialog, the help or the palette is open.
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "back", "complete", "close_frame", "reopen",
                             "toggle_mode", "recover", "search", "help"})
@@ -131,6 +139,7 @@ class SwitchboardApp(App[None]):
         self._save_timer: Any = None
         self._load_problem: str | None = None
         self.inbox_messages: list[Any] = []
+        self.ui_store = UiStateStore(client, view_id or "default")
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(id="breadcrumb")
@@ -247,31 +256,19 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ targets
 
     def _views(self) -> tuple[ViewRow, ...]:
-        state = self.navigator_state
-        return tuple(v for v in state.views if v.state != "retired") if state else ()
+        return live_views(self.navigator_state)
 
     def _view(self, view_id: str | None) -> ViewRow | None:
-        return next((v for v in self._views() if v.view_id == view_id), None)
+        return view_by_id(self.navigator_state, view_id)
 
     def _view_of_project(self, project_id: str | None) -> ViewRow | None:
-        return next((v for v in self._views() if v.active_project_id == project_id), None)
+        return view_of_project(self.navigator_state, project_id)
 
     def _frame(self, frame_id: str | None) -> FrameSummary | None:
-        state = self.navigator_state
-        if state is None or frame_id is None:
-            return None
-        for project in state.projects:
-            for frame in project.frames:
-                if frame.frame_id == frame_id:
-                    return frame
-        return None
+        return frame_by_id(self.navigator_state, frame_id)
 
     def _host_of_frame(self, frame_id: str) -> str | None:
-        state = self.navigator_state
-        for project in state.projects if state is not None else ():
-            if any(frame.frame_id == frame_id for frame in project.frames):
-                return project.host_id
-        return None
+        return host_of_frame(self.navigator_state, frame_id)
 
     def _remote(self, host_id: str | None) -> bool:
         """Cached state of another host is shown, never acted on from here."""
@@ -573,8 +570,7 @@ class SwitchboardApp(App[None]):
 
     def on_view_list_enter_requested(self, message: ViewList.EnterRequested) -> None:
         self._set_current_view(message.view_id)
-        project = next((p for p in (self.navigator_state.projects if self.navigator_state
-                                    else ()) if p.project_id == message.project_id), None)
+        project = project_by_id(self.navigator_state, message.project_id)
         if not self._need(project, "This view shows no project; see the Recoveries panel."):
             return
         assert project is not None
@@ -622,25 +618,13 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ UI state
 
     def _read_ui_state(self) -> dict[str, Any]:
-        try:
-            stored = self.client.load_ui_state()
-        except Exception:
-            return {}
-        per_view = stored.get("navigators", {}) if isinstance(stored, dict) else {}
-        mine = per_view.get(self._ui_key(), {}) if isinstance(per_view, dict) else {}
-        return mine if isinstance(mine, dict) and mine.get("version") == UI_STATE_VERSION \
-            else {}
-
-    def _ui_key(self) -> str:
-        """Each navigator pane (one per view) keeps its own UI state."""
-        return self.bound_view_id or "default"
+        return self.ui_store.read()
 
     def collect_ui_state(self) -> dict[str, Any]:
         tree = self.query_one(FrameTree)
         focused = self.focused
         panel = focused.id if isinstance(focused, Widget) and focused.id in PANELS else None
         return {
-            "version": UI_STATE_VERSION,
             "panel": panel or self._ui_snapshot.get("panel"),
             "current_view": self.current_view_id,
             "tree_cursor": tree.cursor_key,
@@ -689,24 +673,12 @@ class SwitchboardApp(App[None]):
 
     @work(thread=True, exclusive=True, group="ui-state", exit_on_error=False)
     def _write_ui_state(self, mine: dict[str, Any]) -> None:
-        self.write_ui_state_now(mine)
-
-    def write_ui_state_now(self, mine: dict[str, Any]) -> None:
-        """Read-modify-write so navigators of other views keep their entries."""
-        try:
-            stored = self.client.load_ui_state()
-            navigators = stored.get("navigators") if isinstance(stored, dict) else None
-            if not isinstance(navigators, dict):
-                navigators = {}
-            navigators[self._ui_key()] = mine
-            self.client.save_ui_state({"navigators": navigators})
-        except Exception:  # UI state is a convenience; never fail the app over it
-            pass
+        self.ui_store.write(mine)
 
     def on_unmount(self) -> None:
         """Exit writes the last snapshot synchronously: one small file, once."""
         if self._restored and self._ui_snapshot:
-            self.write_ui_state_now(self._ui_snapshot)
+            self.ui_store.write(self._ui_snapshot)
 
 
-__all__ = ["SwitchboardApp", "stylesheet_path", "project_key", "NodeKind"]
+__all__ = ["SwitchboardApp", "stylesheet_path"]
