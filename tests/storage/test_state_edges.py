@@ -361,3 +361,37 @@ def test_completed_close_requires_a_claimed_handoff(conn: sqlite3.Connection) ->
                  (transition,))
     conn.execute("UPDATE frames SET lifecycle_state = 'closed' WHERE rowid = ?",
                  (subject.rowid,))
+
+
+def test_a_parent_with_an_open_child_cannot_close(conn: sqlite3.Connection) -> None:
+    parent = rows.subject_in_state(conn, MACHINES["frame"], "open")
+    parent_id = conn.execute("SELECT frame_id FROM frames WHERE rowid = ?",
+                             (parent.rowid,)).fetchone()[0]
+    child = rows.new_id()
+    rows.insert_frame(conn, child, parent=parent_id, depth=2)
+    with pytest.raises(sqlite3.IntegrityError,
+                       match="^invariant:no_open_child_under_closing_parent$"):
+        rows.edge_update(conn, MACHINES["frame"], parent, "closing")
+    conn.execute("UPDATE frames SET lifecycle_state = 'closing', close_reason = 'dismissed'"
+                 " WHERE frame_id = ?", (child,))
+    rows.edge_update(conn, MACHINES["frame"], parent, "closing")  # a closing child is fine
+    assert rows.current_state(conn, MACHINES["frame"], parent) == "closing"
+
+
+def test_a_child_reopens_only_under_an_open_parent(conn: sqlite3.Connection) -> None:
+    parent = rows.subject_in_state(conn, MACHINES["frame"], "open")
+    parent_id = conn.execute("SELECT frame_id FROM frames WHERE rowid = ?",
+                             (parent.rowid,)).fetchone()[0]
+    child = rows.new_id()
+    rows.insert_frame(conn, child, parent=parent_id, depth=2)
+    for state in ("closing", "closed"):
+        conn.execute("UPDATE frames SET lifecycle_state = ?, close_reason = 'dismissed'"
+                     " WHERE frame_id = ?", (state, child))
+    rows.edge_update(conn, MACHINES["frame"], parent, "closing")
+    rows.edge_update(conn, MACHINES["frame"], parent, "closed")
+    with pytest.raises(sqlite3.IntegrityError, match="^invariant:reopen_needs_open_parent$"):
+        conn.execute("UPDATE frames SET lifecycle_state = 'open', close_reason = NULL"
+                     " WHERE frame_id = ?", (child,))
+    rows.edge_update(conn, MACHINES["frame"], parent, "open")
+    conn.execute("UPDATE frames SET lifecycle_state = 'open', close_reason = NULL"
+                 " WHERE frame_id = ?", (child,))
