@@ -2,10 +2,11 @@
 
 A hypothesis RuleBasedStateMachine enters projects, pushes, claims, goes back,
 focuses, completes, settles, closes, reopens, starts runtimes, toggles modes,
-retires views and retries earlier requests on a real registry. Domain refusals
-(``SwitchboardError``) are legal steps; any other exception fails. After every
-step SQL checks the contract's invariants, that counters only move forward,
-that terminal rows never change, and that a retried request writes nothing.
+retires views, releases claims and retries earlier requests on a real
+registry. Domain refusals (``SwitchboardError``) are legal steps; any other
+exception fails. After every step SQL checks the contract's invariants, that
+counters only move forward, that terminal rows never change, and that a
+retried request writes nothing.
 """
 
 from __future__ import annotations
@@ -236,6 +237,13 @@ class EngineMachine(RuleBasedStateMachine):
         if view_id is not None:
             self._tick()
             self._request("retire", lambda r: self.engine.view_retire(r, view_id))
+
+    @rule(index=pick)
+    def release(self, index: int) -> None:
+        context_id = self._choose("SELECT work_context_id FROM work_contexts", index)
+        if context_id is not None:
+            self._tick()
+            self._request("release", lambda r: self.engine.context_release(r, context_id))
 
     @precondition(lambda self: bool(self.done))
     @rule(index=pick)
