@@ -10,13 +10,20 @@ no-op; forged or partial markers fail closed without writing.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import sqlite3
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
 from core.enums import Activity, ActivityReason, Provider, RuntimePresence
 from core.errors import Unauthorized
 from core.home import Home
 from core.providers.hooks import HookEvent, HookKind, parse_hook
+from core.session import HookRegistry, open_for_hook, remember_hook_open
+
+if TYPE_CHECKING:
+    from core.ports import Clock
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,13 @@ class HookOutcome:
 
 
 def handle_hook(provider: str, event: str, payload: bytes | str,
-                env: dict[str, str] | None = None) -> HookOutcome:
+                env: dict[str, str] | None = None, *,
+                clock: Clock | None = None) -> HookOutcome:
+    """Record one hook invocation; raise (writing nothing) when it cannot be trusted.
+
+    Order matters: markers and the generation pointer are checked before the
+    payload is even parsed, so a stale pane is a no-op whatever it sends.
+    """
     env = dict(os.environ if env is None else env)
     raw = env.get(ENV_CAPABILITY)
     generation = env.get(ENV_GENERATION)
@@ -41,39 +54,62 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     if home.read_current_generation() != generation:
         return HookOutcome(False, "stale generation: no-op")
     parsed = parse_hook(Provider(provider), event, payload)
-    from core.session import open_engine
-
-    engine = open_engine(home)
+    now = clock.now_ms() if clock is not None else time.time_ns() // 1_000_000
+    opened = open_for_hook(home, generation)
     try:
-        return _apply(engine, raw, parsed)
+        recorded = _record(opened, raw, parsed, now)
     finally:
-        engine.conn.close()
+        opened.conn.close()
+    if recorded.authenticated:  # only a real pane's hook may leave the open cache behind
+        remember_hook_open(opened)
+    if not recorded.stop_work:
+        return recorded.outcome
+    executed = _after_trusted_stop(home, generation, recorded.frame_id)
+    return replace(recorded.outcome, executed_transitions=tuple(executed))
 
 
-def _apply(engine, raw: str, hook: HookEvent) -> HookOutcome:
+@dataclass(frozen=True)
+class _Recorded:
+    outcome: HookOutcome
+    authenticated: bool
+    frame_id: str = ""
+    stop_work: bool = False
+
+
+def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recorded:
+    """The one short write transaction: authenticate, match the session, record.
+
+    Also says whether a trusted Stop left a transition waiting (which needs
+    the full engine, opened only then).
+    """
     from storage.connection import write_transaction
     from storage.operations import sessions as sessions_ops
-    from storage.operations import transitions as transitions_ops
 
-    now = engine.now()
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(opened.conn) as conn:
+        if opened.home.read_current_generation() != opened.generation_id:
+            # A reset published a new generation since we looked: the old file stays as is.
+            return _Recorded(HookOutcome(False, "stale generation: no-op"), False)
         authority = authenticate(conn, raw, now)
         key = authority.session_key
-        session = sessions_ops.get_session(conn, key) if key else None
+        session = conn.execute("SELECT * FROM provider_sessions WHERE session_key = ?",
+                               (key,)).fetchone() if key else None
         if session is None:
             raise Unauthorized("capability is not bound to a provider session")
         if session["provider"] != hook.provider.value:
             raise Unauthorized("hook provider does not match the launched provider")
+        frame_id = authority.frame_id
         if session["provider_session_id"].startswith("pending-"):
             # Bind Codex's thread id only from a session/prompt hook, never from notify,
             # which also fires for an internal title-generation thread.
             if hook.kind not in (HookKind.SESSION_STARTED, HookKind.PROMPT_SUBMITTED):
-                return HookOutcome(False, "unbound session: waiting for its first prompt", key)
+                return _Recorded(HookOutcome(
+                    False, "unbound session: waiting for its first prompt", key), True)
             key = sessions_ops.rekey_session(conn, key, hook.provider_session_id)
         elif session["provider_session_id"] != hook.provider_session_id:
             # Codex also notifies for an internal title-generation thread: foreign ids
             # are not ours and change nothing.
-            return HookOutcome(False, "foreign provider session id: ignored", key)
+            return _Recorded(HookOutcome(False, "foreign provider session id: ignored", key),
+                             True)
         _bind_launch(conn, authority.launch_id, now)
         runtime = hook.runtime.value if hook.runtime else None
         if hook.kind in (HookKind.PROMPT_SUBMITTED, HookKind.TURN_STOPPED,
@@ -84,16 +120,30 @@ def _apply(engine, raw: str, hook: HookEvent) -> HookOutcome:
                                      reason=hook.activity_reason, runtime_presence=runtime,
                                      turn_id=hook.turn_id, provider_version=None, now=now)
         if hook.kind is HookKind.PROMPT_SUBMITTED:
-            _observe_control(conn, authority.frame_id, hook.turn_id, now)
+            _observe_control(conn, frame_id, hook.turn_id, now)
         activity = (hook.activity or Activity(session["activity"])).value
-    executed: list[str] = []
-    if hook.kind is HookKind.TURN_STOPPED and hook.activity is Activity.READY:
-        executed = _after_trusted_stop(engine, authority.frame_id)
-    del transitions_ops
-    return HookOutcome(True, f"{hook.kind.value} recorded", key, activity, tuple(executed))
+        trusted_stop = hook.kind is HookKind.TURN_STOPPED and hook.activity is Activity.READY
+        stop_work = trusted_stop and _waiting_for_stop(conn, frame_id)
+    return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, activity), True,
+                     frame_id, stop_work)
 
 
-def _bind_launch(conn, launch_id: str, now: int) -> None:
+def _waiting_for_stop(conn: sqlite3.Connection, frame_id: str) -> bool:
+    """Whether this frame's Stop has a transition to run or a return to settle.
+
+    Asked inside the recording transaction so the common Stop (nothing waiting)
+    never imports the engine, the config validator or the sagas.
+    """
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM view_transitions WHERE source_frame_id = ?"
+        "   AND state = 'prepared' AND kind IN ('push', 'complete_return'))"
+        " OR EXISTS (SELECT 1 FROM view_transitions WHERE target_frame_id = ?"
+        "   AND state = 'settling' AND kind = 'complete_return')",
+        (frame_id, frame_id)).fetchone()
+    return bool(row[0])
+
+
+def _bind_launch(conn: sqlite3.Connection, launch_id: str, now: int) -> None:
     row = conn.execute("SELECT state FROM launch_intents WHERE launch_id = ?",
                        (launch_id,)).fetchone()
     if row is not None and row["state"] == "started":
@@ -101,7 +151,8 @@ def _bind_launch(conn, launch_id: str, now: int) -> None:
                      " WHERE launch_id = ? AND state = 'started'", (now, launch_id))
 
 
-def _observe_control(conn, frame_id: str, prompt_id: str | None, now: int) -> None:
+def _observe_control(conn: sqlite3.Connection, frame_id: str, prompt_id: str | None,
+                     now: int) -> None:
     """The exact UserPromptSubmit after a submitted control turn: observed."""
     conn.execute(
         "UPDATE control_turns SET state = 'observed', observed_prompt_id = ?, updated_at = ?"
@@ -109,24 +160,31 @@ def _observe_control(conn, frame_id: str, prompt_id: str | None, now: int) -> No
         (prompt_id, now, frame_id))
 
 
-def _after_trusted_stop(engine, frame_id: str) -> list[str]:
-    """Run the push/complete-return that waited for this frame's Stop; settle returns."""
-    from core import claims, sagas
+def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]:
+    """Run the push/complete-return that waited for this frame's Stop; settle returns.
 
-    executed: list[str] = []
-    settled = claims.settle_after_stop(engine, frame_id)
-    executed.extend(settled)
-    rows = engine.conn.execute(
-        "SELECT transition_id FROM view_transitions WHERE source_frame_id = ?"
-        " AND state = 'prepared' AND kind IN ('push', 'complete_return')"
-        " ORDER BY created_at", (frame_id,)).fetchall()
-    if rows and engine.stage is None:
-        from core.stage import attach_stage
-        attach_stage(engine, engine.home)
-    for row in rows:
-        sagas.execute(engine, row["transition_id"])
-        executed.append(row["transition_id"])
-    return executed
+    Runs after the activity commit, on the full engine (validated config, tmux
+    stage on demand), and only when ``_waiting_for_stop`` said there is work.
+    """
+    from core import claims, sagas
+    from core.session import open_engine
+
+    engine = open_engine(home, expected_generation=generation)
+    try:
+        executed: list[str] = list(claims.settle_after_stop(engine, frame_id))
+        rows = engine.conn.execute(
+            "SELECT transition_id FROM view_transitions WHERE source_frame_id = ?"
+            " AND state = 'prepared' AND kind IN ('push', 'complete_return')"
+            " ORDER BY created_at", (frame_id,)).fetchall()
+        if rows and engine.stage is None:
+            from core.stage import attach_stage
+            attach_stage(engine, home)
+        for row in rows:
+            sagas.execute(engine, row["transition_id"])
+            executed.append(row["transition_id"])
+        return executed
+    finally:
+        engine.conn.close()
 
 
 __all__ = ["handle_hook", "HookOutcome", "ActivityReason"]

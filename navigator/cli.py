@@ -7,10 +7,13 @@ never pays for Textual or for groups it does not use.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 # group name -> module; every module exposes ``register(subparsers)`` which adds
 # its parser(s) with ``set_defaults(handler=callable)``; the handler takes the
@@ -32,12 +35,15 @@ GROUPS: dict[str, str] = {
     "member": "navigator.commands.broker",
     "message": "navigator.commands.broker",
     "inbox": "navigator.commands.broker",
+    "remote": "navigator.commands.remotes",
     "demo": "navigator.commands.demo",
     "ui": "navigator.commands.ui",
 }
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="switchboard",
         description="A tmux-native navigator for coding-agent sessions.",
@@ -57,6 +63,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["hook"]:
+        # Providers call this on every prompt and turn end: skip argparse and every
+        # other group when the arguments have the exact shape providers use.
+        from navigator.commands.hook import parse_fast
+
+        fast = parse_fast(args_list[1:])
+        if fast is not None:
+            return _run(fast.handler, fast)
     first = args_list[0] if args_list and not args_list[0].startswith("-") else None
     if first is None and not args_list:
         args_list = ["ui"]
@@ -67,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    return _run(handler, args)
+
+
+def _run(handler: Callable[[object], int | None], args: object) -> int:
+    """Call a command handler; a domain error becomes one stderr line and its exit code."""
     from core.errors import SwitchboardError
 
     try:

@@ -1,25 +1,70 @@
 """`switchboard hook --provider P EVENT`: the lean entry point providers call.
 
 It must stay fast and must never break the provider: errors are reported on
-stderr with a non-zero exit, unmanaged sessions exit 0 silently.
+stderr with a non-zero exit, unmanaged sessions exit 0 silently. The exact
+shapes providers use are parsed by ``parse_fast`` without argparse (the
+console script takes that path before building any parser); anything else
+(``--help``, a typo, an abbreviation) falls back to the argparse parser.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+PROVIDERS = ("claude", "codex")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("hook", help="(called by providers) record hook evidence")
-    p.add_argument("--provider", required=True, choices=["claude", "codex"])
+    p.add_argument("--provider", required=True, choices=list(PROVIDERS))
     p.add_argument("event")
     p.add_argument("payload", nargs="?", help="Codex notify passes the JSON as an argument")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_hook)
 
 
-def _hook(args: argparse.Namespace) -> int:
+def parse_fast(argv: Sequence[str]) -> SimpleNamespace | None:
+    """Parse ``[--provider P | --provider=P] [--json] EVENT [PAYLOAD]`` in any order.
+
+    Returns None for anything argparse would treat differently, so the slow
+    path stays the single authority on usage errors and help.
+    """
+    provider: str | None = None
+    as_json = False
+    positional: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--json":
+            as_json = True
+        elif arg == "--provider":
+            if index + 1 >= len(argv) or provider is not None:
+                return None
+            index += 1
+            provider = argv[index]
+        elif arg.startswith("--provider="):
+            if provider is not None:
+                return None
+            provider = arg.partition("=")[2]
+        elif arg.startswith("-"):
+            return None  # an option we do not know, "--" or a negative-number payload
+        else:
+            positional.append(arg)
+        index += 1
+    if provider not in PROVIDERS or not 1 <= len(positional) <= 2:
+        return None
+    return SimpleNamespace(provider=provider, event=positional[0],
+                           payload=positional[1] if len(positional) == 2 else None,
+                           json=as_json, handler=_hook)
+
+
+def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
     import os
 
     if not os.environ.get("SWITCHBOARD_CAPABILITY") and \
