@@ -56,15 +56,20 @@ def test_keys_typed_into_the_navigator_pane(tmp_path: Path, tmux_socket: Path,
     # m: direct mode; the stage parks the navigator pane, main fills the window
     tmux(tmux_socket, "send-keys", "-t", nav, "m")
     assert wait_for(lambda: _view(engine)["mode"] == "direct"), _screen(tmux_socket, nav)
-    assert wait_for(lambda: nav not in dict(_window_panes(tmux_socket, window)))
+    assert wait_for(lambda: nav not in dict(_window_panes(tmux_socket, window))), \
+        tmux(tmux_socket, "list-panes", "-a", "-F", "#{session_name} #{window_id} #{pane_id}")
     assert len(_window_panes(tmux_socket, window)) == 1
-    assert nav in tmux(tmux_socket, "list-panes", "-s", "-t",
-                       engine.config.tmux.holding_session, "-F", "#{pane_id}").split()
+    # parked, not killed: the navigator process lives on outside the view
+    assert nav in tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split()
 
-    # the parked navigator still runs; m brings it back as the left pane
-    tmux(tmux_socket, "send-keys", "-t", nav, "m")
+    # the parked navigator still runs but is fenced (select-pane -d) like every pane in
+    # the holding session, so keys cannot reach it; the same mode request brings it back
+    assert tmux(tmux_socket, "display-message", "-p", "-t", nav,
+                "#{pane_input_off}").strip() == "1"
+    engine.view_mode(new_request_id(), view["view_id"])
     assert wait_for(lambda: _view(engine)["mode"] == "navigator"), _screen(tmux_socket, nav)
-    assert wait_for(lambda: nav in dict(_window_panes(tmux_socket, window)))
+    assert wait_for(lambda: nav in dict(_window_panes(tmux_socket, window))), \
+        tmux(tmux_socket, "list-panes", "-a", "-F", "#{session_name} #{window_id} #{pane_id}")
     panes = _window_panes(tmux_socket, window)
     assert len(panes) == 2 and (nav, width) in panes
     left = tmux(tmux_socket, "display-message", "-p", "-t", nav, "#{pane_left}").strip()
