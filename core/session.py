@@ -19,7 +19,6 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.errors import RegistryUnavailable
 from core.home import Home
 
 if TYPE_CHECKING:
@@ -77,20 +76,16 @@ def open_for_hook(home: Home, generation_id: str) -> HookRegistry:
     generation and the config's host. Nothing is written here.
     """
     try:
-        config_bytes = home.config_path.read_bytes()
-    except OSError as exc:
-        raise RegistryUnavailable(f"cannot read config {home.config_path}: {exc}") from exc
-    config_digest = hashlib.sha256(config_bytes).hexdigest()
+        config_digest = hashlib.sha256(home.config_path.read_bytes()).hexdigest()
+    except OSError:
+        return _full_open(home, generation_id, None)  # it says what is wrong with the config
     cached = _read_cache(home, generation_id)
     if cached is not None and cached.get("config_sha256") == config_digest:
         conn = _lean_connect(home, generation_id, cached)
         if conn is not None:
-            try:
-                _check_metadata(conn, generation_id, cached["host_id"])
-            except BaseException:
-                conn.close()
-                raise
-            return HookRegistry(home, conn, generation_id, cached["host_id"], None)
+            if _metadata_matches(conn, generation_id, cached["host_id"]):
+                return HookRegistry(home, conn, generation_id, cached["host_id"], None)
+            conn.close()
     return _full_open(home, generation_id, config_digest)
 
 
@@ -159,22 +154,22 @@ def _lean_connect(home: Home, generation_id: str,
     return conn
 
 
-def _check_metadata(conn: sqlite3.Connection, generation_id: str, host_id: str) -> None:
-    """The file itself must still name this generation and host, committed."""
+def _metadata_matches(conn: sqlite3.Connection, generation_id: str, host_id: str) -> bool:
+    """The file itself must still name this generation and host, committed.
+
+    A disagreement is not judged here: the full open re-diagnoses and says why.
+    """
     try:
         rows = conn.execute(
             "SELECT schema_version, protocol_version, generation_id, local_host_id,"
             " activation_state FROM registry_metadata").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise RegistryUnavailable(f"registry metadata unreadable ({exc}); nothing was "
-                                  "written") from exc
-    if len(rows) != 1 or tuple(rows[0]) != (SCHEMA_VERSION, PROTOCOL_VERSION, generation_id,
-                                            host_id, "committed"):
-        raise RegistryUnavailable("registry metadata does not match this generation and "
-                                  "host; nothing was written")
+    except sqlite3.DatabaseError:
+        return False
+    return len(rows) == 1 and tuple(rows[0]) == (SCHEMA_VERSION, PROTOCOL_VERSION,
+                                                 generation_id, host_id, "committed")
 
 
-def _full_open(home: Home, generation_id: str, config_digest: str) -> HookRegistry:
+def _full_open(home: Home, generation_id: str, config_digest: str | None) -> HookRegistry:
     """Validate everything the normal open does, then describe it for the cache."""
     from core.registry import open_current
 
@@ -183,7 +178,8 @@ def _full_open(home: Home, generation_id: str, config_digest: str) -> HookRegist
     host_id = opened.config.host.host_id
     cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
     try:
-        unchanged = hashlib.sha256(home.config_path.read_bytes()).hexdigest() == config_digest
+        unchanged = config_digest is not None and \
+            hashlib.sha256(home.config_path.read_bytes()).hexdigest() == config_digest
     except OSError:
         unchanged = False
     if not unchanged:  # the config moved under us: valid now, but not what we digested
