@@ -2,8 +2,10 @@
 
 The capability is minted here: the raw value goes only into the pane's
 environment, SQLite keeps its digest. The pane starts parked and gated
-(`tmux wait-for`), so the provider process executes only after its pane is
-placed; binding (started -> bound) happens when the first hook arrives.
+(`tmux wait-for`); the gate is signalled by the swap that places the pane in
+main, in the same tmux command group, so the provider process executes only
+once its exact pane is in view. Binding (started -> bound) happens when the
+first hook arrives.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from core.capabilities import (
 )
 from core.enums import LaunchAction, PlacementState, Provider
 from core.errors import Conflict, SwitchboardError
-from core.stage import CONTROL_TEMPLATE
+from core.stage import CONTROL_TEMPLATE, gate_name
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
@@ -46,7 +48,9 @@ def ensure_view_window(engine: Engine, view_id: str) -> None:
                                 (view["active_frame_id"],)).fetchone()
     window_id, main_pane, nav_pane = stage.ensure_view(view, frame["title"] if frame else "view")
     with write_transaction(engine.conn) as conn:
-        server_id = stage.server_row(conn)
+        # ensure_view refused a view recorded on another server generation, so the
+        # recorded server (if any) is the live one.
+        server_id = view["tmux_server_id"] or stage.server_row(conn)
         if (view["tmux_window_id"], view["tmux_server_id"]) != (window_id, server_id):
             views_ops.bind_view_tmux(conn, view_id, tmux_server_id=server_id,
                                      window_id=window_id, main_pane_id=main_pane,
@@ -64,6 +68,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         return
     placement = views_ops.placement_of_frame(conn, launch["frame_id"])
     ensure_view_window(engine, placement["view_id"])
+    server_id = views_ops.get_view(conn, placement["view_id"])["tmux_server_id"]
     raw = new_raw_capability()
     with write_transaction(conn) as tx:
         surface = tx.execute("SELECT * FROM surfaces WHERE launch_id = ?",
@@ -88,14 +93,14 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
     project = engine.config.project(session["project_id"])
     try:
         pane = stage.launch_pane(surface_id=surface["surface_id"], launch_id=launch_id,
-                                 argv=argv, env=env, cwd=project.root)
+                                 argv=argv, env=env, cwd=project.root,
+                                 tmux_server_id=server_id)
     except SwitchboardError as exc:
         with write_transaction(conn) as tx:
             sessions_ops.move_launch(tx, launch_id, "authorized", "failed", engine.now(),
                                      failure=str(exc)[:1024])
         raise
     with write_transaction(conn) as tx:
-        server_id = stage.server_row(tx)
         sessions_ops.surface_live(tx, surface["surface_id"], tmux_server_id=server_id,
                                   pane_id=pane.pane_id, process_id=pane.pane_pid,
                                   now=engine.now())
@@ -104,19 +109,20 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         tx.execute("UPDATE provider_sessions SET runtime_presence = 'live', updated_at = ?"
                    " WHERE session_key = ?", (engine.now(), launch["session_key"]))
     if present:
-        _present_started(engine, launch["frame_id"], pane.pane_id)
-    stage.release_gate(launch_id)
+        _present_started(engine, launch["frame_id"], pane.pane_id, launch_id)
+    # Otherwise the gate stays shut: the saga (push) or a later focus presents the
+    # staged pane and opens the gate in that swap's batch.
 
 
-def _present_started(engine: Engine, frame_id: str, pane_id: str) -> None:
-    """A started frame that its view shows goes to main; staged -> active."""
+def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str) -> None:
+    """A started frame that its view shows goes to main, gate opened by the swap;
+    staged -> active."""
     conn = engine.conn
     placement = views_ops.placement_of_frame(conn, frame_id)
     view = views_ops.get_view(conn, placement["view_id"])
     if view["active_frame_id"] != frame_id:
         raise Conflict("the frame is not the view's active frame; focus it first")
-    engine.stage.present(view, pane_id)
-    shown = engine.stage.main_pane(view)
+    shown = engine.stage.present(view, pane_id, launch_gate=gate_name(launch_id))
     if shown != pane_id:
         raise Conflict(f"main shows {shown} instead of the launched pane {pane_id}")
     with write_transaction(conn) as tx:

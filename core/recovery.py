@@ -1,25 +1,36 @@
 """Recoveries and reconciliation: uncertainty becomes a durable, stable row.
 
-``reconcile`` reads pane metadata once (one tmux invocation) and compares it
-with the registry: a live surface whose pane vanished, a view on a restarted
-server, an executing transition whose lease expired, a submitted control turn
-past its watchdog. It finishes what evidence proves and records a recovery for
-everything else; it never repeats a swap or a control turn.
+``reconcile`` reads the tmux server once (one snapshot: identity and every
+pane) and compares it with the registry: live surfaces whose pane vanished,
+views recorded on a restarted server, a view whose main shows another pane
+than its committed placement, executing transitions whose lease expired,
+submitted control turns past their watchdog. It finishes what the pane
+metadata proves and records a recovery for everything else. It never repeats
+a swap it cannot prove did not happen, and never types a control line.
+
+Safe-auto recoveries of a view run as a ``recover`` ViewTransition through the
+same saga as every other transition.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.enums import Actionability, RecoveryKind, RecoveryState
-from core.errors import Conflict
+from core.enums import Actionability, RecoveryKind, RecoveryState, TransitionKind
+from core.errors import Conflict, TmuxError
+from core.tmux.panes import PaneRole, PaneSnapshot, ServerSnapshot, ViewLayout
 from storage.connection import write_transaction
+from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
+from storage.operations import sessions as sessions_ops
 from storage.operations import transitions as transitions_ops
+from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
     from core.engine import Engine
+    from core.stage import TmuxStage
 
 
 @dataclass(frozen=True)
@@ -61,20 +72,111 @@ def resolve(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord
 
 
 def execute(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord:
-    """Run a safe_auto recovery through the engine; others explain what to do."""
+    """Run a safe_auto recovery through the engine; others explain what to do.
+
+    A view's recovery becomes a ``recover`` transition that presents the
+    view's committed active frame (after rebuilding the window on the live
+    server when the old one is gone); it resolves only if that transition
+    completed.
+    """
     record = show(engine, recovery_id)
     if record.state != "open":
         return record
     if record.actionability != Actionability.SAFE_AUTO:
         raise Conflict(f"recovery {recovery_id} is {record.actionability}: "
                        f"{record.explanation}", code="not_safe_auto")
-    reconcile(engine)
+    if record.subject_type == "view" and engine.stage is not None:
+        _recover_view(engine, request_id, record)
+    else:
+        reconcile(engine)
     with write_transaction(engine.conn) as conn:
         row = recoveries_ops.get_recovery(conn, recovery_id)
         if row["state"] == "open":
             recoveries_ops.close_recovery(conn, recovery_id, RecoveryState.RESOLVED,
                                           engine.now())
     return show(engine, recovery_id)
+
+
+def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> None:
+    from core import sagas
+
+    stage: TmuxStage = engine.stage
+    view_id = record.subject_id
+    view = views_ops.get_view(engine.conn, view_id)
+    if view["active_frame_id"] is None:
+        raise Conflict(f"view {view_id} shows no frame; enter its project again")
+    snap = stage.snapshot()
+    live_id = _live_server_id(engine, snap)
+    if view["tmux_server_id"] != live_id or snap is None or snap.view(view_id) is None:
+        _rebind_view(engine, view)
+        snap = stage.snapshot()
+    view = views_ops.get_view(engine.conn, view_id)
+    layout = snap.view(view_id) if snap is not None else None
+    if layout is not None and layout.main is not None and \
+            layout.main.pane_id != view["main_pane_id"]:
+        with write_transaction(engine.conn) as conn:
+            views_ops.set_main_pane(conn, view_id, layout.main.pane_id, engine.now())
+
+    def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+        current = views_ops.get_view(conn, view_id)
+        pending = transitions_ops.pending_for_view(conn, view_id)
+        if pending is not None:
+            raise Conflict(f"a {pending['kind']} transition is {pending['state']} in this "
+                           "view; reconcile it or let it settle first",
+                           code="transition_in_flight")
+        target = frames_ops.get_frame(conn, current["active_frame_id"])
+        context = frames_ops.get_context(conn, target["work_context_id"])
+        shown = layout.main.surface_id if layout is not None and layout.main else None
+        source = conn.execute(
+            "SELECT p.frame_id FROM frame_placements p WHERE p.surface_id = ?"
+            " AND p.state <> 'orphaned'", (shown,)).fetchone() if shown else None
+        transition_id = engine.ids.new_id()
+        transitions_ops.insert_transition(
+            conn, transition_id=transition_id, request_id=request_id, fingerprint=fp,
+            host_id=engine.host_id, view_id=view_id, kind=TransitionKind.RECOVER,
+            source_frame_id=source["frame_id"] if source else None,
+            target_frame_id=target["frame_id"], work_context_id=target["work_context_id"],
+            expected_view_revision=current["revision"],
+            expected_claim_generation=context["claim_generation"], now=now)
+        return "transition", transition_id
+
+    transition_id = engine._idempotent(request_id, "recovery.execute",
+                                       {"recovery_id": record.recovery_id}, body,
+                                       lambda tid: tid, lambda tid: tid)
+    sagas.execute(engine, transition_id)
+    row = transitions_ops.get_transition(engine.conn, transition_id)
+    if row["state"] != "completed":
+        raise Conflict(f"the recover transition ended {row['state']}: {row['failure']}; "
+                       "the recovery stays open", code="recover_failed")
+
+
+def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
+    """Build the view's window on the live server; frames whose panes are gone become
+    empty (stopped_affinity), so `n` resumes their sessions."""
+    from core.sagas import _stop_runtime
+
+    stage: TmuxStage = engine.stage
+    stage.ensure_server(refresh=True)
+    frame = frames_ops.get_frame(engine.conn, view["active_frame_id"])
+    window_id, main_pane, nav_pane = stage.ensure_view(view, frame["title"], rebind=True)
+    snap = stage.snapshot()
+    now = engine.now()
+    with write_transaction(engine.conn) as conn:
+        server_id = stage.server_row(conn)
+        views_ops.bind_view_tmux(conn, view["view_id"], tmux_server_id=server_id,
+                                 window_id=window_id, main_pane_id=main_pane,
+                                 navigator_pane_id=nav_pane, now=now)
+        for placement in conn.execute(
+                "SELECT * FROM frame_placements WHERE view_id = ? AND state IN"
+                " ('active', 'parked', 'staged') AND surface_id IS NOT NULL",
+                (view["view_id"],)).fetchall():
+            surface = sessions_ops.get_surface(conn, placement["surface_id"])
+            if surface["lifecycle_state"] == "live" and \
+                    _pane_alive(snap, surface, server_id) is not None:
+                continue
+            if surface["lifecycle_state"] == "live":
+                sessions_ops.move_surface(conn, surface["surface_id"], "orphaned", now)
+            _stop_runtime(conn, placement["frame_id"], now)
 
 
 @dataclass(frozen=True)
@@ -85,76 +187,259 @@ class ReconcileReport:
     transitions_rolled_back: int
     turns_marked_uncertain: int
     recoveries_opened: int
+    transitions_resumed: int = 0
+    views_repaired: int = 0
+    panes_stopped: int = 0
 
 
 def reconcile(engine: Engine) -> ReconcileReport:
+    """Compare tmux with the registry once; finish, roll back or record a recovery."""
     now = engine.now()
-    stage = engine.stage
-    panes: dict[str, str] = stage.list_panes() if stage is not None else {}
-    server_id = None
+    stage: TmuxStage | None = engine.stage
+    snap = stage.snapshot() if stage is not None else None
+    server_id = _live_server_id(engine, snap)
+    lost = finished = rolled = resumed = uncertain = repaired = stopped = 0
+    conn = engine.conn
+    before = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
+    busy = {row[0] for row in conn.execute(
+        "SELECT view_id FROM view_transitions WHERE state = 'executing'")}
     if stage is not None:
-        with write_transaction(engine.conn) as conn:
-            server_id = stage.server_row(conn)
-    lost = finished = rolled = uncertain = opened = 0
-    watchdog_ms = int(engine.config.control_turns.watchdog_timeout_seconds * 1000)
+        with write_transaction(conn) as tx:
+            lost = _check_surfaces(engine, tx, snap, server_id, now)
+            repaired = _check_views(engine, tx, snap, server_id, busy, now)
+    for t in conn.execute("SELECT * FROM view_transitions WHERE state = 'executing'"
+                          " AND lease_expires_at < ? ORDER BY created_at",
+                          (now,)).fetchall():
+        outcome = _interrupted(engine, t, snap, server_id, now)
+        finished += outcome == "finished"
+        resumed += outcome == "resumed"
+        rolled += outcome == "rolled_back"
+    uncertain = _watchdog(engine, now)
+    if stage is not None and snap is not None:
+        stopped = _stop_stray_panes(engine, snap, server_id)
+    opened = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] - before
+    return ReconcileReport(len(snap.panes) if snap is not None else 0, lost, finished, rolled,
+                           uncertain, opened, resumed, repaired, stopped)
+
+
+def _live_server_id(engine: Engine, snap: ServerSnapshot | None) -> str | None:
+    """The tmux_servers row of whoever answers now (the stage rebinds to it)."""
+    if snap is None or engine.stage is None:
+        return None
+    engine.stage.adopt(snap.identity)
     with write_transaction(engine.conn) as conn:
-        before = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
-        if stage is not None:
-            for s in conn.execute("SELECT * FROM surfaces WHERE lifecycle_state = 'live'"):
-                same_server = s["tmux_server_id"] == server_id
-                if same_server and panes.get(s["pane_id"]) == s["surface_id"]:
-                    continue
-                lost += 1
-                conn.execute("UPDATE surfaces SET lifecycle_state = 'orphaned', updated_at = ?"
-                             " WHERE surface_id = ?", (now, s["surface_id"]))
-                kind = RecoveryKind.PANE_VANISHED if same_server \
-                    else RecoveryKind.SERVER_RESTARTED
-                recoveries_ops.open_recovery(
-                    conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id, kind=kind,
-                    subject_type="surface", subject_id=s["surface_id"],
-                    actionability=Actionability.MANUAL,
-                    explanation=("The agent pane is gone" if same_server else
-                                 "The tmux server restarted; old pane locators are invalid")
-                    + ". Its session can be resumed with n (start) on the frame.", now=now)
-        for t in conn.execute("SELECT * FROM view_transitions WHERE state = 'executing'"
-                              " AND lease_expires_at < ?", (now,)).fetchall():
-            phase = t["transport_phase"]
-            if phase == "inspected":
-                finished += 1  # evidence was read: commit below, outside this transaction
-                continue
-            if phase in ("moved",):
-                transitions_ops.advance_phase(conn, t["transition_id"], "moved", "rolled_back",
-                                              now)
-            transitions_ops.move_transition(conn, t["transition_id"], _ts("executing"),
-                                            _ts("failed"), now,
-                                            failure=f"interrupted at {phase}")
-            rolled += 1
-            recoveries_ops.open_recovery(
-                conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
-                kind=RecoveryKind.TRANSITION_INTERRUPTED, subject_type="view",
-                subject_id=t["view_id"], actionability=Actionability.OPEN_VIEW,
-                explanation=f"A {t['kind']} stopped at {phase}; the registry keeps the last "
-                            "committed placement. Open the view and repeat the action.",
-                now=now)
+        return engine.stage.server_row(conn, snap.identity)
+
+
+def _pane_alive(snap: ServerSnapshot | None, surface: sqlite3.Row,
+                server_id: str | None) -> PaneSnapshot | None:
+    """The surface's exact pane, if it is on the live server, tagged with it and alive."""
+    if snap is None or surface["tmux_server_id"] != server_id or not surface["pane_id"]:
+        return None
+    pane = snap.pane(surface["pane_id"])
+    if pane is None or pane.surface_id != surface["surface_id"] or pane.dead:
+        return None
+    return pane
+
+
+def _check_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+                    server_id: str | None, now: int) -> int:
+    lost = 0
+    for s in conn.execute("SELECT * FROM surfaces WHERE lifecycle_state = 'live'").fetchall():
+        if _pane_alive(snap, s, server_id) is not None:
+            continue
+        same_server = server_id is not None and s["tmux_server_id"] == server_id
+        lost += 1
+        sessions_ops.move_surface(conn, s["surface_id"], "orphaned", now)
+        recoveries_ops.open_recovery(
+            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            kind=RecoveryKind.PANE_VANISHED if same_server else RecoveryKind.SERVER_RESTARTED,
+            subject_type="surface", subject_id=s["surface_id"],
+            actionability=Actionability.MANUAL,
+            explanation=("The agent pane is gone or exited" if same_server else
+                         "The tmux server restarted; old pane locators are invalid")
+            + ". Its session can be resumed with n (start) on the frame.", now=now)
+    return lost
+
+
+def _expected_main(conn: sqlite3.Connection, view_id: str, server_id: str | None,
+                   snap: ServerSnapshot) -> str | None:
+    """The pane the committed placement puts in main; None means the placeholder."""
+    active = views_ops.active_placement(conn, view_id)
+    if active is None or active["surface_id"] is None:
+        return None
+    surface = sessions_ops.get_surface(conn, active["surface_id"])
+    pane = _pane_alive(snap, surface, server_id)
+    return pane.pane_id if pane is not None else None
+
+
+def _shows(layout: ViewLayout | None, pane_id: str | None) -> bool:
+    """Whether main holds exactly ``pane_id`` (None: the view's placeholder)."""
+    if layout is None or layout.main is None:
+        return False
+    if pane_id is None:
+        return layout.main.role is PaneRole.PLACEHOLDER
+    return layout.main.pane_id == pane_id
+
+
+def _check_views(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+                 server_id: str | None, busy: set[str], now: int) -> int:
+    """Restarted servers, stale main locators, mode drift and a wrong pane in main."""
+    repaired = 0
+    for view in conn.execute("SELECT * FROM user_views WHERE state <> 'retired'"
+                             " AND tmux_window_id IS NOT NULL").fetchall():
+        view_id = view["view_id"]
+        if view["tmux_server_id"] != server_id or snap is None:
+            _open(engine, conn, RecoveryKind.SERVER_RESTARTED, view_id, Actionability.SAFE_AUTO,
+                  "The tmux server of this view restarted or stopped, so its window and pane "
+                  "locators are invalid and nothing was acted on. Running this recovery builds "
+                  "the view on the running server; agents resume with n.", now)
+            continue
+        if view_id in busy:
+            continue  # an executing transition owns the view; handled below once expired
+        layout = snap.view(view_id)
+        if layout is None:
+            _open(engine, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
+                  Actionability.SAFE_AUTO, "The view's tmux window is gone. Running this "
+                  "recovery builds it again and shows the active frame.", now)
+            continue
+        if layout.main is not None and layout.main.pane_id != view["main_pane_id"]:
+            views_ops.set_main_pane(conn, view_id, layout.main.pane_id, now)
+        if layout.mode != view["mode"] or bool(layout.zoomed) != bool(view["zoomed"]):
+            # A mode toggle whose registry write was lost: tmux is the physical truth
+            # and mode is model-free, so the observed layout is committed.
+            if layout.mode != view["mode"]:
+                views_ops.mutate_view(conn, view_id, view["revision"], mode=layout.mode,
+                                      now=now)
+            views_ops.set_zoom(conn, view_id, layout.zoomed)
+            repaired += 1
+        if not _shows(layout, _expected_main(conn, view_id, server_id, snap)):
+            _open(engine, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
+                  Actionability.SAFE_AUTO, "Main shows another pane than the view's active "
+                  "frame. Running this recovery presents the active frame again.", now)
+    return repaired
+
+
+def _open(engine: Engine, conn: sqlite3.Connection, kind: RecoveryKind, view_id: str,
+          actionability: Actionability, explanation: str, now: int) -> str:
+    return recoveries_ops.open_recovery(
+        conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id, kind=kind,
+        subject_type="view", subject_id=view_id, actionability=actionability,
+        explanation=explanation, now=now)
+
+
+def _interrupted(engine: Engine, t: sqlite3.Row, snap: ServerSnapshot | None,
+                 server_id: str | None, now: int) -> str:
+    """Settle one executing transition whose owner's lease expired, from pane evidence.
+
+    main shows the target -> the move happened: inspected, committed.
+    intent and the target is still parked -> nothing moved: resumed under a
+    new lease (the control turn and launch are never repeated).
+    Anything else -> failed (rolled_back after moved), with a recovery.
+    """
+    from core import sagas
+
+    conn = engine.conn
+    transition_id, phase = t["transition_id"], t["transport_phase"]
+    view = views_ops.get_view(conn, t["view_id"])
+    if engine.stage is None:
+        if phase == "inspected":
+            sagas.commit(engine, transition_id)
+            return "finished"
+        return _fail(engine, t, f"interrupted at {phase}; tmux was not inspected",
+                     RecoveryKind.TRANSITION_INTERRUPTED, Actionability.OPEN_VIEW)
+    if snap is None or view["tmux_server_id"] != server_id:
+        return _fail(engine, t, f"interrupted at {phase}; the tmux server restarted",
+                     RecoveryKind.SERVER_RESTARTED, Actionability.SAFE_AUTO)
+    layout = snap.view(t["view_id"])
+    target = views_ops.placement_of_frame(conn, t["target_frame_id"])
+    target_pane = None
+    if target is not None and target["surface_id"]:
+        target_pane = _pane_alive(snap, sessions_ops.get_surface(conn, target["surface_id"]),
+                                  server_id)
+    target_id = target_pane.pane_id if target_pane is not None else None
+    if _shows(layout, target_id):
+        with write_transaction(conn) as tx:
+            if phase in ("intent", "moved"):
+                transitions_ops.advance_phase(tx, transition_id, phase, "inspected", now)
+            if layout is not None and layout.main is not None:
+                views_ops.set_main_pane(tx, t["view_id"], layout.main.pane_id, now)
+        sagas.commit(engine, transition_id)
+        return "finished"
+    movable = target_pane is None or target_pane.parked
+    if phase == "intent" and movable and layout is not None and layout.main is not None:
+        with write_transaction(conn) as tx:
+            taken = tx.execute(
+                "UPDATE view_transitions SET execution_owner = ?, lease_expires_at = ?,"
+                " updated_at = ? WHERE transition_id = ? AND state = 'executing'"
+                " AND transport_phase = 'intent' AND lease_expires_at < ?",
+                (engine.owner, now + sagas.LEASE_MS, now, transition_id, now)).rowcount
+            views_ops.set_main_pane(tx, t["view_id"], layout.main.pane_id, now)
+        if not taken:
+            return "skipped"
+        try:
+            sagas.resume(engine, transition_id)
+        except TmuxError:
+            return "skipped"  # uncertain again: the new lease expires, the next pass reads
+        row = transitions_ops.get_transition(conn, transition_id)
+        return "resumed" if row["state"] != "failed" else "rolled_back"
+    consistent = layout is not None and \
+        _shows(layout, _expected_main(conn, t["view_id"], server_id, snap))
+    if consistent:
+        return _fail(engine, t, f"interrupted at {phase}; main still shows the committed "
+                     "placement", RecoveryKind.TRANSITION_INTERRUPTED, Actionability.OPEN_VIEW)
+    return _fail(engine, t, f"interrupted at {phase}; main shows neither the target nor the "
+                 "committed placement", RecoveryKind.PLACEMENT_ORPHANED, Actionability.SAFE_AUTO)
+
+
+def _fail(engine: Engine, t: sqlite3.Row, why: str, kind: RecoveryKind,
+          actionability: Actionability) -> str:
+    now = engine.now()
+    with write_transaction(engine.conn) as conn:
+        if t["transport_phase"] in ("moved", "inspected"):
+            transitions_ops.advance_phase(conn, t["transition_id"], t["transport_phase"],
+                                          "rolled_back", now)
+        transitions_ops.move_transition(conn, t["transition_id"], _ts("executing"),
+                                        _ts("failed"), now, failure=why)
+        _open(engine, conn, kind, t["view_id"], actionability,
+              f"A {t['kind']} was {why}. The registry keeps the last committed placement"
+              + ("; running this recovery presents it again." if
+                 actionability is Actionability.SAFE_AUTO else
+                 "; open the view and repeat the action if it is still wanted."), now)
+    return "rolled_back"
+
+
+def _watchdog(engine: Engine, now: int) -> int:
+    """Submitted control turns past the watchdog become uncertain, never resubmitted."""
+    watchdog_ms = int(engine.config.control_turns.watchdog_timeout_seconds * 1000)
+    marked = 0
+    with write_transaction(engine.conn) as conn:
         for c in conn.execute("SELECT * FROM control_turns WHERE state = 'submitted'"
                               " AND submitted_at < ?", (now - watchdog_ms,)).fetchall():
             transitions_ops.move_control(conn, c["control_turn_id"], ("submitted",),
                                          "uncertain", now, failure="watchdog expired")
-            uncertain += 1
+            marked += 1
             recoveries_ops.open_recovery(
                 conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
                 kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
                 subject_id=c["control_turn_id"], actionability=Actionability.OPEN_VIEW,
                 explanation="No prompt evidence after the claim line was sent. It is never "
                             "typed again; open the view and check the agent.", now=now)
-        after = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
-        opened = after - before
-    if finished:
-        from core.sagas import commit
-        for t in engine.conn.execute("SELECT transition_id FROM view_transitions WHERE state ="
-                                     " 'executing' AND transport_phase = 'inspected'").fetchall():
-            commit(engine, t["transition_id"])
-    return ReconcileReport(len(panes), lost, finished, rolled, uncertain, opened)
+    return marked
+
+
+def _stop_stray_panes(engine: Engine, snap: ServerSnapshot, server_id: str | None) -> int:
+    """Finish committed stops: a retired/dead surface's parked pane that still runs."""
+    stopped = 0
+    rows = engine.conn.execute(
+        "SELECT surface_id, pane_id FROM surfaces WHERE lifecycle_state IN ('retired', 'dead')"
+        " AND tmux_server_id = ? AND pane_id IS NOT NULL", (server_id,)).fetchall()
+    for row in rows:
+        pane = snap.pane(row["pane_id"])
+        if pane is None or pane.surface_id != row["surface_id"] or not pane.parked:
+            continue
+        stopped += engine.stage.kill(row["pane_id"], surface_id=row["surface_id"])
+    return stopped
 
 
 def _ts(value: str):

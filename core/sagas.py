@@ -24,6 +24,12 @@ from core.enums import (
     TransitionState,
 )
 from core.errors import Conflict, SwitchboardError
+from core.tmux.errors import (
+    PaneNotFound,
+    PlacementRefused,
+    ServerIdentityMismatch,
+    UnmanagedPane,
+)
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
@@ -109,26 +115,45 @@ def _claim_failure(conn: sqlite3.Connection, row: sqlite3.Row, view: sqlite3.Row
     return None
 
 
+def resume(engine: Engine, transition_id: str) -> None:
+    """Drive an executing transition from ``intent`` (reconcile, after reading that
+    nothing moved); the control turn and launch steps skip what already happened."""
+    _move(engine, transition_id)
+
+
 def _move(engine: Engine, transition_id: str) -> None:
     """The external part: launch/paste/swap, then re-read and commit."""
     conn = engine.conn
     row = transitions_ops.get_transition(conn, transition_id)
     stage = engine.stage
     if stage is not None:
-        view = views_ops.get_view(conn, row["view_id"])
         if row["kind"] == TransitionKind.PUSH:
             child_placement = views_ops.placement_of_frame(conn, row["target_frame_id"])
             surface = sessions_ops.get_surface(conn, child_placement["surface_id"])
-            launch(engine, surface["launch_id"], present=False,
-                   initial_prompt_for=transition_id)
+            try:
+                launch(engine, surface["launch_id"], present=False,
+                       initial_prompt_for=transition_id)
+            except ServerIdentityMismatch as exc:  # refused before any pane was created
+                _roll_back(engine, transition_id, f"nothing launched: {exc}",
+                           server_restarted=True)
+                return
+            engine._fault("after_launch")
         if row["kind"] == TransitionKind.COMPLETE_RETURN:
             _submit_control_turn(engine, transition_id)
         _surface_id, target_pane = _live_pane(conn, row["target_frame_id"])
-        stage.present(view, target_pane)
+        view = views_ops.get_view(conn, row["view_id"])
+        try:
+            # One guarded tmux process: swap, fence the old main, open a staged
+            # target's launch gate, re-read both panes.
+            shown = stage.present(view, target_pane)
+        except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch) as exc:
+            _roll_back(engine, transition_id, f"nothing moved: {exc}",
+                       server_restarted=isinstance(exc, ServerIdentityMismatch))
+            return
+        engine._fault("after_swap")
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
         engine._fault("after_move")
-        shown = stage.main_pane(views_ops.get_view(conn, row["view_id"]))
         if target_pane is not None and shown != target_pane:
             _roll_back(engine, transition_id, f"main shows {shown}, expected {target_pane}")
             return
@@ -141,20 +166,29 @@ def _move(engine: Engine, transition_id: str) -> None:
     commit(engine, transition_id)
 
 
-def _roll_back(engine: Engine, transition_id: str, why: str) -> None:
+def _roll_back(engine: Engine, transition_id: str, why: str, *,
+               server_restarted: bool = False) -> None:
+    """Fail the transition; the registry keeps its last committed placement.
+
+    At ``intent`` (a refused swap: nothing moved) the phase stays, since only
+    moved/inspected may become rolled_back.
+    """
     now = engine.now()
     with write_transaction(engine.conn) as conn:
         row = transitions_ops.get_transition(conn, transition_id)
-        transitions_ops.advance_phase(conn, transition_id, row["transport_phase"],
-                                      "rolled_back", now)
+        if row["transport_phase"] in ("moved", "inspected"):
+            transitions_ops.advance_phase(conn, transition_id, row["transport_phase"],
+                                          "rolled_back", now)
         transitions_ops.move_transition(conn, transition_id, T(row["state"]), T.FAILED, now,
                                         failure=why[:1024])
         recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
-            kind=RecoveryKind.PLACEMENT_ORPHANED, subject_type="view",
+            kind=RecoveryKind.SERVER_RESTARTED if server_restarted
+            else RecoveryKind.PLACEMENT_ORPHANED, subject_type="view",
             subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
-            explanation=f"{row['kind']} did not land: {why}. Reconcile re-reads the panes "
-                        "and restores the recorded placement.", now=now)
+            explanation=f"{row['kind']} did not land: {why}"[:700] + ". Running this "
+                        "recovery re-reads the panes and restores the recorded placement.",
+            now=now)
 
 
 def commit(engine: Engine, transition_id: str) -> None:
@@ -192,6 +226,7 @@ def commit(engine: Engine, transition_id: str) -> None:
                 transitions_ops.mark_submitted(conn, control["control_turn_id"], now)
             transitions_ops.move_transition(conn, transition_id, T.PRESENTED,
                                             T.AWAITING_CLAIM, now)
+    engine._fault("after_commit")
     for pane in stop_after:
         if engine.stage is not None:
             engine.stage.kill(pane)
@@ -300,6 +335,8 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
                 explanation="The claim line may or may not have reached the parent agent. "
                             "It will not be typed again; open the view and ask the agent to "
                             "call transition_claim() if it did not.", now=now)
+        return
+    engine._fault("after_submit")
 
 
 def launch(engine: Engine, launch_id: str, *, present: bool = True,
@@ -309,4 +346,4 @@ def launch(engine: Engine, launch_id: str, *, present: bool = True,
     launcher.run(engine, launch_id, present=present, initial_prompt_for=initial_prompt_for)
 
 
-__all__ = ["execute", "commit", "waits_for_stop", "launch"]
+__all__ = ["execute", "commit", "resume", "waits_for_stop", "launch"]

@@ -1,9 +1,15 @@
-"""The engine's hands in tmux: views, launches, swaps, fenced input, kills.
+"""The engine's hands in tmux: a registry-aware facade over ``core.tmux.TmuxAdapter``.
 
-Every method is one batched tmux invocation (occasionally two) through
-``core.tmux.runner.TmuxRunner`` against one exact server, whose identity
-(socket path, pid, start time) is recorded in ``tmux_servers`` and checked
-before a stored locator is trusted.
+Every stored locator (a view's window and main pane, a surface's pane) belongs
+to the tmux server generation recorded in its ``tmux_servers`` row. The stage
+binds a ``TmuxAdapter`` to exactly that identity, so every mutation carries the
+adapter's in-tmux identity guard: on a restarted server that reissued ``%0``
+the batch is refused (``ServerIdentityMismatch``) and nothing is touched;
+``core.recovery.reconcile`` then opens a ``server_restarted`` recovery.
+
+Cost: ``present`` (with its launch gate), ``launch_pane``, ``paste_control``
+and ``kill`` are one tmux process each; ``set_mode`` two; so a transition
+stays within three.
 """
 
 from __future__ import annotations
@@ -17,19 +23,39 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.enums import ViewMode
-from core.errors import TmuxError
-from core.tmux.errors import TmuxUnavailable
-from core.tmux.identity import ServerIdentity, read_identity
+from core.tmux import topology
+from core.tmux.adapter import TmuxAdapter
+from core.tmux.commands import Check, both, equals, guarded, outcome
+from core.tmux.control_input import CONTROL_CLAIM_TEXT, ControlSubmission
+from core.tmux.errors import (
+    PaneNotFound,
+    PlacementRefused,
+    ServerIdentityMismatch,
+    TmuxCommandFailed,
+    TmuxUnavailable,
+    UnmanagedPane,
+)
+from core.tmux.identity import ServerIdentity, check_identity, read_identity, run_guarded
+from core.tmux.panes import (
+    OPT_HOLDING,
+    OPT_ROLE,
+    OPT_SERVES,
+    OPT_VIEW,
+    PaneRole,
+    PaneSnapshot,
+    ServerSnapshot,
+    pane_lines,
+    pane_state_command,
+    snapshot,
+)
 from core.tmux.runner import TmuxRunner
 
 if TYPE_CHECKING:
     from core.engine import Engine
     from core.home import Home
 
-CONTROL_TEMPLATE = "Call transition_claim() and follow the returned transition instructions."
-ROLE_OPTION = "@sb_role"
-SURFACE_OPTION = "@sb_surface"
-VIEW_OPTION = "@sb_view"
+CONTROL_TEMPLATE = CONTROL_CLAIM_TEXT
+"""control.claim.v1, re-exported for the launcher (the resume_initial prompt)."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +68,18 @@ def socket_path_for(engine: Engine, home: Home) -> str:
     return engine.config.tmux.socket_path or str(home.root / "tmux.sock")
 
 
+def gate_name(launch_id: str) -> str:
+    """The `tmux wait-for` channel a staged provider pane waits on before exec."""
+    return f"sb-launch-{launch_id}"
+
+
 class TmuxStage:
-    """Physical effects for one engine on one tmux server."""
+    """Physical effects for one engine on one tmux socket.
+
+    Locators are only acted on through an adapter bound to the identity of the
+    server that issued them; the live server's identity is read once per
+    process (``ensure_server``) and re-read by ``reconcile``.
+    """
 
     def __init__(self, engine: Engine, socket_path: str) -> None:
         self.engine = engine
@@ -52,36 +88,58 @@ class TmuxStage:
         self.view_session = engine.config.tmux.view_session
         self.holding_session = engine.config.tmux.holding_session
         self.navigator_width = engine.config.tmux.navigator_width
-        self._identity: ServerIdentity | None = None
+        self.navigator_command: list[str] | None = None
+        """argv of the navigator pane; None = `python -m navigator.cli ui` (tests override)."""
+        self.placeholder_command: list[str] = [sys.executable, "-m", "core.placeholder"]
+        self._live: TmuxAdapter | None = None
+        self._bound: dict[str, TmuxAdapter] = {}
+
+    @property
+    def invocations(self) -> int:
+        """tmux processes this stage has spawned (the per-transition budget is 3)."""
+        return self.runner.invocations
 
     # ----------------------------------------------------------- server
 
-    def ensure_server(self) -> ServerIdentity:
-        """Start the private server (view + holding sessions) if none answers."""
+    def ensure_server(self, *, refresh: bool = False) -> ServerIdentity:
+        """Start the private server (with its holding session) if none answers; bind to it."""
+        if self._live is not None and not refresh:
+            return self._live.expected
         try:
             identity = read_identity(self.runner)
         except TmuxUnavailable:
             Path(self.socket_path).parent.mkdir(parents=True, exist_ok=True)
-            self.runner.run([
-                ("new-session", "-d", "-s", self.view_session, "-n", "switchboard",
-                 "-x", "200", "-y", "50"),
-                ("set-option", "-g", "remain-on-exit", "off"),
-            ])
+            topology.ensure_holding_session(self.runner, holding_session=self.holding_session)
             identity = read_identity(self.runner)
-        sessions = set(self.runner.run([("list-sessions", "-F", "#{session_name}")]).stdout)
-        missing = []
-        if self.holding_session not in sessions:
-            missing.append(("new-session", "-d", "-s", self.holding_session, "-n", "_hold"))
-        if self.view_session not in sessions:
-            missing.append(("new-session", "-d", "-s", self.view_session))
-        if missing:
-            self.runner.run(missing)
-        self._identity = identity
+        else:
+            topology.ensure_holding_session(self.runner, identity,
+                                            holding_session=self.holding_session)
+        self._live = self._adapter(identity)
         return identity
 
-    def server_row(self, conn: sqlite3.Connection) -> str:
-        """The tmux_servers id of the live server, inserting it on first sight."""
-        identity = self._identity or self.ensure_server()
+    def adopt(self, identity: ServerIdentity) -> None:
+        """Bind new launches and views to ``identity`` (reconcile read it from tmux)."""
+        if self._live is None or self._live.expected != identity:
+            self._live = self._adapter(identity)
+
+    def live_identity(self) -> ServerIdentity | None:
+        """Who answers on the socket right now (never starts a server)."""
+        try:
+            return read_identity(self.runner)
+        except TmuxUnavailable:
+            return None
+
+    def snapshot(self) -> ServerSnapshot | None:
+        """Identity and every pane in one process; None when no server answers."""
+        try:
+            return snapshot(self.runner)
+        except TmuxUnavailable:
+            return None
+
+    def server_row(self, conn: sqlite3.Connection,
+                   identity: ServerIdentity | None = None) -> str:
+        """The tmux_servers id of ``identity`` (default: the bound live server), inserted once."""
+        identity = identity or self.ensure_server()
         row = conn.execute(
             "SELECT tmux_server_id FROM tmux_servers WHERE socket_path = ? AND server_pid = ?"
             " AND server_start_time = ?",
@@ -96,156 +154,269 @@ class TmuxStage:
              identity.server_start_time, self.engine.now()))
         return server_id
 
+    def adapter_for(self, tmux_server_id: str | None) -> TmuxAdapter:
+        """An adapter bound to the recorded server ``tmux_server_id`` (None: the live one)."""
+        if tmux_server_id is None:
+            self.ensure_server()
+            assert self._live is not None
+            return self._live
+        adapter = self._bound.get(tmux_server_id)
+        if adapter is None:
+            row = self.engine.conn.execute(
+                "SELECT socket_path, server_pid, server_start_time FROM tmux_servers"
+                " WHERE tmux_server_id = ?", (tmux_server_id,)).fetchone()
+            if row is None:
+                raise ServerIdentityMismatch(
+                    f"tmux server {tmux_server_id} is not recorded; its locators cannot be "
+                    "trusted. Run `switchboard reconcile`.")
+            adapter = self._adapter(ServerIdentity(row[0], int(row[1]), int(row[2])))
+            self._bound[tmux_server_id] = adapter
+        return adapter
+
+    def _adapter(self, identity: ServerIdentity) -> TmuxAdapter:
+        return TmuxAdapter(self.runner, identity, holding_session=self.holding_session,
+                           navigator_width=self.navigator_width)
+
+    def _checked_snapshot(self, adapter: TmuxAdapter) -> ServerSnapshot:
+        """One snapshot, refused unless it comes from the adapter's server generation."""
+        snap = snapshot(self.runner)
+        check_identity(adapter.expected, snap.identity)
+        return snap
+
     # ----------------------------------------------------------- views
 
-    def ensure_view(self, view: sqlite3.Row, title: str) -> tuple[str, str, str | None]:
-        """Create the view's window (placeholder main + navigator pane) if missing."""
+    def ensure_view(self, view: sqlite3.Row, title: str, *,
+                    rebind: bool = False) -> tuple[str, str, str | None]:
+        """The view's window (placeholder main + navigator), created if missing.
+
+        A view recorded on another server generation is refused
+        (ServerIdentityMismatch) unless ``rebind`` (the server_restarted
+        recovery), which builds a fresh window on the live server.
+        """
         self.ensure_server()
-        if view["tmux_window_id"]:
-            out = self.runner.run([("list-panes", "-a", "-F", "#{window_id}")], check=False)
-            if view["tmux_window_id"] in out.stdout:
-                return view["tmux_window_id"], view["main_pane_id"], view["navigator_pane_id"]
-        placeholder = _python_cmd("core.placeholder")
-        created = self.runner.run([(
-            "new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t",
-            f"{self.view_session}:", "-n", title[:30] or "view", placeholder)])
-        window_id, main_pane = created.stdout[0].split()
-        batch = [("set-option", "-p", "-t", main_pane, ROLE_OPTION, "placeholder"),
-                 ("set-option", "-w", "-t", window_id, VIEW_OPTION, view["view_id"])]
-        nav_pane = None
-        if view["mode"] == ViewMode.NAVIGATOR:
-            nav = self.runner.run([("split-window", "-h", "-b", "-d", "-l",
-                                    str(self.navigator_width), "-P", "-F", "#{pane_id}",
-                                    "-t", main_pane, _navigator_cmd(self.engine))])
-            nav_pane = nav.stdout[0].strip()
-            batch.append(("set-option", "-p", "-t", nav_pane, ROLE_OPTION, "navigator"))
-        self.runner.run(batch)
-        return window_id, main_pane, nav_pane
+        adapter = self.adapter_for(None if rebind else view["tmux_server_id"])
+        snap = self._checked_snapshot(adapter)
+        layout = snap.view(view["view_id"])
+        if layout is None:
+            layout = adapter.create_view(
+                session_name=self.view_session, view_id=view["view_id"],
+                window_name=title[:30] or "view",
+                navigator_command=self.navigator_command or [
+                    sys.executable, "-m", "navigator.cli", "ui"],
+                navigator_env=_navigator_env(self.engine),
+                main_command=self.placeholder_command)
+            if layout.main is not None:
+                # Tag the placeholder with its view so an empty frame can show it again.
+                adapter.tag_pane(layout.main.pane_id, {OPT_SERVES: view["view_id"]})
+            if view["mode"] == ViewMode.DIRECT:
+                layout = adapter.set_mode(view_id=view["view_id"], mode=ViewMode.DIRECT)
+        main = layout.main.pane_id if layout.main is not None else view["main_pane_id"]
+        navigator = layout.navigator.pane_id if layout.navigator is not None else None
+        return layout.window_id, main, navigator
 
     def main_pane(self, view: sqlite3.Row) -> str | None:
-        """Which pane sits in the view's main position, re-read from tmux."""
+        """Which pane sits in the view's main position, re-read from its own server."""
         if not view["tmux_window_id"]:
             return None
-        out = self.runner.run([("list-panes", "-t", view["tmux_window_id"], "-F",
-                                f"#{{pane_id}} #{{{ROLE_OPTION}}}")], check=False)
-        for line in out.stdout:
-            pane_id, _, role = line.partition(" ")
-            if role != "navigator":
-                return pane_id
-        return None
+        snap = self._checked_snapshot(self.adapter_for(view["tmux_server_id"]))
+        layout = snap.view(view["view_id"])
+        return layout.main.pane_id if layout is not None and layout.main is not None else None
 
-    def present(self, view: sqlite3.Row, target_pane: str | None) -> None:
-        """Swap ``target_pane`` into main and park the pane that was there."""
-        if not view["tmux_window_id"] or target_pane is None:
-            return
-        current = self.main_pane(view)
-        if current is None or current == target_pane:
-            return
-        zoom = self.runner.run([("display-message", "-p", "-t", current,
-                                 "#{window_zoomed_flag}")]).stdout
-        batch = [("swap-pane", "-d", "-s", target_pane, "-t", current),
-                 ("select-pane", "-d", "-t", current),
-                 ("select-pane", "-e", "-t", target_pane),
-                 ("select-pane", "-t", target_pane)]
-        if zoom and zoom[0] == "1":
-            batch.append(("resize-pane", "-Z", "-t", target_pane))
-        self.runner.run(batch)
-        conn = self.engine.conn
-        conn.execute("UPDATE user_views SET main_pane_id = ? WHERE view_id = ?",
-                     (target_pane, view["view_id"]))
+    def present(self, view: sqlite3.Row, target_pane: str | None, *,
+                launch_gate: str | None = None) -> str | None:
+        """Swap ``target_pane`` into main, park (and fence) the pane that was there.
+
+        One guarded tmux process. A staged target (never shown) gets its
+        launch gate signalled in the same command group as the swap, so its
+        provider execs only once it occupies main. ``target_pane`` None shows
+        the view's placeholder (an empty frame). Returns the pane in main
+        afterwards, as tmux re-read it, or None if the view has no window.
+        Refusals (PlacementRefused, UnmanagedPane, PaneNotFound,
+        ServerIdentityMismatch) guarantee nothing moved.
+        """
+        if not view["tmux_window_id"]:
+            return None
+        adapter = self.adapter_for(view["tmux_server_id"])
+        if target_pane is None:
+            return self._present_placeholder(view, adapter)
+        main = view["main_pane_id"] or self.main_pane(view)
+        if main is None:
+            raise PlacementRefused(f"view {view['view_id']} has no single main pane; reconcile it.")
+        surface = self._surface_of_pane(view["tmux_server_id"], target_pane)
+        gate = launch_gate or (surface[1] if surface is not None else None)
+        if main == target_pane:
+            if gate:
+                self.release_gate_named(gate, adapter)
+            return main
+        presented = adapter.present(
+            main_pane=main, target_pane=target_pane, view_id=view["view_id"],
+            target_surface_id=surface[0] if surface is not None else None, launch_gate=gate)
+        shown = presented.main
+        self._record_main(view["view_id"], shown.pane_id)
+        return shown.pane_id if shown.view_id == view["view_id"] and not shown.parked else None
+
+    def _record_main(self, view_id: str, pane_id: str) -> None:
+        self.engine.conn.execute("UPDATE user_views SET main_pane_id = ? WHERE view_id = ?",
+                                 (pane_id, view_id))
+
+    def _surface_of_pane(self, tmux_server_id: str | None,
+                         pane_id: str) -> tuple[str, str | None] | None:
+        """(surface id, launch gate if its placement is still staged) of a live pane."""
+        row = self.engine.conn.execute(
+            "SELECT s.surface_id, s.launch_id, p.state FROM surfaces s LEFT JOIN"
+            " frame_placements p ON p.surface_id = s.surface_id AND p.state <> 'orphaned'"
+            " WHERE s.pane_id = ? AND s.tmux_server_id IS ? AND s.lifecycle_state = 'live'",
+            (pane_id, tmux_server_id)).fetchone()
+        if row is None:
+            return None
+        return row[0], gate_name(row[1]) if row[2] == "staged" else None
+
+    def _present_placeholder(self, view: sqlite3.Row, adapter: TmuxAdapter) -> str | None:
+        """Show the view's placeholder in main (an empty frame); park what was there."""
+        view_id = view["view_id"]
+        snap = self._checked_snapshot(adapter)
+        layout = snap.view(view_id)
+        if layout is None or layout.main is None:
+            raise PlacementRefused(f"view {view_id} has no single main pane; reconcile it.")
+        if layout.main.role is PaneRole.PLACEHOLDER:
+            self._record_main(view_id, layout.main.pane_id)
+            return layout.main.pane_id
+        placeholder = next((p for p in snap if p.role is PaneRole.PLACEHOLDER and p.parked
+                            and p.serves_view == view_id and not p.dead), None)
+        if placeholder is None:
+            placeholder = self._new_placeholder(adapter, view_id)
+        main, held = layout.main.pane_id, placeholder.pane_id
+        is_placeholder = equals(f"#{{{OPT_ROLE}}}", PaneRole.PLACEHOLDER)
+        output = run_guarded(self.runner, adapter.expected, [
+            guarded([
+                Check(held, both(is_placeholder, f"#{{{OPT_HOLDING}}}"), "placeholder_moved"),
+                Check(main, both(equals(f"#{{{OPT_VIEW}}}", view_id),
+                                 f"#{{!=:#{{{OPT_ROLE}}},{PaneRole.NAVIGATOR}}}"),
+                      "main_not_in_view"),
+            ], [("swap-pane", "-d", "-Z", "-s", held, "-t", main),
+                ("select-pane", "-d", "-t", main),
+                ("select-pane", "-e", "-t", held)]),
+            pane_state_command(held),
+        ])
+        result = outcome(output.stdout)
+        if result != "ok":
+            raise PlacementRefused(f"showing the placeholder of view {view_id} was refused "
+                                   f"({result}); nothing moved. Reconcile the view.")
+        self._record_main(view_id, held)
+        return held
+
+    def _new_placeholder(self, adapter: TmuxAdapter, view_id: str) -> PaneSnapshot:
+        name = f"sbp-{uuid.uuid4().hex[:12]}"
+        window = f"={self.holding_session}:={name}"
+        output = run_guarded(self.runner, adapter.expected, [
+            ("new-window", "-d", "-t", f"={self.holding_session}:", "-n", name, "--",
+             *self.placeholder_command),
+            ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.PLACEHOLDER),
+            ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
+            ("select-pane", "-d", "-t", window),
+            pane_state_command(window),
+        ])
+        panes = pane_lines(output.stdout)
+        if not panes:
+            raise TmuxCommandFailed("the new placeholder pane was not reported")
+        return panes[-1]
 
     def set_mode(self, view: sqlite3.Row, mode: ViewMode) -> None:
         """direct: park the navigator pane; navigator: bring it back. Zoom survives."""
         if not view["tmux_window_id"]:
             return
-        main = self.main_pane(view)
-        nav = view["navigator_pane_id"]
-        if mode is ViewMode.DIRECT and nav:
-            zoom = self.runner.run([("display-message", "-p", "-t", main,
-                                     "#{window_zoomed_flag}")]).stdout
-            self.engine.conn.execute("UPDATE user_views SET zoomed = ? WHERE view_id = ?",
-                                     (1 if zoom and zoom[0] == "1" else 0, view["view_id"]))
-            self.runner.run([("break-pane", "-d", "-s", nav, "-t", f"{self.holding_session}:")])
-        elif mode is ViewMode.NAVIGATOR and nav and main:
-            batch = [("join-pane", "-h", "-b", "-d", "-l", str(self.navigator_width),
-                      "-s", nav, "-t", main)]
-            if view["zoomed"]:
-                batch.append(("resize-pane", "-Z", "-t", main))
-            self.runner.run(batch)
+        adapter = self.adapter_for(view["tmux_server_id"])
+        layout = adapter.set_mode(view_id=view["view_id"], mode=mode)
+        self.engine._fault("mode_after_move")
+        self.engine.conn.execute("UPDATE user_views SET zoomed = ? WHERE view_id = ?",
+                                 (1 if layout.zoomed else 0, view["view_id"]))
 
     # ----------------------------------------------------------- launches
 
     def launch_pane(self, *, surface_id: str, launch_id: str, argv: list[str],
-                    env: dict[str, str], cwd: str) -> LaunchedPane:
-        """Create the provider pane parked in holding, gated until it is placed."""
-        self.ensure_server()
-        gate = f"sb-launch-{launch_id}"
-        command = (f"tmux -S {shlex.quote(self.socket_path)} wait-for {gate} && exec "
-                   + " ".join(shlex.quote(a) for a in argv))
-        env_args: list[str] = []
-        for key, value in sorted(env.items()):
-            env_args += ["-e", f"{key}={value}"]
-        out = self.runner.run([(
-            "new-window", "-d", "-P", "-F", "#{pane_id} #{pane_pid}", "-t",
-            f"{self.holding_session}:", "-n", f"sb-{surface_id[:8]}", "-c", cwd, *env_args,
-            command)])
-        pane_id, pid = out.stdout[0].split()
-        self.runner.run([("set-option", "-p", "-t", pane_id, SURFACE_OPTION, surface_id),
-                         ("set-option", "-p", "-t", pane_id, ROLE_OPTION, "provider"),
-                         ("select-pane", "-d", "-t", pane_id)])
-        return LaunchedPane(pane_id, int(pid))
+                    env: dict[str, str], cwd: str,
+                    tmux_server_id: str | None = None) -> LaunchedPane:
+        """Create the provider pane parked in holding, gated until it is placed in main.
 
-    def release_gate(self, launch_id: str) -> None:
-        self.runner.run([("wait-for", "-S", f"sb-launch-{launch_id}")])
+        One process: created, tagged ``@sb_surface``, fenced and re-read
+        together; ``env`` goes only into this pane's environment.
+        """
+        adapter = self.adapter_for(tmux_server_id)
+        command = (f"tmux -S {shlex.quote(self.socket_path)} wait-for "
+                   f"{gate_name(launch_id)} && exec " + shlex.join(argv))
+        pane = adapter.launch_staged_pane(surface_id=surface_id, command=[command],
+                                          env=env, cwd=cwd)
+        return LaunchedPane(pane.pane_id, pane.pane_pid or 0)
 
-    def paste_control(self, pane_id: str) -> None:
-        """The fenced control turn: one queue, one buffer, one Enter, input off after."""
-        buffer = f"sb-ctl-{uuid.uuid4().hex[:12]}"
-        self._require_managed(pane_id)
-        self.runner.run([
-            ("set-buffer", "-b", buffer, CONTROL_TEMPLATE),
-            ("select-pane", "-e", "-t", pane_id),
-            ("paste-buffer", "-p", "-d", "-b", buffer, "-t", pane_id),
-            ("send-keys", "-t", pane_id, "Enter"),
-            ("select-pane", "-d", "-t", pane_id),
-        ])
+    def release_gate(self, launch_id: str, *, tmux_server_id: str | None = None) -> None:
+        """Open a launch gate on its own (present opens it with the swap; prefer that)."""
+        self.release_gate_named(gate_name(launch_id), self.adapter_for(tmux_server_id))
 
-    def enable_input(self, pane_id: str) -> None:
-        self.runner.run([("select-pane", "-e", "-t", pane_id)], check=False)
+    def release_gate_named(self, gate: str, adapter: TmuxAdapter) -> None:
+        run_guarded(self.runner, adapter.expected, [("wait-for", "-S", gate)])
 
-    def kill(self, pane_id: str) -> None:
-        """Kill only a pane Switchboard launched (tagged with its surface)."""
+    # ----------------------------------------------------------- panes
+
+    def _surface_for(self, pane_id: str, surface_id: str | None,
+                     states: tuple[str, ...]) -> tuple[str, str | None]:
+        """(surface id, recorded server) owning ``pane_id``; the live server's first."""
+        live = self._live.expected if self._live is not None else None
+        marks = ", ".join("?" for _ in states)
+        rows = self.engine.conn.execute(
+            "SELECT s.surface_id, s.tmux_server_id, t.socket_path, t.server_pid,"
+            " t.server_start_time FROM surfaces s LEFT JOIN tmux_servers t"
+            " ON t.tmux_server_id = s.tmux_server_id WHERE s.pane_id = ?"
+            f" AND s.lifecycle_state IN ({marks}) AND (? IS NULL OR s.surface_id = ?)"
+            " ORDER BY s.updated_at DESC",
+            (pane_id, *states, surface_id, surface_id)).fetchall()
+        if not rows:
+            raise UnmanagedPane(f"pane {pane_id} belongs to no Switchboard surface; refusing")
+        for row in rows:
+            if live is not None and row[2] is not None and \
+                    ServerIdentity(row[2], int(row[3]), int(row[4])) == live:
+                return row[0], row[1]
+        return rows[0][0], rows[0][1]
+
+    def paste_control(self, pane_id: str, *, surface_id: str | None = None) -> ControlSubmission:
+        """The fenced control turn (one process); refused unless the pane is input-off.
+
+        The caller has already counted the submission: any exception means
+        ``uncertain``, never a retry.
+        """
+        surface, server = self._surface_for(pane_id, surface_id, ("live",))
+        return self.adapter_for(server).submit_control_line(pane_id=pane_id, surface_id=surface)
+
+    def enable_input(self, pane_id: str, *, surface_id: str | None = None) -> None:
+        surface, server = self._surface_for(pane_id, surface_id, ("live",))
+        self.adapter_for(server).enable_input(pane_id=pane_id, surface_id=surface)
+
+    def kill(self, pane_id: str, *, surface_id: str | None = None) -> bool:
+        """Kill only the exact parked, launch-owned pane of a surface; True if it is gone.
+
+        Refused (False) for an untagged pane, a pane on screen or sharing a
+        window, or a locator of another server generation.
+        """
         try:
-            self._require_managed(pane_id)
-        except TmuxError:
-            return
-        self.runner.run([("kill-pane", "-t", pane_id)], check=False)
-
-    def _require_managed(self, pane_id: str) -> None:
-        out = self.runner.run([("display-message", "-p", "-t", pane_id,
-                                f"#{{{SURFACE_OPTION}}}")], check=False)
-        if not out.ok or not out.stdout or not out.stdout[0].strip():
-            raise TmuxError(f"pane {pane_id} is not a Switchboard-launched pane; refusing")
+            surface, server = self._surface_for(pane_id, surface_id,
+                                                ("live", "dead", "retired", "orphaned"))
+            self.adapter_for(server).kill_surface_pane(pane_id=pane_id, surface_id=surface)
+        except PaneNotFound:
+            return True
+        except (UnmanagedPane, PlacementRefused, ServerIdentityMismatch, TmuxUnavailable):
+            return False
+        return True
 
     def list_panes(self) -> dict[str, str]:
-        """pane id -> @sb_surface for every pane of the server (one invocation)."""
-        out = self.runner.run([("list-panes", "-a", "-F",
-                                f"#{{pane_id}} #{{{SURFACE_OPTION}}}")], check=False)
-        panes: dict[str, str] = {}
-        for line in out.stdout:
-            pane_id, _, surface = line.partition(" ")
-            panes[pane_id] = surface
-        return panes
+        """pane id -> @sb_surface ('' if none) for every pane of the server (one process)."""
+        snap = self.snapshot()
+        if snap is None:
+            return {}
+        return {pane.pane_id: pane.surface_id or "" for pane in snap}
 
 
-def _python_cmd(module: str, *args: str) -> str:
-    return " ".join(shlex.quote(a) for a in (sys.executable, "-m", module, *args))
-
-
-def _navigator_cmd(engine: Engine) -> str:
+def _navigator_env(engine: Engine) -> dict[str, str]:
     home = getattr(engine, "home", None)
-    prefix = f"SWITCHBOARD_HOME={shlex.quote(str(home.root))} " if home is not None else ""
-    return prefix + _python_cmd("navigator.cli", "ui")
+    return {"SWITCHBOARD_HOME": str(home.root)} if home is not None else {}
 
 
 def attach_stage(engine: Engine, home: Home) -> TmuxStage:
