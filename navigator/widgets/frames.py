@@ -103,9 +103,17 @@ def _title_order(frame: FrameSummary) -> tuple[str, str]:
     return (frame.title.casefold(), frame.frame_id)
 
 
+SpecCache = dict[str, tuple[tuple[object, ...], "_Spec | None"]]
+
+
 def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
-                filter_text: str = "") -> list[_Spec]:
-    """The desired tree, as plain data (kept apart from widgets so it is cheap to test)."""
+                filter_text: str = "", cache: SpecCache | None = None) -> list[_Spec]:
+    """The desired tree, as plain data (kept apart from widgets so it is cheap to test).
+
+    With ``cache``, a project whose inputs (its row, host row, view row, filter)
+    equal last time's returns the very same spec object, which the tree then
+    skips: one frame's badge change rebuilds one project, not a thousand frames.
+    """
     needle = filter_text.strip().casefold()
     view_of_project: dict[str, ViewRow] = {}
     if state is not None:
@@ -116,8 +124,17 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
     for project in projects:
         host = state.host_row(project.host_id) if state is not None else None
         remote = state is not None and project.host_id != state.local_host_id
-        spec = _project_spec(project, host, view_of_project.get(project.project_id), needle,
-                             remote)
+        view = view_of_project.get(project.project_id)
+        # host.observed_at moves on every build; only what the subtree shows counts
+        host_shown = (host.display_name, host.stale, host.reachability) if host else None
+        inputs = (project, host_shown, view, needle, remote)
+        cached = cache.get(project.project_id) if cache is not None else None
+        if cached is not None and cached[0] == inputs:
+            spec = cached[1]
+        else:
+            spec = _project_spec(project, host, view, needle, remote)
+            if cache is not None:
+                cache[project.project_id] = (inputs, spec)
         if spec is not None:
             specs.append(spec)
     return specs
@@ -214,6 +231,8 @@ class FrameTree(Tree[NodeRef]):
         self.border_title = "Projects"
         self.collapsed: set[str] = set()
         self._node_by_key: dict[str, TreeNode[NodeRef]] = {}
+        self._spec_cache: SpecCache = {}
+        self._applied: dict[str, _Spec] = {}
         self._extra_projects: tuple[ProjectRow, ...] = ()
 
     # ------------------------------------------------------------------ data in
@@ -240,8 +259,9 @@ class FrameTree(Tree[NodeRef]):
         if self.navigator_state is None and not self._extra_projects:
             return
         cursor_key = self.selected_ref.key if self.selected_ref is not None else None
-        specs = build_specs(self._projects(), self.navigator_state, self.filter_text)
-        structural = self._sync_children(self.root, specs)
+        specs = build_specs(self._projects(), self.navigator_state, self.filter_text,
+                            self._spec_cache)
+        structural = self._sync_children(self.root, specs, top=True)
         if structural:
             _ = self.last_line  # rebuild line numbers before moving the cursor
             if cursor_key is not None and cursor_key in self._node_by_key:
@@ -249,14 +269,18 @@ class FrameTree(Tree[NodeRef]):
             elif self.cursor_line < 0 and self._node_by_key:
                 self.cursor_line = 0
 
-    def _sync_children(self, parent: TreeNode[NodeRef], specs: list[_Spec] | tuple[_Spec, ...]
-                       ) -> bool:
+    def _sync_children(self, parent: TreeNode[NodeRef], specs: list[_Spec] | tuple[_Spec, ...],
+                       *, top: bool = False) -> bool:
         """Reconcile one level; returns whether any structure changed below ``parent``."""
         current = [child.data.key for child in parent.children if child.data is not None]
         wanted = [spec.ref.key for spec in specs]
+        if top:
+            applied, self._applied = self._applied, {spec.ref.key: spec for spec in specs}
         if current == wanted:
             changed = False
             for node, spec in zip(parent.children, specs, strict=True):
+                if top and applied.get(spec.ref.key) is spec:
+                    continue  # the same spec object as last time: nothing below changed
                 if node.data != spec.ref or str(node.label) != spec.label:
                     node.data = spec.ref
                     node.set_label(Text(spec.label))
