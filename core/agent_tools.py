@@ -2,25 +2,33 @@
 
 Each derives all authority from the caller's capability (pane environment);
 none takes a frame, view or pane argument. Results are plain dicts ready for
-JSON (CLI) or MCP tool output.
+JSON (CLI) or MCP tool output. Each call opens the registry, acts and closes
+it again, so a long-lived MCP server holds no connection between calls.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, Authority, authenticate
 from core.enums import CreatedBy, Provider
-from core.errors import Unauthorized
+from core.errors import RequestConflict, SwitchboardError, Unauthorized
 from core.home import Home
 
+if TYPE_CHECKING:
+    from core.engine import Engine
 
-def _authority(engine, env: dict[str, str]) -> Authority:
+NO_CAPABILITY = ("no Switchboard capability in this environment; agent tools only work "
+                 "inside a pane that Switchboard launched")
+
+
+def _authority(engine: Engine, env: dict[str, str]) -> Authority:
     raw = env.get(ENV_CAPABILITY)
     if not raw:
-        raise Unauthorized("no Switchboard capability in this environment; agent tools only "
-                           "work inside a pane that Switchboard launched")
+        raise Unauthorized(NO_CAPABILITY)
     if env.get(ENV_GENERATION) != engine.generation_id:
         raise Unauthorized("this pane belongs to an older Switchboard generation")
     authority = authenticate(engine.conn, raw, engine.now())
@@ -30,27 +38,53 @@ def _authority(engine, env: dict[str, str]) -> Authority:
     return authority
 
 
-def _open(env: dict[str, str]):
+@contextmanager
+def _authorized(env: dict[str, str] | None) -> Iterator[tuple[Engine, Authority]]:
+    """Open the engine (with its tmux stage: a transition that runs at once must
+    really move panes, not only record that they moved), authenticate, close."""
     from core.session import open_engine
 
-    return open_engine(Home.from_env(env))
+    env = dict(os.environ if env is None else env)
+    if not env.get(ENV_CAPABILITY):
+        raise Unauthorized(NO_CAPABILITY)  # before touching (or requiring) any registry
+    engine = open_engine(Home.from_env(env), with_stage=True)
+    try:
+        yield engine, _authority(engine, env)
+    finally:
+        engine.conn.close()
+
+
+def _provider(value: str | None) -> Provider | None:
+    if value is None:
+        return None
+    try:
+        return Provider(value)
+    except ValueError:
+        known = ", ".join(p.value for p in Provider)
+        raise SwitchboardError(f"unknown provider {value!r} (known: {known})",
+                               code="bad_request") from None
 
 
 def task_push(title: str, brief: str, purpose: str | None = None,
               provider: str | None = None, *, request_id: str | None = None,
               env: dict[str, str] | None = None) -> dict[str, Any]:
-    env = dict(os.environ if env is None else env)
-    engine = _open(env)
-    authority = _authority(engine, env)
-    from core.requests import fingerprint, new_request_id
+    """Prepare a child task from the caller's frame; it runs on the caller's Stop."""
+    chosen = _provider(provider)
+    with _authorized(env) as (engine, authority):
+        from core.requests import fingerprint
 
-    # Same push text from the same frame is the same request: retries don't duplicate.
-    rid = request_id or _derived_id(fingerprint("agent.push", {
-        "frame": authority.frame_id, "title": title, "brief": brief}))
-    del new_request_id
-    result = engine.frame_push(rid, authority.frame_id, title, brief, purpose=purpose,
-                               provider=Provider(provider) if provider else None,
-                               created_by=CreatedBy.AGENT)
+        # Same push text from the same frame is the same request: retries don't duplicate.
+        rid = request_id or _derived_id(fingerprint("agent.push", {
+            "frame": authority.frame_id, "title": title, "brief": brief}))
+        try:
+            result = engine.frame_push(rid, authority.frame_id, title, brief, purpose=purpose,
+                                       provider=chosen, created_by=CreatedBy.AGENT)
+        except RequestConflict:
+            # An agent cannot choose request ids: say what it can change instead.
+            raise RequestConflict(
+                "a task with this title and brief was already pushed from this frame with "
+                "a different purpose or provider; repeat the original arguments to get its "
+                "result, or use another title for a new task") from None
     return {"ok": True, "transition_id": result.transition_id, "state": result.state,
             "child_frame_id": result.target_frame_id,
             "message": "The task is prepared. End your turn now; Switchboard hands the work "
@@ -59,26 +93,29 @@ def task_push(title: str, brief: str, purpose: str | None = None,
 
 def task_complete_return(summary: str, next_action: str, *, request_id: str | None = None,
                          env: dict[str, str] | None = None) -> dict[str, Any]:
-    env = dict(os.environ if env is None else env)
-    engine = _open(env)
-    authority = _authority(engine, env)
-    from core.requests import fingerprint
+    """Store the caller's handoff and prepare the return to its parent."""
+    with _authorized(env) as (engine, authority):
+        from core.requests import fingerprint
 
-    rid = request_id or _derived_id(fingerprint("agent.complete", {
-        "frame": authority.frame_id, "summary": summary, "next": next_action}))
-    result = engine.frame_complete(rid, authority.frame_id, summary, next_action,
-                                   source=CreatedBy.AGENT)
+        rid = request_id or _derived_id(fingerprint("agent.complete", {
+            "frame": authority.frame_id, "summary": summary, "next": next_action}))
+        try:
+            result = engine.frame_complete(rid, authority.frame_id, summary, next_action,
+                                           source=CreatedBy.AGENT)
+        except RequestConflict:
+            raise RequestConflict(
+                "this completion was already recorded with other words; repeat the original "
+                "summary and next action") from None
     return {"ok": True, "transition_id": result.transition_id, "state": result.state,
             "message": "The handoff is stored. End your turn now; your parent receives it."}
 
 
 def transition_claim(*, env: dict[str, str] | None = None) -> dict[str, Any]:
-    env = dict(os.environ if env is None else env)
-    engine = _open(env)
-    authority = _authority(engine, env)
-    from core.claims import claim_for_frame
+    """Return the brief or handoff addressed to the caller's frame (idempotent)."""
+    with _authorized(env) as (engine, authority):
+        from core.claims import claim_for_frame
 
-    result = claim_for_frame(engine, authority.frame_id, authority.session_key)
+        result = claim_for_frame(engine, authority.frame_id, authority.session_key)
     out: dict[str, Any] = {"ok": True, "kind": result.kind, "instructions": result.instructions,
                            "frame_id": result.frame_id, "title": result.title,
                            "first_claim": result.first_claim}
@@ -94,3 +131,4 @@ def _derived_id(digest_hex: str) -> str:
     """A UUID-shaped request id derived from the semantic fingerprint."""
     h = digest_hex[:32]
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+

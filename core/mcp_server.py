@@ -1,34 +1,86 @@
 """A minimal MCP stdio server exposing the three agent tools.
 
 Newline-delimited JSON-RPC 2.0 (the MCP stdio transport): initialize,
-tools/list and tools/call. Authority still comes only from the capability in
-the server process's environment, which the provider inherits from its pane.
+tools/list, tools/call and ping. Authority still comes only from the
+capability in the server process's environment, which the provider inherits
+from its pane; no tool takes a frame, view or pane argument.
+
+Failure shapes follow MCP: malformed JSON is -32700, a message that is not a
+request is -32600, an unknown method -32601, an unknown tool -32602. Anything
+that goes wrong *inside* a tool (bad arguments, a refused capability, a
+conflict, even an unexpected exception) is a tool result with
+``isError: true``, so the model can read it and correct itself, and the server
+keeps serving: one bad call must never take the tools away from the agent.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from core.errors import SwitchboardError
 
-PROTOCOL_VERSION = "2025-06-18"
+# Newest first; an initialize asking for one of these gets it back, anything
+# else gets the newest (the client then decides whether it can continue).
+PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
+SERVER_VERSION = "0.1.0"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+
+_TEXT = {"type": "string", "minLength": 1}
 
 TOOLS: list[dict[str, Any]] = [
     {"name": "task_push",
      "description": "Hand an independent outcome to a new child task. End your turn after.",
-     "inputSchema": {"type": "object", "required": ["title", "brief"], "properties": {
-         "title": {"type": "string"}, "brief": {"type": "string"},
-         "purpose": {"type": "string"},
-         "provider": {"type": "string", "enum": ["claude", "codex"]}}}},
+     "inputSchema": {"type": "object", "required": ["title", "brief"],
+                     "additionalProperties": False, "properties": {
+                         "title": _TEXT, "brief": _TEXT, "purpose": {"type": "string"},
+                         "provider": {"type": "string", "enum": ["claude", "codex"]}}}},
     {"name": "task_complete_return",
      "description": "Finish this task and return a summary and next action to the parent.",
-     "inputSchema": {"type": "object", "required": ["summary", "next_action"], "properties": {
-         "summary": {"type": "string"}, "next_action": {"type": "string"}}}},
+     "inputSchema": {"type": "object", "required": ["summary", "next_action"],
+                     "additionalProperties": False, "properties": {
+                         "summary": _TEXT, "next_action": _TEXT}}},
     {"name": "transition_claim",
      "description": "Claim your brief or handoff and follow the returned instructions.",
-     "inputSchema": {"type": "object", "properties": {}}},
+     "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
 ]
+_SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
+
+
+class ToolArgumentError(Exception):
+    """The arguments do not match the tool's input schema."""
+
+
+def _check_arguments(name: str, arguments: Any) -> dict[str, Any]:
+    """Validate against the (flat, string-only) schema we publish in tools/list."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError("arguments must be an object")
+    schema = _SCHEMAS[name]
+    properties: dict[str, Any] = schema["properties"]
+    unknown = sorted(set(arguments) - set(properties))
+    if unknown:
+        raise ToolArgumentError(f"unexpected argument(s): {', '.join(unknown)}")
+    missing = [key for key in schema.get("required", ()) if key not in arguments]
+    if missing:
+        raise ToolArgumentError(f"missing required argument(s): {', '.join(missing)}")
+    for key, value in arguments.items():
+        spec = properties[key]
+        if not isinstance(value, str):
+            raise ToolArgumentError(f"{key} must be a string")
+        if len(value) < spec.get("minLength", 0):
+            raise ToolArgumentError(f"{key} must not be empty")
+        if "enum" in spec and value not in spec["enum"]:
+            raise ToolArgumentError(f"{key} must be one of {', '.join(spec['enum'])}")
+    return arguments
 
 
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -39,54 +91,90 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
                                      arguments.get("purpose"), arguments.get("provider"))
     if name == "task_complete_return":
         return agent_tools.task_complete_return(arguments["summary"], arguments["next_action"])
-    if name == "transition_claim":
-        return agent_tools.transition_claim()
-    raise KeyError(name)
+    return agent_tools.transition_claim()
 
 
-def handle(message: dict[str, Any]) -> dict[str, Any] | None:
-    method = message.get("method")
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def call_tool(name: str, raw_arguments: Any,
+              call: Callable[[str, dict[str, Any]], dict[str, Any]] = _call) -> dict[str, Any]:
+    """Run one tool; every failure inside it becomes an ``isError`` result."""
+    try:
+        arguments = _check_arguments(name, raw_arguments)
+        output = call(name, arguments)
+    except ToolArgumentError as exc:
+        return _tool_error(f"bad_arguments: {exc}")
+    except SwitchboardError as exc:
+        return _tool_error(f"{exc.code}: {exc.message}")
+    except Exception as exc:  # noqa: BLE001 - the server must outlive any one call
+        print(f"switchboard mcp: {name} failed: {exc!r}", file=sys.stderr)
+        return _tool_error(f"internal_error: {type(exc).__name__}: {exc}")
+    return {"content": [{"type": "text", "text": json.dumps(output, sort_keys=True)}],
+            "structuredContent": output, "isError": False}
+
+
+def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+def handle(message: Any) -> dict[str, Any] | None:
+    """Answer one decoded message; None for notifications (which get no reply)."""
+    if not isinstance(message, dict):
+        return _error(None, INVALID_REQUEST, "invalid request: expected one JSON object "
+                      "(batches are not supported)")
+    is_notification = "id" not in message
     msg_id = message.get("id")
-    if msg_id is None:
-        return None  # notification
+    method = message.get("method")
+    if message.get("jsonrpc") != "2.0" or not isinstance(method, str) or \
+            not (is_notification or isinstance(msg_id, (str, int))) or \
+            isinstance(msg_id, bool):
+        return None if is_notification else _error(
+            msg_id if isinstance(msg_id, (str, int)) else None, INVALID_REQUEST,
+            "invalid request: needs jsonrpc 2.0, a string method and a string or "
+            "integer id")
+    if is_notification:
+        return None  # notifications/initialized, notifications/cancelled, ...
+    params = message.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        return _error(msg_id, INVALID_PARAMS, "params must be an object")
     if method == "initialize":
-        result: Any = {"protocolVersion": PROTOCOL_VERSION,
-                       "capabilities": {"tools": {}},
-                       "serverInfo": {"name": "switchboard", "version": "0.1.0"}}
+        asked = params.get("protocolVersion")
+        result: dict[str, Any] = {
+            "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSION,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": "switchboard", "version": SERVER_VERSION},
+            "instructions": "Switchboard agent tools. Authority comes from the pane you run "
+                            "in; call transition_claim() when told to.",
+        }
     elif method == "tools/list":
         result = {"tools": TOOLS}
     elif method == "tools/call":
-        params = message.get("params") or {}
-        try:
-            output = _call(params.get("name", ""), params.get("arguments") or {})
-            result = {"content": [{"type": "text", "text": json.dumps(output)}],
-                      "isError": False}
-        except KeyError as exc:
-            return {"jsonrpc": "2.0", "id": msg_id,
-                    "error": {"code": -32602, "message": f"unknown tool or argument {exc}"}}
-        except SwitchboardError as exc:
-            result = {"content": [{"type": "text", "text": f"{exc.code}: {exc.message}"}],
-                      "isError": True}
+        name = params.get("name")
+        if not isinstance(name, str) or name not in _SCHEMAS:
+            return _error(msg_id, INVALID_PARAMS, f"unknown tool: {name!r}")
+        result = call_tool(name, params.get("arguments"))
     elif method == "ping":
         result = {}
     else:
-        return {"jsonrpc": "2.0", "id": msg_id,
-                "error": {"code": -32601, "message": f"method not found: {method}"}}
+        return _error(msg_id, METHOD_NOT_FOUND, f"method not found: {method}")
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """Serve until stdin closes: one JSON message per line in, one reply per line out."""
     for line in stdin:
         if not line.strip():
             continue
         try:
             message = json.loads(line)
-        except ValueError:
-            reply: dict[str, Any] | None = {
-                "jsonrpc": "2.0", "id": None,
-                "error": {"code": -32700, "message": "parse error"}}
+        except (ValueError, RecursionError):
+            reply: dict[str, Any] | None = _error(None, PARSE_ERROR, "parse error")
         else:
             reply = handle(message)
         if reply is not None:
-            stdout.write(json.dumps(reply).encode("utf-8") + b"\n")
+            stdout.write(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
             stdout.flush()
