@@ -1,0 +1,108 @@
+"""The whole push -> claim -> complete -> claim journey through the MCP server.
+
+A real private tmux server with fake Claude agents; every agent tool call goes
+through `python -m navigator.cli mcp` in a subprocess whose environment is the
+pane's (capability, generation, home, TMUX_PANE), exactly what a provider's MCP
+client would inherit. Turn boundaries of the parent come from `handle_hook`;
+the fake agents fire their own hooks and claim their own control turns, so the
+MCP claims here are the idempotent second claims. Retrying any step creates no
+duplicate.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
+from core.hook_handler import handle_hook
+from tests.core.test_hook_handler import launch_live_surface, mint_capability, payload_for
+from tests.core.test_mcp_server import McpProcess, base_env, error_text, ok_output, pane_env
+from tests.integration.journey_env import tmux, wait_for
+
+
+def test_push_claim_complete_claim_over_mcp(tmp_path: Path, tmux_socket: Path,
+                                            monkeypatch) -> None:
+    monkeypatch.setenv(ENV_HOME, str(tmp_path))
+    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
+        monkeypatch.delenv(name, raising=False)
+    live = launch_live_surface(tmp_path, tmux_socket)
+    conn = live.engine.conn
+
+    def one(sql: str, *args: object) -> tuple | None:
+        row = conn.execute(sql, args).fetchone()
+        return None if row is None else tuple(row)
+
+    parent = McpProcess(pane_env(live))
+    child: McpProcess | None = None
+    try:
+        # 1. the parent, mid-turn, pushes a task; it waits for the parent's Stop
+        handle_hook("claude", "UserPromptSubmit", payload_for(live, "UserPromptSubmit"),
+                    live.env())
+        pushed = ok_output(parent.call("task_push", {"title": "Fix the bug",
+                                                     "brief": "Make test_foo pass"}))
+        assert pushed["state"] == "prepared"
+        push_id, child_frame = pushed["transition_id"], pushed["child_frame_id"]
+
+        # 2. the trusted Stop executes it: the child launches and claims its brief itself
+        stopped = handle_hook("claude", "Stop", payload_for(live, "Stop"), live.env())
+        assert stopped.executed_transitions == (push_id,)
+        assert wait_for(lambda: one("SELECT state FROM view_transitions"
+                                    " WHERE transition_id = ?", push_id) == ("completed",), 30)
+        launch_id = one("SELECT launch_id FROM launch_intents WHERE frame_id = ?"
+                        " ORDER BY created_at DESC LIMIT 1", child_frame)[0]
+        assert wait_for(lambda: one("SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    launch_id) == ("bound",), 30)
+        child_raw = "sbcap1_test-" + uuid.uuid4().hex
+        mint_capability(live.engine, launch_id, child_raw)
+        child_pane = one("SELECT pane_id FROM agent_capabilities WHERE capability_digest = ?",
+                         digest(child_raw))[0]
+        assert one("SELECT main_pane_id FROM user_views") == (child_pane,)
+        child = McpProcess(base_env(**{ENV_HOME: str(tmp_path), ENV_CAPABILITY: child_raw,
+                                       ENV_GENERATION: live.engine.generation_id,
+                                       "TMUX_PANE": child_pane}))
+
+        # 3. the child's own claim over MCP: the same brief, not a first claim
+        brief = ok_output(child.call("transition_claim"))
+        assert (brief["kind"], brief["brief"], brief["first_claim"]) == \
+            ("brief", "Make test_foo pass", False)
+        child_key = one("SELECT current_session_key FROM frames WHERE frame_id = ?",
+                        child_frame)[0]
+        assert wait_for(lambda: one("SELECT activity FROM provider_sessions"
+                                    " WHERE session_key = ?", child_key) == ("ready",), 30)
+
+        # 4. the idle child completes: the return runs at once, the parent's agent
+        #    gets one control line, claims the handoff, and the child is closed
+        done = ok_output(child.call("task_complete_return",
+                                    {"summary": "Fixed foo", "next_action": "review"}))
+        return_id = done["transition_id"]
+        assert wait_for(lambda: one("SELECT state FROM view_transitions"
+                                    " WHERE transition_id = ?", return_id) == ("completed",),
+                        30), one("SELECT state, failure FROM view_transitions"
+                                 " WHERE transition_id = ?", return_id)
+        assert one("SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
+                   child_frame) == ("closed", "completed")
+        assert wait_for(lambda: child_pane not in tmux(tmux_socket, "list-panes", "-a", "-F",
+                                                       "#{pane_id}").split(), 15)
+        handoff = ok_output(parent.call("transition_claim"))
+        assert (handoff["kind"], handoff["summary"], handoff["next_action"],
+                handoff["first_claim"]) == ("handoff", "Fixed foo", "review", False)
+
+        # 5. retries create nothing: the child's capability died with its runtime,
+        #    the parent's repeated push returns the stored result
+        counts = one("SELECT (SELECT COUNT(*) FROM view_transitions),"
+                     " (SELECT COUNT(*) FROM frames)")
+        text = error_text(child.call("task_complete_return",
+                                     {"summary": "Fixed foo", "next_action": "review"}))
+        assert text.startswith("unauthorized: capability was revoked"), text
+        again = ok_output(parent.call("task_push", {"title": "Fix the bug",
+                                                    "brief": "Make test_foo pass"}))
+        assert (again["transition_id"], again["state"]) == (push_id, "completed")
+        assert ok_output(parent.call("transition_claim"))["first_claim"] is False
+        assert one("SELECT (SELECT COUNT(*) FROM view_transitions),"
+                   " (SELECT COUNT(*) FROM frames)") == counts
+    finally:
+        parent.close()
+        if child is not None:
+            child.close()
+        conn.close()
