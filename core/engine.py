@@ -488,11 +488,30 @@ class Engine:
                 if parent["lifecycle_state"] != FrameLifecycle.OPEN:
                     raise Conflict("reopen its parent first", code="parent_closed")
             frames_ops.reopen(conn, frame_id, now)
+            self._rehome_if_stranded(conn, frame, now)
             return "frame", frame_id
 
         build = self._frame_result(request_id)
         return self._idempotent(request_id, "frame.reopen", {"frame_id": frame_id}, body,
                                 build, build)
+
+    def _rehome_if_stranded(self, conn: sqlite3.Connection, frame: sqlite3.Row,
+                            now: int) -> None:
+        """A frame whose view was retired moves to its project's live view, if any."""
+        placement = views_ops.placement_of_frame(conn, frame["frame_id"])
+        if placement is not None and views_ops.get_view(
+                conn, placement["view_id"])["state"] != ViewState.RETIRED:
+            return
+        live = views_ops.view_of_project(conn, self.host_id, frame["project_id"])
+        if live is None:
+            return  # the next project entry homes it
+        if placement is not None:
+            views_ops.move_placement(conn, placement["placement_id"], placement["generation"],
+                                     PlacementState.ORPHANED, now)
+        views_ops.insert_placement(conn, placement_id=self.ids.new_id(), host_id=self.host_id,
+                                   view_id=live["view_id"], frame_id=frame["frame_id"],
+                                   state=PlacementState.STOPPED_AFFINITY, surface_id=None,
+                                   now=now)
 
     # ------------------------------------------------------------------ views
 

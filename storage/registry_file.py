@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ class RegistryMetadata:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _check_header(path: Path) -> None:
+def _check_header(path: Path, *, check_size: bool = True) -> None:
     """Identity, version and size from the 100-byte header, before SQLite opens it.
 
     SQLite zero-fills short reads, and even a read-only open of a WAL-mode file
@@ -65,24 +66,47 @@ def _check_header(path: Path) -> None:
     page_size = 65536 if page_size == 1 else page_size
     page_count = int.from_bytes(header[28:32], "big")
     counter_valid = header[24:28] == header[92:96]
-    if page_size < 512 or size % page_size or (counter_valid and size < page_size * page_count):
+    if page_size < 512 or (check_size and (
+            size % page_size or (counter_valid and size < page_size * page_count))):
         raise RegistryUnavailable(
             f"{path} is truncated ({size} bytes; expected {page_size * page_count}); "
-            "it was left unchanged")
+            "it was left unchanged", code=TRANSIENT_CODE)
+
+
+TRANSIENT_CODE = "registry_unreadable"
+# A checkpoint in another process can make a live file look short or torn for a
+# moment; a file that is really damaged stays that way across these retries.
+RETRY_DELAYS_S = (0.02, 0.05, 0.1)
 
 
 def diagnose(path: Path) -> RegistryMetadata:
     """Check identity, version, shape and metadata without writing anything."""
+    for delay in RETRY_DELAYS_S:
+        try:
+            return _diagnose_once(path)
+        except RegistryUnavailable as exc:
+            if exc.code != TRANSIENT_CODE:
+                raise
+            time.sleep(delay)
+    return _diagnose_once(path)
+
+
+def _diagnose_once(path: Path) -> RegistryMetadata:
     if not path.exists():
         raise RegistryUnavailable(
             f"no registry at {path}; run `switchboard init` to create one")
     if path.stat().st_size < 512:
         raise RegistryUnavailable(f"{path} is not a Switchboard registry (truncated or empty)")
-    _check_header(path)
+    # A -wal beside the file means a live registry that other processes may be
+    # checkpointing: its header can run ahead of its size for a moment, so the size
+    # check and the lock-free read are only for a file nobody has open.
+    live = path.with_name(path.name + "-wal").exists()
+    _check_header(path, check_size=not live)
     try:
-        # immutable=1: no locks, no -wal/-shm files. Safe here because the schema and
-        # the metadata row are written once, at creation, and checkpointed on close.
-        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        # immutable=1: no locks and no -wal/-shm files, for a file no one has open; a
+        # live file is read through SQLite's normal read-only locking instead.
+        uri = f"file:{path}?mode=ro" if live else f"file:{path}?mode=ro&immutable=1"
+        conn = sqlite3.connect(uri, uri=True)
         try:
             tables = {r[0] for r in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -96,7 +120,8 @@ def diagnose(path: Path) -> RegistryMetadata:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise RegistryUnavailable(
-            f"{path} is not a readable SQLite registry ({exc}); it was left unchanged") from exc
+            f"{path} is not a readable SQLite registry ({exc}); it was left unchanged",
+            code=TRANSIENT_CODE) from exc
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
         raise RegistryUnavailable(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from core.enums import ClaimState, CloseReason, CreatedBy, FrameLifecycle, FrameRole
+from core.errors import Conflict
 from storage.operations.common import cas, one
 
 
@@ -59,6 +60,10 @@ def finish_close(conn: sqlite3.Connection, frame_id: str, now: int) -> None:
 
 
 def reopen(conn: sqlite3.Connection, frame_id: str, now: int) -> None:
+    state = get_frame(conn, frame_id)["lifecycle_state"]
+    if state != FrameLifecycle.CLOSED:
+        raise Conflict(f"frame {frame_id} is {state}; only a closed frame can be reopened",
+                       code="frame_not_closed")
     cas(conn, "UPDATE frames SET lifecycle_state = 'open', close_reason = NULL, updated_at = ?"
         " WHERE frame_id = ? AND lifecycle_state = 'closed'", (now, frame_id),
         f"frame {frame_id}")

@@ -540,13 +540,6 @@ def test_reentry_after_retire_works_in_the_new_view(engine: Engine) -> None:
     assert view_of(engine, world) == retired_before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: project_enter re-homes only frames that are not closed, so a task closed before "
-    "its view was retired keeps its placement in the retired view; reopened after re-entry "
-    "it is open but owned by the retired view, and view_focus in the live view refuses it "
-    "('not placed in view'); fix: frame_reopen re-homes a frame whose placement is in a "
-    "retired view into the project's live view (orphan the old one, stopped_affinity in "
-    "the live view), or re-entry re-homes closed frames too"))
 def test_reopen_after_reentry_lands_in_the_live_view(engine: Engine) -> None:
     world = closed_child(engine)
     engine.view_retire(rid(76), world.view_id)

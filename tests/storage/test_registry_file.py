@@ -242,15 +242,6 @@ def _short_lived_writers(path: str, stop, seconds: float) -> None:
         index += 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: diagnose() reads the header and the tables without SQLite locking "
-    "(_check_header on raw bytes, then mode=ro&immutable=1) while another process may be "
-    "checkpointing the WAL into the file: page 1 (new page count) lands before the file "
-    "grows, so a good live registry is refused as 'truncated' or 'malformed' (about 1 in "
-    "10 opens under short-lived writers here); fix: refuse on identity/version from the "
-    "raw header only, and check size/tables under a normal locking read (mode=ro), "
-    "treating size < page_size * page_count as truncation only when no non-empty -wal "
-    "exists (or re-checking under the lock)"))
 def test_a_live_registry_is_never_refused_while_others_write(home: Home) -> None:
     registry = registry_of(home)
     context = multiprocessing.get_context("spawn")
