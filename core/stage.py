@@ -245,9 +245,14 @@ class TmuxStage:
         surface = self._surface_of_pane(view["tmux_server_id"], target_pane)
         gate = launch_gate or (surface[1] if surface is not None else None)
         if main == target_pane:
-            if gate:
-                self.release_gate_named(gate, adapter)
-            return main
+            # Nothing to swap, but the recorded locator is only evidence on its own
+            # server: re-read it behind the identity guard (and open a pending gate).
+            output = run_guarded(self.runner, adapter.expected, [
+                pane_state_command(main), *([("wait-for", "-S", gate)] if gate else [])])
+            shown = pane_lines(output.stdout)
+            in_main = bool(shown) and shown[0].view_id == view["view_id"] and \
+                not shown[0].parked
+            return main if in_main else None
         presented = adapter.present(
             main_pane=main, target_pane=target_pane, view_id=view["view_id"],
             target_surface_id=surface[0] if surface is not None else None, launch_gate=gate)
