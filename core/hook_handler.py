@@ -116,15 +116,20 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
                          HookKind.TOOL_STARTED, HookKind.TOOL_FINISHED,
                          HookKind.PERMISSION_REQUESTED):
             runtime = runtime or RuntimePresence.LIVE.value
-        sessions_ops.record_activity(conn, key, activity=hook.activity,
-                                     reason=hook.activity_reason, runtime_presence=runtime,
-                                     turn_id=hook.turn_id, provider_version=None, now=now)
+        activity, reason = hook.activity, hook.activity_reason
+        if hook.idle_prompt and session["activity"] == Activity.WORKING:
+            # The prompt sat idle while we believed a turn was running: it ended without
+            # a Stop (interrupt, API error). Unknown, not ready: only a Stop says ready.
+            activity, reason = Activity.UNKNOWN, ActivityReason.UNKNOWN
+        sessions_ops.record_activity(conn, key, activity=activity, reason=reason,
+                                     runtime_presence=runtime, turn_id=hook.turn_id,
+                                     provider_version=None, now=now)
         if hook.kind is HookKind.PROMPT_SUBMITTED:
             _observe_control(conn, frame_id, hook.turn_id, now)
-        activity = (hook.activity or Activity(session["activity"])).value
+        shown = (activity or Activity(session["activity"])).value
         trusted_stop = hook.kind is HookKind.TURN_STOPPED and hook.activity is Activity.READY
         stop_work = trusted_stop and _waiting_for_stop(conn, frame_id)
-    return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, activity), True,
+    return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown), True,
                      frame_id, stop_work)
 
 
@@ -187,4 +192,4 @@ def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]
         engine.conn.close()
 
 
-__all__ = ["handle_hook", "HookOutcome", "ActivityReason"]
+__all__ = ["handle_hook", "HookOutcome"]

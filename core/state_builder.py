@@ -11,6 +11,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from core.enums import ActivationState, Activity, Reachability
+from core.provider_checks import effective_session
 from core.state_types import (
     BreadcrumbItem,
     FrameSummary,
@@ -52,6 +53,7 @@ def _rows(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row]:
 
 def build_host_state(engine: Engine) -> HostState:
     conn, host_id = engine.conn, engine.host_id
+    now = engine.now()
     meta = conn.execute("SELECT activation_state FROM registry_metadata").fetchone()
     checkout_repo = {c.checkout_id: c.repository_id for c in engine.config.checkouts}
     projects = tuple(
@@ -60,7 +62,7 @@ def build_host_state(engine: Engine) -> HostState:
     state = HostState(
         generation_id=engine.generation_id,
         activation_state=ActivationState(meta["activation_state"]),
-        generated_at=engine.now(),
+        generated_at=now,
         host=HostInfo(host_id=host_id, display_name=engine.config.host.display_name),
         projects=projects,
         repositories=tuple(
@@ -106,7 +108,8 @@ def build_host_state(engine: Engine) -> HostState:
                         resumability=r["resumability"], activity=r["activity"],
                         activity_reason=r["activity_reason"],
                         last_observed_at=r["last_observed_at"], updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM provider_sessions ORDER BY host_id, session_key")),
+            for r in (effective_session(s, now) for s in _rows(  # stale working reads unknown
+                conn, "SELECT * FROM provider_sessions ORDER BY host_id, session_key"))),
         surfaces=tuple(
             HostSurface(surface_id=r["surface_id"], provider=r["provider"],
                         session_key=r["session_key"], lifecycle_state=r["lifecycle_state"],
@@ -160,7 +163,7 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
     """The frontend envelope: presentation-ready views, project trees, recoveries."""
     conn, host_id = engine.conn, engine.host_id
     now = engine.now()
-    frames = {r["frame_id"]: r for r in _rows(
+    frames = {r["frame_id"]: effective_session(r, now) for r in _rows(
         conn,
         "SELECT f.frame_id, f.project_id, f.title, f.role, f.parent_frame_id,"
         " f.lifecycle_state, f.close_reason, f.current_session_key,"

@@ -58,6 +58,33 @@ def record_activity(conn: sqlite3.Connection, key: str, *, activity: Activity | 
          provider_version, now, now, now, key))
 
 
+def record_provider_version(conn: sqlite3.Connection, key: str, version: str,
+                            now: int) -> None:
+    """Telemetry: the version ``--version`` reported for this session's launch.
+
+    Unlike ``record_activity`` it is not hook evidence, so ``last_observed_at``
+    (what stale-activity ageing measures) is left alone.
+    """
+    cas(conn, "UPDATE provider_sessions SET provider_version = ?, updated_at = ?"
+        " WHERE session_key = ?", (version, now, key), f"provider session {key}")
+
+
+def age_out_working(conn: sqlite3.Connection, *, observed_before: int, now: int) -> list[str]:
+    """``working`` with no hook evidence since ``observed_before`` becomes ``unknown``.
+
+    Stop does not fire on an interrupt or an API error; this is the reconcile
+    write that keeps such a session from staying ``working`` forever.
+    """
+    keys = [row[0] for row in conn.execute(
+        "SELECT session_key FROM provider_sessions WHERE activity = 'working'"
+        " AND last_observed_at <= ? ORDER BY session_key", (observed_before,))]
+    conn.executemany(
+        "UPDATE provider_sessions SET activity = 'unknown', activity_reason = 'unknown',"
+        " updated_at = ? WHERE session_key = ? AND activity = 'working'",
+        [(now, key) for key in keys])
+    return keys
+
+
 def insert_membership(conn: sqlite3.Connection, *, frame_session_id: str, frame_id: str,
                       key: str, reason: MembershipReason, now: int) -> int:
     ordinal = conn.execute(
