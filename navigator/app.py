@@ -310,7 +310,9 @@ class SwitchboardApp(App[None]):
         return self._frame(view.active_frame_id) if view is not None else None
 
     def _update_breadcrumb(self) -> None:
+        """The breadcrumb (and the bold row in Views) name the view keys act on."""
         view = self.target_view()
+        self.query_one(ViewList).current_view_id = view.view_id if view is not None else None
         crumb = self.query_one(Breadcrumb)
         crumb.view = view
         state = self.navigator_state
