@@ -33,6 +33,11 @@ class EngineClient:
         engine = open_engine(home, with_stage=with_stage)
         return cls(engine=engine, home=home)
 
+    def shutdown(self) -> None:
+        """Release the registry connection (the navigator calls this on exit)."""
+        with self._lock:
+            self.engine.conn.close()
+
     # --------------------------------------------------------------- reads
 
     def state(self) -> NavigatorState:

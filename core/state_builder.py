@@ -7,11 +7,12 @@ table is read once per build; arrays are ordered by host id then entity id.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from typing import TYPE_CHECKING
 
 from core.enums import ActivationState, Activity, Reachability
-from core.provider_checks import effective_session
+from core.provider_checks import STALE_WORKING_AFTER_MS, effective_session
 from core.state_types import (
     BreadcrumbItem,
     FrameSummary,
@@ -51,112 +52,86 @@ def _rows(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row]:
     return conn.execute(sql).fetchall()
 
 
+def _rows_as(conn: sqlite3.Connection, cls: type, source: str,
+             columns: dict[str, str] | None = None, params: tuple = ()) -> tuple:
+    """Rows of ``source`` as ``cls`` records, one SELECT with one column per field.
+
+    Records are filled straight from tuple rows (no sqlite3.Row, no per-field
+    keyword init): with 5,000 sessions this is most of the build time, and the
+    records carry no init-time validation to skip (validation runs on decode).
+    """
+    names = [f.name for f in dataclasses.fields(cls)]
+    exprs = ", ".join((columns or {}).get(name, name) for name in names)
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(f"SELECT {exprs} FROM {source}", params).fetchall()
+    make = object.__new__
+    records = []
+    for row in rows:
+        record = make(cls)
+        record.__dict__.update(zip(names, row, strict=True))
+        records.append(record)
+    return tuple(records)
+
+
+# Stale working reads as unknown (same rule as core.provider_checks.effective_activity),
+# computed in SQL so the build stays one pass.
+_AGED_ACTIVITY = ("CASE WHEN activity = 'working' AND (last_observed_at IS NULL"
+                  " OR ? - last_observed_at >= ?) THEN 'unknown' ELSE activity END")
+_AGED_REASON = ("CASE WHEN activity = 'working' AND (last_observed_at IS NULL"
+                " OR ? - last_observed_at >= ?) THEN 'unknown' ELSE activity_reason END")
+
+
 def build_host_state(engine: Engine) -> HostState:
     conn, host_id = engine.conn, engine.host_id
     now = engine.now()
+    stale = STALE_WORKING_AFTER_MS
     meta = conn.execute("SELECT activation_state FROM registry_metadata").fetchone()
     checkout_repo = {c.checkout_id: c.repository_id for c in engine.config.checkouts}
+    preferred = {p.project_id: p.preferred_provider for p in engine.config.projects}
     projects = tuple(
-        HostProject(project_id=r["project_id"], name=r["name"], checkout_id=r["checkout_id"])
+        HostProject(project_id=r["project_id"], name=r["name"], checkout_id=r["checkout_id"],
+                    preferred_provider=preferred.get(r["project_id"]))
         for r in _rows(conn, "SELECT * FROM projects ORDER BY host_id, project_id"))
-    state = HostState(
+    checkouts = tuple(
+        HostCheckout(checkout_id=r["checkout_id"],
+                     repository_id=r["repository_id"] or checkout_repo.get(r["checkout_id"]))
+        for r in _rows(conn, "SELECT * FROM checkouts ORDER BY host_id, checkout_id"))
+    sessions = _rows_as(
+        conn, HostSession, "provider_sessions ORDER BY host_id, session_key",
+        {"pinned": "pinned <> 0", "activity": _AGED_ACTIVITY,
+         "activity_reason": _AGED_REASON}, (now, stale, now, stale))
+    for session in sessions:
+        session.__dict__["pinned"] = bool(session.pinned)
+    return HostState(
         generation_id=engine.generation_id,
         activation_state=ActivationState(meta["activation_state"]),
         generated_at=now,
         host=HostInfo(host_id=host_id, display_name=engine.config.host.display_name),
         projects=projects,
-        repositories=tuple(
-            HostRepository(repository_id=r["repository_id"], name=r["name"])
-            for r in _rows(conn, "SELECT * FROM repositories ORDER BY host_id, repository_id")),
-        project_repositories=tuple(
-            HostProjectRepository(project_id=r["project_id"], repository_id=r["repository_id"])
-            for r in _rows(conn, "SELECT * FROM project_repositories"
-                                 " ORDER BY project_id, repository_id")),
-        checkouts=tuple(
-            HostCheckout(checkout_id=r["checkout_id"],
-                         repository_id=r["repository_id"] or checkout_repo.get(r["checkout_id"]))
-            for r in _rows(conn, "SELECT * FROM checkouts ORDER BY host_id, checkout_id")),
-        work_contexts=tuple(
-            HostWorkContext(work_context_id=r["work_context_id"], project_id=r["project_id"],
-                            checkout_id=r["checkout_id"], claim_state=r["claim_state"],
-                            claim_generation=r["claim_generation"],
-                            foreground_frame_id=r["foreground_frame_id"],
-                            background_state=r["background_state"], updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM work_contexts"
-                                 " ORDER BY host_id, work_context_id")),
-        frames=tuple(
-            HostFrame(frame_id=r["frame_id"], project_id=r["project_id"], role=r["role"],
-                      parent_frame_id=r["parent_frame_id"],
-                      work_context_id=r["work_context_id"], title=r["title"],
-                      preferred_provider=r["preferred_provider"],
-                      lifecycle_state=r["lifecycle_state"], close_reason=r["close_reason"],
-                      current_session_key=r["current_session_key"],
-                      created_by=r["created_by"], created_at=r["created_at"],
-                      updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM frames ORDER BY host_id, frame_id")),
-        frame_sessions=tuple(
-            HostFrameSession(frame_session_id=r["frame_session_id"], frame_id=r["frame_id"],
-                             session_key=r["session_key"], ordinal=r["ordinal"],
-                             membership_reason=r["membership_reason"], joined_at=r["joined_at"])
-            for r in _rows(conn, "SELECT * FROM frame_sessions ORDER BY frame_session_id")),
-        sessions=tuple(
-            HostSession(session_key=r["session_key"], provider=r["provider"],
-                        provider_session_id=r["provider_session_id"],
-                        project_id=r["project_id"], checkout_id=r["checkout_id"],
-                        name=r["name"], pinned=bool(r["pinned"]),
-                        runtime_presence=r["runtime_presence"],
-                        resumability=r["resumability"], activity=r["activity"],
-                        activity_reason=r["activity_reason"],
-                        last_observed_at=r["last_observed_at"], updated_at=r["updated_at"])
-            for r in (effective_session(s, now) for s in _rows(  # stale working reads unknown
-                conn, "SELECT * FROM provider_sessions ORDER BY host_id, session_key"))),
-        surfaces=tuple(
-            HostSurface(surface_id=r["surface_id"], provider=r["provider"],
-                        session_key=r["session_key"], lifecycle_state=r["lifecycle_state"],
-                        updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM surfaces ORDER BY host_id, surface_id")),
-        views=tuple(
-            HostView(view_id=r["view_id"], mode=r["mode"], state=r["state"],
-                     revision=r["revision"], active_frame_id=r["active_frame_id"],
-                     created_at=r["created_at"], last_attached_at=r["last_attached_at"],
-                     updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM user_views ORDER BY host_id, view_id")),
-        placements=tuple(
-            HostPlacement(placement_id=r["placement_id"], view_id=r["view_id"],
-                          frame_id=r["frame_id"], surface_id=r["surface_id"], state=r["state"],
-                          generation=r["generation"], last_focused_at=r["last_focused_at"],
-                          updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM frame_placements"
-                                 " ORDER BY host_id, placement_id")),
-        transitions=tuple(
-            HostTransition(transition_id=r["transition_id"], view_id=r["view_id"],
-                           kind=r["kind"], source_frame_id=r["source_frame_id"],
-                           target_frame_id=r["target_frame_id"],
-                           work_context_id=r["work_context_id"], state=r["state"],
-                           transport_phase=r["transport_phase"], created_at=r["created_at"],
-                           updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM view_transitions"
-                                 " ORDER BY host_id, transition_id")),
-        control_turns=tuple(
-            HostControlTurn(control_turn_id=r["control_turn_id"],
-                            transition_id=r["transition_id"],
-                            target_frame_id=r["target_frame_id"],
-                            target_session_key=r["target_session_key"], kind=r["kind"],
-                            transport=r["transport"], state=r["state"],
-                            submission_count=r["submission_count"],
-                            submitted_at=r["submitted_at"], claimed_at=r["claimed_at"],
-                            settled_at=r["settled_at"])
-            for r in _rows(conn, "SELECT * FROM control_turns WHERE target_session_key"
-                                 " IS NOT NULL ORDER BY control_turn_id")),
-        recoveries=tuple(
-            HostRecovery(recovery_id=r["recovery_id"], kind=r["kind"],
-                         subject_type=r["subject_type"], subject_id=r["subject_id"],
-                         actionability=r["actionability"], state=r["state"],
-                         explanation=r["bounded_explanation"], created_at=r["created_at"],
-                         updated_at=r["updated_at"])
-            for r in _rows(conn, "SELECT * FROM recoveries ORDER BY host_id, recovery_id")),
+        repositories=_rows_as(conn, HostRepository,
+                              "repositories ORDER BY host_id, repository_id"),
+        project_repositories=_rows_as(conn, HostProjectRepository,
+                                      "project_repositories ORDER BY project_id, repository_id"),
+        checkouts=checkouts,
+        work_contexts=_rows_as(conn, HostWorkContext,
+                               "work_contexts ORDER BY host_id, work_context_id"),
+        frames=_rows_as(conn, HostFrame, "frames ORDER BY host_id, frame_id"),
+        frame_sessions=_rows_as(conn, HostFrameSession,
+                                "frame_sessions ORDER BY frame_session_id"),
+        sessions=sessions,
+        surfaces=_rows_as(conn, HostSurface, "surfaces ORDER BY host_id, surface_id"),
+        views=_rows_as(conn, HostView, "user_views ORDER BY host_id, view_id"),
+        placements=_rows_as(conn, HostPlacement,
+                            "frame_placements ORDER BY host_id, placement_id"),
+        transitions=_rows_as(conn, HostTransition,
+                             "view_transitions ORDER BY host_id, transition_id"),
+        control_turns=_rows_as(conn, HostControlTurn,
+                               "control_turns WHERE target_session_key IS NOT NULL"
+                               " ORDER BY control_turn_id"),
+        recoveries=_rows_as(conn, HostRecovery, "recoveries ORDER BY host_id, recovery_id",
+                            {"explanation": "bounded_explanation"}),
     )
-    return state
 
 
 def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> NavigatorState:
@@ -192,10 +167,15 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
             parent_frame_id=f["parent_frame_id"], lifecycle_state=f["lifecycle_state"],
             close_reason=f["close_reason"], activity=f["activity"] or Activity.UNKNOWN,
             current_session=summary, session_count=f["n_sessions"]))
-    projects = tuple(
+    projects = [
         ProjectRow(project_id=r["project_id"], host_id=r["host_id"], name=r["name"],
                    frames=tuple(by_project.get(r["project_id"], ())))
-        for r in _rows(conn, "SELECT * FROM projects ORDER BY host_id, project_id"))
+        for r in _rows(conn, "SELECT * FROM projects ORDER BY host_id, project_id")]
+    # Configured but never entered: listed so a person can enter it (no rows exist yet).
+    known = {p.project_id for p in projects}
+    projects.extend(ProjectRow(project_id=p.project_id, host_id=host_id, name=p.name)
+                    for p in engine.config.projects if p.project_id not in known)
+    projects = tuple(sorted(projects, key=_sort_key))
     views = []
     for v in _rows(conn, "SELECT * FROM user_views ORDER BY host_id, view_id"):
         active = frames.get(v["active_frame_id"])

@@ -22,14 +22,18 @@ from core.state_types import NavigatorState
 from tests.factories import make_engine, project_config
 
 REMOTE_HOST = "44444444-4444-4444-8444-444444444444"
+REMOTE_PROJECT = "66666666-6666-4666-8666-666666666666"
 
 
 def _remote_home(root: Path) -> Home:
     """A second, real Switchboard home standing in for the remote machine."""
     home = Home(root=root, config_path=root / "config.toml")
     template = project_config(root / "src", names=("gamma",))
+    # ids are UUIDs, unique across hosts; the shared factory numbers them per home
     template = replace(template, host=replace(template.host, host_id=REMOTE_HOST,
-                                              display_name="far-away"))
+                                              display_name="far-away"),
+                       projects=tuple(replace(p, project_id=REMOTE_PROJECT)
+                                      for p in template.projects))
     init_registry(home, template=template)
     opened = open_current(home)
     remote = Engine(conn=opened.conn, config=opened.config)
