@@ -216,6 +216,8 @@ def reconcile(engine: Engine) -> ReconcileReport:
         rolled += outcome == "rolled_back"
     uncertain = _watchdog(engine, now)
     if stage is not None and snap is not None:
+        if finished or resumed:  # those commits stopped panes themselves: read again
+            snap = stage.snapshot() or snap
         stopped = _stop_stray_panes(engine, snap, server_id)
     opened = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] - before
     return ReconcileReport(len(snap.panes) if snap is not None else 0, lost, finished, rolled,

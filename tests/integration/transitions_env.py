@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -60,10 +61,11 @@ def home_of(root: Path) -> Home:
 
 
 def make_engine(root: Path, socket: Path, *, quiet: bool = True,
-                watchdog_seconds: float | None = None) -> Engine:
+                watchdog_seconds: float | None = None,
+                provider_command: Callable[[str], tuple[str, ...]] | None = None) -> Engine:
     """init a registry wired to the private server ``socket``; open it with a stage."""
     template = project_config(root / "src")
-    command = quiet_provider_command if quiet else live_provider_command
+    command = provider_command or (quiet_provider_command if quiet else live_provider_command)
     template = replace(
         template,
         providers={p: ProviderConfig(command=command(p.value)) for p in Provider},
