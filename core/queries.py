@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from core.config import Config
 from core.errors import NotFound
+from core.provider_checks import effective_activity
 
 
 @dataclass(frozen=True)
@@ -48,15 +49,26 @@ class ProjectRow:
 
 _FRAME_SQL = """
 SELECT f.frame_id, f.project_id, f.role, f.parent_frame_id, f.title, f.lifecycle_state,
-       f.close_reason, f.depth, f.current_session_key, s.activity, p.state AS placement_state
+       f.close_reason, f.depth, f.current_session_key, s.activity, s.last_observed_at,
+       p.state AS placement_state
 FROM frames f
 LEFT JOIN provider_sessions s ON s.session_key = f.current_session_key
 LEFT JOIN frame_placements p ON p.frame_id = f.frame_id AND p.state <> 'orphaned'
 """
 
 
-def _frame(row: sqlite3.Row) -> FrameRow:
-    return FrameRow(*[row[k] for k in FrameRow.__dataclass_fields__])
+def _frame(row: sqlite3.Row, now: int | None = None) -> FrameRow:
+    values = {k: row[k] for k in FrameRow.__dataclass_fields__}
+    if values["activity"] is not None:
+        # Same display rule as the navigator: a working without evidence ages to unknown.
+        values["activity"] = effective_activity(values["activity"], row["last_observed_at"],
+                                                now if now is not None else _now())
+    return FrameRow(**values)
+
+
+def _now() -> int:
+    import time
+    return time.time_ns() // 1_000_000
 
 
 def list_frames(conn: sqlite3.Connection, project_id: str | None = None) -> list[FrameRow]:
