@@ -190,11 +190,15 @@ class ReconcileReport:
     transitions_resumed: int = 0
     views_repaired: int = 0
     panes_stopped: int = 0
+    sessions_aged: int = 0
 
 
 def reconcile(engine: Engine) -> ReconcileReport:
     """Compare tmux with the registry once; finish, roll back or record a recovery."""
+    from core.provider_checks import reconcile_stale_activity
+
     now = engine.now()
+    aged = len(reconcile_stale_activity(engine.conn, now))  # a lost Stop: working -> unknown
     stage: TmuxStage | None = engine.stage
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
@@ -221,7 +225,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
         stopped = _stop_stray_panes(engine, snap, server_id)
     opened = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] - before
     return ReconcileReport(len(snap.panes) if snap is not None else 0, lost, finished, rolled,
-                           uncertain, opened, resumed, repaired, stopped)
+                           uncertain, opened, resumed, repaired, stopped, aged)
 
 
 def _live_server_id(engine: Engine, snap: ServerSnapshot | None) -> str | None:
