@@ -92,6 +92,7 @@ class TmuxStage:
         """argv of the navigator pane; None = `python -m navigator.cli ui` (tests override)."""
         self.placeholder_command: list[str] = [sys.executable, "-m", "core.placeholder"]
         self._live: TmuxAdapter | None = None
+        self._holding_checked: ServerIdentity | None = None
         self._bound: dict[str, TmuxAdapter] = {}
 
     @property
@@ -102,20 +103,29 @@ class TmuxStage:
     # ----------------------------------------------------------- server
 
     def ensure_server(self, *, refresh: bool = False) -> ServerIdentity:
-        """Start the private server (with its holding session) if none answers; bind to it."""
-        if self._live is not None and not refresh:
-            return self._live.expected
-        try:
-            identity = read_identity(self.runner)
-        except TmuxUnavailable:
-            Path(self.socket_path).parent.mkdir(parents=True, exist_ok=True)
-            topology.ensure_holding_session(self.runner, holding_session=self.holding_session)
-            identity = read_identity(self.runner)
-        else:
-            topology.ensure_holding_session(self.runner, identity,
+        """Start the private server (with its holding session) if none answers; bind to it.
+
+        Only needed for things without a recorded server yet (a new view, a
+        rebuilt one); recorded locators go through ``adapter_for`` directly.
+        """
+        live = self._live.expected if self._live is not None else None
+        if live is not None and not refresh and self._holding_checked == live:
+            return live
+        if live is None or refresh:
+            try:
+                live = read_identity(self.runner)
+            except TmuxUnavailable:
+                Path(self.socket_path).parent.mkdir(parents=True, exist_ok=True)
+                topology.ensure_holding_session(self.runner,
+                                                holding_session=self.holding_session)
+                live = read_identity(self.runner)
+                self._holding_checked = live
+        if self._holding_checked != live:
+            topology.ensure_holding_session(self.runner, live,
                                             holding_session=self.holding_session)
-        self._live = self._adapter(identity)
-        return identity
+            self._holding_checked = live
+        self.adopt(live)
+        return live
 
     def adopt(self, identity: ServerIdentity) -> None:
         """Bind new launches and views to ``identity`` (reconcile read it from tmux)."""
@@ -193,7 +203,7 @@ class TmuxStage:
         (ServerIdentityMismatch) unless ``rebind`` (the server_restarted
         recovery), which builds a fresh window on the live server.
         """
-        self.ensure_server()
+        # A recorded view needs no live-server set-up: its own identity is checked below.
         adapter = self.adapter_for(None if rebind else view["tmux_server_id"])
         snap = self._checked_snapshot(adapter)
         layout = snap.view(view["view_id"])

@@ -28,6 +28,7 @@ from storage.operations import views as views_ops
 from tests.integration.transitions_env import (
     build_world,
     mark_ready,
+    open_stage_engine,
     pane_of,
     problems,
     screen,
@@ -98,7 +99,8 @@ def test_back_and_focus_swap_exact_panes_and_fence_the_parked_one(
 
 def test_push_child_waits_behind_its_gate_until_it_is_in_main(
         tmp_path: Path, tmux_socket: Path) -> None:
-    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    _, world = build_world(tmp_path, tmux_socket, with_child=False)
+    engine = open_stage_engine(tmp_path)  # cold, like the hook process that runs a push
     workspace = pane_of(engine, world.workspace_id)
     seen: dict[str, object] = {}
 
@@ -139,7 +141,8 @@ def test_push_child_waits_behind_its_gate_until_it_is_in_main(
 
 def test_complete_return_types_one_fenced_line_then_the_claim_closes_the_child(
         tmp_path: Path, tmux_socket: Path) -> None:
-    engine, world = build_world(tmp_path, tmux_socket)
+    _, world = build_world(tmp_path, tmux_socket)
+    engine = open_stage_engine(tmp_path)  # cold, like the hook process of the child's Stop
     workspace, child = pane_of(engine, world.workspace_id), pane_of(engine, world.child_id)
     mark_ready(engine, world.workspace_id)  # the parent's trusted Stop
     fences: dict[str, tuple[bool, bool]] = {}
