@@ -275,7 +275,10 @@ def test_a_provider_exit_in_direct_mode_leaves_the_view_standing(adapter: TmuxAd
     adapter.present(main_pane=layout.main.pane_id, target_pane=short.pane_id)
     adapter.set_mode(view_id=VIEW, mode=ViewMode.DIRECT)
     adapter.runner.run([("send-keys", "-t", short.pane_id, "Enter")])  # provider exits
-    wait_for(lambda: adapter.snapshot().pane(short.pane_id).dead)  # type: ignore[union-attr]
+    # tmux records the exit status a moment after it marks the pane dead
+    wait_for(lambda: (adapter.snapshot().pane(short.pane_id).dead  # type: ignore[union-attr]
+                      and adapter.snapshot().pane(short.pane_id).dead_status is not None),
+             timeout=10.0)
     view = adapter.snapshot().view(VIEW)
     assert view is not None and view.window_id == layout.window_id
     assert view.main is not None and view.main.pane_id == short.pane_id and view.main.dead
