@@ -73,3 +73,12 @@ def blocked(engine: Engine, request_id: str, exc: SwitchboardError) -> Presentat
 def _token(code: str) -> str:
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in code.lower())
     return cleaned or "error"
+
+
+def claim_lease(engine: Engine, view_id: str, request_id: str) -> bool:
+    """The attaching client took the view: offered -> claimed, freeing the next open."""
+    with write_transaction(engine.conn) as conn:
+        lease = leases_ops.offered(conn, view_id)
+        if lease is None or lease["request_id"] != request_id:
+            return False
+        return leases_ops.claim(conn, lease["lease_id"])

@@ -8,6 +8,7 @@ never pays for Textual or for groups it does not use.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ GROUPS: dict[str, str] = {
     "remote": "navigator.commands.remotes",
     "demo": "navigator.commands.demo",
     "ui": "navigator.commands.ui",
+    "open": "navigator.commands.open",
 }
 
 
@@ -73,8 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(fast.handler, fast)
     first = args_list[0] if args_list and not args_list[0].startswith("-") else None
     if first is None and not args_list:
-        args_list = ["ui"]
-        first = "ui"
+        # Bare `switchboard`: inside a view's navigator pane the app, elsewhere go to
+        # the project's view (attach or switch-client).
+        first = "ui" if os.environ.get("SWITCHBOARD_VIEW_ID") else "open"
+        args_list = [first]
     parser = build_parser(first)
     args = parser.parse_args(args_list)
     handler = getattr(args, "handler", None)

@@ -74,3 +74,14 @@ def test_directive_round_trips_as_canonical_json(engine: Engine) -> None:
     directive = open_view(engine, FIRST, "alpha", desktop_focus_available=False)
     encoded = encode_canonical(directive, allow_paths=frozenset({"$.desktopToken"}))
     assert decode_checked(encoded, schema=PresentationDirective) == directive
+
+
+def test_claimed_lease_frees_the_view_for_the_next_open(engine: Engine) -> None:
+    from core.presentation import claim_lease
+
+    first = open_view(engine, FIRST, "alpha", desktop_focus_available=False)
+    assert claim_lease(engine, first.view_id, SECOND) is False  # only its own request
+    assert claim_lease(engine, first.view_id, FIRST) is True
+    nxt = open_view(engine, SECOND, "alpha", desktop_focus_available=False)
+    assert nxt.kind is DirectiveKind.ATTACH
+    assert [r[1] for r in _leases(engine)] == ["claimed", "offered"]
