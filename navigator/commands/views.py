@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--request-id")
     p.set_defaults(handler=_mode)
+    p = vs.add_parser("retire", help="retire a view (no live agent panes left in it)")
+    p.add_argument("view_id")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id")
+    p.set_defaults(handler=_retire)
     p = vs.add_parser("open", help="enter a project and print a PresentationDirective")
     p.add_argument("--project", required=True)
     p.add_argument("--no-desktop-focus", action="store_true",
@@ -110,6 +115,14 @@ def _enter(args: argparse.Namespace) -> int:
     result = open_engine(with_stage=True).project_enter(_rid(args), args.project)
     emit(result, as_json=args.json,
          text=f"view {result.view_id} shows frame {result.frame_id}")
+    return 0
+
+
+def _retire(args: argparse.Namespace) -> int:
+    from core.session import open_engine
+
+    result = open_engine().view_retire(_rid(args), args.view_id)
+    emit(result, as_json=args.json, text=f"view {result.view_id} retired")
     return 0
 
 
