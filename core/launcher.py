@@ -41,20 +41,27 @@ def hook_command(engine: Engine) -> list[str]:
 
 
 def ensure_view_window(engine: Engine, view_id: str) -> None:
-    """Make sure the view has its tmux window and record its exact locators."""
+    """Make sure the view has its tmux window and record its exact locators.
+
+    Single-flight across processes (the stage's view lock): two concurrent
+    entries of one project would otherwise both see an unbound view and each
+    build a window tagged with it.
+    """
     stage = engine.stage
-    view = views_ops.get_view(engine.conn, view_id)
-    frame = engine.conn.execute("SELECT title FROM frames WHERE frame_id = ?",
-                                (view["active_frame_id"],)).fetchone()
-    window_id, main_pane, nav_pane = stage.ensure_view(view, frame["title"] if frame else "view")
-    with write_transaction(engine.conn) as conn:
-        # ensure_view refused a view recorded on another server generation, so the
-        # recorded server (if any) is the live one.
-        server_id = view["tmux_server_id"] or stage.server_row(conn)
-        if (view["tmux_window_id"], view["tmux_server_id"]) != (window_id, server_id):
-            views_ops.bind_view_tmux(conn, view_id, tmux_server_id=server_id,
-                                     window_id=window_id, main_pane_id=main_pane,
-                                     navigator_pane_id=nav_pane, now=engine.now())
+    with stage.view_lock():
+        view = views_ops.get_view(engine.conn, view_id)  # read under the lock
+        frame = engine.conn.execute("SELECT title FROM frames WHERE frame_id = ?",
+                                    (view["active_frame_id"],)).fetchone()
+        window_id, main_pane, nav_pane = stage.ensure_view(
+            view, frame["title"] if frame else "view")
+        with write_transaction(engine.conn) as conn:
+            # ensure_view refused a view recorded on another server generation, so the
+            # recorded server (if any) is the live one.
+            server_id = view["tmux_server_id"] or stage.server_row(conn)
+            if (view["tmux_window_id"], view["tmux_server_id"]) != (window_id, server_id):
+                views_ops.bind_view_tmux(conn, view_id, tmux_server_id=server_id,
+                                         window_id=window_id, main_pane_id=main_pane,
+                                         navigator_pane_id=nav_pane, now=engine.now())
 
 
 def run(engine: Engine, launch_id: str, *, present: bool = True,

@@ -158,7 +158,8 @@ def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
     stage: TmuxStage = engine.stage
     stage.ensure_server(refresh=True)
     frame = frames_ops.get_frame(engine.conn, view["active_frame_id"])
-    window_id, main_pane, nav_pane = stage.ensure_view(view, frame["title"], rebind=True)
+    with stage.view_lock():
+        window_id, main_pane, nav_pane = stage.ensure_view(view, frame["title"], rebind=True)
     snap = stage.snapshot()
     now = engine.now()
     with write_transaction(engine.conn) as conn:

@@ -14,10 +14,14 @@ stays within three.
 
 from __future__ import annotations
 
+import fcntl
 import shlex
 import sqlite3
 import sys
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -194,6 +198,28 @@ class TmuxStage:
         return snap
 
     # ----------------------------------------------------------- views
+
+    @contextmanager
+    def view_lock(self, timeout: float = 10.0) -> Iterator[None]:
+        """Serialize view-window creation across processes on this socket (flock)."""
+        path = Path(f"{self.socket_path}.views.lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as handle:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TmuxCommandFailed(
+                            f"another process holds {path} for over {timeout:.0f} s; "
+                            "try again") from None
+                    time.sleep(0.01)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def ensure_view(self, view: sqlite3.Row, title: str, *,
                     rebind: bool = False) -> tuple[str, str, str | None]:
