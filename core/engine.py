@@ -618,6 +618,27 @@ class Engine:
                                 {"work_context_id": work_context_id}, body,
                                 lambda x: x, lambda x: x)
 
+    def context_block(self, request_id: str, work_context_id: str) -> str:
+        """A person blocks the checkout claim (e.g. to work in it by hand): no automatic
+        transition may take it until an explicit resolution."""
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            context = frames_ops.get_context(conn, work_context_id)
+            if context["claim_state"] == ClaimState.BLOCKED:
+                return "work_context", work_context_id
+            pending = conn.execute(
+                f"SELECT COUNT(*) FROM view_transitions WHERE work_context_id = ?"
+                f" AND state IN {transitions_ops.NONTERMINAL}", (work_context_id,)).fetchone()[0]
+            if pending:
+                raise Conflict("a transition is in flight in this context; let it settle first",
+                               code="transition_in_flight")
+            frames_ops.block_claim(conn, work_context_id, context["claim_generation"], now)
+            return "work_context", work_context_id
+
+        return self._idempotent(request_id, "context.block",
+                                {"work_context_id": work_context_id}, body,
+                                lambda x: x, lambda x: x)
+
     def context_resolve(self, request_id: str, work_context_id: str, to_state: ClaimState,
                         foreground_frame_id: str | None = None) -> str:
         """The explicit human resolution of a blocked claim."""

@@ -11,7 +11,7 @@ import socket
 import sqlite3
 from dataclasses import dataclass
 
-from core.config import Config, default_config, load_config, render_config
+from core.config import Config, default_config, load_config, parse_config, render_config
 from core.errors import RegistryUnavailable, SwitchboardError
 from core.home import Home
 from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
@@ -45,8 +45,14 @@ def init_registry(home: Home, *, template: Config | None = None, clock: Clock | 
             f"`switchboard reset --confirm-generation {current}` to start over",
             code="already_initialized")
     if template is None and home.config_path.exists():
-        template = load_config(home.config_path)
+        template = _load_template(home)
     return _publish(home, template, clock, ids)
+
+
+def _load_template(home: Home) -> Config:
+    """A config to publish: its generation_id may be absent (init binds a new one)."""
+    text = home.config_path.read_text(encoding="utf-8")
+    return parse_config(text, source=str(home.config_path), allow_missing_generation=True)
 
 
 def reset_registry(home: Home, *, confirm_generation: str, clock: Clock | None = None,
@@ -59,7 +65,7 @@ def reset_registry(home: Home, *, confirm_generation: str, clock: Clock | None =
         raise SwitchboardError(
             f"--confirm-generation {confirm_generation} does not match the current "
             f"generation {current}; nothing was changed", code="generation_mismatch")
-    template = load_config(home.config_path) if home.config_path.exists() else None
+    template = _load_template(home) if home.config_path.exists() else None
     return _publish(home, template, clock or SystemClock(), ids or Uuid4Ids())
 
 

@@ -26,6 +26,7 @@ GROUPS: dict[str, str] = {
     "view": "navigator.commands.views",
     "frame": "navigator.commands.frames",
     "project": "navigator.commands.projects",
+    "context": "navigator.commands.contexts",
     "reconcile": "navigator.commands.recovery",
     "recovery": "navigator.commands.recovery",
     "hook": "navigator.commands.hook",

@@ -1,0 +1,89 @@
+"""The CLI front end, in-process against a real registry: thin calls into the engine."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from core.config import render_config
+from navigator.cli import main
+from tests.factories import project_config
+
+
+@pytest.fixture
+def cli(sb_home: Path, capsys: pytest.CaptureFixture[str]):
+    template = replace(project_config(sb_home / "src"), generation_id="")
+    (sb_home / "config.toml").write_text(render_config(template), encoding="utf-8")
+
+    def run(*args: str, expect: int = 0):
+        code = main(list(args))
+        out = capsys.readouterr()
+        assert code == expect, out.err
+        if "--json" in args and code == 0:
+            return json.loads(out.out)
+        return out.out + out.err
+
+    assert "initialized generation" in run("init")
+    return run
+
+
+def test_frame_journey_through_the_cli(cli) -> None:
+    route = cli("project", "enter", "alpha", "--json")
+    push = cli("frame", "push", route["frame_id"], "--title", "Fix it", "--brief",
+               "the brief", "--json")
+    assert push["state"] == "awaiting_claim"  # registry-only: the child's claim is next
+    frames = cli("frame", "list", "--project", "alpha", "--json")
+    assert [(f["role"], f["title"]) for f in frames] == [("workspace", "alpha"),
+                                                         ("task", "Fix it")]
+    views = cli("view", "list", "--json")
+    assert views[0]["pending_transition"] == "push:awaiting_claim"
+    text = cli("frame", "back", route["view_id"], expect=2)
+    assert "transition_in_flight" in text and "awaiting_claim" in text  # one per view
+
+
+def test_views_mode_retire_and_requests(cli) -> None:
+    route = cli("project", "enter", "alpha", "--json")
+    rid = "bbbbbbbb-0000-4000-8000-000000000001"
+    direct = cli("view", "mode", route["view_id"], "direct", "--request-id", rid, "--json")
+    assert direct["mode"] == "direct"
+    again = cli("view", "mode", route["view_id"], "direct", "--request-id", rid, "--json")
+    assert again == direct  # idempotent retry
+    conflict = cli("view", "mode", route["view_id"], "navigator", "--request-id", rid,
+                   expect=2)
+    assert "request_conflict" in conflict
+    assert "must be a UUID" in cli("view", "mode", route["view_id"], "--request-id", "nope",
+                                   expect=2)
+    cli("view", "retire", route["view_id"], "--json")
+    assert "view_not_live" in cli("view", "mode", route["view_id"], expect=2)
+
+
+def test_contexts_block_and_explicit_resolution(cli) -> None:
+    route = cli("project", "enter", "alpha", "--json")
+    (context,) = cli("context", "list", "--json")
+    assert (context["claim_state"], context["project"]) == ("released", "alpha")
+    cli("context", "block", context["work_context_id"], "--json")
+    assert cli("context", "list", "--json")[0]["claim_state"] == "blocked"
+    assert "--foreground" in cli("context", "resolve", context["work_context_id"], "--to",
+                                 "held", expect=2)
+    cli("context", "resolve", context["work_context_id"], "--to", "held", "--foreground",
+        route["frame_id"], "--json")
+    held = cli("context", "list", "--json")[0]
+    assert (held["claim_state"], held["foreground_frame_id"]) == ("held", route["frame_id"])
+    cli("context", "release", context["work_context_id"], "--json")
+    assert cli("context", "list", "--json")[0]["claim_state"] == "released"
+
+
+def test_state_envelopes_and_errors(cli, sb_home: Path) -> None:
+    cli("project", "enter", "beta", "--json")
+    host = cli("state", "host", "--json")
+    assert host["hostStateVersion"] == 1 and len(host["frames"]) == 1
+    nav = cli("state", "navigator", "--json")
+    assert [p["name"] for p in nav["projects"]] == ["alpha", "beta"]
+    assert "unknown project 'gamma'" in cli("project", "enter", "gamma", expect=2)
+    assert "already initialized" in cli("init", expect=2)
+    assert "does not match the current generation" in cli(
+        "reset", "--confirm-generation", "00000000-0000-4000-8000-000000000999", expect=2)
+    assert cli("recovery", "list").strip() == "no open recoveries"
