@@ -532,34 +532,27 @@ class Engine:
                                     {"view_id": view_id, "frame_id": frame_id}, resolve)
 
     def view_mode(self, request_id: str, view_id: str, mode: ViewMode | None = None) -> ViewResult:
-        """Set (or, with no mode, toggle) navigator/direct; the provider never moves."""
+        """Set (or, with no mode, toggle) navigator/direct as a model-free ``mode``
+        transition; the provider pane never moves or restarts."""
+        chosen: dict[str, str] = {}
 
-        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
-            current = views_ops.get_view(conn, view_id)
-            _require_live_view(current)
-            target_mode = mode or (ViewMode.DIRECT if current["mode"] == ViewMode.NAVIGATOR
-                                   else ViewMode.NAVIGATOR)
-            if current["mode"] == target_mode:
-                return "view", view_id
-            if transitions_ops.pending_for_view(conn, view_id) is not None:
-                pending = transitions_ops.pending_for_view(conn, view_id)
-                if pending["state"] != "prepared":
-                    raise Conflict("a transition is executing in this view; mode cannot "
-                                   "overtake it, try again when it settles",
-                                   code="transition_in_flight")
-            if self.stage is not None:
-                self.stage.set_mode(current, target_mode)
-            views_ops.mutate_view(conn, view_id, current["revision"], mode=target_mode, now=now)
-            return "view", view_id
+        def resolve(conn: sqlite3.Connection) -> tuple[str, str | None] | None:
+            view = views_ops.get_view(conn, view_id)
+            chosen["mode"] = (mode or (ViewMode.DIRECT if view["mode"] == ViewMode.NAVIGATOR
+                                       else ViewMode.NAVIGATOR)).value
+            if view["mode"] == chosen["mode"]:
+                return None  # already there: the request is recorded, nothing moves
+            if view["active_frame_id"] is None:
+                raise Conflict("the view shows no frame yet; enter its project first",
+                               code="view_empty")
+            return view["active_frame_id"], view["active_frame_id"]
 
-        def build(_: str | None) -> ViewResult:
-            row = views_ops.get_view(self.conn, view_id)
-            return ViewResult(request_id, view_id, row["mode"], row["revision"],
-                              row["active_frame_id"])
-
-        return self._idempotent(request_id, "view.mode",
-                                {"view_id": view_id, "mode": mode.value if mode else "toggle"},
-                                body, build, build)
+        self._prepare_simple(request_id, TransitionKind.MODE, view_id,
+                             {"view_id": view_id, "mode": mode.value if mode else "toggle"},
+                             resolve, target_mode=lambda: chosen["mode"])
+        row = views_ops.get_view(self.conn, view_id)
+        return ViewResult(request_id, view_id, row["mode"], row["revision"],
+                          row["active_frame_id"])
 
     def view_retire(self, request_id: str, view_id: str) -> ViewResult:
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
@@ -658,7 +651,9 @@ class Engine:
     # ------------------------------------------------------------------ transitions
 
     def _transition_result(self, request_id: str):
-        def build(transition_id: str | None) -> TransitionResult:
+        def build(transition_id: str | None) -> TransitionResult | None:
+            if transition_id is None:
+                return None  # the request was a no-op (e.g. mode already set)
             row = transitions_ops.get_transition(self.conn, transition_id)
             return TransitionResult(request_id, transition_id, row["kind"], row["state"],
                                     row["transport_phase"], row["view_id"],
@@ -667,19 +662,25 @@ class Engine:
 
     def _prepare_simple(self, request_id: str, kind: TransitionKind, view_id: str,
                         semantic: dict[str, Any],
-                        resolve: Callable[[sqlite3.Connection], tuple[str, str | None]]
-                        ) -> TransitionResult:
+                        resolve: Callable[[sqlite3.Connection], tuple[str, str | None] | None],
+                        *, target_mode: Callable[[], str] | None = None
+                        ) -> TransitionResult | None:
         """Prepare a model-free transition; ``resolve`` derives (target, source) inside the
         transaction, after the request lookup, so a replay never re-derives them."""
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             view = views_ops.get_view(conn, view_id)
             _require_live_view(view)
-            target_frame_id, source = resolve(conn)
+            resolved = resolve(conn)
+            if resolved is None:
+                return "none", None
+            target_frame_id, source = resolved
             pending = transitions_ops.pending_for_view(conn, view_id)
             if pending is not None:
-                if pending["state"] == "prepared" and kind in (TransitionKind.FOCUS,
-                                                               TransitionKind.BACK):
+                # Navigation may replace navigation that has not started; an agent's
+                # prepared push or return is never dropped by a keypress.
+                if pending["state"] == "prepared" and kind in MODEL_FREE \
+                        and pending["kind"] in MODEL_FREE:
                     transitions_ops.move_transition(conn, pending["transition_id"],
                                                     _ts("prepared"), _ts("superseded"), now)
                 else:
@@ -694,7 +695,8 @@ class Engine:
                 host_id=self.host_id, view_id=view_id, kind=kind, source_frame_id=source,
                 target_frame_id=target_frame_id, work_context_id=target["work_context_id"],
                 expected_view_revision=view["revision"],
-                expected_claim_generation=context["claim_generation"], now=now)
+                expected_claim_generation=context["claim_generation"], now=now,
+                target_mode=target_mode() if target_mode is not None else None)
             return "transition", transition_id
 
         result = self._idempotent(request_id, f"view.{kind.value}", semantic, body,
@@ -702,11 +704,11 @@ class Engine:
                                   self._transition_result(request_id))
         return self._maybe_execute(result)
 
-    def _maybe_execute(self, result: TransitionResult) -> TransitionResult:
+    def _maybe_execute(self, result: TransitionResult | None) -> TransitionResult | None:
         """Run a prepared transition now unless it must wait for its source's Stop."""
         from core import sagas
 
-        if result.state != "prepared":
+        if result is None or result.state != "prepared":
             return result
         if not sagas.waits_for_stop(self, result.transition_id):
             sagas.execute(self, result.transition_id)
@@ -714,6 +716,9 @@ class Engine:
         return TransitionResult(result.request_id, result.transition_id, row["kind"],
                                 row["state"], row["transport_phase"], row["view_id"],
                                 row["target_frame_id"])
+
+
+MODEL_FREE = (TransitionKind.FOCUS, TransitionKind.BACK, TransitionKind.MODE)
 
 
 def _require_live_view(view: sqlite3.Row) -> None:

@@ -22,6 +22,7 @@ from core.enums import (
     RecoveryKind,
     TransitionKind,
     TransitionState,
+    ViewMode,
 )
 from core.errors import Conflict, SwitchboardError
 from core.tmux.errors import (
@@ -140,6 +141,9 @@ def _move(engine: Engine, transition_id: str) -> None:
             engine._fault("after_launch")
         if row["kind"] == TransitionKind.COMPLETE_RETURN:
             _submit_control_turn(engine, transition_id)
+        if row["kind"] == TransitionKind.MODE:
+            _move_mode(engine, row)
+            return
         _surface_id, target_pane = _live_pane(conn, row["target_frame_id"])
         view = views_ops.get_view(conn, row["view_id"])
         try:
@@ -162,6 +166,30 @@ def _move(engine: Engine, transition_id: str) -> None:
     else:
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "inspected", engine.now())
+    engine._fault("after_inspect")
+    commit(engine, transition_id)
+
+
+def _move_mode(engine: Engine, row: sqlite3.Row) -> None:
+    """Park or restore the navigator pane, re-read the layout, then commit."""
+    transition_id = row["transition_id"]
+    view = views_ops.get_view(engine.conn, row["view_id"])
+    target = ViewMode(row["target_mode"])
+    try:
+        engine.stage.set_mode(view, target)
+    except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch) as exc:
+        _roll_back(engine, transition_id, f"mode not changed: {exc}",
+                   server_restarted=isinstance(exc, ServerIdentityMismatch))
+        return
+    with write_transaction(engine.conn) as tx:
+        transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
+    engine._fault("after_move")
+    shown = engine.stage.layout_mode(views_ops.get_view(engine.conn, row["view_id"]))
+    if shown is not None and shown != target:
+        _roll_back(engine, transition_id, f"the view is in {shown} mode, expected {target}")
+        return
+    with write_transaction(engine.conn) as tx:
+        transitions_ops.advance_phase(tx, transition_id, "moved", "inspected", engine.now())
     engine._fault("after_inspect")
     commit(engine, transition_id)
 
@@ -203,6 +231,7 @@ def commit(engine: Engine, transition_id: str) -> None:
         target_id = row["target_frame_id"]
         _swap_placements(conn, view, target_id, now)
         views_ops.mutate_view(conn, view["view_id"], view["revision"], active_frame_id=target_id,
+                              mode=ViewMode(row["target_mode"]) if row["target_mode"] else None,
                               now=now)
         frames_ops.touch_focus(conn, target_id, now)
         _transfer_foreground(conn, target_id, now)

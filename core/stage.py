@@ -362,6 +362,14 @@ class TmuxStage:
             raise TmuxCommandFailed("the new placeholder pane was not reported")
         return panes[-1]
 
+    def layout_mode(self, view: sqlite3.Row) -> ViewMode | None:
+        """The mode tmux shows for the view (navigator pane present or not), re-read."""
+        if not view["tmux_window_id"]:
+            return None
+        layout = self._checked_snapshot(self.adapter_for(view["tmux_server_id"])).view(
+            view["view_id"])
+        return None if layout is None else ViewMode(layout.mode)
+
     def set_mode(self, view: sqlite3.Row, mode: ViewMode) -> None:
         """direct: park the navigator pane; navigator: bring it back. Zoom survives."""
         if not view["tmux_window_id"]:

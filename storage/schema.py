@@ -300,9 +300,11 @@ CREATE TABLE view_transitions (
     execution_owner TEXT,
     lease_expires_at INTEGER,
     transport_phase TEXT NOT NULL CHECK ({_in("transport_phase", e.TransportPhase)}),
+    target_mode TEXT CHECK ({_in("target_mode", e.ViewMode, nullable=True)}),
     failure TEXT CHECK (failure IS NULL OR length(failure) <= 1024),
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    CONSTRAINT mode_transition_names_its_mode CHECK ((kind = 'mode') = (target_mode IS NOT NULL))
 );
 CREATE UNIQUE INDEX one_nonterminal_transition_per_view ON view_transitions(view_id)
     WHERE state IN ('prepared', 'executing', 'presented', 'awaiting_claim', 'settling');

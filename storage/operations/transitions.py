@@ -24,16 +24,17 @@ def insert_transition(conn: sqlite3.Connection, *, transition_id: str, request_i
                       fingerprint: str, host_id: str, view_id: str, kind: TransitionKind,
                       source_frame_id: str | None, target_frame_id: str,
                       work_context_id: str | None, expected_view_revision: int,
-                      expected_claim_generation: int | None, now: int) -> None:
+                      expected_claim_generation: int | None, now: int,
+                      target_mode: str | None = None) -> None:
     conn.execute(
         "INSERT INTO view_transitions (transition_id, request_id, request_fingerprint, host_id,"
         " view_id, kind, source_frame_id, target_frame_id, work_context_id,"
         " expected_view_revision, expected_claim_generation, state, transport_phase,"
-        " created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'prepared', 'intent', ?, ?)",
+        " target_mode, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'prepared', 'intent', ?, ?, ?)",
         (transition_id, request_id, fingerprint, host_id, view_id, kind.value, source_frame_id,
          target_frame_id, work_context_id, expected_view_revision, expected_claim_generation,
-         now, now))
+         target_mode, now, now))
 
 
 def get_transition(conn: sqlite3.Connection, transition_id: str) -> sqlite3.Row:
