@@ -52,6 +52,16 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> C
             " ('presented', 'awaiting_claim', 'settling', 'completed')"
             " ORDER BY created_at DESC, transition_id DESC LIMIT 1", (frame_id,)).fetchone()
         frame = frames_ops.get_frame(conn, frame_id)
+        early = conn.execute(
+            "SELECT kind, state FROM view_transitions WHERE target_frame_id = ? AND kind IN"
+            " ('push', 'complete_return') AND state IN ('prepared', 'executing')",
+            (frame_id,)).fetchone()
+        if early is not None:
+            # The swap may already be visible before its commit: ask again shortly
+            # rather than answering with an older record or "nothing to claim".
+            raise Conflict(f"your {early['kind']} transition is still {early['state']}; "
+                           "call transition_claim() again in a moment",
+                           code="transition_not_ready")
         if row is None:
             return ClaimResult("none", None, frame_id, frame["title"], None, None, None,
                                "There is no pending transition for you; continue your work.",

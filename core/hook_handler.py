@@ -124,7 +124,8 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
         sessions_ops.record_activity(conn, key, activity=activity, reason=reason,
                                      runtime_presence=runtime, turn_id=hook.turn_id,
                                      provider_version=None, now=now)
-        if hook.kind is HookKind.PROMPT_SUBMITTED:
+        if hook.kind is HookKind.PROMPT_SUBMITTED and hook.is_control_prompt:
+            # Only the fixed line itself is evidence that the control turn arrived.
             _observe_control(conn, frame_id, hook.turn_id, now)
         shown = (activity or Activity(session["activity"])).value
         trusted_stop = hook.kind is HookKind.TURN_STOPPED and hook.activity is Activity.READY

@@ -280,13 +280,6 @@ def test_control_turn_watchdog_uncertain_then_settled_by_hook_evidence(
         problems(engine, route.view_id)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (core/claims.py claim_for_frame): a claim that arrives while the frame's push is "
-    "still executing (gate opened by the swap, commit not yet written, e.g. the engine "
-    "died after the swap) is answered kind='none' ('no pending transition, continue'), so "
-    "the child never asks again and works without its brief; it should refuse with a "
-    "retryable Conflict while a push/complete_return targeting the frame is nonterminal "
-    "and not yet claimable"))
 def test_a_brief_claim_never_races_ahead_of_the_push_commit(
         tmp_path: Path, tmux_socket: Path) -> None:
     """After a crash between the swap and the commit, the child runs its initial prompt

@@ -580,7 +580,7 @@ def _cli_enter_race(home: Path) -> list[tuple[int, str, str]]:
 @pytest.mark.tmux
 def test_two_cli_processes_entering_one_project_converge(short_home: Path) -> None:
     """The registry converges on one workspace, one view, one placement; a loser may
-    only fail in the tmux stage after the registry commit (see the xfail below)."""
+    only fail in the tmux stage after the registry commit (see the next test)."""
     outcomes = _cli_enter_race(short_home)
     routes = [json.loads(out) for code, out, _err in outcomes if code == 0]
     assert routes, outcomes
@@ -593,15 +593,6 @@ def test_two_cli_processes_entering_one_project_converge(short_home: Path) -> No
 
 
 @pytest.mark.tmux
-@pytest.mark.xfail(strict=False, reason=(
-    "BUG (race, fails about every other run, so not strict): the tmux stage is not safe "
-    "for concurrent entries. From a cold home both processes create the 'switchboard'/"
-    "'_sb_holding' sessions (TmuxStage.ensure_server: 'duplicate session'), and both read "
-    "the view before either binds its window, so two windows get the same @sb_view tag "
-    "(launcher.ensure_view_window; the loser exits with tmux_topology_conflict); fix: "
-    "create sessions with new-session -A (or treat 'duplicate session' as success) and "
-    "make the view's window single-flight: bind under a registry CAS on tmux_window_id "
-    "IS NULL and kill the window that lost"))
 def test_two_cli_processes_entering_one_project_show_one_window() -> None:
     for _attempt in range(3):
         root = _short_home(start_server=False)
