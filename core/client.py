@@ -69,6 +69,9 @@ class EngineClient:
     def start(self, frame_id: str):
         return self._call("frame_start", frame_id)
 
+    def stop(self, frame_id: str):
+        return self._call("frame_stop", frame_id)
+
     def back(self, view_id: str):
         return self._call("frame_back", view_id)
 

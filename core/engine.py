@@ -224,16 +224,30 @@ class Engine:
             return FrameResult(request_id, frame_id, row["lifecycle_state"], transition_id)
         return build
 
-    def frame_start(self, request_id: str, frame_id: str,
-                    provider: Provider | None = None) -> StartResult:
-        """The start bundle: session, membership, pointer, planned launch and surface,
-        placement to staged, and the context claim to held with this frame foreground."""
+    def frame_start(self, request_id: str, frame_id: str, provider: Provider | None = None,
+                    *, fresh: bool = False) -> StartResult:
+        """Start the frame's agent: resume its current provider session by exact id when
+        that session is stopped and resumable, else the start bundle of a new session
+        (a rollover membership when the frame had one before)."""
         frame = self._frame(frame_id)
-        provider = provider or self._provider_for(frame)
+        current = None
+        if frame["current_session_key"]:
+            current = sessions_ops.get_session(self.conn, frame["current_session_key"])
+        provider = provider or (Provider(current["provider"]) if current is not None
+                                else self._provider_for(frame))
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
-            launch_id = self._start_bundle(conn, request_id, frame_id, provider,
-                                           MembershipReason.STARTED, None, now)
+            row = frames_ops.get_frame(conn, frame_id)
+            key = row["current_session_key"]
+            session = sessions_ops.get_session(conn, key) if key else None
+            if session is not None and not fresh and _resumable(session, provider):
+                launch_id = self._start_bundle(conn, request_id, frame_id, provider,
+                                               MembershipReason.RESUMED, key, now)
+            else:
+                reason = MembershipReason.STARTED if session is None \
+                    else MembershipReason.ROLLOVER
+                launch_id = self._start_bundle(conn, request_id, frame_id, provider, reason,
+                                               None, now)
             return "launch", launch_id
 
         def build(launch_id: str | None) -> StartResult:
@@ -245,11 +259,44 @@ class Engine:
                                surface["surface_id"])
 
         result = self._idempotent(request_id, "frame.start",
-                                  {"frame_id": frame_id, "provider": provider.value},
-                                  body, build, build)
+                                  {"frame_id": frame_id, "provider": provider.value,
+                                   "fresh": fresh}, body, build, build)
         if self.stage is not None:
             from core import sagas
             sagas.launch(self, result.launch_id)
+        return result
+
+    def frame_stop(self, request_id: str, frame_id: str) -> FrameResult:
+        """Stop a frame's agent: its launch-owned pane is killed (an active one after
+        the placeholder takes main), the session is kept, resumable by exact id."""
+        from core import sagas
+
+        def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
+            frame = frames_ops.get_frame(conn, frame_id)
+            placement = views_ops.placement_of_frame(conn, frame_id)
+            if placement is None or placement["state"] not in (PlacementState.ACTIVE,
+                                                               PlacementState.PARKED):
+                raise Conflict(f"frame {frame_id} has no running agent", code="not_running")
+            view = views_ops.get_view(conn, placement["view_id"])
+            _require_live_view(view)
+            if transitions_ops.pending_for_view(conn, view["view_id"]) is not None:
+                raise Conflict("a transition is in flight in this view; let it settle first",
+                               code="transition_in_flight")
+            if placement["state"] == PlacementState.ACTIVE and self.stage is not None:
+                self.stage.present(view, None)  # the placeholder takes main first
+            panes = sagas._stop_runtime(conn, frame_id, now)
+            if placement["state"] == PlacementState.ACTIVE:
+                views_ops.mutate_view(conn, view["view_id"], view["revision"], now=now)
+            stopped.extend(panes)
+            del frame
+            return "frame", frame_id
+
+        stopped: list[str] = []
+        result = self._idempotent(request_id, "frame.stop", {"frame_id": frame_id}, body,
+                                  self._frame_result(request_id), self._frame_result(request_id))
+        for pane in stopped:
+            if self.stage is not None:
+                self.stage.kill(pane)
         return result
 
     def _provider_for(self, frame: sqlite3.Row) -> Provider:
@@ -719,6 +766,14 @@ class Engine:
 
 
 MODEL_FREE = (TransitionKind.FOCUS, TransitionKind.BACK, TransitionKind.MODE)
+
+
+def _resumable(session: sqlite3.Row, provider: Provider) -> bool:
+    """A stopped session of the same provider whose exact id is known can be resumed."""
+    return (session["provider"] == provider.value
+            and session["runtime_presence"] != "live"
+            and session["resumability"] != "missing"
+            and not session["provider_session_id"].startswith("pending-"))
 
 
 def _require_live_view(view: sqlite3.Row) -> None:

@@ -10,7 +10,9 @@ first hook arrives.
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.capabilities import (
@@ -22,7 +24,8 @@ from core.capabilities import (
     new_raw_capability,
 )
 from core.enums import LaunchAction, PlacementState, Provider
-from core.errors import Conflict, SwitchboardError
+from core.errors import Conflict, ProviderError, SwitchboardError
+from core.provider_checks import check_provider
 from core.stage import CONTROL_TEMPLATE, gate_name
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
@@ -73,6 +76,15 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
                           (launch_id,)).fetchone()
     if launch is None or launch["state"] != "planned":
         return
+    try:
+        # Version output is strict input: a missing or unrecognisable provider fails
+        # the launch before any pane exists.
+        version = check_provider(engine.config, Provider(launch["provider"]))
+    except ProviderError as exc:
+        with write_transaction(conn) as tx:
+            sessions_ops.move_launch(tx, launch_id, "planned", "failed", engine.now(),
+                                     failure=f"{exc.code}: {exc.message}"[:1024])
+        raise
     placement = views_ops.placement_of_frame(conn, launch["frame_id"])
     ensure_view_window(engine, placement["view_id"])
     server_id = views_ops.get_view(conn, placement["view_id"])["tmux_server_id"]
@@ -115,6 +127,8 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         sessions_ops.move_launch(tx, launch_id, "authorized", "started", engine.now())
         tx.execute("UPDATE provider_sessions SET runtime_presence = 'live', updated_at = ?"
                    " WHERE session_key = ?", (engine.now(), launch["session_key"]))
+        sessions_ops.record_provider_version(tx, launch["session_key"], version.text,
+                                             engine.now())
     if present:
         _present_started(engine, launch["frame_id"], pane.pane_id, launch_id)
     # Otherwise the gate stays shut: the saga (push) or a later focus presents the
@@ -155,10 +169,8 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
         settings = run_dir / "claude-settings.json"
         install(HookTarget.claude_settings(settings), hook_command(engine),
                 state_dir=run_dir / "hook-state")
-        plan = adapter.launch_plan(action, session["provider_session_id"]
-                                   if action is LaunchAction.NEW
-                                   else session["provider_session_id"],
-                                   initial_prompt, settings)
+        plan = adapter.launch_plan(action, session["provider_session_id"], initial_prompt,
+                                   settings, mcp_config=_mcp_config(run_dir))
     else:
         codex_home = run_dir / "codex-home"
         install(HookTarget.codex_home(codex_home), hook_command(engine),
@@ -170,7 +182,20 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
     return list(plan.argv), env
 
 
-def engine_tmp():
+def _mcp_config(run_dir: Path) -> Path:
+    """Per-launch MCP servers file: the agent tools over stdio. The server process
+    inherits the pane environment, so its authority is the pane's capability."""
+    path = run_dir / "claude-mcp.json"
+    body = {"mcpServers": {"switchboard": {
+        "command": sys.executable, "args": ["-m", "navigator.cli", "mcp"]}}}
+    text = json.dumps(body, indent=2, sort_keys=True) + "\n"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def engine_tmp() -> Path:
     import tempfile
-    from pathlib import Path
     return Path(tempfile.gettempdir()) / "switchboard-run"

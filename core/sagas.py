@@ -19,6 +19,7 @@ from core.enums import (
     FrameLifecycle,
     MembershipReason,
     PlacementState,
+    Provider,
     RecoveryKind,
     TransitionKind,
     TransitionState,
@@ -93,8 +94,55 @@ def execute(engine: Engine, transition_id: str) -> None:
             conn.execute("UPDATE control_turns SET target_session_key = ?"
                          " WHERE transition_id = ?",
                          (child["current_session_key"], transition_id))
+        elif row["kind"] == TransitionKind.COMPLETE_RETURN and engine.stage is not None:
+            _plan_parent_resume(engine, conn, row, now)
     engine._fault("after_claim")
     _move(engine, transition_id)
+
+
+def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,
+                        now: int) -> None:
+    """A return to a parent with no live agent: plan its exact-session resume.
+
+    Live input needs a proven idle, owned, live pane; without one the control turn
+    uses ``resume_initial`` (the same fixed line as the resumed CLI's initial prompt).
+    """
+    control = transitions_ops.control_turn_of(conn, row["transition_id"])
+    if control is None or control["state"] != "prepared":
+        return  # handoff policy (no control turn), or already under way
+    parent = frames_ops.get_frame(conn, row["target_frame_id"])
+    _surface, pane = _live_pane(conn, parent["frame_id"])
+    if pane is not None:
+        return
+    placement = views_ops.placement_of_frame(conn, parent["frame_id"])
+    if placement is None or placement["state"] != PlacementState.STOPPED_AFFINITY:
+        return
+    key = parent["current_session_key"]
+    session = sessions_ops.get_session(conn, key) if key else None
+    from core.engine import _resumable
+
+    provider = Provider(session["provider"]) if session is not None \
+        else engine._provider_for(parent)
+    resume_key = key if session is not None and _resumable(session, provider) else None
+    reason = MembershipReason.RESUMED if resume_key else (
+        MembershipReason.ROLLOVER if session is not None else MembershipReason.STARTED)
+    engine._start_bundle(conn, row["request_id"], parent["frame_id"], provider, reason,
+                         resume_key, now)
+    parent = frames_ops.get_frame(conn, row["target_frame_id"])
+    conn.execute("UPDATE control_turns SET transport = 'resume_initial',"
+                 " target_session_key = ?, updated_at = ? WHERE control_turn_id = ?",
+                 (parent["current_session_key"], now, control["control_turn_id"]))
+
+
+def _pending_launch(conn: sqlite3.Connection, frame_id: str) -> str | None:
+    placement = views_ops.placement_of_frame(conn, frame_id)
+    if placement is None or placement["state"] != PlacementState.STAGED \
+            or placement["surface_id"] is None:
+        return None
+    surface = sessions_ops.get_surface(conn, placement["surface_id"])
+    launch_row = conn.execute("SELECT state FROM launch_intents WHERE launch_id = ?",
+                              (surface["launch_id"],)).fetchone()
+    return surface["launch_id"] if launch_row and launch_row["state"] == "planned" else None
 
 
 def _claim_failure(conn: sqlite3.Connection, row: sqlite3.Row, view: sqlite3.Row) -> str | None:
@@ -140,6 +188,18 @@ def _move(engine: Engine, transition_id: str) -> None:
                 return
             engine._fault("after_launch")
         if row["kind"] == TransitionKind.COMPLETE_RETURN:
+            resume_launch = _pending_launch(conn, row["target_frame_id"])
+            if resume_launch is not None:
+                # The parent was not running: it is resumed on its exact session with
+                # the fixed line as its initial prompt, gated until it is in main.
+                try:
+                    launch(engine, resume_launch, present=False,
+                           initial_prompt_for=transition_id)
+                except ServerIdentityMismatch as exc:
+                    _roll_back(engine, transition_id, f"nothing launched: {exc}",
+                               server_restarted=True)
+                    return
+                engine._fault("after_launch")
             _submit_control_turn(engine, transition_id)
         if row["kind"] == TransitionKind.MODE:
             _move_mode(engine, row)

@@ -32,8 +32,10 @@ class ClaudeAdapter:
         session_id: str | None,
         initial_prompt: str | None,
         settings_path: Path | None,
+        mcp_config: Path | None = None,
     ) -> LaunchPlan:
-        """``claude --session-id|--resume UUID [--settings FILE] [PROMPT]``."""
+        """``claude --session-id|--resume UUID [--settings FILE] [--mcp-config FILE] [PROMPT]``.
+        """
         action = LaunchAction(action)
         flag = "--session-id" if action is LaunchAction.NEW else "--resume"
         session_id = check_uuid(self.provider, session_id, what=f"{action.value} launch")
@@ -47,6 +49,13 @@ class ClaudeAdapter:
                     code="launch_invalid",
                 )
             argv += ["--settings", str(path)]
+        if mcp_config is not None:
+            if not Path(mcp_config).is_absolute():
+                raise ProviderError(
+                    f"claude --mcp-config needs an absolute path, not {str(mcp_config)!r}",
+                    code="launch_invalid",
+                )
+            argv += ["--mcp-config", str(mcp_config)]
         if prompt is not None:
             argv.append(prompt)
         return LaunchPlan(

@@ -562,6 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session-id", help="claude: start exactly this session UUID")
     parser.add_argument("--resume", help="resume this session / thread id")
     parser.add_argument("--settings", help="claude: settings file with hooks")
+    parser.add_argument("--mcp-config", help="claude: MCP servers file (checked to exist)")
     parser.add_argument("--hook-command", help='hooks run as: CMD --provider P EVENT')
     parser.add_argument("--agent-command", default="switchboard agent",
                         help="agent tools run as: CMD transition-claim --json, ...")
@@ -602,6 +603,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, initial_prompt = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.mcp_config and not Path(args.mcp_config).is_file():
+        print(f"MCP config file not found: {args.mcp_config}", file=sys.stderr)
+        return 1  # as the real CLI refuses a missing --mcp-config
     version = args.fake_version or DEFAULT_VERSIONS[args.provider]
     if args.version:
         print(VERSION_LINES[args.provider].format(version=version))

@@ -23,11 +23,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("frame_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_show)
-    p = fs.add_parser("start", help="start a provider session in a frame")
+    p = fs.add_parser("start", help="start (or resume) the frame's provider session")
     p.add_argument("frame_id")
     p.add_argument("--provider", choices=["claude", "codex"])
+    p.add_argument("--fresh", action="store_true",
+                   help="start a new session even if the last one could be resumed")
     _common(p)
     p.set_defaults(handler=_start)
+    p = fs.add_parser("stop", help="stop the frame's agent (its session stays resumable)")
+    p.add_argument("frame_id")
+    _common(p)
+    p.set_defaults(handler=_stop)
     p = fs.add_parser("push", help="push a child task under a frame")
     p.add_argument("frame_id", help="the parent (source) frame")
     p.add_argument("--title", required=True)
@@ -93,8 +99,15 @@ def _start(args: argparse.Namespace) -> int:
     from core.enums import Provider
 
     result = _engine().frame_start(_rid(args), args.frame_id,
-                                   Provider(args.provider) if args.provider else None)
+                                   Provider(args.provider) if args.provider else None,
+                                   fresh=args.fresh)
     emit(result, as_json=args.json, text=f"started {result.session_key} in {result.frame_id}")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    result = _engine().frame_stop(_rid(args), args.frame_id)
+    emit(result, as_json=args.json, text=f"stopped the agent of {result.frame_id}")
     return 0
 
 

@@ -8,14 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from core.config import render_config
+from core.config import ProviderConfig, TmuxConfig, render_config
+from core.enums import Provider
 from navigator.cli import main
 from tests.factories import project_config
+from tests.integration.journey_env import fake_provider_command
 
 
 @pytest.fixture
-def cli(sb_home: Path, capsys: pytest.CaptureFixture[str]):
-    template = replace(project_config(sb_home / "src"), generation_id="")
+def cli(sb_home: Path, tmux_socket: Path, capsys: pytest.CaptureFixture[str]):
+    # CLI mutations drive tmux: a private server and the fake provider stand in.
+    template = replace(project_config(sb_home / "src"), generation_id="",
+                       tmux=TmuxConfig(socket_path=str(tmux_socket)),
+                       providers={p: ProviderConfig(command=fake_provider_command(p.value))
+                                  for p in Provider})
     (sb_home / "config.toml").write_text(render_config(template), encoding="utf-8")
 
     def run(*args: str, expect: int = 0):
@@ -34,7 +40,7 @@ def test_frame_journey_through_the_cli(cli) -> None:
     route = cli("project", "enter", "alpha", "--json")
     push = cli("frame", "push", route["frame_id"], "--title", "Fix it", "--brief",
                "the brief", "--json")
-    assert push["state"] == "awaiting_claim"  # registry-only: the child's claim is next
+    assert push["state"] == "awaiting_claim"  # the child launched; its claim is next
     frames = cli("frame", "list", "--project", "alpha", "--json")
     assert [(f["role"], f["title"]) for f in frames] == [("workspace", "alpha"),
                                                          ("task", "Fix it")]

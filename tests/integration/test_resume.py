@@ -1,0 +1,83 @@
+"""Resume by exact session identity: a stopped frame restarts on its own session, and a
+return to a stopped parent resumes it with the fixed line as its initial prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.requests import new_request_id
+from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
+
+
+def _one(engine, sql: str, *args) -> tuple | None:
+    row = engine.conn.execute(sql, args).fetchone()
+    return None if row is None else tuple(row)
+
+
+def _panes(socket: Path) -> list[str]:
+    return tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+
+
+@pytest.fixture
+def live(tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    started = engine.frame_start(new_request_id(), route.frame_id)
+    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                 started.launch_id) == ("bound",))
+    return engine, route, started
+
+
+def test_stop_then_start_resumes_the_exact_session(live, tmux_socket: Path) -> None:
+    engine, route, started = live
+    pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    engine.frame_stop(new_request_id(), route.frame_id)
+    assert wait_for(lambda: pane not in _panes(tmux_socket))
+    assert _one(engine, "SELECT runtime_presence FROM provider_sessions") == ("stopped",)
+    roles = tmux(tmux_socket, "list-panes", "-a", "-F", "#{session_name} #{@sb_role}")
+    assert "switchboard placeholder" in roles.splitlines()  # the empty frame shows in main
+    again = engine.frame_start(new_request_id(), route.frame_id)
+    assert again.session_key == started.session_key  # same provider session, resumed
+    launch = _one(engine, "SELECT action, target_session_key FROM launch_intents"
+                          " WHERE launch_id = ?", again.launch_id)
+    assert launch == ("resume", started.session_key)
+    assert _one(engine, "SELECT COUNT(*) FROM frame_sessions") == (1,)  # no new membership
+    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    session_id = started.session_key.rsplit(":", 1)[1]
+    assert wait_for(lambda: session_id in tmux(tmux_socket, "capture-pane", "-p", "-J",
+                                               "-t", main))
+    engine.frame_stop(new_request_id(), route.frame_id)
+    fresh = engine.frame_start(new_request_id(), route.frame_id, fresh=True)
+    assert fresh.session_key != started.session_key
+    reasons = [r[0] for r in engine.conn.execute(
+        "SELECT membership_reason FROM frame_sessions ORDER BY ordinal")]
+    assert reasons == ["started", "rollover"]
+
+
+def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(live,
+                                                                   tmux_socket: Path) -> None:
+    engine, route, started = live
+    push = engine.frame_push(new_request_id(), route.frame_id, "Child", "the child's brief")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
+                                         " WHERE transition_id = ?", push.transition_id)
+                    == ("completed",), 20)
+    engine.frame_stop(new_request_id(), route.frame_id)  # the parked parent stops
+    assert _one(engine, "SELECT runtime_presence FROM provider_sessions WHERE session_key = ?",
+                started.session_key) == ("stopped",)
+    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    type_line(tmux_socket, child_pane, "/complete done it :: merge")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                         " 'complete_return'") == ("completed",), 25)
+    turn = _one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                        " WHERE kind = 'claim_handoff'")
+    assert turn == ("resume_initial", "settled", 1)
+    launches = [tuple(r) for r in engine.conn.execute(
+        "SELECT action, session_key FROM launch_intents ORDER BY created_at, rowid")]
+    assert ("resume", started.session_key) in launches
+    parent_main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_main)
+    assert screen.count("Call transition_claim() and follow") == 1
+    assert "finished and returned" in screen
