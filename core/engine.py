@@ -274,8 +274,8 @@ class Engine:
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             frame = frames_ops.get_frame(conn, frame_id)
             placement = views_ops.placement_of_frame(conn, frame_id)
-            if placement is None or placement["state"] not in (PlacementState.ACTIVE,
-                                                               PlacementState.PARKED):
+            if placement is None or placement["state"] not in (
+                    PlacementState.ACTIVE, PlacementState.PARKED, PlacementState.STAGED):
                 raise Conflict(f"frame {frame_id} has no running agent", code="not_running")
             view = views_ops.get_view(conn, placement["view_id"])
             _require_live_view(view)

@@ -50,8 +50,8 @@ from navigator.widgets.search import SearchBox
 from navigator.widgets.views import ViewList
 
 #: App keys that are off while a dialog, the help or the palette is open.
-BLOCKED_UNDER_DIALOGS = frozenset({"start", "back", "complete", "close_frame", "reopen",
-                            "toggle_mode", "recover", "search", "help"})
+BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_frame",
+                                   "reopen", "toggle_mode", "recover", "search", "help"})
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
@@ -78,7 +78,9 @@ class SwitchboardApp(App[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-wide")]
     COMMANDS = App.COMMANDS | {PlacesProvider}
     BINDINGS = [
-        Binding("n", "start", "Start", tooltip="start an agent session in the frame"),
+        Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
+        Binding("s", "stop", "Stop", show=False,
+                tooltip="stop the frame's agent; n resumes its session"),
         Binding("b", "back", "Back", tooltip="show the parent; the task stays open"),
         Binding("c", "complete", "Complete", tooltip="complete the task and return"),
         Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
@@ -426,6 +428,23 @@ class SwitchboardApp(App[None]):
             return
         self.request("Start", f"Starting a session in {frame.title}",
                      partial(self.client.start, frame.frame_id))
+
+    def action_stop(self) -> None:
+        frame = self.target_frame()
+        if not self._need(frame, "Select a frame whose agent should stop."):
+            return
+        assert frame is not None
+        if self._remote(self._host_of_frame(frame.frame_id)):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.request("Stop", f"Stopped the agent of {frame.title}",
+                             partial(self.client.stop, frame.frame_id))
+
+        self.push_screen(ConfirmScreen(
+            f"Stop the agent of “{frame.title}”? Its session is kept; n resumes it.",
+            confirm_label="Stop agent"), answered)
 
     def action_back(self) -> None:
         view = self.target_view()

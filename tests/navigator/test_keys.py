@@ -256,3 +256,26 @@ async def test_question_mark_shows_every_key(demo: Scenario) -> None:
         await settle(pilot)
         assert not isinstance(app.screen, HelpScreen)
     assert demo.view_row("alpha")["active_frame_id"] == demo.frames["alpha"]
+
+
+async def test_s_stops_the_frames_agent_after_confirmation(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "beta")
+        await pilot.press("n")
+        await settle(pilot)
+        key = demo.frame_row("beta")["current_session_key"]
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+    placement = demo.engine.conn.execute(
+        "SELECT state FROM frame_placements WHERE frame_id = ? AND state <> 'orphaned'",
+        (demo.frames["beta"],)).fetchone()
+    assert placement["state"] == "stopped_affinity"
+    launch = demo.engine.conn.execute(
+        "SELECT state FROM launch_intents WHERE session_key = ?", (key,)).fetchone()
+    assert launch["state"] == "superseded"  # the planned start never ran
+    assert demo.frame_row("beta")["current_session_key"] == key  # session kept for resume
