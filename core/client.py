@@ -90,6 +90,13 @@ class EngineClient:
     def toggle_mode(self, view_id: str):
         return self._call("view_mode", view_id)
 
+    def reconcile(self):
+        """Compare tmux with the registry once (navigator start), as `switchboard reconcile`."""
+        from core.recovery import reconcile
+
+        with self._lock:
+            return reconcile(self.engine)
+
     def recover(self, recovery_id: str):
         from core import recovery
 

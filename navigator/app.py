@@ -160,6 +160,23 @@ class SwitchboardApp(App[None]):
         self.query_one(FrameTree).focus()
         self._load(first=True)
         self.set_interval(self.poll_interval, self._poll)
+        if getattr(self.client.engine, "stage", None) is not None:
+            self._reconcile_on_start()
+
+    @work(thread=True, group="reconcile", exit_on_error=False)
+    def _reconcile_on_start(self) -> None:
+        """A restarted navigator first checks tmux against the registry; it speaks up
+        only when that opened recoveries (the panel then lists them)."""
+        try:
+            report = self.client.reconcile()
+        except Exception as exc:  # the navigator still browses; reconcile can be rerun
+            self.call_from_thread(self.notify, f"Could not check tmux panes ({exc}); run "
+                                  "`switchboard reconcile`.", severity="warning", markup=False)
+            return
+        opened = getattr(report, "recoveries_opened", 0)
+        if opened:
+            self.call_from_thread(self.notify, f"{opened} recovery(ies) need attention; see "
+                                  "the Recoveries panel.", severity="warning", markup=False)
 
     def on_resize(self, event: events.Resize) -> None:
         """A 40-column sidebar gets the compact footer (keys without padding)."""
