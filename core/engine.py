@@ -645,10 +645,7 @@ class Engine:
             if live:
                 raise Conflict(f"{live} live agent pane(s) can still change the checkout",
                                code="live_surfaces")
-            pending = conn.execute(
-                f"SELECT COUNT(*) FROM view_transitions WHERE work_context_id = ?"
-                f" AND state IN {transitions_ops.NONTERMINAL}", (work_context_id,)).fetchone()[0]
-            if pending:
+            if transitions_ops.pending_in_context(conn, work_context_id):
                 raise Conflict("a transition is pending in this context",
                                code="transition_in_flight")
             frames_ops.release_claim(conn, work_context_id, context["claim_generation"], now)
@@ -666,10 +663,7 @@ class Engine:
             context = frames_ops.get_context(conn, work_context_id)
             if context["claim_state"] == ClaimState.BLOCKED:
                 return "work_context", work_context_id
-            pending = conn.execute(
-                f"SELECT COUNT(*) FROM view_transitions WHERE work_context_id = ?"
-                f" AND state IN {transitions_ops.NONTERMINAL}", (work_context_id,)).fetchone()[0]
-            if pending:
+            if transitions_ops.pending_in_context(conn, work_context_id):
                 raise Conflict("a transition is in flight in this context; let it settle first",
                                code="transition_in_flight")
             frames_ops.block_claim(conn, work_context_id, context["claim_generation"], now)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from navigator.commands.output import emit
+from navigator.commands.output import request_id_from as _rid
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -67,9 +68,6 @@ def _engine():
     return open_engine(with_stage=True)
 
 
-def _rid(args: argparse.Namespace) -> str:
-    from core.requests import check_uuid, new_request_id
-    return check_uuid(args.request_id, "--request-id") if args.request_id else new_request_id()
 
 
 def _list(args: argparse.Namespace) -> int:

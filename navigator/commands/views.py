@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from navigator.commands.output import emit
+from navigator.commands.output import request_id_from as _rid
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,10 +63,6 @@ def register_projects(sub: argparse._SubParsersAction) -> None:
                                                                  "project": a.project})))
 
 
-def _rid(args: argparse.Namespace) -> str:
-    from core.requests import check_uuid, new_request_id
-    rid = getattr(args, "request_id", None)
-    return check_uuid(rid, "--request-id") if rid else new_request_id()
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -48,6 +48,13 @@ def pending_for_view(conn: sqlite3.Connection, view_id: str) -> sqlite3.Row | No
         (view_id,)).fetchone()
 
 
+def pending_in_context(conn: sqlite3.Connection, work_context_id: str) -> int:
+    """How many nonterminal transitions touch a work context."""
+    return conn.execute(
+        f"SELECT COUNT(*) FROM view_transitions WHERE work_context_id = ?"
+        f" AND state IN {NONTERMINAL}", (work_context_id,)).fetchone()[0]
+
+
 def claim_execution(conn: sqlite3.Connection, transition_id: str, owner: str,
                     lease_expires_at: int, now: int) -> None:
     """prepared -> executing, taking the execution lease."""
