@@ -53,6 +53,7 @@ from core.tmux.panes import (
     snapshot,
 )
 from core.tmux.runner import TmuxRunner
+from core.tmux.topology import KeyBinding
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -60,6 +61,11 @@ if TYPE_CHECKING:
 
 CONTROL_TEMPLATE = CONTROL_CLAIM_TEXT
 """control.claim.v1, re-exported for the launcher (the resume_initial prompt)."""
+
+ENV_VIEW_ID = "SWITCHBOARD_VIEW_ID"
+"""Set in the navigator pane's environment: the view that pane belongs to."""
+NAVIGATOR_KEY = "S"
+"""`prefix + S` in a view window brings the navigator back (direct -> navigator)."""
 
 
 @dataclass(frozen=True)
@@ -234,21 +240,42 @@ class TmuxStage:
         snap = self._checked_snapshot(adapter)
         layout = snap.view(view["view_id"])
         if layout is None:
+            view_id = view["view_id"]
             layout = adapter.create_view(
-                session_name=self.view_session, view_id=view["view_id"],
+                session_name=self.view_session, view_id=view_id,
                 window_name=title[:30] or "view",
-                navigator_command=self.navigator_command or [
-                    sys.executable, "-m", "navigator.cli", "ui"],
-                navigator_env=_navigator_env(self.engine),
-                main_command=self.placeholder_command)
-            if layout.main is not None:
-                # Tag the placeholder with its view so an empty frame can show it again.
-                adapter.tag_pane(layout.main.pane_id, {OPT_SERVES: view["view_id"]})
+                navigator_command=self.navigator_argv(view_id),
+                navigator_env={**_switchboard_env(self.engine), ENV_VIEW_ID: view_id},
+                main_command=self.placeholder_command,
+                key_binding=self.navigator_key())
             if view["mode"] == ViewMode.DIRECT:
                 layout = adapter.set_mode(view_id=view["view_id"], mode=ViewMode.DIRECT)
         main = layout.main.pane_id if layout.main is not None else view["main_pane_id"]
         navigator = layout.navigator.pane_id if layout.navigator is not None else None
         return layout.window_id, main, navigator
+
+    def navigator_argv(self, view_id: str) -> list[str]:
+        """The navigator pane's program: `switchboard ui --view VIEW`, bound to its view."""
+        if self.navigator_command is not None:
+            return list(self.navigator_command)
+        return [sys.executable, "-m", "navigator.cli", "ui", "--view", view_id]
+
+    def navigator_key(self) -> KeyBinding:
+        """`prefix + S` in any view window: bring the navigator pane back.
+
+        Direct mode parks the navigator (fenced), so its own keys cannot undo
+        it; this binding runs `switchboard view mode <view> navigator` for the
+        view of the window the key was pressed in (`#{@sb_view}`, quoted by
+        tmux), with this home's SWITCHBOARD_HOME/CONFIG. Outside a view window
+        it does nothing; a failure is shown by tmux in the pane.
+        """
+        env = " ".join(f"{name}={shlex.quote(value)}"
+                       for name, value in _switchboard_env(self.engine).items())
+        literal = (f"exec env {env} {shlex.quote(sys.executable)} -m navigator.cli view mode "
+                   '"$view" navigator >/dev/null').replace("#", "##")
+        shell = f'view=#{{q:{OPT_VIEW}}}; [ -n "$view" ] || exit 0; {literal}'
+        return KeyBinding(table="prefix", key=NAVIGATOR_KEY, shell_command=shell,
+                          marker="navigator.cli view mode")
 
     def main_pane(self, view: sqlite3.Row) -> str | None:
         """Which pane sits in the view's main position, re-read from its own server."""
@@ -463,9 +490,12 @@ class TmuxStage:
         return {pane.pane_id: pane.surface_id or "" for pane in snap}
 
 
-def _navigator_env(engine: Engine) -> dict[str, str]:
+def _switchboard_env(engine: Engine) -> dict[str, str]:
+    """The variables that make a child process open this engine's registry."""
     home = getattr(engine, "home", None)
-    return {"SWITCHBOARD_HOME": str(home.root)} if home is not None else {}
+    if home is None:
+        return {}
+    return {"SWITCHBOARD_HOME": str(home.root), "SWITCHBOARD_CONFIG": str(home.config_path)}
 
 
 def attach_stage(engine: Engine, home: Home) -> TmuxStage:

@@ -35,6 +35,7 @@ from core.tmux.panes import (
 )
 from core.tmux.runner import BatchOutput, TmuxRunner
 from core.tmux.topology import (
+    KeyBinding,
     Presented,
     create_view,
     ensure_holding_session,
@@ -45,7 +46,8 @@ from core.tmux.topology import (
 )
 
 __all__ = [
-    "CONTROL_CLAIM_TEXT", "HOLDING_SESSION", "BatchOutput", "ControlSubmission", "PaneNotFenced",
+    "CONTROL_CLAIM_TEXT", "HOLDING_SESSION", "BatchOutput", "ControlSubmission", "KeyBinding",
+    "PaneNotFenced",
     "PaneNotFound", "PaneRole", "PaneSnapshot", "PlacementRefused", "Presented",
     "ServerIdentity", "ServerIdentityMismatch", "ServerSnapshot", "TargetNotFound",
     "TmuxAdapter", "TmuxCommandFailed", "TmuxPort", "TmuxRunner", "TmuxUnavailable",

@@ -25,7 +25,12 @@ from core.tmux.errors import (
     TmuxCommandFailed,
     UnmanagedPane,
 )
-from core.tmux.identity import ServerIdentity, check_identity, run_guarded
+from core.tmux.identity import (
+    ServerIdentity,
+    check_identity,
+    identity_command,
+    run_guarded,
+)
 from core.tmux.panes import (
     HOLDING_SESSION,
     OPT_HOLDING,
@@ -40,14 +45,18 @@ from core.tmux.panes import (
     ServerSnapshot,
     ViewLayout,
     check_tag_value,
+    list_panes_command,
     pane_lines,
     pane_state_command,
     snapshot,
 )
-from core.tmux.runner import TmuxCommand, TmuxRunner
+from core.tmux.runner import TmuxCommand, TmuxRunner, classify_failure
 
 DEFAULT_NAVIGATOR_WIDTH = 40  # config `tmux.navigator_width` default
 HOLDING_SIZE = (200, 50)
+VIEW_SIZE = (200, 50)
+"""Size of a view session before any client attaches (tmux would use 80x24); an
+attaching client resizes it to its terminal."""
 ANCHOR_COMMAND = ("tail", "-f", "/dev/null")
 """Keeps the holding session alive when no pane is parked; never killed."""
 
@@ -55,6 +64,44 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NOT_NAVIGATOR = f"#{{!=:#{{{OPT_ROLE}}},{PaneRole.NAVIGATOR}}}"
 _IN_HOLDING = f"#{{{OPT_HOLDING}}}"
 _ALIVE = "#{?pane_dead,0,1}"
+
+
+@dataclass(frozen=True)
+class KeyBinding:
+    """A server key binding that runs a shell command (`bind-key -T TABLE KEY run-shell -b`).
+
+    Key tables are server-wide. It is installed only while KEY is unbound in
+    TABLE or bound by us (its command contains `marker`), so a person's own
+    binding of that key (from their tmux.conf) is never replaced.
+    `shell_command` is expanded as a tmux format when the key is pressed, in the
+    context of the pane it was pressed in (`#{@sb_view}` names its view).
+    """
+
+    table: str
+    key: str
+    shell_command: str
+    marker: str
+
+    def command(self) -> TmuxCommand:
+        return ("bind-key", "-T", self.table, self.key, "run-shell", "-b", self.shell_command)
+
+
+def bound_keys(lines: Sequence[str], table: str) -> dict[str, str]:
+    """key -> the `list-keys` line binding it in `table`."""
+    found: dict[str, str] = {}
+    for line in lines:
+        words = line.split()
+        if len(words) < 4 or words[0] != "bind-key" or "-T" not in words:
+            continue
+        at = words.index("-T")
+        if at + 2 < len(words) and words[at + 1] == table:
+            found[words[at + 2]] = line
+    return found
+
+
+def _may_bind(binding: KeyBinding, lines: Sequence[str]) -> bool:
+    existing = bound_keys(lines, binding.table).get(binding.key)
+    return existing is None or binding.marker in existing
 
 
 @dataclass(frozen=True)
@@ -160,16 +207,22 @@ def create_view(
     main_env: Mapping[str, str] | None = None,
     main_surface_id: str | None = None,
     cwd: str | None = None,
+    size: tuple[int, int] = VIEW_SIZE,
+    key_binding: KeyBinding | None = None,
 ) -> ViewLayout:
     """Create the view window (navigator left, `main` right) in `session_name`.
 
     Idempotent on `view_id`: an existing view window is returned untouched.
-    The session is created if missing. The navigator pane ends up active.
-    Two tmux processes: a snapshot, then one batch that builds, tags and
-    re-reads the window.
+    The session is created if missing, `size` wide and high until a client
+    attaches (its `default-size`). The navigator pane ends up active. A
+    placeholder main (no `main_surface_id`) is tagged `@sb_serves=view_id`.
+    `key_binding` is installed in the same batch unless the key is someone
+    else's. Two tmux processes: a snapshot (with the key table when a binding
+    is asked for), then one batch that builds, tags and re-reads the window.
     """
     check_tag_value(view_id)
-    before = snapshot(runner)
+    before, key_lines = _snapshot_with_keys(
+        runner, key_binding.table if key_binding is not None else None)
     check_identity(expected, before.identity)
     existing = before.view(view_id)
     if existing is not None:
@@ -180,15 +233,20 @@ def create_view(
     window = f"{_session(session_name)}={temp}"
     cwd_args = ["-c", cwd] if cwd else []
     main_args = [*_env_args(main_env), *cwd_args, *_command_args(main_command)]
+    width, height = size
     if session_name in before.sessions():
-        create: TmuxCommand = (
-            "new-window", "-d", "-t", _session(session_name), "-n", temp, *main_args,
-        )
+        create: list[TmuxCommand] = [
+            ("set-option", "-t", _session(session_name), "default-size", f"{width}x{height}"),
+            ("new-window", "-d", "-t", _session(session_name), "-n", temp, *main_args),
+        ]
     else:
-        create = ("new-session", "-d", "-s", session_name, "-n", temp, *main_args)
+        # -x/-y also set the session's default-size (tmux >= 3.1), so later windows
+        # are built at that size too while no client is attached.
+        create = [("new-session", "-d", "-s", session_name, "-n", temp,
+                   "-x", str(width), "-y", str(height), *main_args)]
     main_role = PaneRole.PROVIDER if main_surface_id else PaneRole.PLACEHOLDER
     commands: list[TmuxCommand] = [
-        create,
+        *create,
         ("set-option", "-w", "-t", window, OPT_VIEW, view_id),
         ("set-option", "-p", "-t", window, OPT_ROLE, main_role),
         ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
@@ -197,6 +255,9 @@ def create_view(
         commands.append(
             ("set-option", "-p", "-t", window, OPT_SURFACE, check_tag_value(main_surface_id))
         )
+    else:
+        # The placeholder serves this view, so an empty frame can show it again.
+        commands.append(("set-option", "-p", "-t", window, OPT_SERVES, view_id))
     commands += [
         # Without -d the navigator becomes the active pane, so `window` targets it below.
         ("split-window", "-h", "-b", "-l", str(navigator_width), "-t", window,
@@ -205,13 +266,31 @@ def create_view(
         ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
         ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
         ("rename-window", "-t", window, "--", window_name),
-        ("list-panes", "-s", "-t", _session(session_name), "-F", PANE_FORMAT),
     ]
+    if key_binding is not None and _may_bind(key_binding, key_lines):
+        commands.append(key_binding.command())
+    commands.append(("list-panes", "-s", "-t", _session(session_name), "-F", PANE_FORMAT))
     output = run_guarded(runner, expected, commands)
     layout = ServerSnapshot(identity=expected, panes=tuple(pane_lines(output.stdout))).view(view_id)
     if layout is None:
         raise TmuxCommandFailed(f"view window for {view_id} was not found after creation")
     return layout
+
+
+def _snapshot_with_keys(runner: TmuxRunner,
+                        table: str | None) -> tuple[ServerSnapshot, tuple[str, ...]]:
+    """A snapshot, plus the `list-keys -T table` lines, in one tmux process."""
+    if table is None:
+        return snapshot(runner), ()
+    output = runner.run([identity_command(), list_panes_command(), ("list-keys", "-T", table)],
+                        check=False)
+    if not output.ok and not (output.stdout and all(
+            "table" in line for line in output.stderr)):  # no such table: nothing bound
+        raise classify_failure(output, socket_path=runner.socket_path)
+    if not output.stdout:
+        raise TmuxCommandFailed("tmux printed no identity")
+    return ServerSnapshot(identity=ServerIdentity.parse(output.stdout[0]),
+                          panes=tuple(pane_lines(output.stdout[1:]))), output.stdout[1:]
 
 
 def launch_staged_pane(
