@@ -46,6 +46,18 @@ class EngineClient:
         with self._lock:
             return build_navigator_state(self.engine)
 
+    def session_detail(self, frame_id: str, limit: int = 50) -> Any:
+        """The frame's current session evidence (``core.evidence.SessionDetail``).
+
+        The key comes from the registry under the lock; the session file is read
+        after it is released, on its own read-only connection.
+        """
+        from core.evidence import session_detail, session_key_for_frame
+
+        with self._lock:
+            key = session_key_for_frame(self.engine.conn, frame_id)
+        return session_detail(self.home, key, limit)
+
     def data_version(self) -> int:
         """Cheap change detection: SQLite's data_version plus the broker file's mtime."""
         with self._lock:

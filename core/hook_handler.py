@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -62,6 +63,8 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         opened.conn.close()
     if recorded.authenticated:  # only a real pane's hook may leave the open cache behind
         remember_hook_open(opened)
+    if recorded.outcome.handled:
+        _record_evidence(home, parsed, recorded, now)
     if not recorded.stop_work:
         return recorded.outcome
     executed = _after_trusted_stop(home, generation, recorded.frame_id)
@@ -74,6 +77,8 @@ class _Recorded:
     authenticated: bool
     frame_id: str = ""
     stop_work: bool = False
+    project_id: str = ""
+    project_root: str = ""
 
 
 def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recorded:
@@ -130,8 +135,41 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
         shown = (activity or Activity(session["activity"])).value
         trusted_stop = hook.kind is HookKind.TURN_STOPPED and hook.activity is Activity.READY
         stop_work = trusted_stop and _waiting_for_stop(conn, frame_id)
+        project = conn.execute(
+            "SELECT f.project_id, c.path FROM frames f JOIN projects p USING (project_id)"
+            " LEFT JOIN checkouts c ON c.checkout_id = p.checkout_id WHERE f.frame_id = ?",
+            (frame_id,)).fetchone()
     return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown), True,
-                     frame_id, stop_work)
+                     frame_id, stop_work, project[0] if project else "",
+                     (project[1] or "") if project else "")
+
+
+def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int) -> None:
+    """The session's evidence, after the registry commit, in its own short transaction.
+
+    Best effort by design: the activity is already committed, so a refused or
+    busy evidence file is reported on stderr and the provider's hook still succeeds.
+    """
+    try:
+        from storage import session_db
+
+        key = recorded.outcome.session_key or ""
+        conn = session_db.open_session_db(session_db.session_db_path(home.root, key),
+                                          now_ms=now)
+        try:
+            # Only names, ids and closed values cross over; HookEvent holds no text.
+            session_db.record_hook_event(
+                conn, session_key=key, provider=hook.provider.value,
+                project_id=recorded.project_id, project_root=recorded.project_root,
+                frame_id=recorded.frame_id or None, event=hook.event, kind=hook.kind.value,
+                now_ms=now, turn_id=hook.turn_id, tool_name=hook.tool_name,
+                notification_type=hook.notification_type,
+                activity=recorded.outcome.activity,
+                failed=hook.event == "PostToolUseFailure")
+        finally:
+            conn.close()
+    except Exception as exc:  # never break the provider over evidence
+        print(f"switchboard: session evidence not recorded: {exc}", file=sys.stderr)
 
 
 def _waiting_for_stop(conn: sqlite3.Connection, frame_id: str) -> bool:

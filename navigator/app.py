@@ -41,6 +41,7 @@ from navigator.palette import PlacesProvider
 from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
 from navigator.screens.confirm import ConfirmScreen
 from navigator.screens.help import HelpScreen
+from navigator.screens.session_detail import SessionDetailScreen
 from navigator.ui_state import UiStateStore
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.frames import FrameTree, NodeRef
@@ -51,7 +52,8 @@ from navigator.widgets.views import ViewList
 
 #: App keys that are off while a dialog, the help or the palette is open.
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_frame",
-                                   "reopen", "toggle_mode", "recover", "search", "help"})
+                                   "reopen", "toggle_mode", "recover", "search", "help",
+                                   "details"})
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
@@ -88,6 +90,8 @@ class SwitchboardApp(App[None]):
         Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
         Binding("R", "recover", "Recover", key_display="R",
                 tooltip="run the selected recovery"),
+        Binding("i", "details", "Details", show=False,
+                tooltip="the frame's session: tool runs and events"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
@@ -551,6 +555,24 @@ class SwitchboardApp(App[None]):
             return
         self.request("Recover", f"Recovery {recovery.kind} handled",
                      partial(self.client.recover, recovery.recovery_id))
+
+    def action_details(self) -> None:
+        frame = self.target_frame()
+        if not self._need(frame, "Select a frame to see its session's tool runs and events."):
+            return
+        assert frame is not None
+
+        def load() -> None:  # a thread worker: the session file is read off the event loop
+            try:
+                detail = self.client.session_detail(frame.frame_id)
+            except SwitchboardError as exc:
+                self.call_from_thread(self.notify, exc.message, title="Details",
+                                      severity="warning", markup=False)
+                return
+            self.call_from_thread(self.push_screen, SessionDetailScreen(frame.title, detail))
+
+        self.run_worker(load, thread=True, group="details", exclusive=True,
+                        exit_on_error=False)
 
     def action_search(self) -> None:
         search = self.query_one(SearchBox)

@@ -1,0 +1,352 @@
+"""Create, diagnose and write one provider session's evidence file.
+
+``$SWITCHBOARD_HOME/sessions/<safe session key>/session.db`` holds what the
+spec's session DB holds; today the hook path fills ``sessions``, ``events``
+and ``tool_runs``. Why this shape:
+
+- Diagnosis before any write, like the registry and the broker: the 100-byte
+  header (magic, application_id, user_version, WAL flag) is read with plain
+  file IO, so a foreign, newer or rollback-journal file is refused before
+  SQLite ever opens it and stays byte-identical; ``schema_meta`` is then read
+  (a SELECT) before the first write.
+- A new file is built beside the target and hard-linked into place, so a
+  reader never sees a half-created schema and two first hooks cannot both
+  create it (the loser opens the winner's file).
+- One connection factory sets WAL, synchronous NORMAL and foreign_keys OFF
+  (the spec's settings) so no caller forgets them.
+- Writers are named operations; ``record_hook_event`` owns the transaction so
+  the event insert and its domain update (tool run start/finish) commit
+  together (spec transaction rule). Nothing here accepts prompt, reply, tool
+  input or transcript text: the parameters are identifiers and closed values.
+
+Stdlib only and no Textual: the hook imports this on every provider event,
+so the closed values it writes are the StrEnum values of
+``core.evidence_enums`` spelled as constants (a test keeps them equal) rather
+than an import of every enum, and rows are plain arguments, not dataclasses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.errors import RegistryUnavailable
+
+APPLICATION_ID = 0x53575345  # "SWSE": a Switchboard session evidence file
+SCHEMA_VERSION = 1
+CREATED_BY = "switchboard"
+SWITCHBOARD_VERSION = "0.1.0"  # kept in step with pyproject.toml
+EVENT_VERSION = 1
+BUSY_TIMEOUT_MS = 2000
+# The closed values this module writes (ToolRunStatus, SessionStatus, EventSourceKind).
+RUNNING, OK, ERROR, CANCELLED = "running", "ok", "error", "cancelled"
+SESSION_ACTIVE = "active"
+SOURCE_HOOK = "hook"
+#: payload_json keys: the only hook facts that are ever stored.
+PAYLOAD_KEYS = ("event", "kind", "tool_name", "turn_id", "notification_type", "activity")
+FILE_NAME = "session.db"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+class SessionDbRefused(RegistryUnavailable):
+    """The session file is not ours (or is newer); nothing was written to it."""
+
+    code = "session_db_refused"
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def safe_key(session_key: str) -> str:
+    """A folder name for a session key (``host:provider:id``): injective, never
+    ``.``/``..``, no separators. Letters, digits, ``-`` and ``_`` stay; every
+    other character becomes ``%XX`` of its UTF-8 bytes."""
+    if not session_key:
+        raise ValueError("empty session key")
+    return "".join(ch if ch in _SAFE else "".join(f"%{b:02X}" for b in ch.encode())
+                   for ch in session_key)
+
+
+def session_db_path(root: Path, session_key: str) -> Path:
+    return Path(root) / "sessions" / safe_key(session_key) / FILE_NAME
+
+
+# --------------------------------------------------------------------------- diagnosis
+
+
+def _check_header(path: Path) -> None:
+    """Refuse from the header alone, before SQLite opens (and could change) the file."""
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
+        raise SessionDbRefused(f"{path} is not a SQLite session file; it was left unchanged")
+    app_id = int.from_bytes(header[68:72], "big", signed=True)
+    user_version = int.from_bytes(header[60:64], "big", signed=True)
+    if app_id != APPLICATION_ID:
+        raise SessionDbRefused(f"{path} belongs to another application (application_id "
+                               f"{app_id}); it was left unchanged")
+    if user_version > SCHEMA_VERSION:
+        raise SessionDbRefused(f"{path} has session schema v{user_version}, newer than this "
+                               f"Switchboard (v{SCHEMA_VERSION}); upgrade Switchboard. The "
+                               "file was left unchanged")
+    if user_version != SCHEMA_VERSION or header[18:20] != b"\x02\x02":
+        raise SessionDbRefused(f"{path} is not a v{SCHEMA_VERSION} WAL session file "
+                               f"(user_version {user_version}); it was left unchanged")
+
+
+def _check_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
+    """schema_meta (read through the WAL, so it is the newest committed truth)."""
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        meta = dict(conn.execute("SELECT key, value FROM schema_meta").fetchall())
+    except sqlite3.DatabaseError as exc:
+        raise SessionDbRefused(f"{path} has no readable schema_meta ({exc}); it was left "
+                               "unchanged") from exc
+    if meta.get("created_by") != CREATED_BY:
+        raise SessionDbRefused(f"{path} was created by {meta.get('created_by')!r}, not "
+                               f"{CREATED_BY!r}; it was left unchanged")
+    recorded = meta.get("schema_version", "")
+    if version != SCHEMA_VERSION or recorded != str(SCHEMA_VERSION):
+        newer = recorded.isdigit() and int(recorded) > SCHEMA_VERSION or \
+            version > SCHEMA_VERSION
+        raise SessionDbRefused(
+            f"{path} has session schema v{recorded or version}"
+            + ("; upgrade Switchboard" if newer else "") + ". The file was left unchanged")
+    return meta
+
+
+# --------------------------------------------------------------------------- opening
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def _create(path: Path, now_ms: int) -> None:
+    """Build the file beside ``path`` and link it into place (never over an existing one)."""
+    from storage.session_schema import ddl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.creating")
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in ddl():
+                conn.execute(statement)
+            created = iso(now_ms)
+            conn.executemany("INSERT INTO schema_meta (key, value) VALUES (?, ?)", [
+                ("schema_version", str(SCHEMA_VERSION)), ("created_by", CREATED_BY),
+                ("created_at", created),
+                ("switchboard_version_created", SWITCHBOARD_VERSION),
+                ("switchboard_version_last_opened", SWITCHBOARD_VERSION)])
+            conn.execute("COMMIT")
+        finally:
+            conn.close()  # the last connection checkpoints and removes tmp's -wal
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another first hook won; its file is just as good
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+def open_session_db(path: Path, *, now_ms: int | None = None,
+                    create: bool = True) -> sqlite3.Connection:
+    """A read-write connection to a diagnosed session file (created when missing)."""
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise SessionDbRefused(f"no session file at {path}", code="session_db_missing")
+        _create(path, now_ms if now_ms is not None else time.time_ns() // 1_000_000)
+    _check_header(path)
+    conn = _connect(path)
+    try:
+        meta = _check_meta(conn, path)
+        if meta.get("switchboard_version_last_opened") != SWITCHBOARD_VERSION:
+            conn.execute("UPDATE schema_meta SET value = ? WHERE key = ?",
+                         (SWITCHBOARD_VERSION, "switchboard_version_last_opened"))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_session_db_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection for the detail views; never creates or changes the file.
+
+    A file nobody has open (no ``-wal``) is read with ``immutable=1`` so not even
+    -wal/-shm files appear beside it.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise SessionDbRefused(f"no session file at {path}", code="session_db_missing")
+    _check_header(path)
+    live = Path(f"{path}-wal").exists()
+    # URI-escape the path: safe_key's %XX must reach the file system as written.
+    from urllib.parse import quote
+
+    name = quote(str(path.resolve()))
+    uri = f"file:{name}?mode=ro" if live else f"file:{name}?mode=ro&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    try:
+        _check_meta(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+# --------------------------------------------------------------------------- values
+
+
+def iso(ms: int) -> str:
+    """UTC ISO-8601 with milliseconds: sorts as text, and SQLite's julianday() reads it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+def new_id() -> str:
+    """A random UUID4-shaped id without importing ``uuid`` on the hook path."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+# --------------------------------------------------------------------------- writers
+
+TOOL_STARTED = "tool_started"
+TOOL_FINISHED = "tool_finished"
+TURN_ENDS = frozenset({"turn_stopped", "session_ended"})
+_DURATION = ("MAX(0, CAST(round((julianday(?) - julianday(started_at)) * 86400000)"
+             " AS INTEGER))")
+
+
+def _ensure_session(conn: sqlite3.Connection, key: str, project_id: str, project_root: str,
+                    provider: str, frame_id: str | None, at: str, kind: str) -> None:
+    """The ``sessions`` row on first sight (from registry facts, never the payload)."""
+    metadata = json.dumps({"frame_id": frame_id}) if frame_id else None
+    conn.execute(
+        "INSERT INTO sessions (id, project_id, project_root, title, status, created_at,"
+        " updated_at, model_provider_id, metadata_json) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at",
+        (key, project_id, project_root, SESSION_ACTIVE, at, at, provider, metadata))
+    if kind == "session_ended":
+        conn.execute("UPDATE sessions SET exited_at = ? WHERE id = ?", (at, key))
+    elif kind == "session_started":
+        conn.execute("UPDATE sessions SET exited_at = NULL WHERE id = ?", (key,))
+
+
+def start_tool_run(conn: sqlite3.Connection, session_id: str, tool_name: str,
+                   turn_id: str | None, at: str) -> str:
+    """PreToolUse: a ``running`` tool run. ``input_json`` is ``'{}'``: the spec makes it
+    NOT NULL, and we deliberately keep no tool input. Call inside a transaction."""
+    assert conn.in_transaction, "start_tool_run runs inside record_hook_event's transaction"
+    run_id = new_id()
+    conn.execute(
+        "INSERT INTO tool_runs (id, session_id, tool_name, status, input_json, started_at,"
+        " metadata_json) VALUES (?, ?, ?, ?, '{}', ?, ?)",
+        (run_id, session_id, tool_name, RUNNING, at,
+         json.dumps({"turn_id": turn_id}) if turn_id else None))
+    return run_id
+
+
+def finish_tool_run(conn: sqlite3.Connection, session_id: str, tool_name: str,
+                    turn_id: str | None, at: str, *, failed: bool) -> str:
+    """PostToolUse(+Failure): the oldest running run of that tool becomes ok/error.
+
+    Hooks carry no tool-use id we keep, so runs pair first-in first-out by tool
+    name; a finish with no running start is recorded as a finished run of
+    unknown duration. Call inside a transaction.
+    """
+    assert conn.in_transaction, "finish_tool_run runs inside record_hook_event's transaction"
+    status = ERROR if failed else OK
+    row = conn.execute(
+        "SELECT id FROM tool_runs WHERE session_id = ? AND tool_name = ? AND status = ?"
+        " ORDER BY started_at, rowid LIMIT 1", (session_id, tool_name, RUNNING)).fetchone()
+    if row is None:
+        run_id = new_id()
+        conn.execute(
+            "INSERT INTO tool_runs (id, session_id, tool_name, status, input_json, started_at,"
+            " completed_at, metadata_json) VALUES (?, ?, ?, ?, '{}', ?, ?, ?)",
+            (run_id, session_id, tool_name, status, at, at,
+             json.dumps({"turn_id": turn_id, "start_seen": False})))
+        return run_id
+    conn.execute(f"UPDATE tool_runs SET status = ?, completed_at = ?, duration_ms = {_DURATION}"
+                 " WHERE id = ?", (status, at, at, row[0]))
+    return row[0]
+
+
+def _cancel_running(conn: sqlite3.Connection, session_id: str, at: str) -> None:
+    """A turn or session that ended leaves no tool running (a denied permission never
+    sends PostToolUse)."""
+    conn.execute(f"UPDATE tool_runs SET status = ?, completed_at = ?, duration_ms = {_DURATION}"
+                 " WHERE session_id = ? AND status = ?",
+                 (CANCELLED, at, at, session_id, RUNNING))
+
+
+def record_hook_event(conn: sqlite3.Connection, *, session_key: str, provider: str,
+                      project_id: str, project_root: str, event: str, kind: str,
+                      now_ms: int, frame_id: str | None = None, turn_id: str | None = None,
+                      tool_name: str | None = None, notification_type: str | None = None,
+                      activity: str | None = None, failed: bool = False) -> str:
+    """One hook event and its domain update, in one transaction; returns the event id.
+
+    ``type`` is the normalized hook kind; ``payload_json`` holds only the
+    PAYLOAD_KEYS facts (names, ids, closed values), whatever the caller had.
+    """
+    at = iso(now_ms)
+    key = session_key
+    route = {"session": key, "turn": turn_id} if turn_id else {"session": key}
+    route_text = f"session/{key}/turn/{turn_id}" if turn_id else f"session/{key}"
+    facts = dict(zip(PAYLOAD_KEYS, (event, kind, tool_name, turn_id, notification_type,
+                                    activity), strict=True))
+    payload = {k: v for k, v in facts.items() if v is not None}
+    event_id = new_id()
+    with _transaction(conn):
+        _ensure_session(conn, key, project_id, project_root, provider, frame_id, at, kind)
+        tool_run_id = None
+        if kind == TOOL_STARTED and tool_name:
+            tool_run_id = start_tool_run(conn, key, tool_name, turn_id, at)
+        elif kind == TOOL_FINISHED and tool_name:
+            tool_run_id = finish_tool_run(conn, key, tool_name, turn_id, at, failed=failed)
+        elif kind in TURN_ENDS:
+            _cancel_running(conn, key, at)
+        conn.execute(
+            "INSERT INTO events (id, session_id, type, version, timestamp, source_kind,"
+            " source_id, agent_type, tool_run_id, route_json, route_text, payload_json)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_id, key, kind, EVENT_VERSION, at, SOURCE_HOOK, event, provider,
+             tool_run_id, json.dumps(route, separators=(",", ":")), route_text,
+             json.dumps(payload, separators=(",", ":"), sort_keys=True)))
+    return event_id

@@ -1,0 +1,221 @@
+"""session.db: exactly the spec's schema, the spec's PRAGMAs, closed enums, and refusal.
+
+The expected tables, columns and indexes are parsed from the spec text when it
+is available (``SWITCHBOARD_SPEC_DIR`` or /work/shared/spec) and otherwise
+checked against the transcription in ``storage/session_schema.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core.evidence_enums import (
+    CLOSED_COLUMNS,
+    EventSourceKind,
+    SessionStatus,
+    ToolRunStatus,
+)
+from storage import session_db
+from storage.session_db import (
+    SessionDbRefused,
+    open_session_db,
+    open_session_db_readonly,
+    record_hook_event,
+    safe_key,
+    session_db_path,
+)
+from storage.session_schema import INDEXES, TABLES
+
+SPEC = Path(os.environ.get("SWITCHBOARD_SPEC_DIR", "/work/shared/spec")) \
+    / "session-db-schema.txt"
+KEY = "7f1c2d3e-0000-4000-8000-000000000001:claude:5e99a90b-28b7-4b4f-a775-ed6f2fda6f44"
+NOW = 1_780_000_000_000
+
+
+def spec_schema() -> tuple[dict[str, list[tuple[str, str, bool]]], dict[str, tuple]]:
+    """(table -> [(column, type, not null)], index -> (table, columns, unique)) of
+    the session DB section (sections 2-18) of the spec text."""
+    text = SPEC.read_text(encoding="utf-8").split("19. V1 Summary")[0]
+    tables = {}
+    for name, body in re.findall(r"CREATE TABLE (\w+) \((.*?)\n\);", text, re.S):
+        columns = []
+        for line in body.splitlines():
+            line = line.strip().rstrip(",")
+            if line:
+                parts = line.split()
+                columns.append((parts[0], parts[1], "NOT NULL" in line))
+        tables[name] = columns
+    indexes = {name: (table, cols.replace(" ", ""), bool(unique))
+               for unique, name, table, cols in re.findall(
+                   r"CREATE (UNIQUE )?INDEX (\w+)\s+ON (\w+)\(([^)]*)\);", text)}
+    return tables, indexes
+
+
+def file_schema(conn: sqlite3.Connection) -> tuple[dict, dict]:
+    tables = {}
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        tables[name] = [(r[1], r[2], bool(r[3]))
+                        for r in conn.execute(f"PRAGMA table_info({name})")]
+    indexes = {}
+    for name, table in conn.execute("SELECT name, tbl_name FROM sqlite_master"
+                                    " WHERE type = 'index' AND sql IS NOT NULL"):
+        cols = ",".join(r[2] for r in conn.execute(f"PRAGMA index_info({name})"))
+        unique = conn.execute(f"PRAGMA index_list({table})").fetchall()
+        indexes[name] = (table, cols, any(r[1] == name and r[2] for r in unique))
+    return tables, indexes
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> sqlite3.Connection:
+    conn = open_session_db(session_db_path(tmp_path, KEY), now_ms=NOW)
+    yield conn
+    conn.close()
+
+
+def test_path_uses_a_safe_folder_name(tmp_path: Path) -> None:
+    path = session_db_path(tmp_path, KEY)
+    assert path == tmp_path / "sessions" / KEY.replace(":", "%3A") / "session.db"
+    assert safe_key("..") == "%2E%2E" and "/" not in safe_key("a/b")
+    assert safe_key("a:b") != safe_key("a_b")
+
+
+def test_tables_columns_and_indexes_equal_the_spec(db: sqlite3.Connection) -> None:
+    tables, indexes = file_schema(db)
+    if SPEC.exists():
+        want_tables, want_indexes = spec_schema()
+        assert len(want_tables) == 17 and len(want_indexes) == 37
+    else:
+        want_tables = {name: [(line.split()[0], line.split()[1], "NOT NULL" in line)
+                              for line in body.strip().splitlines()]
+                       for name, body in TABLES.items()}
+        want_indexes = {n: (t, c.replace(" ", ""), u) for n, (t, c, u) in INDEXES.items()}
+    assert tables == want_tables
+    assert indexes == want_indexes
+    retry = db.execute("SELECT dflt_value FROM pragma_table_info('tasks')"
+                       " WHERE name = 'retry_count'").fetchone()[0]
+    assert retry == "0"
+
+
+def test_pragmas_and_meta(db: sqlite3.Connection) -> None:
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 0
+    assert db.execute("PRAGMA application_id").fetchone()[0] == session_db.APPLICATION_ID
+    meta = dict(db.execute("SELECT key, value FROM schema_meta"))
+    assert meta["schema_version"] == "1" and meta["created_by"] == "switchboard"
+    assert set(meta) == {"schema_version", "created_by", "created_at",
+                         "switchboard_version_created", "switchboard_version_last_opened"}
+    assert meta["created_at"].startswith("2026-")
+
+
+@pytest.mark.parametrize(("table", "column"), sorted(CLOSED_COLUMNS))
+def test_closed_enums_are_checked(db: sqlite3.Connection, table: str, column: str) -> None:
+    sql = db.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    assert f"CONSTRAINT {table}_{column}_closed CHECK" in sql
+    values = ", ".join(f"'{v.value}'" for v in CLOSED_COLUMNS[(table, column)])
+    assert f"{column} IN ({values})" in sql
+
+
+def test_tool_run_status_outside_the_set_is_refused(db: sqlite3.Connection) -> None:
+    with pytest.raises(sqlite3.IntegrityError, match="tool_runs_status_closed"):
+        db.execute("INSERT INTO tool_runs (id, session_id, tool_name, status, input_json,"
+                   " started_at) VALUES ('x', 's', 'Bash', 'finished', '{}', 'now')")
+
+
+def hook(db: sqlite3.Connection, event: str, kind: str, at: int, **facts: object) -> str:
+    return record_hook_event(db, session_key=KEY, provider="claude", project_id="proj",
+                             project_root="/src/demo", frame_id="frame-1", event=event,
+                             kind=kind, now_ms=at, **facts)
+
+
+def test_written_constants_are_the_enum_values() -> None:
+    assert tuple(ToolRunStatus) == \
+        (session_db.RUNNING, session_db.OK, session_db.ERROR, session_db.CANCELLED)
+    assert session_db.SESSION_ACTIVE == SessionStatus.ACTIVE
+    assert session_db.SOURCE_HOOK == EventSourceKind.HOOK
+
+
+def test_event_and_tool_run_share_one_transaction(db: sqlite3.Connection) -> None:
+    hook(db, "PreToolUse", "tool_started", NOW, turn_id="t1", tool_name="Bash")
+    hook(db, "PostToolUse", "tool_finished", NOW + 63, turn_id="t1", tool_name="Bash")
+    run = db.execute("SELECT * FROM tool_runs").fetchone()
+    assert (run["status"], run["duration_ms"], run["input_json"]) == ("ok", 63, "{}")
+    linked = [r[0] for r in db.execute("SELECT tool_run_id FROM events ORDER BY timestamp")]
+    assert linked == [run["id"], run["id"]]
+    # a failing domain update rolls the event back too
+    before = db.execute("SELECT count(*) FROM events").fetchone()[0]
+    db.execute("CREATE TRIGGER boom BEFORE INSERT ON tool_runs BEGIN"
+               " SELECT RAISE(ABORT, 'boom'); END")
+    with pytest.raises(sqlite3.IntegrityError):
+        hook(db, "PreToolUse", "tool_started", NOW + 100, turn_id="t2", tool_name="Read")
+    assert db.execute("SELECT count(*) FROM events").fetchone()[0] == before
+
+
+def test_stop_cancels_a_tool_that_never_finished(db: sqlite3.Connection) -> None:
+    hook(db, "PreToolUse", "tool_started", NOW, turn_id="t1", tool_name="Bash")
+    hook(db, "PostToolUseFailure", "tool_finished", NOW + 5, tool_name="Read", failed=True)
+    hook(db, "Stop", "turn_stopped", NOW + 1000, turn_id="t1")
+    rows = db.execute("SELECT tool_name, status, duration_ms FROM tool_runs"
+                      " ORDER BY started_at").fetchall()
+    assert [tuple(r) for r in rows] == [("Bash", "cancelled", 1000), ("Read", "error", None)]
+
+
+def _foreign_spec_file(path: Path, *, created_by: str = "aircoding", version: int = 1,
+                       app_id: int = 0) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA application_id = {app_id}")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.executemany("INSERT INTO schema_meta VALUES (?, ?)",
+                     [("schema_version", str(version)), ("created_by", created_by)])
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("not_sqlite", "not a SQLite"),
+    ("foreign_app", "another application"),
+    ("newer_header", "newer than this Switchboard"),
+    ("foreign_meta", "created by 'aircoding'"),
+    ("newer_meta", "upgrade Switchboard"),
+])
+def test_foreign_or_newer_file_is_refused_byte_identical(tmp_path: Path, kind: str,
+                                                         message: str) -> None:
+    path = session_db_path(tmp_path, KEY)
+    path.parent.mkdir(parents=True)
+    if kind == "not_sqlite":
+        path.write_bytes(b"not a database\n" * 100)
+    elif kind == "foreign_app":
+        _foreign_spec_file(path, app_id=0x41495243)
+    elif kind == "newer_header":
+        _foreign_spec_file(path, created_by="switchboard", version=2,
+                           app_id=session_db.APPLICATION_ID)
+    elif kind == "foreign_meta":
+        _foreign_spec_file(path, app_id=session_db.APPLICATION_ID)
+    else:  # header says v1, schema_meta says v2 (a newer writer's meta)
+        _foreign_spec_file(path, created_by="switchboard", app_id=session_db.APPLICATION_ID)
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE schema_meta SET value = '2' WHERE key = 'schema_version'")
+        conn.commit()
+        conn.close()
+    before = path.read_bytes()
+    siblings = sorted(p.name for p in path.parent.iterdir())
+    for opener in (lambda: open_session_db(path, now_ms=NOW),
+                   lambda: open_session_db_readonly(path)):
+        with pytest.raises(SessionDbRefused, match=message):
+            opener()
+        assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == siblings
+
+
+def test_readonly_open_never_creates(tmp_path: Path) -> None:
+    path = session_db_path(tmp_path, KEY)
+    with pytest.raises(SessionDbRefused):
+        open_session_db_readonly(path)
+    assert not path.parent.exists()
