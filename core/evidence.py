@@ -10,13 +10,14 @@ one. No Textual here.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.errors import NotFound
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the navigator imports this module: no sqlite3 at import time
+    import sqlite3
+
     from core.home import Home
 
 
