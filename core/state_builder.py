@@ -52,7 +52,7 @@ def _rows(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row]:
     return conn.execute(sql).fetchall()
 
 
-def _rows_as(conn: sqlite3.Connection, cls: type, source: str,
+def _rows_as(conn: sqlite3.Connection, cls: type, source: str, order: tuple[str, ...],
              columns: dict[str, str] | None = None, params: tuple = ()) -> tuple:
     """Rows of ``source`` as ``cls`` records, one SELECT with one column per field.
 
@@ -65,6 +65,8 @@ def _rows_as(conn: sqlite3.Connection, cls: type, source: str,
     cursor = conn.cursor()
     cursor.row_factory = None
     rows = cursor.execute(f"SELECT {exprs} FROM {source}", params).fetchall()
+    positions = [names.index(name) for name in order]
+    rows.sort(key=lambda row: tuple(row[i] for i in positions))
     make = object.__new__
     records = []
     for row in rows:
@@ -98,7 +100,7 @@ def build_host_state(engine: Engine) -> HostState:
                      repository_id=r["repository_id"] or checkout_repo.get(r["checkout_id"]))
         for r in _rows(conn, "SELECT * FROM checkouts ORDER BY host_id, checkout_id"))
     sessions = _rows_as(
-        conn, HostSession, "provider_sessions ORDER BY host_id, session_key",
+        conn, HostSession, "provider_sessions", ("session_key",),
         {"pinned": "pinned <> 0", "activity": _AGED_ACTIVITY,
          "activity_reason": _AGED_REASON}, (now, stale, now, stale))
     for session in sessions:
@@ -110,26 +112,27 @@ def build_host_state(engine: Engine) -> HostState:
         host=HostInfo(host_id=host_id, display_name=engine.config.host.display_name),
         projects=projects,
         repositories=_rows_as(conn, HostRepository,
-                              "repositories ORDER BY host_id, repository_id"),
+                              "repositories", ("repository_id",)),
         project_repositories=_rows_as(conn, HostProjectRepository,
-                                      "project_repositories ORDER BY project_id, repository_id"),
+                                      "project_repositories",
+                                      ("project_id", "repository_id")),
         checkouts=checkouts,
         work_contexts=_rows_as(conn, HostWorkContext,
-                               "work_contexts ORDER BY host_id, work_context_id"),
-        frames=_rows_as(conn, HostFrame, "frames ORDER BY host_id, frame_id"),
+                               "work_contexts", ("work_context_id",)),
+        frames=_rows_as(conn, HostFrame, "frames", ("frame_id",)),
         frame_sessions=_rows_as(conn, HostFrameSession,
-                                "frame_sessions ORDER BY frame_session_id"),
+                                "frame_sessions", ("frame_session_id",)),
         sessions=sessions,
-        surfaces=_rows_as(conn, HostSurface, "surfaces ORDER BY host_id, surface_id"),
-        views=_rows_as(conn, HostView, "user_views ORDER BY host_id, view_id"),
+        surfaces=_rows_as(conn, HostSurface, "surfaces", ("surface_id",)),
+        views=_rows_as(conn, HostView, "user_views", ("view_id",)),
         placements=_rows_as(conn, HostPlacement,
-                            "frame_placements ORDER BY host_id, placement_id"),
+                            "frame_placements", ("placement_id",)),
         transitions=_rows_as(conn, HostTransition,
-                             "view_transitions ORDER BY host_id, transition_id"),
+                             "view_transitions", ("transition_id",)),
         control_turns=_rows_as(conn, HostControlTurn,
-                               "control_turns WHERE target_session_key IS NOT NULL"
-                               " ORDER BY control_turn_id"),
-        recoveries=_rows_as(conn, HostRecovery, "recoveries ORDER BY host_id, recovery_id",
+                               "control_turns WHERE target_session_key IS NOT NULL",
+                               ("control_turn_id",)),
+        recoveries=_rows_as(conn, HostRecovery, "recoveries", ("recovery_id",),
                             {"explanation": "bounded_explanation"}),
     )
 
