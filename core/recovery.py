@@ -18,7 +18,13 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.enums import Actionability, RecoveryKind, RecoveryState, TransitionKind
+from core.enums import (
+    Actionability,
+    PlacementState,
+    RecoveryKind,
+    RecoveryState,
+    TransitionKind,
+)
 from core.errors import Conflict, TmuxError
 from core.tmux.panes import PaneRole, PaneSnapshot, ServerSnapshot, ViewLayout
 from storage.connection import write_transaction
@@ -180,6 +186,14 @@ def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
             _stop_runtime(conn, placement["frame_id"], now)
 
 
+LAUNCH_REPORT_MS = 30_000
+"""An authorized launch not started after this long was interrupted: creating its
+pane is one tmux process, so whoever authorized it is gone (the transition lease)."""
+
+BIND_TIMEOUT_MS = 60_000
+"""A started provider, its gate open, that no hook has bound after this long."""
+
+
 @dataclass(frozen=True)
 class ReconcileReport:
     panes_seen: int
@@ -192,6 +206,10 @@ class ReconcileReport:
     views_repaired: int = 0
     panes_stopped: int = 0
     sessions_aged: int = 0
+    launches_adopted: int = 0
+    launches_failed: int = 0
+    providers_exited: int = 0
+    binds_overdue: int = 0
 
 
 def reconcile(engine: Engine) -> ReconcileReport:
@@ -204,14 +222,20 @@ def reconcile(engine: Engine) -> ReconcileReport:
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
     lost = finished = rolled = resumed = uncertain = repaired = stopped = 0
+    adopted = failed = exited = overdue = 0
     conn = engine.conn
     before = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
     busy = {row[0] for row in conn.execute(
         "SELECT view_id FROM view_transitions WHERE state = 'executing'")}
     if stage is not None:
+        adopted, failed = _interrupted_launches(engine, snap, server_id, busy, now)
+        exited = _exited_providers(engine, snap, server_id, busy, now)
+        if adopted or failed or exited:
+            snap = stage.snapshot()  # those moved and killed panes
         with write_transaction(conn) as tx:
             lost = _check_surfaces(engine, tx, snap, server_id, now)
             repaired = _check_views(engine, tx, snap, server_id, busy, now)
+            overdue = _bind_timeouts(engine, tx, now)
     for t in conn.execute("SELECT * FROM view_transitions WHERE state = 'executing'"
                           " AND lease_expires_at < ? ORDER BY created_at",
                           (now,)).fetchall():
@@ -226,7 +250,8 @@ def reconcile(engine: Engine) -> ReconcileReport:
         stopped = _stop_stray_panes(engine, snap, server_id)
     opened = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] - before
     return ReconcileReport(len(snap.panes) if snap is not None else 0, lost, finished, rolled,
-                           uncertain, opened, resumed, repaired, stopped, aged)
+                           uncertain, opened, resumed, repaired, stopped, aged, adopted,
+                           failed, exited, overdue)
 
 
 def _live_server_id(engine: Engine, snap: ServerSnapshot | None) -> str | None:
@@ -249,12 +274,21 @@ def _pane_alive(snap: ServerSnapshot | None, surface: sqlite3.Row,
     return pane
 
 
+def _own_pane(snap: ServerSnapshot | None, surface: sqlite3.Row,
+              server_id: str | None) -> PaneSnapshot | None:
+    """The surface's exact pane on the live server, alive or dead."""
+    if snap is None or surface["tmux_server_id"] != server_id or not surface["pane_id"]:
+        return None
+    pane = snap.pane(surface["pane_id"])
+    return pane if pane is not None and pane.surface_id == surface["surface_id"] else None
+
+
 def _check_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
                     server_id: str | None, now: int) -> int:
     lost = 0
     for s in conn.execute("SELECT * FROM surfaces WHERE lifecycle_state = 'live'").fetchall():
-        if _pane_alive(snap, s, server_id) is not None:
-            continue
+        if _own_pane(snap, s, server_id) is not None:
+            continue  # alive, or exited: _exited_providers (next pass if its view was busy)
         same_server = server_id is not None and s["tmux_server_id"] == server_id
         lost += 1
         sessions_ops.move_surface(conn, s["surface_id"], "orphaned", now)
@@ -433,6 +467,211 @@ def _watchdog(engine: Engine, now: int) -> int:
                 explanation="No prompt evidence after the claim line was sent. It is never "
                             "typed again; open the view and check the agent.", now=now)
     return marked
+
+
+def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id: str | None,
+                          busy: set[str], now: int) -> tuple[int, int]:
+    """Launches stopped between 'authorized' and 'started': (adopted, failed).
+
+    The launcher creates the pane (tagged ``@sb_surface``) and only then records
+    it, so the pane may or may not exist. Alive on the live server -> adopted:
+    surface live, launch started, and, when its frame is what the view shows
+    and main holds the placeholder (an interrupted start), presented with its
+    gate opened in the swap, as the start would have. No such pane -> the
+    launch failed, the frame is empty again (``n`` starts it) and a
+    ``launch_uncertain`` recovery says so; a dead pane of it is killed.
+    A push or return whose launch this was is settled by ``_interrupted``.
+    """
+    from core.sagas import _stop_runtime
+
+    conn = engine.conn
+    adopted = failed = 0
+    rows = conn.execute(
+        "SELECT l.launch_id, l.frame_id, l.session_key, s.surface_id, p.view_id,"
+        " v.tmux_server_id AS view_server FROM launch_intents l"
+        " JOIN surfaces s ON s.launch_id = l.launch_id"
+        " LEFT JOIN frame_placements p ON p.surface_id = s.surface_id AND p.state <> 'orphaned'"
+        " LEFT JOIN user_views v ON v.view_id = p.view_id"
+        " WHERE l.state = 'authorized' AND s.lifecycle_state = 'planned' AND l.updated_at < ?",
+        (now - LAUNCH_REPORT_MS,)).fetchall()
+    for row in rows:
+        launch_id, surface_id = row["launch_id"], row["surface_id"]
+        pane = None
+        if snap is not None and server_id is not None and row["view_server"] == server_id:
+            pane = snap.by_surface(surface_id)
+        if pane is not None and not pane.dead:
+            with write_transaction(conn) as tx:
+                sessions_ops.surface_live(tx, surface_id, tmux_server_id=server_id,
+                                          pane_id=pane.pane_id, process_id=pane.pane_pid,
+                                          now=now)
+                sessions_ops.bind_capability_pane(tx, surface_id, server_id, pane.pane_id)
+                sessions_ops.move_launch(tx, launch_id, "authorized", "started", now)
+                if row["session_key"]:
+                    tx.execute("UPDATE provider_sessions SET runtime_presence = 'live',"
+                               " updated_at = ? WHERE session_key = ?",
+                               (now, row["session_key"]))
+            adopted += 1
+            if row["view_id"] is not None and row["view_id"] not in busy:
+                _present_adopted(engine, row["view_id"], row["frame_id"], pane, launch_id)
+            continue
+        with write_transaction(conn) as tx:
+            sessions_ops.move_launch(
+                tx, launch_id, "authorized", "failed", now,
+                failure="interrupted before its pane was recorded; no live pane of it exists")
+            placement = views_ops.placement_of_frame(tx, row["frame_id"])
+            if placement is not None and placement["surface_id"] == surface_id:
+                _stop_runtime(tx, row["frame_id"], now)  # staged -> empty again
+            else:
+                sessions_ops.move_surface(tx, surface_id, "retired", now)
+                sessions_ops.revoke_capabilities(tx, surface_id, now)
+            recoveries_ops.open_recovery(
+                tx, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+                kind=RecoveryKind.LAUNCH_UNCERTAIN, subject_type="launch", subject_id=launch_id,
+                actionability=Actionability.MANUAL,
+                explanation="An agent start was interrupted before its pane was recorded, and "
+                            "no live pane of it exists: the launch was marked failed and "
+                            "nothing runs. Press n on the frame to start it again.", now=now)
+        failed += 1
+        if pane is not None and server_id is not None:  # tagged with its surface, but dead
+            engine.stage.kill_unrecorded(pane.pane_id, surface_id, server_id)
+    return adopted, failed
+
+
+def _present_adopted(engine: Engine, view_id: str, frame_id: str, pane: PaneSnapshot,
+                     launch_id: str) -> None:
+    """Finish an interrupted start: the view shows this frame, main the placeholder."""
+    from core.stage import gate_name
+
+    conn = engine.conn
+    view = views_ops.get_view(conn, view_id)
+    placement = views_ops.placement_of_frame(conn, frame_id)
+    if view["active_frame_id"] != frame_id or placement is None or \
+            placement["state"] != PlacementState.STAGED or not pane.parked:
+        return  # a later focus presents it and opens its gate
+    layout = None
+    snap = engine.stage.snapshot()
+    if snap is not None:
+        layout = snap.view(view_id)
+    if layout is None or layout.main is None or layout.main.role is not PaneRole.PLACEHOLDER:
+        return
+    try:
+        shown = engine.stage.present(view, pane.pane_id, launch_gate=gate_name(launch_id))
+    except TmuxError:
+        return  # nothing moved; the frame stays staged and a focus can show it
+    if shown != pane.pane_id:
+        return
+    with write_transaction(conn) as tx:
+        placement = views_ops.placement_of_frame(tx, frame_id)
+        if placement["state"] == PlacementState.STAGED:
+            views_ops.move_placement(tx, placement["placement_id"], placement["generation"],
+                                     PlacementState.ACTIVE, engine.now(), focused=True)
+
+
+def _exited_providers(engine: Engine, snap: ServerSnapshot | None, server_id: str | None,
+                      busy: set[str], now: int) -> int:
+    """Live surfaces whose provider exited (``pane_dead``; panes keep remain-on-exit).
+
+    The surface becomes dead and its session's runtime stopped; the frame is
+    empty (``stopped_affinity``), so the view shows its placeholder if the
+    dead pane was in main; the dead pane is then killed, which the adapter
+    allows only for the launch-owned pane alone in its holding window (never
+    the last pane of a view window). Views with a transition in flight are
+    left to it; the next pass sees the pane again.
+    """
+    if snap is None:
+        return 0
+    conn = engine.conn
+    exited = 0
+    for s in conn.execute("SELECT * FROM surfaces WHERE lifecycle_state = 'live'"
+                          " AND tmux_server_id = ?", (server_id,)).fetchall():
+        pane = _own_pane(snap, s, server_id)
+        if pane is None or not pane.dead:
+            continue
+        placement = conn.execute(
+            "SELECT * FROM frame_placements WHERE surface_id = ? AND state <> 'orphaned'",
+            (s["surface_id"],)).fetchone()
+        if placement is not None and placement["view_id"] in busy:
+            continue
+        status = "" if pane.dead_status is None else f" (exit status {pane.dead_status})"
+        with write_transaction(conn) as tx:
+            _runtime_exited(engine, tx, s, placement, f"the provider exited{status}", now)
+        exited += 1
+        if placement is not None:
+            layout = snap.view(placement["view_id"])
+            if layout is not None and layout.main is not None and \
+                    layout.main.pane_id == pane.pane_id:
+                try:
+                    engine.stage.present(views_ops.get_view(conn, placement["view_id"]), None)
+                except TmuxError:
+                    continue  # main keeps the dead pane; _check_views opens a recovery
+        engine.stage.kill(pane.pane_id, surface_id=s["surface_id"])
+    return exited
+
+
+def _runtime_exited(engine: Engine, conn: sqlite3.Connection, surface: sqlite3.Row,
+                    placement: sqlite3.Row | None, why: str, now: int) -> None:
+    """Registry side of an exited provider: surface dead, runtime stopped, frame empty."""
+    surface_id = surface["surface_id"]
+    sessions_ops.move_surface(conn, surface_id, "dead", now)
+    sessions_ops.revoke_capabilities(conn, surface_id, now)
+    if surface["session_key"]:
+        conn.execute("UPDATE provider_sessions SET runtime_presence = 'stopped', updated_at = ?"
+                     " WHERE session_key = ?", (now, surface["session_key"]))
+    launch = conn.execute("SELECT state FROM launch_intents WHERE launch_id = ?",
+                          (surface["launch_id"],)).fetchone()
+    if launch is not None and launch["state"] == "started":
+        sessions_ops.move_launch(conn, surface["launch_id"], "started", "failed", now,
+                                 failure=f"{why} before any hook bound it")
+    if placement is None:
+        return
+    if placement["state"] in (PlacementState.ACTIVE, PlacementState.PARKED):
+        views_ops.move_placement(conn, placement["placement_id"], placement["generation"],
+                                 PlacementState.STOPPED_AFFINITY, now)
+    elif placement["state"] == PlacementState.STAGED:
+        views_ops.move_placement(conn, placement["placement_id"], placement["generation"],
+                                 PlacementState.ORPHANED, now)
+        views_ops.insert_placement(conn, placement_id=engine.ids.new_id(),
+                                   host_id=placement["host_id"], view_id=placement["view_id"],
+                                   frame_id=placement["frame_id"],
+                                   state=PlacementState.STOPPED_AFFINITY, surface_id=None,
+                                   now=now)
+
+
+def _bind_timeouts(engine: Engine, conn: sqlite3.Connection, now: int) -> int:
+    """Started launches no hook has bound BIND_TIMEOUT_MS after their provider could run.
+
+    The gate opens when the pane is first shown (the placement leaves
+    ``staged``), so a staged pane waiting behind its gate is never overdue.
+    Opens one manual ``bind_timeout`` per launch and kills nothing; it is
+    resolved once the launch is bound or has ended.
+    """
+    overdue = 0
+    for row in conn.execute(
+            "SELECT l.launch_id FROM launch_intents l JOIN surfaces s ON s.launch_id = l.launch_id"
+            " JOIN frame_placements p ON p.surface_id = s.surface_id"
+            " AND p.state IN ('active', 'parked')"
+            " WHERE l.state = 'started' AND s.lifecycle_state = 'live'"
+            " AND MAX(l.updated_at, p.updated_at) < ?", (now - BIND_TIMEOUT_MS,)).fetchall():
+        opened = conn.execute("SELECT 1 FROM recoveries WHERE kind = 'bind_timeout'"
+                              " AND subject_id = ? AND state = 'open'",
+                              (row["launch_id"],)).fetchone()
+        if opened is not None:
+            continue
+        recoveries_ops.open_recovery(
+            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            kind=RecoveryKind.BIND_TIMEOUT, subject_type="launch", subject_id=row["launch_id"],
+            actionability=Actionability.MANUAL,
+            explanation=f"The agent has run for over {BIND_TIMEOUT_MS // 1000} s without any "
+                        "hook reaching Switchboard (hooks missing, or the provider is stuck "
+                        "before its first prompt). Nothing was stopped: open the view and "
+                        "look; close the frame or resolve this when it is fine.", now=now)
+        overdue += 1
+    for row in conn.execute(
+            "SELECT r.recovery_id FROM recoveries r JOIN launch_intents l"
+            " ON l.launch_id = r.subject_id WHERE r.kind = 'bind_timeout'"
+            " AND r.state = 'open' AND l.state <> 'started'").fetchall():
+        recoveries_ops.close_recovery(conn, row["recovery_id"], RecoveryState.RESOLVED, now)
+    return overdue
 
 
 def _stop_stray_panes(engine: Engine, snap: ServerSnapshot, server_id: str | None) -> int:

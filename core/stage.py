@@ -482,6 +482,18 @@ class TmuxStage:
             return False
         return True
 
+    def kill_unrecorded(self, pane_id: str, surface_id: str, tmux_server_id: str) -> bool:
+        """Kill the pane tagged ``@sb_surface=surface_id`` that a launch made but never
+        recorded (interrupted before 'started'); the same adapter guards as ``kill``."""
+        try:
+            self.adapter_for(tmux_server_id).kill_surface_pane(pane_id=pane_id,
+                                                               surface_id=surface_id)
+        except PaneNotFound:
+            return True
+        except (UnmanagedPane, PlacementRefused, ServerIdentityMismatch, TmuxUnavailable):
+            return False
+        return True
+
     def list_panes(self) -> dict[str, str]:
         """pane id -> @sb_surface ('' if none) for every pane of the server (one process)."""
         snap = self.snapshot()

@@ -1,0 +1,237 @@
+"""Reconcile on a private tmux server: interrupted launches, unbound providers, exited ones.
+
+- A start interrupted between 'authorized' and 'started' is adopted when its
+  tagged pane exists, else failed with a ``launch_uncertain`` recovery.
+- A started provider that no hook binds opens ``bind_timeout`` and is left running.
+- A provider that exited (``pane_dead``) stops its frame's runtime; main shows
+  the placeholder if it was there, and the dead pane is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from core import recovery
+from core.enums import ViewMode
+from core.recovery import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS, reconcile
+from core.requests import new_request_id
+from storage.connection import write_transaction
+from storage.operations import sessions as sessions_ops
+from storage.operations import views as views_ops
+from tests.integration.transitions_env import (
+    OffsetClock,
+    build_world,
+    make_engine,
+    open_stage_engine,
+    pane_of,
+    problems,
+    session_of,
+    tmux,
+    wait_for,
+    wait_prompt,
+)
+
+pytestmark = pytest.mark.tmux
+
+
+class Crash(Exception):
+    """Not a SwitchboardError, so the launcher records nothing: the process just died."""
+
+
+def _launch(engine, frame_id: str):  # noqa: ANN001, ANN202
+    return engine.conn.execute(
+        "SELECT l.launch_id, l.state, s.surface_id, s.lifecycle_state, s.pane_id"
+        " FROM launch_intents l JOIN surfaces s ON s.launch_id = l.launch_id"
+        " WHERE l.frame_id = ? ORDER BY l.created_at DESC LIMIT 1", (frame_id,)).fetchone()
+
+
+def _tagged(socket: Path, surface_id: str) -> str | None:
+    for line in tmux(socket, "list-panes", "-a", "-F", "#{pane_id} #{@sb_surface}").splitlines():
+        pane, _, tag = line.partition(" ")
+        if tag == surface_id:
+            return pane
+    return None
+
+
+def _main(engine, view_id: str):  # noqa: ANN001, ANN202
+    layout = engine.stage.snapshot().view(view_id)
+    assert layout is not None and layout.main is not None
+    return layout.main
+
+
+def _recoveries(engine) -> list[tuple[str, str, str]]:  # noqa: ANN001
+    return [(r.kind, r.subject_type, r.actionability) for r in recovery.list_recoveries(engine)]
+
+
+def _interrupted_start(tmp_path: Path, socket: Path, *, pane_made: bool):  # noqa: ANN202
+    """frame_start of the workspace, killed inside launch_pane (before 'started')."""
+    engine = make_engine(tmp_path, socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    real = engine.stage.launch_pane
+
+    def crashing(**kwargs):  # noqa: ANN003, ANN202
+        if pane_made:
+            real(**kwargs)
+        raise Crash("the process died around its tmux call")
+
+    engine.stage.launch_pane = crashing
+    with pytest.raises(Crash):
+        engine.frame_start(new_request_id(), route.frame_id)
+    engine.conn.close()
+    return route
+
+
+def test_a_start_interrupted_after_its_pane_was_made_is_adopted_and_shown(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    route = _interrupted_start(tmp_path, tmux_socket, pane_made=True)
+    engine = open_stage_engine(tmp_path)
+    launch = _launch(engine, route.frame_id)
+    assert (launch["state"], launch["lifecycle_state"]) == ("authorized", "planned")
+    pane = _tagged(tmux_socket, launch["surface_id"])
+    assert pane is not None
+
+    # Within the bound the launch may still be in flight elsewhere: left alone.
+    assert reconcile(engine).launches_adopted == 0
+    assert _launch(engine, route.frame_id)["state"] == "authorized"
+
+    later = open_stage_engine(tmp_path, clock=OffsetClock(LAUNCH_REPORT_MS + 5_000))
+    report = reconcile(later)
+    assert (report.launches_adopted, report.launches_failed) == (1, 0)
+    launch = _launch(later, route.frame_id)
+    assert (launch["state"], launch["lifecycle_state"], launch["pane_id"]) == (
+        "started", "live", pane)
+    # Finished like the start would have: in main, gate opened, the provider runs.
+    assert _main(later, route.view_id).pane_id == pane
+    wait_prompt(tmux_socket, pane)
+    assert views_ops.active_placement(later.conn, route.view_id)["frame_id"] == route.frame_id
+    assert later.conn.execute("SELECT runtime_presence FROM provider_sessions WHERE"
+                              " session_key = ?", (session_of(later, route.frame_id),)
+                              ).fetchone()[0] == "live"
+    assert _recoveries(later) == [] and problems(later, route.view_id) == []
+    again = reconcile(later)
+    assert (again.launches_adopted, again.launches_failed, again.recoveries_opened) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("pane_made", [False, True], ids=["no-pane", "dead-pane"])
+def test_a_start_interrupted_without_a_live_pane_fails_with_a_recovery(
+        tmp_path: Path, tmux_socket: Path, pane_made: bool) -> None:
+    route = _interrupted_start(tmp_path, tmux_socket, pane_made=pane_made)
+    engine = open_stage_engine(tmp_path)
+    surface_id = _launch(engine, route.frame_id)["surface_id"]
+    dead = _tagged(tmux_socket, surface_id)
+    if pane_made:  # the gated pane exists, but its process died
+        assert dead is not None
+        pid = tmux(tmux_socket, "display-message", "-p", "-t", dead, "#{pane_pid}").strip()
+        os.kill(int(pid), signal.SIGKILL)
+        assert wait_for(lambda: tmux(tmux_socket, "display-message", "-p", "-t", dead,
+                                     "#{pane_dead}").strip() == "1")
+    else:
+        assert dead is None
+
+    later = open_stage_engine(tmp_path, clock=OffsetClock(LAUNCH_REPORT_MS + 5_000))
+    report = reconcile(later)
+    assert (report.launches_adopted, report.launches_failed) == (0, 1)
+    launch = _launch(later, route.frame_id)
+    assert (launch["state"], launch["lifecycle_state"]) == ("failed", "retired")
+    assert _recoveries(later) == [("launch_uncertain", "launch", "manual")]
+    assert _tagged(tmux_socket, surface_id) is None  # a dead tagged pane was killed
+    placement = views_ops.placement_of_frame(later.conn, route.frame_id)
+    assert placement["state"] == "stopped_affinity"  # empty: n starts it again
+    assert _main(later, route.view_id).role.value == "placeholder"
+    assert problems(later, route.view_id) == []
+    assert reconcile(later).recoveries_opened == 0
+
+    later.frame_start(new_request_id(), route.frame_id)  # n
+    wait_prompt(tmux_socket, pane_of(later, route.frame_id))
+    assert _main(later, route.view_id).pane_id == pane_of(later, route.frame_id)
+    assert problems(later, route.view_id) == []
+
+
+def test_a_provider_no_hook_binds_opens_bind_timeout_and_keeps_running(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)  # hooks are no-ops
+    pane = pane_of(engine, world.workspace_id)
+    pid = tmux(tmux_socket, "display-message", "-p", "-t", pane, "#{pane_pid}").strip()
+    assert reconcile(engine).binds_overdue == 0  # seconds old
+
+    later = open_stage_engine(tmp_path, clock=OffsetClock(BIND_TIMEOUT_MS + 5_000))
+    report = reconcile(later)
+    assert report.binds_overdue == 1
+    assert _recoveries(later) == [("bind_timeout", "launch", "manual")]
+    launch = _launch(later, world.workspace_id)
+    assert (launch["state"], launch["lifecycle_state"], launch["pane_id"]) == (
+        "started", "live", pane)
+    assert tmux(tmux_socket, "display-message", "-p", "-t", pane,
+                "#{pane_pid} #{pane_dead}").split() == [pid, "0"]  # nothing killed
+    assert _main(later, world.view_id).pane_id == pane
+    assert problems(later, world.view_id) == []
+    assert reconcile(later).recoveries_opened == 0  # one stable recovery
+
+    with write_transaction(later.conn) as tx:  # the first hook binds it at last
+        sessions_ops.move_launch(tx, launch["launch_id"], "started", "bound", later.now())
+    reconcile(later)
+    assert _recoveries(later) == []
+
+
+@pytest.mark.parametrize("mode", [ViewMode.NAVIGATOR, ViewMode.DIRECT])
+def test_a_provider_that_exited_in_main_leaves_the_placeholder(
+        tmp_path: Path, tmux_socket: Path, mode: ViewMode) -> None:
+    engine, world = build_world(tmp_path, tmux_socket)
+    if mode is ViewMode.DIRECT:
+        engine.view_mode(new_request_id(), world.view_id, ViewMode.DIRECT)
+    child = pane_of(engine, world.child_id)
+    window = _main(engine, world.view_id).window_id
+    pid = tmux(tmux_socket, "display-message", "-p", "-t", child, "#{pane_pid}").strip()
+    os.kill(int(pid), signal.SIGKILL)  # the provider exits; remain-on-exit keeps the pane
+    assert wait_for(lambda: tmux(tmux_socket, "display-message", "-p", "-t", child,
+                                 "#{pane_dead}").strip() == "1")
+    surface_id = _launch(engine, world.child_id)["surface_id"]
+
+    report = reconcile(engine)
+    assert report.providers_exited == 1 and report.recoveries_opened == 0
+    launch = _launch(engine, world.child_id)
+    assert launch["lifecycle_state"] == "dead"
+    assert engine.conn.execute("SELECT runtime_presence FROM provider_sessions WHERE"
+                               " session_key = ?", (session_of(engine, world.child_id),)
+                               ).fetchone()[0] == "stopped"
+    assert views_ops.placement_of_frame(engine.conn, world.child_id)["state"] == \
+        "stopped_affinity"
+    view = views_ops.get_view(engine.conn, world.view_id)
+    assert (view["active_frame_id"], view["mode"]) == (world.child_id, mode.value)
+    main = _main(engine, world.view_id)
+    assert main.role.value == "placeholder" and main.window_id == window  # window kept
+    assert _tagged(tmux_socket, surface_id) is None  # the dead pane was killed
+    assert pane_of(engine, world.workspace_id) is not None  # the parent runs on
+    assert problems(engine, world.view_id) == []
+    again = reconcile(engine)
+    assert (again.providers_exited, again.recoveries_opened) == (0, 0)
+
+
+def test_a_parked_provider_that_exited_is_stopped_and_its_pane_killed(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket)
+    parked = pane_of(engine, world.workspace_id)
+    child = pane_of(engine, world.child_id)
+    surface_id = _launch(engine, world.workspace_id)["surface_id"]
+    pid = tmux(tmux_socket, "display-message", "-p", "-t", parked, "#{pane_pid}").strip()
+    os.kill(int(pid), signal.SIGKILL)
+    assert wait_for(lambda: tmux(tmux_socket, "display-message", "-p", "-t", parked,
+                                 "#{pane_dead}").strip() == "1")
+
+    report = reconcile(engine)
+    assert report.providers_exited == 1 and report.recoveries_opened == 0
+    assert _launch(engine, world.workspace_id)["lifecycle_state"] == "dead"
+    assert views_ops.placement_of_frame(engine.conn, world.workspace_id)["state"] == \
+        "stopped_affinity"
+    assert _tagged(tmux_socket, surface_id) is None
+    assert _main(engine, world.view_id).pane_id == child  # main untouched
+    assert problems(engine, world.view_id) == []
+
+    # back to the stopped parent shows its placeholder ("n to start")
+    engine.frame_back(new_request_id(), world.view_id)
+    assert _main(engine, world.view_id).role.value == "placeholder"
+    assert problems(engine, world.view_id) == []
