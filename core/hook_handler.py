@@ -193,6 +193,10 @@ def _bind_launch(conn: sqlite3.Connection, launch_id: str, now: int) -> None:
     if row is not None and row["state"] == "started":
         conn.execute("UPDATE launch_intents SET state = 'bound', updated_at = ?"
                      " WHERE launch_id = ? AND state = 'started'", (now, launch_id))
+        # The exact evidence that settles a bind timeout: resolve it in the same commit.
+        conn.execute("UPDATE recoveries SET state = 'resolved', updated_at = ?"
+                     " WHERE kind = 'bind_timeout' AND subject_type = 'launch'"
+                     " AND subject_id = ? AND state = 'open'", (now, launch_id))
 
 
 def _observe_control(conn: sqlite3.Connection, frame_id: str, prompt_id: str | None,

@@ -182,9 +182,9 @@ def _move(engine: Engine, transition_id: str) -> None:
             try:
                 launch(engine, surface["launch_id"], present=False,
                        initial_prompt_for=transition_id)
-            except ServerIdentityMismatch as exc:  # refused before any pane was created
-                _roll_back(engine, transition_id, f"nothing launched: {exc}",
-                           server_restarted=True)
+            except SwitchboardError as exc:  # refused before the child could run
+                _roll_back(engine, transition_id, f"nothing launched: {exc.message}",
+                           server_restarted=isinstance(exc, ServerIdentityMismatch))
                 return
             engine._fault("after_launch")
         if row["kind"] == TransitionKind.COMPLETE_RETURN:
@@ -195,9 +195,9 @@ def _move(engine: Engine, transition_id: str) -> None:
                 try:
                     launch(engine, resume_launch, present=False,
                            initial_prompt_for=transition_id)
-                except ServerIdentityMismatch as exc:
-                    _roll_back(engine, transition_id, f"nothing launched: {exc}",
-                               server_restarted=True)
+                except SwitchboardError as exc:
+                    _roll_back(engine, transition_id, f"nothing launched: {exc.message}",
+                               server_restarted=isinstance(exc, ServerIdentityMismatch))
                     return
                 engine._fault("after_launch")
             _submit_control_turn(engine, transition_id)
@@ -311,7 +311,8 @@ def commit(engine: Engine, transition_id: str) -> None:
             control = transitions_ops.control_turn_of(conn, transition_id)
             if control is not None and control["state"] == "prepared" and \
                     control["transport"] == ControlTransport.RESUME_INITIAL and \
-                    engine.stage is not None:
+                    engine.stage is not None and _target_started(conn, target_id):
+                # The fixed line went in as the launch's initial prompt: submitted once.
                 transitions_ops.mark_submitted(conn, control["control_turn_id"], now)
             transitions_ops.move_transition(conn, transition_id, T.PRESENTED,
                                             T.AWAITING_CLAIM, now)
@@ -319,6 +320,14 @@ def commit(engine: Engine, transition_id: str) -> None:
     for pane in stop_after:
         if engine.stage is not None:
             engine.stage.kill(pane)
+
+
+def _target_started(conn: sqlite3.Connection, frame_id: str) -> bool:
+    """Did the target's latest launch reach the provider (started or bound)?"""
+    row = conn.execute(
+        "SELECT state FROM launch_intents WHERE frame_id = ? ORDER BY created_at DESC,"
+        " rowid DESC LIMIT 1", (frame_id,)).fetchone()
+    return row is not None and row["state"] in ("started", "bound")
 
 
 def _settle(conn: sqlite3.Connection, transition_id: str, from_state: TransitionState,
