@@ -465,55 +465,52 @@ class HostState(Record):
         _unique(self.control_turns, "control_turn_id", "$.controlTurns", "controlTurnId")
         _unique(self.recoveries, "recovery_id", "$.recoveries", "recoveryId")
 
-        for i, row in enumerate(self.project_repositories):
-            _ref(row.project_id, projects, f"$.projectRepositories[{i}].projectId", "project")
-            _ref(row.repository_id, repositories, f"$.projectRepositories[{i}].repositoryId",
-                 "repository")
-        for i, row in enumerate(self.projects):
-            _ref(row.checkout_id, checkouts, f"$.projects[{i}].checkoutId", "checkout")
-        for i, row in enumerate(self.checkouts):
-            _ref(row.repository_id, repositories, f"$.checkouts[{i}].repositoryId", "repository")
-        for i, row in enumerate(self.work_contexts):
-            p = f"$.workContexts[{i}]"
-            _ref(row.project_id, projects, f"{p}.projectId", "project")
-            _ref(row.checkout_id, checkouts, f"{p}.checkoutId", "checkout")
-            _ref(row.foreground_frame_id, frames, f"{p}.foregroundFrameId", "frame")
+        known = {"project": projects, "repository": repositories, "checkout": checkouts,
+                 "work context": contexts, "frame": frames, "session": sessions,
+                 "surface": surfaces, "view": views, "transition": transitions}
+        # (array attribute, JSON name, [(field, JSON key, what it names)]): one table of
+        # every reference, checked in one loop.
+        references = (
+            ("project_repositories", "projectRepositories",
+             [("project_id", "projectId", "project"),
+              ("repository_id", "repositoryId", "repository")]),
+            ("projects", "projects", [("checkout_id", "checkoutId", "checkout")]),
+            ("checkouts", "checkouts", [("repository_id", "repositoryId", "repository")]),
+            ("work_contexts", "workContexts",
+             [("project_id", "projectId", "project"), ("checkout_id", "checkoutId", "checkout"),
+              ("foreground_frame_id", "foregroundFrameId", "frame")]),
+            ("frames", "frames",
+             [("project_id", "projectId", "project"),
+              ("work_context_id", "workContextId", "work context"),
+              ("current_session_key", "currentSessionKey", "session"),
+              ("parent_frame_id", "parentFrameId", "frame")]),
+            ("frame_sessions", "frameSessions",
+             [("frame_id", "frameId", "frame"), ("session_key", "sessionKey", "session")]),
+            ("sessions", "sessions",
+             [("project_id", "projectId", "project"), ("checkout_id", "checkoutId", "checkout")]),
+            ("surfaces", "surfaces", [("session_key", "sessionKey", "session")]),
+            ("views", "views", [("active_frame_id", "activeFrameId", "frame")]),
+            ("placements", "placements",
+             [("view_id", "viewId", "view"), ("frame_id", "frameId", "frame"),
+              ("surface_id", "surfaceId", "surface")]),
+            ("transitions", "transitions",
+             [("view_id", "viewId", "view"), ("source_frame_id", "sourceFrameId", "frame"),
+              ("target_frame_id", "targetFrameId", "frame"),
+              ("work_context_id", "workContextId", "work context")]),
+            ("control_turns", "controlTurns",
+             [("transition_id", "transitionId", "transition"),
+              ("target_frame_id", "targetFrameId", "frame"),
+              ("target_session_key", "targetSessionKey", "session")]),
+        )
+        for attr, name, fields in references:
+            for i, row in enumerate(getattr(self, attr)):
+                for field_name, key, what in fields:
+                    _ref(getattr(row, field_name), known[what], f"$.{name}[{i}].{key}", what)
         for i, row in enumerate(self.frames):
-            p = f"$.frames[{i}]"
-            _ref(row.project_id, projects, f"{p}.projectId", "project")
-            _ref(row.work_context_id, contexts, f"{p}.workContextId", "work context")
-            _ref(row.current_session_key, sessions, f"{p}.currentSessionKey", "session")
-            _ref(row.parent_frame_id, frames, f"{p}.parentFrameId", "frame")
             parent = frames.get(row.parent_frame_id or "")
             if parent is not None and parent.project_id != row.project_id:
-                raise _fail(f"{p}.parentFrameId", "must name a frame of the same project")
-        for i, row in enumerate(self.frame_sessions):
-            _ref(row.frame_id, frames, f"$.frameSessions[{i}].frameId", "frame")
-            _ref(row.session_key, sessions, f"$.frameSessions[{i}].sessionKey", "session")
-        for i, row in enumerate(self.sessions):
-            p = f"$.sessions[{i}]"
-            _ref(row.project_id, projects, f"{p}.projectId", "project")
-            _ref(row.checkout_id, checkouts, f"{p}.checkoutId", "checkout")
-        for i, row in enumerate(self.surfaces):
-            _ref(row.session_key, sessions, f"$.surfaces[{i}].sessionKey", "session")
-        for i, row in enumerate(self.views):
-            _ref(row.active_frame_id, frames, f"$.views[{i}].activeFrameId", "frame")
-        for i, row in enumerate(self.placements):
-            p = f"$.placements[{i}]"
-            _ref(row.view_id, views, f"{p}.viewId", "view")
-            _ref(row.frame_id, frames, f"{p}.frameId", "frame")
-            _ref(row.surface_id, surfaces, f"{p}.surfaceId", "surface")
-        for i, row in enumerate(self.transitions):
-            p = f"$.transitions[{i}]"
-            _ref(row.view_id, views, f"{p}.viewId", "view")
-            _ref(row.source_frame_id, frames, f"{p}.sourceFrameId", "frame")
-            _ref(row.target_frame_id, frames, f"{p}.targetFrameId", "frame")
-            _ref(row.work_context_id, contexts, f"{p}.workContextId", "work context")
-        for i, row in enumerate(self.control_turns):
-            p = f"$.controlTurns[{i}]"
-            _ref(row.transition_id, transitions, f"{p}.transitionId", "transition")
-            _ref(row.target_frame_id, frames, f"{p}.targetFrameId", "frame")
-            _ref(row.target_session_key, sessions, f"{p}.targetSessionKey", "session")
+                raise _fail(f"$.frames[{i}].parentFrameId",
+                            "must name a frame of the same project")
         for i, row in enumerate(self.warnings):
             if row.host_id is not None and row.host_id != self.host.host_id:
                 raise _fail(f"$.warnings[{i}].hostId", "must be this host's id")
