@@ -436,12 +436,19 @@ class SwitchboardApp(App[None]):
         # Engine keys are off while a dialog or the palette is open.
         return not (action in BLOCKED_UNDER_DIALOGS and len(self.screen_stack) > 1)
 
-    def action_start(self) -> None:
+    def _local_frame(self, missing: str) -> FrameSummary | None:
+        """The selected frame when this host may act on it; otherwise say why and None."""
         frame = self.target_frame()
-        if not self._need(frame, "Select a frame to start a session in."):
-            return
+        if not self._need(frame, missing):
+            return None
         assert frame is not None
         if self._remote(self._host_of_frame(frame.frame_id)):
+            return None
+        return frame
+
+    def action_start(self) -> None:
+        frame = self._local_frame("Select a frame to start a session in.")
+        if frame is None:
             return
         if frame.lifecycle_state != "open":
             self.notify(f"“{frame.title}” is {frame.lifecycle_state}; press r to reopen it "
@@ -451,11 +458,8 @@ class SwitchboardApp(App[None]):
                      partial(self.client.start, frame.frame_id))
 
     def action_stop(self) -> None:
-        frame = self.target_frame()
-        if not self._need(frame, "Select a frame whose agent should stop."):
-            return
-        assert frame is not None
-        if self._remote(self._host_of_frame(frame.frame_id)):
+        frame = self._local_frame("Select a frame whose agent should stop.")
+        if frame is None:
             return
 
         def answered(yes: bool | None) -> None:
