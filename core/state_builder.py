@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from core.enums import ActivationState, Activity, Reachability
@@ -65,8 +66,7 @@ def _rows_as(conn: sqlite3.Connection, cls: type, source: str, order: tuple[str,
     cursor = conn.cursor()
     cursor.row_factory = None
     rows = cursor.execute(f"SELECT {exprs} FROM {source}", params).fetchall()
-    positions = [names.index(name) for name in order]
-    rows.sort(key=lambda row: tuple(row[i] for i in positions))
+    rows.sort(key=itemgetter(*(names.index(name) for name in order)))
     make = object.__new__
     records = []
     for row in rows:

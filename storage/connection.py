@@ -16,6 +16,8 @@ from pathlib import Path
 from core.errors import Conflict, IllegalEdge, InvariantViolation, RegistryUnavailable
 
 BUSY_TIMEOUT_MS = 5000
+CACHE_KIB = 32 * 1024
+MMAP_BYTES = 64 * 1024 * 1024
 
 # SQLite names the columns, not the index, when a unique index refuses a row;
 # map each column signature back to the invariant it guards.
@@ -76,6 +78,10 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # State builds read every table: keep a registry of thousands of frames in the
+    # page cache (and memory-mapped) instead of re-reading pages from the OS each time.
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     conn.execute("PRAGMA foreign_keys = ON")
     if not readonly:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
