@@ -123,8 +123,19 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> C
         attach_stage(engine, engine.home)
     for pane in stop_panes:
         if engine.stage is not None:
-            engine.stage.kill(pane)
+            _kill_soon(engine.stage, pane)
     return result
+
+
+def _kill_soon(stage, pane: str, attempts: int = 5) -> None:
+    """Kill the closed child's parked pane; a swap still settling in another process
+    can make the first try refuse, so retry briefly (reconcile sweeps what is left)."""
+    import time
+
+    for attempt in range(attempts):
+        if stage.kill(pane):
+            return
+        time.sleep(0.1 * (attempt + 1))
 
 
 def _claim_control(conn, control, now: int) -> None:
