@@ -45,6 +45,7 @@ DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
 DEFAULT_REPLY = "FAKE-OK: offline stand-in reply."
 TOOL_WORD = "TOOLTEST"
 HOOK_TIMEOUT_S = 30.0
+AGENT_RETRIES = 10
 AGENT_TIMEOUT_S = 60.0
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
@@ -508,14 +509,19 @@ class FakeAgent:
         self.hooks.fire("PreToolUse", self.session.tool_event(
             "PreToolUse", command, "switchboard agent tool", tool_use_id), match="Bash")
         started = time.monotonic()
-        try:
-            done = subprocess.run(argv, capture_output=True, env=self.env, check=False,
-                                  stdin=subprocess.DEVNULL, timeout=AGENT_TIMEOUT_S)
-            stdout = done.stdout.decode("utf-8", "replace")
-            stderr = done.stderr.decode("utf-8", "replace")
-            code = done.returncode
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            stdout, stderr, code = "", str(exc), -1
+        for attempt in range(AGENT_RETRIES):
+            try:
+                done = subprocess.run(argv, capture_output=True, env=self.env, check=False,
+                                      stdin=subprocess.DEVNULL, timeout=AGENT_TIMEOUT_S)
+                stdout = done.stdout.decode("utf-8", "replace")
+                stderr = done.stderr.decode("utf-8", "replace")
+                code = done.returncode
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                stdout, stderr, code = "", str(exc), -1
+            # Like a well-behaved agent: "call again in a moment" is followed.
+            if code == 0 or "transition_not_ready" not in stderr:
+                break
+            time.sleep(0.2 * (attempt + 1))
         elapsed = int((time.monotonic() - started) * 1000)
         if code != 0:
             last = (stderr.strip().splitlines() or [stdout.strip()])[-1]
