@@ -220,6 +220,8 @@ def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]
     engine = open_engine(home, expected_generation=generation)
     try:
         executed: list[str] = list(claims.settle_after_stop(engine, frame_id))
+        if executed:
+            _sweep_returned_children(engine, home, executed)
         rows = engine.conn.execute(
             "SELECT transition_id FROM view_transitions WHERE source_frame_id = ?"
             " AND state = 'prepared' AND kind IN ('push', 'complete_return')"
@@ -233,6 +235,25 @@ def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]
         return executed
     finally:
         engine.conn.close()
+
+
+def _sweep_returned_children(engine, home: Home, transition_ids: list[str]) -> None:
+    """Second chance for a returned child's parked pane: the claim already tried to
+    kill it; the parent's settling Stop makes sure it is gone (only tagged panes)."""
+    marks = ", ".join("?" for _ in transition_ids)
+    panes = engine.conn.execute(
+        "SELECT s.pane_id, s.surface_id FROM view_transitions t"
+        " JOIN frame_placements p ON p.frame_id = t.source_frame_id"
+        " JOIN surfaces s ON s.surface_id = p.surface_id"
+        f" WHERE t.transition_id IN ({marks}) AND s.lifecycle_state IN ('dead', 'retired')"
+        " AND s.pane_id IS NOT NULL", transition_ids).fetchall()
+    if not panes:
+        return
+    if engine.stage is None:
+        from core.stage import attach_stage
+        attach_stage(engine, home)
+    for row in panes:
+        engine.stage.kill(row["pane_id"], surface_id=row["surface_id"])
 
 
 __all__ = ["handle_hook", "HookOutcome"]
