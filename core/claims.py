@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.enums import RecoveryKind, TransitionKind, TransitionState
-from core.errors import Conflict, NotFound
+from core.errors import Conflict
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
@@ -170,9 +170,3 @@ def settle_after_stop(engine: Engine, frame_id: str) -> list[str]:
                                             T.COMPLETED, now)
             settled.append(row["transition_id"])
     return settled
-
-
-def require_frame(engine: Engine, frame_id: str) -> None:
-    if engine.conn.execute("SELECT 1 FROM frames WHERE frame_id = ?", (frame_id,)).fetchone() \
-            is None:
-        raise NotFound(f"frame {frame_id} not found")

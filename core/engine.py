@@ -44,8 +44,6 @@ from storage.operations import sessions as sessions_ops
 from storage.operations import transitions as transitions_ops
 from storage.operations import views as views_ops
 
-CONTROL_TEMPLATE = "Call transition_claim() and follow the returned transition instructions."
-
 
 @dataclass
 class Engine:

@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from core.engine import Engine
 
 NONTERMINAL = ("prepared", "executing", "presented", "awaiting_claim", "settling")
-# Which activity wins when a view summarizes several frames: attention first.
-_ACTIVITY_RANK = {"needs_input": 0, "working": 1, "ready": 2, "unknown": 3, "completed": 4}
 
 
 def _rows(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row]:
@@ -297,4 +295,4 @@ def _remote_rows(cached, now: int):
     return host_row, views, projects, recoveries
 
 
-__all__ = ["build_host_state", "build_navigator_state", "_ACTIVITY_RANK"]
+__all__ = ["build_host_state", "build_navigator_state"]

@@ -39,7 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CONTROL_TEMPLATE = "Call transition_claim() and follow the returned transition instructions."
+from core.control_line import CONTROL_TEMPLATE
+
 VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}"}
 DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
 DEFAULT_REPLY = "FAKE-OK: offline stand-in reply."

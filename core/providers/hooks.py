@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from core.control_line import CONTROL_TEMPLATE
 from core.enums import Activity, ActivityReason, Provider, RuntimePresence
 from core.errors import ProviderError
 
@@ -45,7 +46,6 @@ MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_TOKEN_CHARS = 128
 MAX_LABEL_CHARS = 256
 
-CONTROL_TEMPLATE = "Call transition_claim() and follow the returned transition instructions."
 
 
 class HookKind(StrEnum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from core.control_line import CONTROL_TEMPLATE
 from core.tmux.commands import Check, both, equals, guarded, outcome
 from core.tmux.errors import PaneNotFenced, TmuxCommandFailed, UnmanagedPane
 from core.tmux.identity import ServerIdentity, run_guarded
@@ -23,7 +24,7 @@ from core.tmux.panes import (
 )
 from core.tmux.runner import TmuxRunner
 
-CONTROL_CLAIM_TEXT = "Call transition_claim() and follow the returned transition instructions."
+CONTROL_CLAIM_TEXT = CONTROL_TEMPLATE
 """control.claim.v1: the only text Switchboard ever types into a provider."""
 
 _ALIVE = "#{?pane_dead,0,1}"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
+from core.control_line import TEMPLATE_VERSION
 from core.enums import ControlKind, ControlTransport, TransitionKind, TransitionState
 from storage.operations.common import cas, one
 
 NONTERMINAL = ("prepared", "executing", "presented", "awaiting_claim", "settling")
-TEMPLATE_VERSION = "control.claim.v1"
 
 
 def content_hash(*parts: str) -> str:
