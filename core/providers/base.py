@@ -14,8 +14,8 @@ from typing import Protocol
 
 from core.enums import LaunchAction, Provider
 from core.errors import ProviderError
-from core.providers.hooks import HookEvent
-from core.providers.version import ProviderVersion
+from core.providers.hooks import HookEvent, parse_hook
+from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
 
 __all__ = [
     "HookEvent",
@@ -80,6 +80,24 @@ class ProviderAdapter(Protocol):
     ) -> list[str]: ...
 
     def parse_hook(self, event: str, payload: bytes | str) -> HookEvent: ...
+
+
+class AdapterCommon:
+    """What every adapter does the same way; subclasses add ``launch_plan``."""
+
+    provider: Provider
+    command: tuple[str, ...]
+
+    def probe_version(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProviderVersion:
+        return probe_version(self.provider, self.command, timeout=timeout)
+
+    def launch_argv(self, action: LaunchAction, session_id: str | None,
+                    initial_prompt: str | None, settings_path: Path | None) -> list[str]:
+        return list(self.launch_plan(  # type: ignore[attr-defined]
+            action, session_id, initial_prompt, settings_path).argv)
+
+    def parse_hook(self, event: str, payload: bytes | str) -> HookEvent:
+        return parse_hook(self.provider, event, payload)
 
 
 def check_uuid(provider: Provider, session_id: str | None, *, what: str) -> str:

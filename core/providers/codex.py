@@ -14,21 +14,18 @@ from pathlib import Path
 
 from core.enums import LaunchAction, Provider
 from core.errors import ProviderError
-from core.providers.base import LaunchPlan, check_prompt, check_uuid
-from core.providers.hooks import CODEX_HOOK_EVENTS, HookEvent, parse_hook
-from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
+from core.providers.base import AdapterCommon, LaunchPlan, check_prompt, check_uuid
+from core.providers.hooks import CODEX_HOOK_EVENTS
 
 CODEX_HOME_ENV = "CODEX_HOME"
 
 
 @dataclass(frozen=True)
-class CodexAdapter:
+class CodexAdapter(AdapterCommon):
     provider: Provider = Provider.CODEX
     command: tuple[str, ...] = ("codex",)
     hook_events: tuple[str, ...] = CODEX_HOOK_EVENTS
 
-    def probe_version(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProviderVersion:
-        return probe_version(self.provider, self.command, timeout=timeout)
 
     def launch_plan(
         self,
@@ -74,14 +71,4 @@ class CodexAdapter:
             session_id=session_id,
         )
 
-    def launch_argv(
-        self,
-        action: LaunchAction,
-        session_id: str | None,
-        initial_prompt: str | None,
-        settings_path: Path | None,
-    ) -> list[str]:
-        return list(self.launch_plan(action, session_id, initial_prompt, settings_path).argv)
 
-    def parse_hook(self, event: str, payload: bytes | str) -> HookEvent:
-        return parse_hook(self.provider, event, payload)
