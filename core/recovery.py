@@ -210,6 +210,7 @@ class ReconcileReport:
     launches_failed: int = 0
     providers_exited: int = 0
     binds_overdue: int = 0
+    surfaces_found: int = 0
 
 
 def reconcile(engine: Engine) -> ReconcileReport:
@@ -222,18 +223,22 @@ def reconcile(engine: Engine) -> ReconcileReport:
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
     lost = finished = rolled = resumed = uncertain = repaired = stopped = 0
-    adopted = failed = exited = overdue = 0
+    adopted = failed = exited = overdue = found = 0
     conn = engine.conn
     before = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
-    busy = {row[0] for row in conn.execute(
-        "SELECT view_id FROM view_transitions WHERE state = 'executing'")}
     if stage is not None:
+        busy = _busy_views(conn)
         adopted, failed = _interrupted_launches(engine, snap, server_id, busy, now)
         exited = _exited_providers(engine, snap, server_id, busy, now)
-        if adopted or failed or exited:
-            snap = stage.snapshot()  # those moved and killed panes
         with write_transaction(conn) as tx:
+            # Read tmux again while holding the write lock: a launch records its pane
+            # as live and a saga marks its view busy only in a write transaction, so
+            # this reading is never older than the rows it is compared with (an older
+            # one would call a just-launched pane vanished and orphan its surface).
+            busy = _busy_views(tx)
+            snap = stage.snapshot()
             lost = _check_surfaces(engine, tx, snap, server_id, now)
+            found = _found_surfaces(tx, snap, server_id, now)
             repaired = _check_views(engine, tx, snap, server_id, busy, now)
             overdue = _bind_timeouts(engine, tx, now)
     for t in conn.execute("SELECT * FROM view_transitions WHERE state = 'executing'"
@@ -251,7 +256,13 @@ def reconcile(engine: Engine) -> ReconcileReport:
     opened = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] - before
     return ReconcileReport(len(snap.panes) if snap is not None else 0, lost, finished, rolled,
                            uncertain, opened, resumed, repaired, stopped, aged, adopted,
-                           failed, exited, overdue)
+                           failed, exited, overdue, found)
+
+
+def _busy_views(conn: sqlite3.Connection) -> set[str]:
+    """Views with a transition executing: their tmux state belongs to that saga."""
+    return {row[0] for row in conn.execute(
+        "SELECT view_id FROM view_transitions WHERE state = 'executing'")}
 
 
 def _live_server_id(engine: Engine, snap: ServerSnapshot | None) -> str | None:
@@ -301,6 +312,26 @@ def _check_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapsh
                          "The tmux server restarted; old pane locators are invalid")
             + ". Its session can be resumed with n (start) on the frame.", now=now)
     return lost
+
+
+def _found_surfaces(conn: sqlite3.Connection, snap: ServerSnapshot | None,
+                    server_id: str | None, now: int) -> int:
+    """Orphaned surfaces whose exact tagged pane runs on the live server: live again.
+
+    Only an earlier reading can have missed such a pane (a server restart
+    changes the server identity, so its old locators never match here); the
+    ``pane_vanished`` recovery it opened is resolved in the same commit.
+    """
+    found = 0
+    for s in conn.execute("SELECT * FROM surfaces WHERE lifecycle_state = 'orphaned'"
+                          " AND tmux_server_id = ?", (server_id,)).fetchall():
+        if _pane_alive(snap, s, server_id) is None:
+            continue
+        sessions_ops.move_surface(conn, s["surface_id"], "live", now)
+        recoveries_ops.resolve_for_subject(conn, RecoveryKind.PANE_VANISHED, "surface",
+                                           s["surface_id"], now)
+        found += 1
+    return found
 
 
 def _expected_main(conn: sqlite3.Connection, view_id: str, server_id: str | None,

@@ -365,10 +365,14 @@ def _stop_runtime(conn: sqlite3.Connection, frame_id: str, now: int) -> list[str
         return panes
     if placement["surface_id"]:
         surface = sessions_ops.get_surface(conn, placement["surface_id"])
-        if surface["lifecycle_state"] == "live":
+        state = surface["lifecycle_state"]
+        if state in ("live", "orphaned") and surface["pane_id"]:
+            # An orphaned surface's pane may still exist (a reading that missed it):
+            # the kill is guarded by the pane's surface tag, so asking is safe.
             panes.append(surface["pane_id"])
+        if state == "live":
             sessions_ops.move_surface(conn, surface["surface_id"], "dead", now)
-        if surface["lifecycle_state"] in ("live", "dead", "planned"):
+        if state in ("live", "dead", "planned", "orphaned"):
             sessions_ops.move_surface(conn, surface["surface_id"], "retired", now)
         sessions_ops.revoke_capabilities(conn, surface["surface_id"], now)
         if surface["session_key"]:

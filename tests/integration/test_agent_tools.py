@@ -95,10 +95,17 @@ def test_push_claim_complete_claim_over_mcp(tmp_path: Path, tmux_socket: Path,
             if live.engine.stage is None:
                 attach_stage(live.engine, live.engine.home)
             reconcile(live.engine)
-        assert wait_for(child_pane_gone, 5), tmux(
-            tmux_socket, "list-panes", "-a", "-F",
-            "#{session_name}:#{window_index} #{pane_id} #{@sb_role} #{@sb_surface} "
-            "#{pane_input_off} #{pane_dead}")
+        assert wait_for(child_pane_gone, 5), (
+            tmux(tmux_socket, "list-panes", "-a", "-F",
+                 "#{session_name}:#{window_index} #{pane_id} #{@sb_role} #{@sb_surface} "
+                 "#{pane_input_off} #{pane_dead}"),
+            [tuple(r) for r in conn.execute(
+                "SELECT surface_id, pane_id, lifecycle_state, launch_id FROM surfaces")],
+            [tuple(r) for r in conn.execute(
+                "SELECT frame_id, state, surface_id, generation FROM frame_placements")],
+            [tuple(r) for r in conn.execute(
+                "SELECT transition_id, kind, state, transport_phase, failure"
+                " FROM view_transitions")])
         handoff = ok_output(parent.call("transition_claim"))
         assert (handoff["kind"], handoff["summary"], handoff["next_action"],
                 handoff["first_claim"]) == ("handoff", "Fixed foo", "review", False)

@@ -235,3 +235,68 @@ def test_a_parked_provider_that_exited_is_stopped_and_its_pane_killed(
     engine.frame_back(new_request_id(), world.view_id)
     assert _main(engine, world.view_id).role.value == "placeholder"
     assert problems(engine, world.view_id) == []
+
+
+def test_a_reading_older_than_a_launch_does_not_orphan_its_pane(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """A navigator's reconcile that read tmux just before a task launched, and writes
+    just after the launch recorded its pane, must not call that pane vanished."""
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    observer = open_stage_engine(tmp_path)  # another process: the navigator
+    older = observer.stage.snapshot()  # read before the push launches the child
+    pushed = engine.frame_push(new_request_id(), world.workspace_id, "Task", "The brief")
+    child = _launch(engine, pushed.target_frame_id)
+    assert child["lifecycle_state"] == "live"
+    assert older.pane(child["pane_id"]) is None
+
+    real = observer.stage.snapshot
+    readings = iter([older])
+    observer.stage.snapshot = lambda: next(readings, None) or real()
+    report = reconcile(observer)
+
+    assert (report.surfaces_lost, report.recoveries_opened) == (0, 0)
+    assert _launch(engine, pushed.target_frame_id)["lifecycle_state"] == "live"
+    assert _recoveries(observer) == []
+    assert problems(engine, world.view_id) == []
+
+
+def _orphan_as_an_older_reading_did(engine, surface_id: str) -> None:  # noqa: ANN001
+    """The state a reconcile with a stale tmux reading left behind (before the fix)."""
+    from core.enums import Actionability, RecoveryKind
+    from storage.operations import recoveries as recoveries_ops
+
+    with write_transaction(engine.conn) as tx:
+        sessions_ops.move_surface(tx, surface_id, "orphaned", engine.now())
+        recoveries_ops.open_recovery(
+            tx, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            kind=RecoveryKind.PANE_VANISHED, subject_type="surface", subject_id=surface_id,
+            actionability=Actionability.MANUAL, explanation="The agent pane is gone",
+            now=engine.now())
+
+
+def test_an_orphaned_surface_whose_pane_runs_is_found_again(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket)
+    child = _launch(engine, world.child_id)
+    _orphan_as_an_older_reading_did(engine, child["surface_id"])
+    assert _recoveries(engine) == [("pane_vanished", "surface", "manual")]
+
+    report = reconcile(engine)
+    assert (report.surfaces_found, report.surfaces_lost) == (1, 0)
+    assert _launch(engine, world.child_id)["lifecycle_state"] == "live"
+    assert _recoveries(engine) == []
+    assert problems(engine, world.view_id) == []
+    assert reconcile(engine).surfaces_found == 0
+
+
+def test_closing_a_frame_kills_the_pane_of_its_orphaned_surface(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket)
+    child = _launch(engine, world.child_id)
+    _orphan_as_an_older_reading_did(engine, child["surface_id"])
+
+    engine.frame_close(new_request_id(), world.child_id)  # x: the parent comes back first
+    assert wait_for(lambda: _tagged(tmux_socket, child["surface_id"]) is None, 10)
+    assert _launch(engine, world.child_id)["lifecycle_state"] == "retired"
+    assert _main(engine, world.view_id).pane_id == pane_of(engine, world.workspace_id)
+    assert problems(engine, world.view_id) == []

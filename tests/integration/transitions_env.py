@@ -219,8 +219,10 @@ def problems(engine: Engine, view_id: str) -> list[str]:
             found.append(f"{row['state']} pane {row['pane_id']} is gone")
         elif not pane.parked or not pane.input_off:
             found.append(f"{row['state']} pane {row['pane_id']} is not parked and fenced")
+    # Only the view's server: a locator of a restarted server names someone else's pane.
     for row in conn.execute("SELECT surface_id, pane_id FROM surfaces"
-                            " WHERE lifecycle_state = 'retired' AND pane_id IS NOT NULL"):
+                            " WHERE lifecycle_state = 'retired' AND pane_id IS NOT NULL"
+                            " AND tmux_server_id IS ?", (view["tmux_server_id"],)):
         pane = snap.pane(row["pane_id"])
         if pane is not None and pane.surface_id == row["surface_id"]:
             found.append(f"retired surface's pane {row['pane_id']} still runs")
