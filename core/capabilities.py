@@ -18,6 +18,11 @@ ENV_CAPABILITY = "SWITCHBOARD_CAPABILITY"
 ENV_GENERATION = "SWITCHBOARD_GENERATION"
 ENV_HOME = "SWITCHBOARD_HOME"
 CAPABILITY_TTL_MS = 30 * 24 * 3600 * 1000
+AGENT_TOOL_ENV = (ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, "SWITCHBOARD_CONFIG",
+                  "SWITCHBOARD_TMUX_SOCKET", "TMUX_PANE", "TMUX", "XDG_STATE_HOME",
+                  "XDG_CONFIG_HOME")
+"""What an agent-tool process reads from the pane environment: a provider that
+starts MCP servers with a cleared environment (Codex) must pass these through."""
 
 
 def new_raw_capability() -> str:

@@ -297,6 +297,20 @@ class Engine:
                 self.stage.kill(pane)
         return result
 
+    def _source_provider(self, conn: sqlite3.Connection,
+                         source: sqlite3.Row) -> Provider | None:
+        """A task runs on its parent agent's provider unless the push names one (a
+        Codex agent's tasks are Codex tasks), while that provider is enabled."""
+        if not source["current_session_key"]:
+            return None
+        row = conn.execute("SELECT provider FROM provider_sessions WHERE session_key = ?",
+                           (source["current_session_key"],)).fetchone()
+        if row is None:
+            return None
+        provider = Provider(row["provider"])
+        config = self.config.providers.get(provider)
+        return provider if config is not None and config.enabled else None
+
     def _provider_for(self, frame: sqlite3.Row) -> Provider:
         if frame["preferred_provider"]:
             return Provider(frame["preferred_provider"])
@@ -384,11 +398,12 @@ class Engine:
             _require_live_view(view)
             context = frames_ops.get_context(conn, source["work_context_id"])
             child_id = self.ids.new_id()
+            chosen = provider or self._source_provider(conn, source)
             frames_ops.insert_frame(
                 conn, frame_id=child_id, host_id=self.host_id, project_id=source["project_id"],
                 role=FrameRole.TASK, parent_frame_id=source_frame_id,
                 work_context_id=source["work_context_id"], title=title[:200],
-                purpose=purpose, preferred_provider=provider.value if provider else None,
+                purpose=purpose, preferred_provider=chosen.value if chosen else None,
                 created_by=created_by, depth=source["depth"] + 1, now=now)
             views_ops.insert_placement(conn, placement_id=self.ids.new_id(),
                                        host_id=self.host_id, view_id=view["view_id"],

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from core.enums import Provider
 from core.errors import Conflict, ProviderError
+from core.providers.codex import toml_string
 from core.providers.hooks import CLAUDE_HOOK_EVENTS, CODEX_HOOK_EVENTS, CODEX_NOTIFY_EVENT
 
 MANIFEST_FORMAT = 1
@@ -180,12 +181,6 @@ def render_codex_hooks(hook_command: Sequence[str], existing: bytes | None = Non
     return _merge_hooks(existing, groups, f"the Codex {CODEX_HOOKS_FILE}")
 
 
-def _toml_string(value: str) -> str:
-    # JSON string escapes are a subset of TOML basic-string escapes, except
-    # for raw DEL, which TOML forbids.
-    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
 def render_codex_config(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:
     """Prepend a top-level ``notify = [...]`` (Codex appends the JSON as the last argv)."""
     argv = hook_argv(_check_command(hook_command), Provider.CODEX, CODEX_NOTIFY_EVENT)
@@ -203,7 +198,7 @@ def render_codex_config(hook_command: Sequence[str], existing: bytes | None = No
             "Switchboard will not replace it. Remove it, or use a CODEX_HOME of its own",
             code="hooks_conflict",
         )
-    line = "notify = [" + ", ".join(_toml_string(part) for part in argv) + "]\n"
+    line = "notify = [" + ", ".join(toml_string(part) for part in argv) + "]\n"
     rendered = (CODEX_NOTIFY_BANNER + line + ("\n" if original else "")).encode() + original
     try:
         reread = tomllib.loads(rendered.decode("utf-8"))

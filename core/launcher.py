@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.capabilities import (
+    AGENT_TOOL_ENV,
     CAPABILITY_TTL_MS,
     ENV_CAPABILITY,
     ENV_GENERATION,
@@ -26,6 +27,7 @@ from core.capabilities import (
 from core.enums import LaunchAction, PlacementState, Provider
 from core.errors import Conflict, ProviderError, SwitchboardError
 from core.provider_checks import check_provider
+from core.providers.codex import McpServer
 from core.stage import CONTROL_TEMPLATE, gate_name
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
@@ -178,18 +180,23 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
         install(HookTarget.codex_home(codex_home), hook_command(engine),
                 state_dir=run_dir / "hook-state")
         session_id = None if action is LaunchAction.NEW else session["provider_session_id"]
-        plan = adapter.launch_plan(action, session_id, initial_prompt, None)
+        plan = adapter.launch_plan(action, session_id, initial_prompt, None,
+                                   mcp_server=McpServer(MCP_SERVER_ARGV, AGENT_TOOL_ENV))
         env["CODEX_HOME"] = str(codex_home)
     env.update(dict(plan.env))
     return list(plan.argv), env
+
+
+MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
+"""The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
 
 
 def _mcp_config(run_dir: Path) -> Path:
     """Per-launch MCP servers file: the agent tools over stdio. The server process
     inherits the pane environment, so its authority is the pane's capability."""
     path = run_dir / "claude-mcp.json"
-    body = {"mcpServers": {"switchboard": {
-        "command": sys.executable, "args": ["-m", "navigator.cli", "mcp"]}}}
+    command, *args = MCP_SERVER_ARGV
+    body = {"mcpServers": {"switchboard": {"command": command, "args": args}}}
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         tmp = path.with_name(path.name + ".tmp")

@@ -9,6 +9,8 @@ project's ``.codex/`` (no env needed) or a CODEX_HOME passed in the launch env.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,37 @@ from core.providers.base import AdapterCommon, LaunchPlan, check_prompt, check_u
 from core.providers.hooks import CODEX_HOOK_EVENTS
 
 CODEX_HOME_ENV = "CODEX_HOME"
+MCP_SERVER_NAME = "switchboard"
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """A stdio MCP server for one launch: its argv and the variable *names* Codex must
+    pass through (Codex starts MCP servers with a cleared environment; values never
+    appear on the command line, so the raw capability stays in the pane env only)."""
+
+    argv: tuple[str, ...]
+    env_vars: tuple[str, ...]
+
+    def overrides(self) -> tuple[str, ...]:
+        """``-c`` config overrides (dotted key = TOML value): nothing is written."""
+        key = f"mcp_servers.{MCP_SERVER_NAME}"
+        command, *args = self.argv
+        return ("-c", f"{key}.command={toml_string(command)}",
+                "-c", f"{key}.args={_toml_array(args)}",
+                "-c", f"{key}.env_vars={_toml_array(self.env_vars)}")
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string.
+
+    JSON string escapes are TOML basic-string escapes, except raw DEL (TOML forbids it).
+    """
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml_array(values: Iterable[str]) -> str:
+    return "[" + ", ".join(toml_string(v) for v in values) + "]"
 
 
 @dataclass(frozen=True)
@@ -33,15 +66,20 @@ class CodexAdapter(AdapterCommon):
         session_id: str | None,
         initial_prompt: str | None,
         settings_path: Path | None,
+        mcp_server: McpServer | None = None,
     ) -> LaunchPlan:
-        """``codex [PROMPT]`` or ``codex resume ID [PROMPT]``.
+        """``codex [-c MCP...] [PROMPT]`` or ``codex [-c MCP...] resume ID [PROMPT]``.
 
         ``settings_path``, when given, is a CODEX_HOME directory holding our
-        hooks; ``None`` relies on the project's ``.codex/``.
+        hooks; ``None`` relies on the project's ``.codex/``. ``mcp_server`` is
+        given as root-level ``-c`` overrides, which Codex applies to ``resume``
+        as well.
         """
         action = LaunchAction(action)
         prompt = check_prompt(self.provider, initial_prompt)
         argv = list(self.command)
+        if mcp_server is not None:
+            argv += mcp_server.overrides()
         if action is LaunchAction.NEW:
             if session_id is not None:
                 raise ProviderError(

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.control_line import CONTROL_TEMPLATE
+from core.providers.fake_mcp import McpClient, OverrideError, StdioServer, parse_overrides
 
 VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}"}
 DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
@@ -458,6 +459,7 @@ class FakeAgent:
     reply: str
     env: dict[str, str]
     write: Callable[[str], None]
+    mcp: McpClient | None = None
 
     def say(self, text: str) -> None:
         self.write(text + "\n")
@@ -469,14 +471,14 @@ class FakeAgent:
         if TOOL_WORD in prompt:
             self._tooltest()
         if stripped == CONTROL_TEMPLATE:
-            self._agent_tool(["transition-claim", "--json"], show_instructions=True)
+            self._agent_tool("transition_claim", {}, show_instructions=True)
         elif stripped.startswith("/push "):
             title, brief = _split_pair(stripped[len("/push "):])
-            self._agent_tool(["task-push", "--title", title, "--brief", brief, "--json"])
+            self._agent_tool("task_push", {"title": title, "brief": brief})
         elif stripped.startswith("/complete "):
             summary, next_action = _split_pair(stripped[len("/complete "):])
-            self._agent_tool(["task-complete-return", "--summary", summary,
-                              "--next-action", next_action, "--json"])
+            self._agent_tool("task_complete_return",
+                             {"summary": summary, "next_action": next_action})
         self.say(f"● {self.reply}")
         if any(word in prompt for word in self.no_stop_on):
             self.say("  ⎿ Interrupted · no Stop for this turn")
@@ -502,33 +504,29 @@ class FakeAgent:
         self.hooks.fire("PostToolUse", self.session.tool_event(
             "PostToolUse", command, "fake tool call", tool_use_id), match="Bash")
 
-    def _agent_tool(self, words: list[str], *, show_instructions: bool = False) -> None:
-        argv = [*self.agent_command, *words]
+    def _agent_tool(self, tool: str, arguments: dict[str, str], *,
+                    show_instructions: bool = False) -> None:
+        """One agent tool call: over the configured MCP server (fake Codex with
+        ``-c mcp_servers.switchboard...``; no hook fires, the fixtures hold none
+        for MCP calls), else as a Bash command, with its Pre/PostToolUse hooks."""
+        if self.mcp is not None:
+            self.say(f"● switchboard.{tool}({json.dumps(arguments, ensure_ascii=False)})")
+            code, stdout, stderr = self._retrying(lambda: self.mcp.call(tool, arguments))
+            self._show(code, stdout, stderr, show_instructions)
+            return
+        words = [tool.replace("_", "-")]
+        for key, value in arguments.items():
+            words += ["--" + key.replace("_", "-"), value]
+        argv = [*self.agent_command, *words, "--json"]
         command = shlex.join(argv)
         tool_use_id = self.session.new_tool_use_id()
         self.say(f"● Bash({command})")
         self.hooks.fire("PreToolUse", self.session.tool_event(
             "PreToolUse", command, "switchboard agent tool", tool_use_id), match="Bash")
         started = time.monotonic()
-        for attempt in range(AGENT_RETRIES):
-            try:
-                done = subprocess.run(argv, capture_output=True, env=self.env, check=False,
-                                      stdin=subprocess.DEVNULL, timeout=AGENT_TIMEOUT_S)
-                stdout = done.stdout.decode("utf-8", "replace")
-                stderr = done.stderr.decode("utf-8", "replace")
-                code = done.returncode
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                stdout, stderr, code = "", str(exc), -1
-            # Like a well-behaved agent: "call again in a moment" is followed.
-            if code == 0 or "transition_not_ready" not in stderr:
-                break
-            time.sleep(0.2 * (attempt + 1))
+        code, stdout, stderr = self._retrying(lambda: self._run_cli(argv))
         elapsed = int((time.monotonic() - started) * 1000)
-        if code != 0:
-            last = (stderr.strip().splitlines() or [stdout.strip()])[-1]
-            self.say(f"  ⎿ Error (exit {code}): {last[:300]}")
-        else:
-            self.say("  ⎿ " + _tool_summary(stdout, show_instructions))
+        self._show(code, stdout, stderr, show_instructions)
         response: object = {"stdout": stdout[:2000], "stderr": stderr[:2000],
                             "interrupted": False, "isImage": False, "noOutputExpected": False}
         if self.session.provider == "codex":
@@ -536,6 +534,32 @@ class FakeAgent:
         self.hooks.fire("PostToolUse", self.session.tool_event(
             "PostToolUse", command, "switchboard agent tool", tool_use_id,
             tool_response=response, duration_ms=elapsed), match="Bash")
+
+    def _run_cli(self, argv: list[str]) -> tuple[int, str, str]:
+        try:
+            done = subprocess.run(argv, capture_output=True, env=self.env, check=False,
+                                  stdin=subprocess.DEVNULL, timeout=AGENT_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return -1, "", str(exc)
+        return (done.returncode, done.stdout.decode("utf-8", "replace"),
+                done.stderr.decode("utf-8", "replace"))
+
+    @staticmethod
+    def _retrying(call: Callable[[], tuple[int, str, str]]) -> tuple[int, str, str]:
+        """Like a well-behaved agent: "call again in a moment" is followed."""
+        for attempt in range(AGENT_RETRIES):
+            code, stdout, stderr = call()
+            if code == 0 or "transition_not_ready" not in stderr:
+                break
+            time.sleep(0.2 * (attempt + 1))
+        return code, stdout, stderr
+
+    def _show(self, code: int, stdout: str, stderr: str, show_instructions: bool) -> None:
+        if code != 0:
+            last = (stderr.strip().splitlines() or [stdout.strip()])[-1]
+            self.say(f"  ⎿ Error (exit {code}): {last[:300]}")
+        else:
+            self.say("  ⎿ " + _tool_summary(stdout, show_instructions))
 
 
 def _split_pair(text: str) -> tuple[str, str]:
@@ -570,6 +594,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", help="resume this session / thread id")
     parser.add_argument("--settings", help="claude: settings file with hooks")
     parser.add_argument("--mcp-config", help="claude: MCP servers file (checked to exist)")
+    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="codex: config override (dotted key = TOML value); "
+                             "mcp_servers.switchboard makes agent tools go over MCP")
     parser.add_argument("--hook-command", help='hooks run as: CMD --provider P EVENT')
     parser.add_argument("--agent-command", default="switchboard agent",
                         help="agent tools run as: CMD transition-claim --json, ...")
@@ -593,6 +620,12 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:
             parser.error("give the thread id once")
         args.resume = words[1]
         words = words[2:]
+    if args.provider == "claude" and args.config:
+        parser.error("claude has no -c; only codex takes config overrides")
+    try:
+        args.overrides = parse_overrides(args.config)
+    except OverrideError as exc:
+        parser.error(str(exc))
     if args.provider == "codex" and args.session_id:
         parser.error("codex has no --session-id; its thread id comes from the first hook")
     if args.session_id and args.resume:
@@ -636,6 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         session_id = args.resume or uuid7()
     session = Session(args.provider, session_id, cwd, resumed=bool(args.resume))
+    server = StdioServer.from_config(args.overrides, "switchboard")
     agent = FakeAgent(
         session=session,
         hooks=build_runner(args, env, report),
@@ -644,6 +678,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reply=args.reply,
         env=env,
         write=write,
+        mcp=McpClient(server, env) if server is not None else None,
     )
     fire_end = args.session_end == "always" or (
         args.session_end == "auto" and args.provider == "claude"

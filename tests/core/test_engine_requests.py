@@ -610,3 +610,26 @@ def test_blocked_claim_needs_explicit_resolution(engine: Engine) -> None:
             context["claim_generation"]) == ("held", world.workspace_id, 2)
     with pytest.raises(Conflict):  # only a blocked claim is resolved
         engine.context_resolve(rid(97), world.context_id, ClaimState.RELEASED)
+
+
+@pytest.mark.parametrize(("parent", "named", "expected"), [
+    (Provider.CODEX, None, Provider.CODEX),  # a Codex agent's task runs on Codex
+    (Provider.CLAUDE, None, Provider.CLAUDE),
+    (Provider.CODEX, Provider.CLAUDE, Provider.CLAUDE),  # the push names one: that one
+    (None, None, None),  # no agent yet: the project's / first enabled provider decides
+])
+def test_a_pushed_task_runs_on_its_parent_agents_provider(
+        engine: Engine, parent: Provider | None, named: Provider | None,
+        expected: Provider | None) -> None:
+    world = entered(engine)
+    if parent is not None:
+        engine.frame_start(rid(905), world.workspace_id, parent)
+    push = engine.frame_push(rid(906), world.workspace_id, "child", "brief", provider=named)
+    preferred = engine.conn.execute("SELECT preferred_provider FROM frames WHERE frame_id = ?",
+                                    (push.target_frame_id,)).fetchone()[0]
+    assert preferred == (expected.value if expected else None)
+    session = engine.conn.execute(
+        "SELECT s.provider FROM frames f JOIN provider_sessions s"
+        " ON s.session_key = f.current_session_key WHERE f.frame_id = ?",
+        (push.target_frame_id,)).fetchone()
+    assert session is not None and session[0] == (expected or Provider.CLAUDE).value

@@ -394,6 +394,55 @@ def test_codex_new_and_resume_argv():
     assert resume.session_id == SID
 
 
+def test_codex_gets_the_agent_tools_as_mcp_overrides_before_resume():
+    from core.capabilities import AGENT_TOOL_ENV, ENV_CAPABILITY
+    from core.providers.codex import McpServer
+    from core.providers.fake_mcp import parse_overrides
+
+    server = McpServer(("/opt/py 3/bin/python", "-m", "navigator.cli", "mcp"), AGENT_TOOL_ENV)
+    plan = get_adapter("codex").launch_plan(LaunchAction.RESUME, SID, CONTROL_TEMPLATE, None,
+                                            mcp_server=server)
+    flags, rest = plan.argv[1:7], plan.argv[7:]
+    assert rest == ("resume", SID, CONTROL_TEMPLATE)
+    assert flags[0::2] == ("-c", "-c", "-c")
+    assert parse_overrides(list(flags[1::2])) == {"mcp_servers": {"switchboard": {
+        "command": "/opt/py 3/bin/python", "args": ["-m", "navigator.cli", "mcp"],
+        "env_vars": list(AGENT_TOOL_ENV)}}}
+    assert ENV_CAPABILITY in AGENT_TOOL_ENV and "TMUX_PANE" in AGENT_TOOL_ENV
+    assert not any("sbcap1_" in part for part in plan.argv)  # names only, never values
+
+
+@pytest.mark.parametrize(("pairs", "expected"), [
+    (['a.b="x"', "a.c=[1, 2]"], {"a": {"b": "x", "c": [1, 2]}}),
+    (["model=o3-mini"], {"model": "o3-mini"}),  # not TOML: taken literally, as Codex does
+    (['k="quote \\" and \\u007f"'], {"k": 'quote " and \x7f'}),
+])
+def test_fake_codex_reads_config_overrides_like_codex(pairs, expected):
+    from core.providers.fake_mcp import parse_overrides
+
+    assert parse_overrides(pairs) == expected
+
+
+@pytest.mark.parametrize("pair", ["novalue", ".x=1", "a..b=1"])
+def test_fake_codex_refuses_an_override_without_a_dotted_key(pair):
+    from core.providers.fake_mcp import OverrideError, parse_overrides
+
+    with pytest.raises(OverrideError, match="dotted.key=VALUE"):
+        parse_overrides([pair])
+
+
+def test_fake_codex_starts_mcp_servers_in_a_cleared_environment():
+    from core.providers.fake_mcp import StdioServer
+
+    server = StdioServer.from_config({"mcp_servers": {"switchboard": {
+        "command": "x", "env_vars": ["SWITCHBOARD_CAPABILITY"]}}}, "switchboard")
+    parent = {"PATH": "/bin", "HOME": "/root", "SWITCHBOARD_CAPABILITY": "c",
+              "SWITCHBOARD_HOME": "/h", "SECRET_TOKEN": "t"}
+    assert server.environment(parent) == {"PATH": "/bin", "HOME": "/root",
+                                          "SWITCHBOARD_CAPABILITY": "c"}
+    assert StdioServer.from_config({}, "switchboard") is None
+
+
 def test_command_override_for_the_fake_agent():
     fake = ("python3", "-m", "core.providers.fake_agent", "--provider", "codex")
     plan = get_adapter("codex", fake).launch_plan("resume", SID, None, None)

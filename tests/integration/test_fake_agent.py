@@ -360,6 +360,8 @@ def test_version_line_is_what_the_probe_expects():
         ["--provider", "claude", "--session-id", CLAUDE_SID, "--resume", CLAUDE_SID],
         ["--provider", "codex", "resume"],
         ["--provider", "claude", "one", "two"],
+        ["--provider", "claude", "-c", 'mcp_servers.x.command="y"'],
+        ["--provider", "codex", "-c", "no-equals-sign"],
     ],
 )
 def test_bad_fake_argv_is_refused(argv, tmp_path):

@@ -2,13 +2,19 @@
 
 workspace start -> push (after the parent's Stop) -> child claims its brief ->
 complete-return -> parent gets one live control line and claims the handoff ->
-child closed completed and its pane gone.
+child closed completed and its pane gone. Once with fake Claude agents (agent
+tools as Bash commands), once with fake Codex agents, which reach the agent
+tools only through the MCP server their launch's ``-c`` overrides configure,
+started in Codex's cleared environment.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from core.enums import Provider
 from core.requests import new_request_id
 from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
 
@@ -18,11 +24,13 @@ def _one(engine, sql: str, *args) -> tuple | None:
     return None if row is None else tuple(row)
 
 
-def test_push_claim_complete_return(tmp_path: Path, tmux_socket: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("provider", [Provider.CLAUDE, Provider.CODEX])
+def test_push_claim_complete_return(tmp_path: Path, tmux_socket: Path, monkeypatch,
+                                    provider: Provider) -> None:
     monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
     engine = make_live_engine(tmp_path, tmux_socket)
     route = engine.project_enter(new_request_id(), "alpha")
-    started = engine.frame_start(new_request_id(), route.frame_id)
+    started = engine.frame_start(new_request_id(), route.frame_id, provider)
     main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
     assert wait_for(lambda: ">" in tmux(tmux_socket, "capture-pane", "-p", "-t", main)
                     .split()), \
@@ -46,6 +54,12 @@ def test_push_claim_complete_return(tmp_path: Path, tmux_socket: Path, monkeypat
     assert tuple(turn) == ("resume_initial", "settled", 1)
     screen = tmux(tmux_socket, "capture-pane", "-p", "-t", child_pane)
     assert screen.count("Call transition_claim() and follow") == 1
+    assert _one(engine, "SELECT provider FROM provider_sessions WHERE session_key ="
+                        " (SELECT current_session_key FROM frames WHERE title = 'Fix the bug')"
+                ) == (provider.value,)
+    tool_line = "● switchboard.transition_claim({})" if provider is Provider.CODEX \
+        else "● Bash("
+    assert tool_line in screen, screen
 
     type_line(tmux_socket, child_pane, "/complete Fixed foo :: review and merge")
     assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
@@ -67,7 +81,12 @@ def test_push_claim_complete_return(tmp_path: Path, tmux_socket: Path, monkeypat
     # retrying the agent's complete call with the same words changes nothing
     count = _one(engine, "SELECT COUNT(*) FROM view_transitions")[0]
     type_line(tmux_socket, main, "hello")
-    assert wait_for(lambda: _one(engine, "SELECT activity FROM provider_sessions"
-                                         " WHERE session_key = ?", started.session_key)
-                    == ("ready",))
+    # (a Codex session's key takes the thread id its first hook reported)
+    assert wait_for(lambda: _one(engine, "SELECT activity FROM provider_sessions WHERE"
+                                         " session_key = (SELECT current_session_key FROM frames"
+                                         " WHERE frame_id = ?)", route.frame_id)
+                    == ("ready",)), (
+        [tuple(r) for r in engine.conn.execute(
+            "SELECT session_key, provider, activity, runtime_presence FROM provider_sessions")],
+        tmux(tmux_socket, "capture-pane", "-p", "-t", main))
     assert _one(engine, "SELECT COUNT(*) FROM view_transitions")[0] == count
