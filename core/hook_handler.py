@@ -182,7 +182,7 @@ def _waiting_for_stop(conn: sqlite3.Connection, frame_id: str) -> bool:
         "SELECT EXISTS (SELECT 1 FROM view_transitions WHERE source_frame_id = ?"
         "   AND state = 'prepared' AND kind IN ('push', 'complete_return'))"
         " OR EXISTS (SELECT 1 FROM view_transitions WHERE target_frame_id = ?"
-        "   AND state = 'settling' AND kind = 'complete_return')",
+        "   AND state IN ('prepared', 'settling') AND kind = 'complete_return')",
         (frame_id, frame_id)).fetchone()
     return bool(row[0])
 
@@ -222,16 +222,21 @@ def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]
         executed: list[str] = list(claims.settle_after_stop(engine, frame_id))
         if executed:
             _sweep_returned_children(engine, home, executed)
+        # Its own push/return, and a return that waited for this (parent) agent's Stop;
+        # one whose other side is still working keeps waiting for that side's Stop.
         rows = engine.conn.execute(
-            "SELECT transition_id FROM view_transitions WHERE source_frame_id = ?"
-            " AND state = 'prepared' AND kind IN ('push', 'complete_return')"
-            " ORDER BY created_at", (frame_id,)).fetchall()
-        if rows and engine.stage is None:
+            "SELECT transition_id FROM view_transitions WHERE state = 'prepared' AND"
+            " ((source_frame_id = ? AND kind IN ('push', 'complete_return'))"
+            "  OR (target_frame_id = ? AND kind = 'complete_return'))"
+            " ORDER BY created_at", (frame_id, frame_id)).fetchall()
+        runnable = [row["transition_id"] for row in rows
+                    if not sagas.waits_for_stop(engine, row["transition_id"])]
+        if runnable and engine.stage is None:
             from core.stage import attach_stage
             attach_stage(engine, home)
-        for row in rows:
-            sagas.execute(engine, row["transition_id"])
-            executed.append(row["transition_id"])
+        for transition_id in runnable:
+            sagas.execute(engine, transition_id)
+            executed.append(transition_id)
         return executed
     finally:
         engine.conn.close()

@@ -47,15 +47,26 @@ T = TransitionState
 
 
 def waits_for_stop(engine: Engine, transition_id: str) -> bool:
-    """Push and complete-return run after the source agent's trusted Stop."""
+    """Push and complete-return run after the source agent's trusted Stop; a return
+    that will type its claim line also waits for a working parent's Stop (the line
+    needs a proven idle parent, so a busy one blocks instead of being guessed at)."""
     row = transitions_ops.get_transition(engine.conn, transition_id)
     if row["kind"] not in (TransitionKind.PUSH, TransitionKind.COMPLETE_RETURN):
         return False
-    source = frames_ops.get_frame(engine.conn, row["source_frame_id"])
-    key = source["current_session_key"]
+    if _agent_working(engine.conn, row["source_frame_id"]):
+        return True
+    if row["kind"] != TransitionKind.COMPLETE_RETURN:
+        return False
+    control = transitions_ops.control_turn_of(engine.conn, transition_id)
+    return control is not None and control["state"] == "prepared" and \
+        _agent_working(engine.conn, row["target_frame_id"])
+
+
+def _agent_working(conn: sqlite3.Connection, frame_id: str) -> bool:
+    key = frames_ops.get_frame(conn, frame_id)["current_session_key"]
     if key is None:
         return False
-    session = sessions_ops.get_session(engine.conn, key)
+    session = sessions_ops.get_session(conn, key)
     return session["runtime_presence"] == "live" and session["activity"] == "working"
 
 

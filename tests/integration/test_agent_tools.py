@@ -128,3 +128,85 @@ def test_push_claim_complete_claim_over_mcp(tmp_path: Path, tmux_socket: Path,
         if child is not None:
             child.close()
         conn.close()
+
+
+def test_a_return_to_a_working_parent_waits_for_the_parents_stop(
+        tmp_path: Path, tmux_socket: Path, monkeypatch) -> None:
+    """The claim line needs a proven idle parent: while the parked parent works (say a
+    broker message started a turn), the child's return stays prepared and the child
+    stays on screen; the parent's trusted Stop runs it, and the line is typed once."""
+    monkeypatch.setenv(ENV_HOME, str(tmp_path))
+    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
+        monkeypatch.delenv(name, raising=False)
+    live = launch_live_surface(tmp_path, tmux_socket)
+    conn = live.engine.conn
+
+    def one(sql: str, *args: object) -> tuple | None:
+        row = conn.execute(sql, args).fetchone()
+        return None if row is None else tuple(row)
+
+    parent = McpProcess(pane_env(live))
+    child: McpProcess | None = None
+    try:
+        pushed = ok_output(parent.call("task_push", {"title": "Fix the bug",
+                                                     "brief": "Make test_foo pass"}))
+        child_frame = pushed["child_frame_id"]  # the parent was idle: it ran at once
+        assert wait_for(lambda: one("SELECT state FROM view_transitions WHERE transition_id"
+                                    " = ?", pushed["transition_id"]) == ("completed",), 30)
+        launch_id = one("SELECT launch_id FROM launch_intents WHERE frame_id = ?"
+                        " ORDER BY created_at DESC LIMIT 1", child_frame)[0]
+        assert wait_for(lambda: one("SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    launch_id) == ("bound",), 30)
+        child_raw = "sbcap1_test-" + uuid.uuid4().hex
+        mint_capability(live.engine, launch_id, child_raw)
+        child_pane = one("SELECT pane_id FROM agent_capabilities WHERE capability_digest = ?",
+                         digest(child_raw))[0]
+        child = McpProcess(base_env(**{ENV_HOME: str(tmp_path), ENV_CAPABILITY: child_raw,
+                                       ENV_GENERATION: live.engine.generation_id,
+                                       "TMUX_PANE": child_pane}))
+        child_key = one("SELECT current_session_key FROM frames WHERE frame_id = ?",
+                        child_frame)[0]
+        assert wait_for(lambda: one("SELECT activity FROM provider_sessions"
+                                    " WHERE session_key = ?", child_key) == ("ready",), 30)
+
+        # The parked parent starts a turn of its own; then the idle child returns.
+        handle_hook("claude", "UserPromptSubmit", payload_for(live, "UserPromptSubmit"),
+                    live.env())
+        done = ok_output(child.call("task_complete_return",
+                                    {"summary": "Fixed foo", "next_action": "review"}))
+        return_id = done["transition_id"]
+        assert done["state"] == "prepared"
+        assert one("SELECT main_pane_id FROM user_views") == (child_pane,)
+        assert one("SELECT state, submission_count FROM control_turns WHERE transition_id"
+                   " = ?", return_id) == ("prepared", 0)
+        parent_pane = one("SELECT pane_id FROM surfaces WHERE surface_id = (SELECT"
+                          " surface_id FROM agent_capabilities WHERE capability_digest = ?)",
+                          digest(live.raw))[0]
+        assert "Call transition_claim()" not in tmux(tmux_socket, "capture-pane", "-p", "-t",
+                                                      parent_pane)
+        # The child's own later Stop does not run it either: the parent still works.
+        child_hook_env = {**live.env(), ENV_CAPABILITY: child_raw, "TMUX_PANE": child_pane}
+        child_sid = one("SELECT provider_session_id FROM provider_sessions"
+                        " WHERE session_key = ?", child_key)[0]
+        handle_hook("claude", "Stop", payload_for(live, "Stop", session_id=child_sid),
+                    child_hook_env)
+        assert one("SELECT state FROM view_transitions WHERE transition_id = ?",
+                   return_id) == ("prepared",)
+
+        # The parent's trusted Stop runs the return; its agent gets the line once.
+        stopped = handle_hook("claude", "Stop", payload_for(live, "Stop"), live.env())
+        assert stopped.executed_transitions == (return_id,)
+        assert wait_for(lambda: one("SELECT state FROM view_transitions WHERE transition_id"
+                                    " = ?", return_id) == ("completed",), 30)
+        assert one("SELECT main_pane_id FROM user_views") == (parent_pane,)
+        assert one("SELECT transport, submission_count FROM control_turns"
+                   " WHERE transition_id = ?", return_id) == ("live_input", 1)
+        assert one("SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
+                   child_frame) == ("closed", "completed")
+        screen = tmux(tmux_socket, "capture-pane", "-p", "-t", parent_pane)
+        assert screen.count("> Call transition_claim() and follow") == 1, screen
+    finally:
+        parent.close()
+        if child is not None:
+            child.close()
+        conn.close()
