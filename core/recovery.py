@@ -227,7 +227,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
     conn = engine.conn
     before = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
     if stage is not None:
-        busy = _busy_views(conn)
+        busy = _busy_views(conn, now)
         adopted, failed = _interrupted_launches(engine, snap, server_id, busy, now)
         exited = _exited_providers(engine, snap, server_id, busy, now)
         with write_transaction(conn) as tx:
@@ -235,7 +235,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
             # as live and a saga marks its view busy only in a write transaction, so
             # this reading is never older than the rows it is compared with (an older
             # one would call a just-launched pane vanished and orphan its surface).
-            busy = _busy_views(tx)
+            busy = _busy_views(tx, now)
             snap = stage.snapshot()
             lost = _check_surfaces(engine, tx, snap, server_id, now)
             found = _found_surfaces(tx, snap, server_id, now)
@@ -259,10 +259,15 @@ def reconcile(engine: Engine) -> ReconcileReport:
                            failed, exited, overdue, found)
 
 
-def _busy_views(conn: sqlite3.Connection) -> set[str]:
-    """Views with a transition executing: their tmux state belongs to that saga."""
+def _busy_views(conn: sqlite3.Connection, now: int) -> set[str]:
+    """Views whose tmux state belongs to someone at work: a transition executing, or
+    a start presenting its pane (main shows it a moment before staged -> active)."""
     return {row[0] for row in conn.execute(
-        "SELECT view_id FROM view_transitions WHERE state = 'executing'")}
+        "SELECT view_id FROM view_transitions WHERE state = 'executing'"
+        " UNION SELECT p.view_id FROM frame_placements p"
+        " JOIN launch_intents l ON l.frame_id = p.frame_id"
+        " WHERE p.state = 'staged' AND l.state IN ('planned', 'authorized', 'started')"
+        " AND l.updated_at >= ?", (now - LAUNCH_REPORT_MS,))}
 
 
 def _live_server_id(engine: Engine, snap: ServerSnapshot | None) -> str | None:

@@ -300,3 +300,27 @@ def test_closing_a_frame_kills_the_pane_of_its_orphaned_surface(
     assert _launch(engine, world.child_id)["lifecycle_state"] == "retired"
     assert _main(engine, world.view_id).pane_id == pane_of(engine, world.workspace_id)
     assert problems(engine, world.view_id) == []
+
+
+def test_a_reconcile_while_a_start_presents_its_pane_opens_no_recovery(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """Main shows a starting agent a moment before its placement is recorded active;
+    a navigator reconciling in that moment must leave the view to the start."""
+    engine = make_engine(tmp_path, tmux_socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    observer = open_stage_engine(tmp_path)  # another process: the navigator
+    real = engine.stage.present
+    reports = []
+
+    def present_then_reconcile(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        shown = real(*args, **kwargs)
+        reports.append(reconcile(observer))  # main shows the pane; still staged
+        return shown
+
+    engine.stage.present = present_then_reconcile
+    engine.frame_start(new_request_id(), route.frame_id)
+    assert len(reports) == 1 and reports[0].recoveries_opened == 0, reports
+    assert _recoveries(observer) == []
+    engine.stage.present = real
+    assert _main(engine, route.view_id).pane_id == pane_of(engine, route.frame_id)
+    assert problems(engine, route.view_id) == []
