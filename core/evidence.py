@@ -47,6 +47,19 @@ class ToolRunRow:
 
 
 @dataclass(frozen=True)
+class AgentRow:
+    """The provider session's agent: its lifecycle as the hooks saw it."""
+
+    agent_id: str
+    type: str
+    status: str
+    model_id: str | None
+    started_at: str
+    completed_at: str | None
+    last_heartbeat_at: str | None
+
+
+@dataclass(frozen=True)
 class EvidenceCounts:
     events: int = 0
     tool_runs: int = 0
@@ -58,7 +71,9 @@ class EvidenceCounts:
 
 @dataclass(frozen=True)
 class SessionDetail:
-    """The newest ``limit`` events and tool runs of one session, newest first.
+    """The newest ``limit`` events and tool runs of one session, newest first,
+    and its agents (one per provider session; none in a file written before
+    agents were recorded).
 
     ``recorded`` is False when no hook has written evidence yet (no file).
     """
@@ -68,6 +83,7 @@ class SessionDetail:
     path: str
     provider: str | None = None
     exited_at: str | None = None
+    agents: tuple[AgentRow, ...] = ()
     events: tuple[EventRow, ...] = ()
     tool_runs: tuple[ToolRunRow, ...] = ()
     counts: EvidenceCounts = EvidenceCounts()
@@ -101,6 +117,10 @@ def session_detail(home: Home, session_key: str, limit: int = 50) -> SessionDeta
     try:
         session = conn.execute("SELECT model_provider_id, exited_at FROM sessions"
                                " WHERE id = ?", (session_key,)).fetchone()
+        agents = tuple(AgentRow(*r) for r in conn.execute(
+            "SELECT id, type, status, model_id, started_at, completed_at, last_heartbeat_at"
+            " FROM agents WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            (session_key, limit)))
         events = tuple(_event_row(r) for r in conn.execute(
             "SELECT id, timestamp, type, source_id, payload_json FROM events"
             " WHERE session_id = ? ORDER BY timestamp DESC, rowid DESC LIMIT ?",
@@ -124,7 +144,7 @@ def session_detail(home: Home, session_key: str, limit: int = 50) -> SessionDeta
     return SessionDetail(session_key, True, str(path),
                          provider=session["model_provider_id"] if session else None,
                          exited_at=session["exited_at"] if session else None,
-                         events=events, tool_runs=runs, counts=counts)
+                         agents=agents, events=events, tool_runs=runs, counts=counts)
 
 
 def session_key_for_frame(conn: sqlite3.Connection, frame_id: str) -> str:

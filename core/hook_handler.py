@@ -163,6 +163,7 @@ def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int)
                 project_id=recorded.project_id, project_root=recorded.project_root,
                 frame_id=recorded.frame_id or None, event=hook.event, kind=hook.kind.value,
                 now_ms=now, turn_id=hook.turn_id, tool_name=hook.tool_name,
+                tool_use_id=hook.tool_use_id, model_id=hook.model,
                 notification_type=hook.notification_type,
                 activity=recorded.outcome.activity,
                 failed=hook.event == "PostToolUseFailure")

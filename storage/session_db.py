@@ -1,8 +1,8 @@
 """Create, diagnose and write one provider session's evidence file.
 
 ``$SWITCHBOARD_HOME/sessions/<safe session key>/session.db`` holds what the
-spec's session DB holds; today the hook path fills ``sessions``, ``events``
-and ``tool_runs``. Why this shape:
+spec's session DB holds; today the hook path fills ``sessions``, ``agents``,
+``events`` and ``tool_runs``. Why this shape:
 
 - Diagnosis before any write, like the registry and the broker: the 100-byte
   header (magic, application_id, user_version, WAL flag) is read with plain
@@ -15,8 +15,8 @@ and ``tool_runs``. Why this shape:
 - One connection factory sets WAL, synchronous NORMAL and foreign_keys OFF
   (the spec's settings) so no caller forgets them.
 - Writers are named operations; ``record_hook_event`` owns the transaction so
-  the event insert and its domain update (tool run start/finish) commit
-  together (spec transaction rule). Nothing here accepts prompt, reply, tool
+  the event insert and its domain updates (agent row, tool run start/finish)
+  commit together (spec transaction rule). Nothing here accepts prompt, reply, tool
   input or transcript text: the parameters are identifiers and closed values.
 
 Stdlib only and no Textual: the hook imports this on every provider event,
@@ -43,12 +43,15 @@ CREATED_BY = "switchboard"
 SWITCHBOARD_VERSION = "0.1.0"  # kept in step with pyproject.toml
 EVENT_VERSION = 1
 BUSY_TIMEOUT_MS = 2000
-# The closed values this module writes (ToolRunStatus, SessionStatus, EventSourceKind).
+# The closed values this module writes (ToolRunStatus, AgentStatus, SessionStatus,
+# EventSourceKind).
 RUNNING, OK, ERROR, CANCELLED = "running", "ok", "error", "cancelled"
+AGENT_STARTING, AGENT_RUNNING, AGENT_COMPLETED = "starting", "running", "completed"
 SESSION_ACTIVE = "active"
 SOURCE_HOOK = "hook"
 #: payload_json keys: the only hook facts that are ever stored.
-PAYLOAD_KEYS = ("event", "kind", "tool_name", "turn_id", "notification_type", "activity")
+PAYLOAD_KEYS = ("event", "kind", "tool_name", "tool_use_id", "turn_id", "notification_type",
+                "activity")
 FILE_NAME = "session.db"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
@@ -247,9 +250,20 @@ def new_id() -> str:
 
 TOOL_STARTED = "tool_started"
 TOOL_FINISHED = "tool_finished"
+PERMISSION_REQUESTED = "permission_requested"
 TURN_ENDS = frozenset({"turn_stopped", "session_ended"})
+#: hook kind -> the agent status it proves; other kinds keep the row's status.
+AGENT_STATUS_BY_KIND = {
+    "session_started": AGENT_STARTING,
+    "prompt_submitted": AGENT_RUNNING, TOOL_STARTED: AGENT_RUNNING,
+    TOOL_FINISHED: AGENT_RUNNING, PERMISSION_REQUESTED: AGENT_RUNNING,
+    "session_ended": AGENT_COMPLETED,
+}
 _DURATION = ("MAX(0, CAST(round((julianday(?) - julianday(started_at)) * 86400000)"
              " AS INTEGER))")
+_RUN_BY_ID = ("SELECT id FROM tool_runs WHERE session_id = ? AND status = ?"
+              " AND json_extract(metadata_json, '$.tool_use_id') = ?"
+              " ORDER BY started_at, rowid LIMIT 1")
 
 
 def _ensure_session(conn: sqlite3.Connection, key: str, project_id: str, project_root: str,
@@ -267,44 +281,104 @@ def _ensure_session(conn: sqlite3.Connection, key: str, project_id: str, project
         conn.execute("UPDATE sessions SET exited_at = NULL WHERE id = ?", (key,))
 
 
+def upsert_agent(conn: sqlite3.Connection, agent_id: str, session_id: str, provider: str,
+                 kind: str, at: str, model_id: str | None) -> None:
+    """The provider session's one ``agents`` row, moved by what this hook proves.
+
+    SessionStart says ``starting``, prompt and tool activity ``running``,
+    SessionEnd ``completed``; any other hook keeps the status (a new row is
+    ``running``: the agent evidently lives). Leaving a terminal status starts a
+    new lifetime (``started_at`` now, ``completed_at`` cleared). Every hook is a
+    heartbeat. ``model_id`` only ever comes from the payload and is kept when a
+    later hook names none. Call inside a transaction.
+    """
+    assert conn.in_transaction, "upsert_agent runs inside record_hook_event's transaction"
+    status = AGENT_STATUS_BY_KIND.get(kind)
+    live = (AGENT_STARTING, AGENT_RUNNING)
+    conn.execute(
+        "INSERT INTO agents (id, session_id, type, status, model_id, started_at, completed_at,"
+        " last_heartbeat_at) VALUES (:id, :session, :type, COALESCE(:status, :running),"
+        " :model, :at, CASE WHEN :status = :completed THEN :at END, :at)"
+        " ON CONFLICT(id) DO UPDATE SET"
+        " started_at = CASE WHEN :status IN (:starting, :running)"
+        "   AND status NOT IN (:starting, :running) THEN :at ELSE started_at END,"
+        " completed_at = CASE WHEN :status = :completed THEN :at"
+        "   WHEN :status IN (:starting, :running) THEN NULL ELSE completed_at END,"
+        " status = COALESCE(:status, status),"
+        " model_id = COALESCE(:model, model_id),"
+        " last_heartbeat_at = MAX(COALESCE(last_heartbeat_at, ''), :at)",
+        {"id": agent_id, "session": session_id, "type": provider, "status": status,
+         "model": model_id, "at": at, "starting": live[0], "running": live[1],
+         "completed": AGENT_COMPLETED})
+
+
+def _metadata(turn_id: str | None, tool_use_id: str | None, **more: object) -> str | None:
+    facts = {"turn_id": turn_id, "tool_use_id": tool_use_id, **more}
+    kept = {k: v for k, v in facts.items() if v is not None}
+    return json.dumps(kept, sort_keys=True) if kept else None
+
+
 def start_tool_run(conn: sqlite3.Connection, session_id: str, tool_name: str,
-                   turn_id: str | None, at: str) -> str:
+                   turn_id: str | None, at: str, *, tool_use_id: str | None = None,
+                   agent_id: str | None = None) -> str:
     """PreToolUse: a ``running`` tool run. ``input_json`` is ``'{}'``: the spec makes it
-    NOT NULL, and we deliberately keep no tool input. Call inside a transaction."""
+    NOT NULL, and we deliberately keep no tool input. The provider's tool-use id
+    goes to ``metadata_json`` (the spec has no column for it) so its
+    PostToolUse finds exactly this run. Call inside a transaction."""
     assert conn.in_transaction, "start_tool_run runs inside record_hook_event's transaction"
     run_id = new_id()
     conn.execute(
-        "INSERT INTO tool_runs (id, session_id, tool_name, status, input_json, started_at,"
-        " metadata_json) VALUES (?, ?, ?, ?, '{}', ?, ?)",
-        (run_id, session_id, tool_name, RUNNING, at,
-         json.dumps({"turn_id": turn_id}) if turn_id else None))
+        "INSERT INTO tool_runs (id, session_id, agent_id, tool_name, status, input_json,"
+        " started_at, metadata_json) VALUES (?, ?, ?, ?, ?, '{}', ?, ?)",
+        (run_id, session_id, agent_id, tool_name, RUNNING, at,
+         _metadata(turn_id, tool_use_id)))
     return run_id
 
 
-def finish_tool_run(conn: sqlite3.Connection, session_id: str, tool_name: str,
-                    turn_id: str | None, at: str, *, failed: bool) -> str:
-    """PostToolUse(+Failure): the oldest running run of that tool becomes ok/error.
+def _running_run(conn: sqlite3.Connection, session_id: str, tool_name: str,
+                 tool_use_id: str | None) -> str | None:
+    """The run a finish closes: the one with its tool-use id; without an id, the
+    oldest running run of that tool. An id never closes a run started with a
+    different id, but may close an id-less start of the same tool (its start
+    predates ids, or its id was unusable)."""
+    if tool_use_id is not None:
+        row = conn.execute(_RUN_BY_ID, (session_id, RUNNING, tool_use_id)).fetchone()
+        if row is not None:
+            return row[0]
+        row = conn.execute(
+            "SELECT id FROM tool_runs WHERE session_id = ? AND tool_name = ? AND status = ?"
+            " AND json_extract(metadata_json, '$.tool_use_id') IS NULL"
+            " ORDER BY started_at, rowid LIMIT 1", (session_id, tool_name, RUNNING)).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT id FROM tool_runs WHERE session_id = ? AND tool_name = ? AND status = ?"
+            " ORDER BY started_at, rowid LIMIT 1", (session_id, tool_name, RUNNING)).fetchone()
+    return row[0] if row is not None else None
 
-    Hooks carry no tool-use id we keep, so runs pair first-in first-out by tool
-    name; a finish with no running start is recorded as a finished run of
-    unknown duration. Call inside a transaction.
+
+def finish_tool_run(conn: sqlite3.Connection, session_id: str, tool_name: str,
+                    turn_id: str | None, at: str, *, failed: bool,
+                    tool_use_id: str | None = None, agent_id: str | None = None) -> str:
+    """PostToolUse(+Failure): the run with the same tool-use id becomes ok/error.
+
+    Without an id, runs pair first-in first-out by tool name (see ``_running_run``);
+    a finish with no running start is recorded as a finished run of unknown
+    duration. Call inside a transaction.
     """
     assert conn.in_transaction, "finish_tool_run runs inside record_hook_event's transaction"
     status = ERROR if failed else OK
-    row = conn.execute(
-        "SELECT id FROM tool_runs WHERE session_id = ? AND tool_name = ? AND status = ?"
-        " ORDER BY started_at, rowid LIMIT 1", (session_id, tool_name, RUNNING)).fetchone()
-    if row is None:
+    run_id = _running_run(conn, session_id, tool_name, tool_use_id)
+    if run_id is None:
         run_id = new_id()
         conn.execute(
-            "INSERT INTO tool_runs (id, session_id, tool_name, status, input_json, started_at,"
-            " completed_at, metadata_json) VALUES (?, ?, ?, ?, '{}', ?, ?, ?)",
-            (run_id, session_id, tool_name, status, at, at,
-             json.dumps({"turn_id": turn_id, "start_seen": False})))
+            "INSERT INTO tool_runs (id, session_id, agent_id, tool_name, status, input_json,"
+            " started_at, completed_at, metadata_json) VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?)",
+            (run_id, session_id, agent_id, tool_name, status, at, at,
+             _metadata(turn_id, tool_use_id, start_seen=False)))
         return run_id
     conn.execute(f"UPDATE tool_runs SET status = ?, completed_at = ?, duration_ms = {_DURATION}"
-                 " WHERE id = ?", (status, at, at, row[0]))
-    return row[0]
+                 " WHERE id = ?", (status, at, at, run_id))
+    return run_id
 
 
 def _cancel_running(conn: sqlite3.Connection, session_id: str, at: str) -> None:
@@ -318,35 +392,45 @@ def _cancel_running(conn: sqlite3.Connection, session_id: str, at: str) -> None:
 def record_hook_event(conn: sqlite3.Connection, *, session_key: str, provider: str,
                       project_id: str, project_root: str, event: str, kind: str,
                       now_ms: int, frame_id: str | None = None, turn_id: str | None = None,
-                      tool_name: str | None = None, notification_type: str | None = None,
+                      tool_name: str | None = None, tool_use_id: str | None = None,
+                      model_id: str | None = None, notification_type: str | None = None,
                       activity: str | None = None, failed: bool = False) -> str:
-    """One hook event and its domain update, in one transaction; returns the event id.
+    """One hook event and its domain updates, in one transaction; returns the event id.
 
     ``type`` is the normalized hook kind; ``payload_json`` holds only the
     PAYLOAD_KEYS facts (names, ids, closed values), whatever the caller had.
+    The session's agent (``agents.id`` = the session key: one provider session
+    is one agent) is upserted and linked from the event and its tool run.
     """
     at = iso(now_ms)
-    key = session_key
+    key = agent_id = session_key
     route = {"session": key, "turn": turn_id} if turn_id else {"session": key}
     route_text = f"session/{key}/turn/{turn_id}" if turn_id else f"session/{key}"
-    facts = dict(zip(PAYLOAD_KEYS, (event, kind, tool_name, turn_id, notification_type,
-                                    activity), strict=True))
+    facts = dict(zip(PAYLOAD_KEYS, (event, kind, tool_name, tool_use_id, turn_id,
+                                    notification_type, activity), strict=True))
     payload = {k: v for k, v in facts.items() if v is not None}
     event_id = new_id()
     with _transaction(conn):
         _ensure_session(conn, key, project_id, project_root, provider, frame_id, at, kind)
+        upsert_agent(conn, agent_id, key, provider, kind, at, model_id)
         tool_run_id = None
         if kind == TOOL_STARTED and tool_name:
-            tool_run_id = start_tool_run(conn, key, tool_name, turn_id, at)
+            tool_run_id = start_tool_run(conn, key, tool_name, turn_id, at,
+                                         tool_use_id=tool_use_id, agent_id=agent_id)
         elif kind == TOOL_FINISHED and tool_name:
-            tool_run_id = finish_tool_run(conn, key, tool_name, turn_id, at, failed=failed)
+            tool_run_id = finish_tool_run(conn, key, tool_name, turn_id, at, failed=failed,
+                                          tool_use_id=tool_use_id, agent_id=agent_id)
+        elif kind == PERMISSION_REQUESTED and tool_use_id is not None:
+            # Link the permission to its run only when the id says which; never guess.
+            row = conn.execute(_RUN_BY_ID, (key, RUNNING, tool_use_id)).fetchone()
+            tool_run_id = row[0] if row is not None else None
         elif kind in TURN_ENDS:
             _cancel_running(conn, key, at)
         conn.execute(
             "INSERT INTO events (id, session_id, type, version, timestamp, source_kind,"
-            " source_id, agent_type, tool_run_id, route_json, route_text, payload_json)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (event_id, key, kind, EVENT_VERSION, at, SOURCE_HOOK, event, provider,
+            " source_id, agent_type, agent_id, tool_run_id, route_json, route_text,"
+            " payload_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_id, key, kind, EVENT_VERSION, at, SOURCE_HOOK, event, provider, agent_id,
              tool_run_id, json.dumps(route, separators=(",", ":")), route_text,
              json.dumps(payload, separators=(",", ":"), sort_keys=True)))
     return event_id

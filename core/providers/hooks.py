@@ -45,7 +45,7 @@ from core.errors import ProviderError
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_TOKEN_CHARS = 128
 MAX_LABEL_CHARS = 256
-
+MAX_OPAQUE_ID_CHARS = 128
 
 
 class HookKind(StrEnum):
@@ -69,7 +69,10 @@ class HookEvent:
     ``activity``/``activity_reason``/``runtime`` of ``None`` mean "this event
     does not change that field". ``turn_id`` is Claude's ``prompt_id`` or
     Codex's ``turn_id``/``turn-id``: the key that matches a Stop to the prompt
-    (and a control turn to its observation).
+    (and a control turn to its observation). ``tool_use_id`` (tool events) is
+    the provider's opaque id that pairs a PostToolUse with its PreToolUse;
+    ``model`` is the model id when the payload names one. Both are identifiers,
+    not content, and are ``None`` when absent or not a short printable string.
     """
 
     provider: Provider
@@ -84,6 +87,8 @@ class HookEvent:
     end_reason: str | None = None
     notification_type: str | None = None
     tool_name: str | None = None
+    tool_use_id: str | None = None
+    model: str | None = None
     stop_hook_active: bool = False
     is_control_prompt: bool = False
 
@@ -227,6 +232,17 @@ def _turn_id(document: dict[str, object], key: str) -> str | None:
     return value
 
 
+def _opaque_id(document: dict[str, object], key: str) -> str | None:
+    """A short printable id (tool-use id, model id), or ``None``: these only enrich
+    evidence, so a strange value is dropped rather than failing the hook."""
+    value = document.get(key)
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_OPAQUE_ID_CHARS:
+        return None
+    if not all(char.isascii() and char.isprintable() and not char.isspace() for char in value):
+        return None
+    return value
+
+
 def _check_event_name(event: str) -> None:
     if not isinstance(event, str) or not _is_token(event):
         raise _fail(
@@ -281,6 +297,7 @@ def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> Ho
     kind, activity, reason, runtime = _TABLES[provider].get(event, _NO_CHANGE)
 
     tool_name = None
+    tool_use_id = None
     notification_type = None
     source = None
     end_reason = None
@@ -294,6 +311,7 @@ def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> Ho
         is_control_prompt = isinstance(prompt, str) and prompt.strip() == CONTROL_TEMPLATE
     elif kind in (HookKind.TOOL_STARTED, HookKind.TOOL_FINISHED, HookKind.PERMISSION_REQUESTED):
         tool_name = _optional_str(document, "tool_name")
+        tool_use_id = _opaque_id(document, "tool_use_id")
         if kind is HookKind.TOOL_STARTED and tool_name == "AskUserQuestion":
             activity, reason = Activity.NEEDS_INPUT, ActivityReason.QUESTION
     elif kind is HookKind.NOTIFICATION:
@@ -325,6 +343,8 @@ def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> Ho
         end_reason=end_reason,
         notification_type=notification_type,
         tool_name=tool_name,
+        tool_use_id=tool_use_id,
+        model=_opaque_id(document, "model"),
         stop_hook_active=stop_hook_active,
         is_control_prompt=is_control_prompt,
     )

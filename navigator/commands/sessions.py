@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     session = sub.add_parser("session", help="provider sessions: recorded evidence")
     ss = session.add_subparsers(dest="session_command", metavar="ACTION", required=True)
-    p = ss.add_parser("show", help="recent hook events and tool runs of a frame's session")
+    p = ss.add_parser("show", help="a frame's session: its agent, recent tool runs and events")
     p.add_argument("frame_id")
     p.add_argument("--limit", type=int, default=50, help="newest N events and tool runs")
     p.add_argument("--json", action="store_true")
@@ -36,12 +36,19 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def render_text(detail: SessionDetail) -> str:
-    """Short lines for people: counts, then tool runs and events, newest first."""
+    """Short lines for people: counts, then the agent, tool runs and events, newest
+    first."""
     if not detail.recorded:
         return f"{detail.session_key}: no evidence recorded yet"
     c = detail.counts
     lines = [f"{detail.session_key}: {c.events} events, {c.tool_runs} tool runs "
              f"({c.running} running, {c.ok} ok, {c.error} error, {c.cancelled} cancelled)"]
+    if detail.agents:
+        lines.append("agents:")
+        for agent in detail.agents:
+            seen = f"last seen {agent.last_heartbeat_at}" if agent.last_heartbeat_at else ""
+            lines.append(f"  {agent.started_at}  {agent.type:<16} {agent.status:<9} "
+                         f"{agent.model_id or '-'}  {seen}".rstrip())
     if detail.tool_runs:
         lines.append("tool runs:")
         for run in detail.tool_runs:

@@ -1,4 +1,4 @@
-"""The i screen: what a frame's agent session recorded (tool runs, hook events).
+"""The i screen: what a frame's agent session recorded (agent, tool runs, hook events).
 
 Given an already-loaded SessionDetail (the app reads it in a worker through
 EngineClient), so opening the screen never touches SQLite on the event loop.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -29,7 +30,8 @@ def local_time(stamp: str | None) -> str:
 
 
 class SessionDetailScreen(ModalScreen[None]):
-    """Read-only: recent tool runs with status and duration, then recent events."""
+    """Read-only: the agent's lifecycle, recent tool runs with status and duration,
+    then recent events."""
 
     BINDINGS = [Binding("escape,q,i", "close", "Close")]
 
@@ -50,6 +52,15 @@ class SessionDetailScreen(ModalScreen[None]):
             yield Label(f"{counts.events} events · {counts.tool_runs} tool runs "
                         f"({counts.ok} ok, {counts.error} error, {counts.running} running, "
                         f"{counts.cancelled} cancelled)", id="counts")
+            yield Label("Agent", classes="heading")
+            agents = Table.grid(padding=(0, 2))
+            for column in range(5):  # only the model column gives way when narrow
+                agents.add_column(no_wrap=column != 3)
+            for agent in detail.agents:
+                model = Text(agent.model_id or "-", no_wrap=True, overflow="ellipsis")
+                agents.add_row(local_time(agent.started_at), agent.type, agent.status, model,
+                               f"seen {local_time(agent.last_heartbeat_at)}")
+            yield Static(agents if detail.agents else "none", id="agents")
             yield Label("Tool runs", classes="heading")
             runs = Table.grid(padding=(0, 2))
             for _ in range(4):

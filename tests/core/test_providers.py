@@ -93,6 +93,12 @@ def test_every_recorded_line_normalizes(provider, number, event, payload):
         assert parsed.end_reason == document["reason"]
     if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
         assert parsed.tool_name == document["tool_name"]
+        # The recordings carry it on Pre/PostToolUse only, not on PermissionRequest.
+        assert parsed.tool_use_id == document.get("tool_use_id")
+        assert (parsed.tool_use_id is not None) == (event != "PermissionRequest")
+    else:
+        assert parsed.tool_use_id is None
+    assert parsed.model == document.get("model")  # Codex names its model; Claude 2.1.197 not
     assert parsed.is_control_prompt == (document.get("prompt") == CONTROL_TEMPLATE)
 
     # Nothing of the prompt, reply, tool input or transcript survives.
@@ -153,6 +159,36 @@ def test_codex_has_no_notification_event_and_ignores_other_notify_types():
     parsed = parse_hook("codex", "notify", notify)
     assert outcome(parsed) == (HookKind.OTHER, None, None, None)
     assert parsed.notification_type == "approval-requested"
+
+
+@pytest.mark.parametrize("event", ["PreToolUse", "PostToolUse", "PostToolUseFailure",
+                                   "PermissionRequest"])
+def test_tool_use_id_is_kept_on_tool_events(event):
+    body = claude_payload(event, tool_name="Bash", tool_use_id="toolu_01AbC-9.z:x")
+    assert parse_hook("claude", event, body).tool_use_id == "toolu_01AbC-9.z:x"
+    # ...and only there: an id on another event is not a tool-use id.
+    stop = claude_payload("Stop", tool_use_id="toolu_01")
+    assert parse_hook("claude", "Stop", stop).tool_use_id is None
+
+
+@pytest.mark.parametrize("bad", [
+    "", "x" * 129, "toolu 01", "toolu_01\n", "toolu\x0001", "tööl_01", 42, None, ["toolu_01"],
+    {"id": "toolu_01"}, True,
+])
+def test_an_unusable_tool_use_id_or_model_is_absent_not_an_error(bad):
+    body = claude_payload("PostToolUse", tool_name="Bash", tool_use_id=bad, model=bad)
+    parsed = parse_hook("claude", "PostToolUse", body)
+    assert (parsed.tool_use_id, parsed.model) == (None, None)
+    assert outcome(parsed) == (HookKind.TOOL_FINISHED, Activity.WORKING, None, None)
+    assert parse_hook("claude", "PostToolUse", claude_payload(
+        "PostToolUse", tool_name="Bash", tool_use_id="x" * 128)).tool_use_id == "x" * 128
+
+
+def test_model_is_kept_from_any_event_that_names_one():
+    started = parse_hook("claude", "SessionStart", claude_payload(
+        "SessionStart", source="startup", model="claude-opus-4-1-20250805"))
+    assert started.model == "claude-opus-4-1-20250805"
+    assert parse_hook("claude", "Stop", claude_payload("Stop")).model is None
 
 
 def test_control_prompt_is_recognised_without_keeping_the_text():

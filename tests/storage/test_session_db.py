@@ -16,6 +16,7 @@ import pytest
 
 from core.evidence_enums import (
     CLOSED_COLUMNS,
+    AgentStatus,
     EventSourceKind,
     SessionStatus,
     ToolRunStatus,
@@ -138,6 +139,9 @@ def test_written_constants_are_the_enum_values() -> None:
         (session_db.RUNNING, session_db.OK, session_db.ERROR, session_db.CANCELLED)
     assert session_db.SESSION_ACTIVE == SessionStatus.ACTIVE
     assert session_db.SOURCE_HOOK == EventSourceKind.HOOK
+    assert (session_db.AGENT_STARTING, session_db.AGENT_RUNNING, session_db.AGENT_COMPLETED) \
+        == (AgentStatus.STARTING, AgentStatus.RUNNING, AgentStatus.COMPLETED)
+    assert set(session_db.AGENT_STATUS_BY_KIND.values()) <= set(AgentStatus)
 
 
 def test_event_and_tool_run_share_one_transaction(db: sqlite3.Connection) -> None:
@@ -163,6 +167,132 @@ def test_stop_cancels_a_tool_that_never_finished(db: sqlite3.Connection) -> None
     rows = db.execute("SELECT tool_name, status, duration_ms FROM tool_runs"
                       " ORDER BY started_at").fetchall()
     assert [tuple(r) for r in rows] == [("Bash", "cancelled", 1000), ("Read", "error", None)]
+
+
+def runs(db: sqlite3.Connection) -> dict[str, tuple]:
+    """tool-use id (or tool name when there is none) -> (status, duration_ms, id)."""
+    rows = db.execute("SELECT id, tool_name, status, duration_ms,"
+                      " json_extract(metadata_json, '$.tool_use_id') FROM tool_runs").fetchall()
+    return {r[4] or r[1]: (r[2], r[3], r[0]) for r in rows}
+
+
+def test_concurrent_runs_of_one_tool_close_by_their_own_id(db: sqlite3.Connection) -> None:
+    hook(db, "PreToolUse", "tool_started", NOW, tool_name="Bash", tool_use_id="toolu_A")
+    hook(db, "PreToolUse", "tool_started", NOW + 10, tool_name="Bash", tool_use_id="toolu_B")
+    # B finishes first: first-in first-out by name would wrongly close A here.
+    finished_b = hook(db, "PostToolUse", "tool_finished", NOW + 30, tool_name="Bash",
+                      tool_use_id="toolu_B")
+    assert runs(db)["toolu_A"][:2] == ("running", None)
+    assert runs(db)["toolu_B"][:2] == ("ok", 20)
+    hook(db, "PostToolUseFailure", "tool_finished", NOW + 100, tool_name="Bash",
+         tool_use_id="toolu_A", failed=True)
+    by_id = runs(db)
+    assert {k: v[:2] for k, v in by_id.items()} == {"toolu_A": ("error", 100),
+                                                    "toolu_B": ("ok", 20)}
+    linked = db.execute("SELECT tool_run_id FROM events WHERE id = ?",
+                        (finished_b,)).fetchone()[0]
+    assert linked == by_id["toolu_B"][2]
+    payload = db.execute("SELECT payload_json FROM events WHERE id = ?",
+                         (finished_b,)).fetchone()[0]
+    assert '"tool_use_id":"toolu_B"' in payload
+
+
+def test_an_id_never_closes_a_run_started_with_another_id(db: sqlite3.Connection) -> None:
+    hook(db, "PreToolUse", "tool_started", NOW, tool_name="Bash", tool_use_id="toolu_A")
+    hook(db, "PostToolUse", "tool_finished", NOW + 5, tool_name="Bash", tool_use_id="toolu_C")
+    by_id = runs(db)
+    assert by_id["toolu_A"][:2] == ("running", None)
+    assert by_id["toolu_C"][:2] == ("ok", None)  # a finish whose start was never seen
+    meta = db.execute("SELECT metadata_json FROM tool_runs WHERE id = ?",
+                      (by_id["toolu_C"][2],)).fetchone()[0]
+    assert '"start_seen": false' in meta
+
+
+def test_without_ids_runs_pair_by_name_first_in_first_out(db: sqlite3.Connection) -> None:
+    hook(db, "PreToolUse", "tool_started", NOW, tool_name="Read")
+    hook(db, "PreToolUse", "tool_started", NOW + 10, tool_name="Read")
+    hook(db, "PostToolUse", "tool_finished", NOW + 40, tool_name="Read")
+    rows = db.execute("SELECT status, duration_ms FROM tool_runs ORDER BY started_at").fetchall()
+    assert [tuple(r) for r in rows] == [("ok", 40), ("running", None)]
+    # An id-carrying finish may close an id-less start of its tool (a start recorded
+    # before ids were kept), but only when no run carries its id.
+    hook(db, "PostToolUse", "tool_finished", NOW + 50, tool_name="Read", tool_use_id="toolu_R")
+    rows = db.execute("SELECT status, duration_ms FROM tool_runs ORDER BY started_at").fetchall()
+    assert [tuple(r) for r in rows] == [("ok", 40), ("ok", 40)]
+
+
+def test_a_permission_links_to_its_run_only_by_id(db: sqlite3.Connection) -> None:
+    hook(db, "PreToolUse", "tool_started", NOW, tool_name="Bash", tool_use_id="toolu_A")
+    with_id = hook(db, "PermissionRequest", "permission_requested", NOW + 1,
+                   tool_name="Bash", tool_use_id="toolu_A")
+    without_id = hook(db, "PermissionRequest", "permission_requested", NOW + 2,
+                      tool_name="Bash")
+    linked = dict(db.execute("SELECT id, tool_run_id FROM events WHERE type = ?",
+                             ("permission_requested",)).fetchall())
+    assert linked == {with_id: runs(db)["toolu_A"][2], without_id: None}
+
+
+def agent(db: sqlite3.Connection) -> tuple:
+    rows = db.execute("SELECT id, session_id, type, status, model_id, started_at, completed_at,"
+                      " last_heartbeat_at, model_provider_id, pid, task_id FROM agents").fetchall()
+    assert len(rows) == 1, rows
+    return tuple(rows[0])
+
+
+def test_agent_row_follows_the_session_lifecycle(db: sqlite3.Connection) -> None:
+    iso = session_db.iso
+    steps = [  # (event, kind, facts, status, started, completed)
+        ("SessionStart", "session_started", {}, "starting", NOW, None),
+        ("UserPromptSubmit", "prompt_submitted", {"turn_id": "t1"}, "running", NOW, None),
+        ("PreToolUse", "tool_started", {"tool_name": "Bash", "tool_use_id": "u1"},
+         "running", NOW, None),
+        ("Stop", "turn_stopped", {"turn_id": "t1"}, "running", NOW, None),
+        ("SessionEnd", "session_ended", {}, "completed", NOW, 4),
+        ("Notification", "notification", {"notification_type": "idle_prompt"},
+         "completed", NOW, 4),
+        ("SessionStart", "session_started", {}, "starting", NOW + 6000, None),  # resumed
+        ("StopFailure", "other", {}, "starting", NOW + 6000, None),
+    ]
+    for index, (event, kind, facts, status, started, completed) in enumerate(steps):
+        at = NOW + index * 1000
+        hook(db, event, kind, at, **facts)
+        row = agent(db)
+        assert row[:4] == (KEY, KEY, "claude", status), (index, event)
+        assert row[5:8] == (iso(started), iso(NOW + completed * 1000) if completed else None,
+                            iso(at)), (index, event)
+    assert row[4] is None and row[8:] == (None, None, None)  # no model named: NULL
+    linked = {r[0] for r in db.execute("SELECT agent_id FROM events UNION"
+                                       " SELECT agent_id FROM tool_runs")}
+    assert linked == {KEY}
+
+
+def test_agent_model_comes_from_the_payload_and_is_kept(db: sqlite3.Connection) -> None:
+    hook(db, "Stop", "turn_stopped", NOW)  # first sight without SessionStart: it lives
+    assert agent(db)[3:6] == ("running", None, session_db.iso(NOW))
+    hook(db, "UserPromptSubmit", "prompt_submitted", NOW + 1, model_id="gpt-5-codex")
+    hook(db, "Stop", "turn_stopped", NOW + 2)
+    assert agent(db)[4] == "gpt-5-codex"
+    hook(db, "UserPromptSubmit", "prompt_submitted", NOW + 3, model_id="gpt-5")
+    assert agent(db)[4] == "gpt-5"
+
+
+def test_agent_heartbeat_never_moves_back(db: sqlite3.Connection) -> None:
+    hook(db, "UserPromptSubmit", "prompt_submitted", NOW + 500)
+    hook(db, "Notification", "notification", NOW)  # a hook process that ran late
+    assert agent(db)[7] == session_db.iso(NOW + 500)
+
+
+def test_agent_update_shares_the_event_transaction(db: sqlite3.Connection) -> None:
+    hook(db, "SessionStart", "session_started", NOW)
+    db.execute("CREATE TRIGGER boom BEFORE UPDATE ON agents BEGIN"
+               " SELECT RAISE(ABORT, 'boom'); END")
+    with pytest.raises(sqlite3.IntegrityError):
+        hook(db, "UserPromptSubmit", "prompt_submitted", NOW + 1)
+    assert db.execute("SELECT count(*) FROM events").fetchone()[0] == 1
+    assert agent(db)[3] == "starting"
+    db.execute("DROP TRIGGER boom")
+    with pytest.raises(sqlite3.IntegrityError, match="agents_status_closed"):
+        db.execute("UPDATE agents SET status = 'idle'")
 
 
 def _foreign_spec_file(path: Path, *, created_by: str = "aircoding", version: int = 1,
