@@ -39,6 +39,9 @@ async def test_i_shows_the_selected_frames_tool_runs_and_events(demo: Scenario) 
         assert screen.detail.tool_runs[0].duration_ms == 250
         shown = app.export_screenshot().replace("&#160;", " ")
         assert "Bash" in shown and "250 ms" in shown and "PreToolUse" in shown
+        (agent,) = screen.detail.agents  # one provider session, running after its tool
+        assert (agent.type, agent.status) == ("claude", "running")
+        assert "Agent" in shown and "running" in shown
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, SessionDetailScreen)
