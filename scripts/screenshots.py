@@ -9,11 +9,13 @@ mocked state. Run: ``python scripts/screenshots.py`` (or ``make screenshots``).
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +41,31 @@ class Shot:
     keys: Sequence[str] = field(default_factory=tuple)
     empty: bool = False
     bound_view: str | None = None  # project whose view the pane belongs to
+    prepare: Callable[[Scenario], None] | None = None  # extra state, written before start
+
+
+def record_evidence(scenario: Scenario) -> None:
+    """A short turn of the "Fix login" agent, as its hooks would have recorded it."""
+    from storage.session_db import open_session_db, record_hook_event, session_db_path
+
+    key = scenario.frame_row("Fix login")["current_session_key"]
+    start = 1_767_261_600_000  # 2026-01-01 10:00:00 UTC; the script pins TZ=UTC
+    steps = (("SessionStart", "session_started", 0, None, None),
+             ("UserPromptSubmit", "prompt_submitted", 2_000, None, None),
+             ("PreToolUse", "tool_started", 3_000, "Read", "toolu_01"),
+             ("PostToolUse", "tool_finished", 3_180, "Read", "toolu_01"),
+             ("PreToolUse", "tool_started", 4_000, "Bash", "toolu_02"),
+             ("PostToolUse", "tool_finished", 6_450, "Bash", "toolu_02"),
+             ("Stop", "turn_stopped", 9_000, None, None))
+    conn = open_session_db(session_db_path(scenario.home.root, key), now_ms=start)
+    try:
+        for event, kind, offset, tool, tool_use_id in steps:
+            record_hook_event(conn, session_key=key, provider="claude", project_id="alpha",
+                              project_root="/src/alpha", event=event, kind=kind,
+                              now_ms=start + offset, turn_id="prompt-1", tool_name=tool,
+                              tool_use_id=tool_use_id)
+    finally:
+        conn.close()
 
 
 SHOTS = (
@@ -53,6 +80,8 @@ SHOTS = (
          keys=("x",)),
     Shot("search-80x24", (80, 24), "/ filters the tree", keys=("slash", *"docs")),
     Shot("help-80x24", (80, 24), "? lists every key", keys=("question_mark",)),
+    Shot("session-detail-80x24", (80, 24), "i: the agent's recorded session",
+         select="Fix login", keys=("i",), prepare=record_evidence),
 )
 
 
@@ -64,6 +93,8 @@ async def settle(app: SwitchboardApp, pilot) -> None:  # noqa: ANN001 - textual 
 
 async def take(shot: Shot, template: Scenario, home: Path) -> Path:
     scenario = template.clone(home)
+    if shot.prepare is not None:
+        shot.prepare(scenario)
     view_id = scenario.views.get(shot.bound_view or "")
     app = SwitchboardApp(scenario.client, view_id=view_id, poll_interval=3600)
     async with app.run_test(size=shot.size) as pilot:
@@ -114,6 +145,8 @@ def to_png(svg: Path) -> Path | None:
 
 
 async def main() -> int:
+    os.environ["TZ"] = "UTC"  # times on screen are local: pin them for reproducible images
+    time.tzset()
     OUT.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sb-shots-") as tmp:
         base = Path(tmp)

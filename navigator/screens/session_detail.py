@@ -49,9 +49,10 @@ class SessionDetailScreen(ModalScreen[None]):
                             "works.", classes="hint")
                 return
             counts = detail.counts
-            yield Label(f"{counts.events} events · {counts.tool_runs} tool runs "
-                        f"({counts.ok} ok, {counts.error} error, {counts.running} running, "
-                        f"{counts.cancelled} cancelled)", id="counts")
+            # Static, not Label: these lines wrap in a narrow dialog instead of being cut.
+            yield Static(f"{counts.events} events · {counts.tool_runs} tool runs "
+                         f"({counts.ok} ok, {counts.error} error, {counts.running} running, "
+                         f"{counts.cancelled} cancelled)", id="counts")
             yield Label("Agent", classes="heading")
             agents = Table.grid(padding=(0, 2))
             for column in range(5):  # only the model column gives way when narrow
@@ -77,8 +78,8 @@ class SessionDetailScreen(ModalScreen[None]):
                 events.add_row(local_time(event.timestamp), event.source or event.type,
                                event.tool_name or event.notification_type or "")
             yield Static(events if detail.events else "none", id="events")
-            yield Label("Only names, ids and states are kept; never prompts or tool input.",
-                        classes="hint")
+            yield Static("Only names, ids and states are kept; never prompts or tool input.",
+                         classes="hint")
 
     def action_close(self) -> None:
         self.dismiss(None)
