@@ -34,6 +34,8 @@ from typing import Protocol
 
 import libtmux
 
+from core.tmux.commands import Check, equals, guarded, outcome
+from core.tmux.errors import PaneNotFound
 from storage.broker_schema import (
     MemberStatus,
     MessageState,
@@ -137,24 +139,42 @@ class TmuxTyper:
         if self._server is None:
             raise DeliveryFailed(
                 "no tmux socket configured (pass --tmux-socket or set SWITCHBOARD_TMUX_SOCKET)")
-        # A command list: the literal text and its Enter reach the pane together,
-        # and if the pane is gone the first command fails and Enter never runs.
-        result = self._server.cmd(
-            "send-keys", "-t", target.pane, "-l", line, ";",
-            "send-keys", "-t", target.pane, "Enter")
+        try:
+            # One tmux command: the text and its Enter are typed together, and only
+            # into a live pane that takes input. tmux drops keys sent to a fenced
+            # (input-disabled, parked) pane without an error, so a plain send-keys
+            # would stamp a message its agent never saw.
+            command = guarded([
+                Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
+                Check(target.pane, equals("#{pane_input_off}", "0"), "fenced"),
+            ], [("send-keys", "-t", target.pane, "-l", line),
+                ("send-keys", "-t", target.pane, "Enter")])
+        except ValueError as exc:  # not an exact %N pane id
+            raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
+        result = self._server.cmd(*command)
         if result.returncode != 0 or result.stderr:
             detail = "; ".join(result.stderr) or f"exit status {result.returncode}"
             raise DeliveryFailed(f"tmux send-keys to {target.pane} failed: {detail}")
+        try:
+            verdict = outcome(result.stdout)
+        except PaneNotFound:
+            raise DeliveryFailed(f"pane {target.pane} no longer exists") from None
+        if verdict != "ok":
+            why = {"dead": "its program exited",
+                   "fenced": "it is parked with input disabled"}.get(verdict or "", verdict)
+            raise DeliveryFailed(f"pane {target.pane} was not typed into: {why}; "
+                                 "the message stays pending")
 
 
-_UNSAFE = re.compile(r"[^\x20-\x7e]")
+_UNSAFE = re.compile(r"[^\x20-\x26\x28-\x7e]")  # printable ASCII except the quote
 
 
 def notification_line(message_id: int, sender_name: str, from_member_id: int,
                       to_member_id: int) -> str:
     """The one line typed per message: it carries the id and how to read it.
 
-    Printable ASCII only (no control characters can reach the agent's input);
+    Printable ASCII only, without ``'`` (no control characters can reach the
+    agent's input, and the line fits one quoted token of a guarded tmux command);
     starts with ``[`` and ends with a digit, so tmux never reads it as an
     option or a ``;`` command separator.
     """

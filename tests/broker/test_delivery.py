@@ -84,7 +84,7 @@ def test_pane_vanishing_mid_drain_leaves_null_and_next_send_retries(
         assert report.notified == (first_id,)
         assert report.not_notified is not None
         assert report.not_notified.message_id == second
-        assert "can't find pane" in report.not_notified.reason
+        assert f"pane {doomed.mux_pane_id} no longer exists" in report.not_notified.reason
         assert "the next send to that member or a wait retries it" in (
             report.not_notified.diagnostic())
         assert notified_at(broker, first_id) is not None
@@ -282,6 +282,30 @@ def test_wait_retries_an_unnotified_message(
         assert notified_at(broker, message_id) is not None
 
 
+def test_a_fenced_pane_is_not_typed_into_and_the_message_stays_pending(
+        broker_path: Path, tmux_socket: Path, tmux_server: libtmux.Server,
+        fake_pane: Callable[[], PlacementSpec]) -> None:
+    """tmux drops keys sent to an input-disabled (parked) pane without an error; the
+    delivery must not count that as notified, and retries once the pane takes input."""
+    worker_pane = fake_pane()
+    with make_broker(broker_path, tmux_socket) as broker:
+        fleet_id, director_id, worker_id = fleet_with_worker(broker, fake_pane(), worker_pane)
+        tmux_server.cmd("select-pane", "-d", "-t", worker_pane.mux_pane_id)
+        result = broker.send(fleet_id, director_id, worker_id, "x")
+        message_id = result.message.message_id
+        assert result.delivery is not None and result.delivery.notified == ()
+        assert "parked with input disabled" in result.delivery.not_notified.reason
+        assert notified_at(broker, message_id) is None
+        assert pane_lines(tmux_server, worker_pane.mux_pane_id) == []
+
+        tmux_server.cmd("select-pane", "-e", "-t", worker_pane.mux_pane_id)
+        waited = broker.wait(worker_id, 1)
+        assert [r.notified for r in waited.deliveries] == [(message_id,)]
+        assert wait_for_lines(tmux_server, worker_pane.mux_pane_id, 1) == [
+            notification_line(message_id, "boss", director_id, worker_id)]
+        assert notified_at(broker, message_id) is not None
+
+
 def test_unstampable_line_is_not_notified(
         broker_path: Path, tmux_socket: Path, tmux_server: libtmux.Server,
         fake_pane: Callable[[], PlacementSpec], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,7 +341,7 @@ def test_lock_identity_is_backend_session_pane() -> None:
 
 
 def test_notification_line_is_safe_for_tmux() -> None:
-    line = notification_line(7, "evil;\n\x1b[31mname", 1, 2)
+    line = notification_line(7, "evil';\n\x1b[31mname", 1, 2)
     assert line.startswith("[") and line[-1].isdigit()
-    assert all(" " <= ch <= "~" for ch in line)
+    assert all(" " <= ch <= "~" for ch in line) and "'" not in line
     assert "message 7" in line
