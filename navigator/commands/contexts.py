@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 
 from navigator.commands.output import emit
+from navigator.commands.output import request_id_from as _rid
+
+_RETRY_HELP = "reuse to retry idempotently (default: fresh)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             ("block", "block the claim: no automatic transition takes it")):
         p = cs.add_parser(name, help=help_text)
         p.add_argument("work_context_id")
+        p.add_argument("--request-id", help=_RETRY_HELP)
         p.add_argument("--json", action="store_true")
         p.set_defaults(handler=_act, action=name)
     p = cs.add_parser("resolve", help="resolve a blocked claim (explicit human decision)")
@@ -24,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--to", choices=["released", "held"], required=True)
     p.add_argument("--foreground", metavar="FRAME_ID",
                    help="with --to held: the open frame that gets foreground authority")
+    p.add_argument("--request-id", help=_RETRY_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_resolve)
 
@@ -45,12 +50,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _act(args: argparse.Namespace) -> int:
-    from core.requests import new_request_id
     from core.session import open_engine
 
     engine = open_engine()
     method = engine.context_release if args.action == "release" else engine.context_block
-    method(new_request_id(), args.work_context_id)
+    method(_rid(args), args.work_context_id)
     emit({"work_context_id": args.work_context_id, "action": args.action}, as_json=args.json,
          text=f"{args.action}: {args.work_context_id}")
     return 0
@@ -59,12 +63,11 @@ def _act(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace) -> int:
     from core.enums import ClaimState
     from core.errors import SwitchboardError
-    from core.requests import new_request_id
     from core.session import open_engine
 
     if args.to == "held" and not args.foreground:
         raise SwitchboardError("--to held needs --foreground FRAME_ID", code="bad_request")
-    open_engine().context_resolve(new_request_id(), args.work_context_id,
+    open_engine().context_resolve(_rid(args), args.work_context_id,
                                   ClaimState(args.to), args.foreground)
     emit({"work_context_id": args.work_context_id, "to": args.to}, as_json=args.json,
          text=f"resolved {args.work_context_id} -> {args.to}")

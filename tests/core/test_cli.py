@@ -70,8 +70,12 @@ def test_contexts_block_and_explicit_resolution(cli) -> None:
     route = cli("project", "enter", "alpha", "--json")
     (context,) = cli("context", "list", "--json")
     assert (context["claim_state"], context["project"]) == ("released", "alpha")
-    cli("context", "block", context["work_context_id"], "--json")
+    rid = "cccccccc-0000-4000-8000-000000000001"
+    cli("context", "block", context["work_context_id"], "--request-id", rid, "--json")
     assert cli("context", "list", "--json")[0]["claim_state"] == "blocked"
+    cli("context", "block", context["work_context_id"], "--request-id", rid, "--json")
+    assert "request_conflict" in cli("context", "release", context["work_context_id"],
+                                     "--request-id", rid, expect=2)  # same id, other act
     assert "--foreground" in cli("context", "resolve", context["work_context_id"], "--to",
                                  "held", expect=2)
     cli("context", "resolve", context["work_context_id"], "--to", "held", "--foreground",
