@@ -84,6 +84,7 @@ def _live_pane(conn: sqlite3.Connection, frame_id: str) -> tuple[str | None, str
 def execute(engine: Engine, transition_id: str) -> None:
     """Claim a prepared transition and drive it to presented (or failed)."""
     now = engine.now()
+    stop_first: list[str] = []
     with write_transaction(engine.conn) as conn:
         row = transitions_ops.get_transition(conn, transition_id)
         if row["state"] != T.PREPARED:
@@ -106,28 +107,37 @@ def execute(engine: Engine, transition_id: str) -> None:
                          " WHERE transition_id = ?",
                          (child["current_session_key"], transition_id))
         elif row["kind"] == TransitionKind.COMPLETE_RETURN and engine.stage is not None:
-            _plan_parent_resume(engine, conn, row, now)
+            stop_first = _plan_parent_resume(engine, conn, row, now)
     engine._fault("after_claim")
+    for pane in stop_first:  # resume_only: the idle parent's old runtime goes first
+        engine.stage.kill(pane)
     _move(engine, transition_id)
 
 
 def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,
-                        now: int) -> None:
+                        now: int) -> list[str]:
     """A return to a parent with no live agent: plan its exact-session resume.
 
     Live input needs a proven idle, owned, live pane; without one the control turn
     uses ``resume_initial`` (the same fixed line as the resumed CLI's initial prompt).
+    Under ``resume_only`` a live parent proven idle (ready, no permission prompt) is
+    stopped first and resumed the same way; a busy or ambiguous one is left alone
+    and its turn stays prepared. Returns the panes to kill after the commit.
     """
     control = transitions_ops.control_turn_of(conn, row["transition_id"])
     if control is None or control["state"] != "prepared":
-        return  # handoff policy (no control turn), or already under way
+        return []  # handoff policy (no control turn), or already under way
     parent = frames_ops.get_frame(conn, row["target_frame_id"])
     _surface, pane = _live_pane(conn, parent["frame_id"])
+    stop_first: list[str] = []
     if pane is not None:
-        return
+        if control["transport"] != ControlTransport.RESUME_INITIAL or \
+                not _proven_idle(conn, parent["current_session_key"]):
+            return []
+        stop_first = _stop_runtime(conn, parent["frame_id"], now)
     placement = views_ops.placement_of_frame(conn, parent["frame_id"])
     if placement is None or placement["state"] != PlacementState.STOPPED_AFFINITY:
-        return
+        return stop_first
     key = parent["current_session_key"]
     session = sessions_ops.get_session(conn, key) if key else None
     from core.engine import _resumable
@@ -143,6 +153,15 @@ def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.R
     conn.execute("UPDATE control_turns SET transport = 'resume_initial',"
                  " target_session_key = ?, updated_at = ? WHERE control_turn_id = ?",
                  (parent["current_session_key"], now, control["control_turn_id"]))
+    return stop_first
+
+
+def _proven_idle(conn: sqlite3.Connection, session_key: str | None) -> bool:
+    """Ready after a trusted Stop and free of a permission prompt."""
+    if session_key is None:
+        return False
+    session = sessions_ops.get_session(conn, session_key)
+    return session["activity"] == "ready" and session["activity_reason"] != "permission"
 
 
 def _pending_launch(conn: sqlite3.Connection, frame_id: str) -> str | None:
@@ -322,7 +341,8 @@ def commit(engine: Engine, transition_id: str) -> None:
             control = transitions_ops.control_turn_of(conn, transition_id)
             if control is not None and control["state"] == "prepared" and \
                     control["transport"] == ControlTransport.RESUME_INITIAL and \
-                    engine.stage is not None and _target_started(conn, target_id):
+                    engine.stage is not None and \
+                    _target_started(conn, target_id, row["request_id"]):
                 # The fixed line went in as the launch's initial prompt: submitted once.
                 transitions_ops.mark_submitted(conn, control["control_turn_id"], now)
             transitions_ops.move_transition(conn, transition_id, T.PRESENTED,
@@ -333,12 +353,14 @@ def commit(engine: Engine, transition_id: str) -> None:
             engine.stage.kill(pane)
 
 
-def _target_started(conn: sqlite3.Connection, frame_id: str) -> bool:
-    """Did the target's latest launch reach the provider (started or bound)?"""
+def _target_started(conn: sqlite3.Connection, frame_id: str, request_id: str) -> bool:
+    """Did this transition's own launch of the target reach the provider (started or
+    bound)? An older launch of the frame carried no fixed line."""
     row = conn.execute(
-        "SELECT state FROM launch_intents WHERE frame_id = ? ORDER BY created_at DESC,"
-        " rowid DESC LIMIT 1", (frame_id,)).fetchone()
-    return row is not None and row["state"] in ("started", "bound")
+        "SELECT state, request_id FROM launch_intents WHERE frame_id = ?"
+        " ORDER BY created_at DESC, rowid DESC LIMIT 1", (frame_id,)).fetchone()
+    return row is not None and row["request_id"] == request_id and \
+        row["state"] in ("started", "bound")
 
 
 def _settle(conn: sqlite3.Connection, transition_id: str, from_state: TransitionState,

@@ -81,3 +81,49 @@ def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(live,
     screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_main)
     assert screen.count("Call transition_claim() and follow") == 1
     assert "finished and returned" in screen
+
+
+def test_resume_only_stops_an_idle_live_parent_and_resumes_it_with_the_fixed_line(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """control_turns.transport = resume_only never types into a live pane: the idle
+    parent's runtime is stopped and its exact session resumed with the line."""
+    from core.config import ControlTurnsConfig
+    from core.enums import TransportPolicy
+
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket, control_turns=ControlTurnsConfig(
+        transport=TransportPolicy.RESUME_ONLY))
+    route = engine.project_enter(new_request_id(), "alpha")
+    started = engine.frame_start(new_request_id(), route.frame_id)
+    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                 started.launch_id) == ("bound",))
+    parent_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    type_line(tmux_socket, parent_pane, "hello")  # a turn of its own: ready after its Stop
+    assert wait_for(lambda: _one(engine, "SELECT activity FROM provider_sessions WHERE"
+                                         " session_key = ?", started.session_key) == ("ready",))
+    push = engine.frame_push(new_request_id(), route.frame_id, "Child", "the child's brief")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
+                                         " WHERE transition_id = ?", push.transition_id)
+                    == ("completed",), 20)
+    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert _one(engine, "SELECT runtime_presence, activity FROM provider_sessions WHERE"
+                        " session_key = ?", started.session_key) == ("live", "ready")
+
+    type_line(tmux_socket, child_pane, "/complete done it :: merge")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                         " 'complete_return'") == ("completed",), 25), \
+        _one(engine, "SELECT state, failure FROM view_transitions WHERE kind ="
+                     " 'complete_return'")
+    turn = _one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                        " WHERE kind = 'claim_handoff'")
+    assert turn == ("resume_initial", "settled", 1)
+    launches = [tuple(r) for r in engine.conn.execute(
+        "SELECT action, session_key FROM launch_intents WHERE frame_id = ?"
+        " ORDER BY created_at, rowid", (route.frame_id,))]
+    assert launches == [("new", started.session_key), ("resume", started.session_key)]
+    assert wait_for(lambda: parent_pane not in _panes(tmux_socket))  # the old runtime
+    parent_main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert parent_main not in (parent_pane, child_pane)
+    screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_main)
+    assert screen.count("Call transition_claim() and follow") == 1
+    assert "finished and returned" in screen
