@@ -34,6 +34,9 @@ class HookOutcome:
     session_key: str | None = None
     activity: str | None = None
     executed_transitions: tuple[str, ...] = ()
+    claim_reminder: bool = False
+    """A returned task's handoff waits for this agent with no claim line of its own
+    (complete_return = "handoff"): its prompt hook gives the fixed line as context."""
 
 
 def handle_hook(provider: str, event: str, payload: bytes | str,
@@ -129,9 +132,12 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
         sessions_ops.record_activity(conn, key, activity=activity, reason=reason,
                                      runtime_presence=runtime, turn_id=hook.turn_id,
                                      provider_version=None, now=now)
+        reminder = False
         if hook.kind is HookKind.PROMPT_SUBMITTED and hook.is_control_prompt:
             # Only the fixed line itself is evidence that the control turn arrived.
             _observe_control(conn, frame_id, hook.turn_id, now)
+        elif hook.kind is HookKind.PROMPT_SUBMITTED:
+            reminder = _handoff_waiting(conn, frame_id)
         shown = (activity or Activity(session["activity"])).value
         trusted_stop = hook.kind is HookKind.TURN_STOPPED and hook.activity is Activity.READY
         stop_work = trusted_stop and _waiting_for_stop(conn, frame_id)
@@ -139,7 +145,8 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
             "SELECT f.project_id, c.path FROM frames f JOIN projects p USING (project_id)"
             " LEFT JOIN checkouts c ON c.checkout_id = p.checkout_id WHERE f.frame_id = ?",
             (frame_id,)).fetchone()
-    return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown), True,
+    return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown,
+                                 claim_reminder=reminder), True,
                      frame_id, stop_work, project[0] if project else "",
                      (project[1] or "") if project else "")
 
@@ -185,6 +192,16 @@ def _waiting_for_stop(conn: sqlite3.Connection, frame_id: str) -> bool:
         " OR EXISTS (SELECT 1 FROM view_transitions WHERE target_frame_id = ?"
         "   AND state IN ('prepared', 'settling') AND kind = 'complete_return')",
         (frame_id, frame_id)).fetchone()
+    return bool(row[0])
+
+
+def _handoff_waiting(conn: sqlite3.Connection, frame_id: str) -> bool:
+    """A complete-return to this frame awaits its claim and has no control turn."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM view_transitions t WHERE t.target_frame_id = ?"
+        "   AND t.kind = 'complete_return' AND t.state = 'awaiting_claim'"
+        "   AND NOT EXISTS (SELECT 1 FROM control_turns c"
+        "                   WHERE c.transition_id = t.transition_id))", (frame_id,)).fetchone()
     return bool(row[0])
 
 

@@ -82,25 +82,25 @@ class HookRunner:
     env: dict[str, str] = field(default_factory=dict)
     report: Callable[[str], None] = print
 
-    def fire(self, event: str, payload: dict, *, match: str | None = None) -> None:
+    def fire(self, event: str, payload: dict, *, match: str | None = None) -> list[str]:
+        """Run the event's hooks; returns what they asked to add to the turn's context
+        (``hookSpecificOutput.additionalContext``, as Claude reads it)."""
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         if self.direct_command is not None:
             argv = [*self.direct_command, "--provider", self.provider, event]
             if event == "notify":
-                self._run(event, [*argv, body], None)
-            else:
-                self._run(event, argv, body)
-            return
+                return self._run(event, [*argv, body], None)
+            return self._run(event, argv, body)
         if event == "notify":
-            if self.notify_argv:
-                self._run(event, [*self.notify_argv, body], None)
-            return
+            return self._run(event, [*self.notify_argv, body], None) if self.notify_argv else []
+        added: list[str] = []
         for command, matcher, timeout in self.shell_hooks.get(event, ()):
             if _matches(matcher, match):
-                self._run(event, ["/bin/sh", "-c", command], body, timeout)
+                added += self._run(event, ["/bin/sh", "-c", command], body, timeout)
+        return added
 
     def _run(self, event: str, argv: list[str], stdin: str | None,
-             timeout: float = HOOK_TIMEOUT_S) -> None:
+             timeout: float = HOOK_TIMEOUT_S) -> list[str]:
         try:
             done = subprocess.run(
                 argv,
@@ -112,11 +112,25 @@ class HookRunner:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.report(f"  ⎿ {event} hook failed: {exc}")
-            return
+            return []
         if done.returncode != 0:
             detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
             tail = f": {detail[-1][:160]}" if detail else ""
             self.report(f"  ⎿ {event} hook exited {done.returncode}{tail}")
+            return []
+        return _added_context(done.stdout)
+
+
+def _added_context(stdout: bytes) -> list[str]:
+    try:
+        output = json.loads(stdout or b"null")
+    except ValueError:
+        return []  # plain text output is not context
+    if not isinstance(output, dict):
+        return []
+    specific = output.get("hookSpecificOutput")
+    text = specific.get("additionalContext") if isinstance(specific, dict) else None
+    return [text] if isinstance(text, str) else []
 
 
 def _matches(matcher: str | None, value: str | None) -> bool:
@@ -466,11 +480,12 @@ class FakeAgent:
 
     def turn(self, prompt: str) -> None:
         self.session.new_turn(prompt)
-        self.hooks.fire("UserPromptSubmit", self.session.user_prompt_submit(prompt))
+        added = self.hooks.fire("UserPromptSubmit", self.session.user_prompt_submit(prompt))
         stripped = prompt.strip()
         if TOOL_WORD in prompt:
             self._tooltest()
-        if stripped == CONTROL_TEMPLATE:
+        if stripped == CONTROL_TEMPLATE or CONTROL_TEMPLATE in added:
+            # The fixed line typed in, or handed over as context: a model follows it.
             self._agent_tool("transition_claim", {}, show_instructions=True)
         elif stripped.startswith("/push "):
             title, brief = _split_pair(stripped[len("/push "):])

@@ -78,10 +78,20 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
 
     payload = args.payload if args.payload is not None else sys.stdin.buffer.read()
     outcome = handle_hook(args.provider, args.event, payload)
+    if outcome.claim_reminder and args.provider == "claude" and not args.json:
+        # Claude adds a UserPromptSubmit hook's additionalContext to the turn: the
+        # fixed line, nothing interpolated (the handoff itself comes from the claim).
+        import json
+
+        from core.control_line import CONTROL_TEMPLATE
+        json.dump({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                          "additionalContext": CONTROL_TEMPLATE}}, sys.stdout)
+        sys.stdout.write("\n")
     if args.json:
         import json
         json.dump({"handled": outcome.handled, "reason": outcome.reason,
                    "activity": outcome.activity,
-                   "executed": list(outcome.executed_transitions)}, sys.stdout)
+                   "executed": list(outcome.executed_transitions),
+                   "claim_reminder": outcome.claim_reminder}, sys.stdout)
         sys.stdout.write("\n")
     return 0

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from core.config import ControlTurnsConfig, ProviderConfig, TmuxConfig
+from core.config import ProviderConfig, TmuxConfig
 from core.engine import Engine
 from core.enums import Provider
 from core.home import Home
@@ -23,16 +23,17 @@ def fake_provider_command(provider: str) -> tuple[str, ...]:
             f"{sys.executable} -m navigator.cli agent", "--provider", provider)
 
 
-def make_live_engine(root: Path, socket: Path, *,
-                     control_turns: ControlTurnsConfig | None = None) -> Engine:
+def make_live_engine(root: Path, socket: Path, **config_changes: object) -> Engine:
+    """A registry whose providers are fake agents on the private server ``socket``;
+    ``config_changes`` replace top-level config sections (control_turns, automation)."""
     home = Home(root=root, config_path=root / "config.toml")
     template = project_config(root / "src")
     template = replace(
         template,
         providers={p: ProviderConfig(command=fake_provider_command(p.value)) for p in Provider},
         tmux=TmuxConfig(socket_path=str(socket)))
-    if control_turns is not None:
-        template = replace(template, control_turns=control_turns)
+    if config_changes:
+        template = replace(template, **config_changes)
     init_registry(home, template=template)
     return open_engine(home, with_stage=True)
 

@@ -127,3 +127,43 @@ def test_resume_only_stops_an_idle_live_parent_and_resumes_it_with_the_fixed_lin
     screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_main)
     assert screen.count("Call transition_claim() and follow") == 1
     assert "finished and returned" in screen
+
+
+def test_handoff_policy_reminds_the_parents_next_turn_to_claim(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """complete_return = "handoff": no line is typed; the parent's next normal turn gets
+    the fixed line as hook context (Claude's additionalContext) and claims the handoff."""
+    from core.config import AutomationConfig
+    from core.enums import CompleteReturnPolicy
+
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket, automation=AutomationConfig(
+        complete_return=CompleteReturnPolicy.HANDOFF))
+    route = engine.project_enter(new_request_id(), "alpha")
+    started = engine.frame_start(new_request_id(), route.frame_id)
+    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                 started.launch_id) == ("bound",))
+    parent_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    push = engine.frame_push(new_request_id(), route.frame_id, "Child", "the child's brief")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
+                                         " WHERE transition_id = ?", push.transition_id)
+                    == ("completed",), 20)
+    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    type_line(tmux_socket, child_pane, "/complete done it :: merge")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                         " 'complete_return'") == ("awaiting_claim",), 25)
+    assert _one(engine, "SELECT main_pane_id FROM user_views") == (parent_pane,)
+    assert _one(engine, "SELECT COUNT(*) FROM control_turns WHERE kind = 'claim_handoff'") \
+        == (0,)
+    screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_pane)
+    assert "Call transition_claim()" not in screen  # nothing typed
+
+    type_line(tmux_socket, parent_pane, "what next?")  # the person's next normal turn
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                         " 'complete_return'") == ("completed",), 25)
+    assert _one(engine, "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs") \
+        == (1,)
+    assert _one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE title ="
+                        " 'Child'") == ("closed", "completed")
+    screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_pane)
+    assert "finished and returned" in screen and "> Call transition_claim()" not in screen
