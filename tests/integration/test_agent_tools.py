@@ -82,20 +82,13 @@ def test_push_claim_complete_claim_over_mcp(tmp_path: Path, tmux_socket: Path,
                                  " WHERE transition_id = ?", return_id)
         assert one("SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
                    child_frame) == ("closed", "completed")
+
         def child_pane_gone() -> bool:
             return child_pane not in tmux(tmux_socket, "list-panes", "-a", "-F",
                                           "#{pane_id}").split()
 
-        if not wait_for(child_pane_gone, 15):
-            # The claim kills the pane at once; the parent's settling Stop and reconcile
-            # are the documented second chances. The pane must be gone after them.
-            from core.recovery import reconcile
-            from core.stage import attach_stage
-
-            if live.engine.stage is None:
-                attach_stage(live.engine, live.engine.home)
-            reconcile(live.engine)
-        assert wait_for(child_pane_gone, 5), (
+        # The parent's claim kills it at once (its settling Stop is the second chance).
+        assert wait_for(child_pane_gone, 15), (
             tmux(tmux_socket, "list-panes", "-a", "-F",
                  "#{session_name}:#{window_index} #{pane_id} #{@sb_role} #{@sb_surface} "
                  "#{pane_input_off} #{pane_dead}"),
