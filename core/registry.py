@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.config import Config, default_config, load_config, parse_config, render_config
 from core.errors import RegistryUnavailable, SwitchboardError
@@ -34,8 +34,12 @@ def _write_config(home: Home, config: Config) -> None:
 
 
 def init_registry(home: Home, *, template: Config | None = None, clock: Clock | None = None,
-                  ids: IdSource | None = None) -> InitResult:
-    """Create the first committed registry; refuses when one is already published."""
+                  ids: IdSource | None = None, tmux_socket: str | None = None) -> InitResult:
+    """Create the first committed registry; refuses when one is already published.
+
+    ``tmux_socket`` names the tmux server views open on, unless the config
+    already names one (None keeps the config's choice or the private default).
+    """
     clock = clock or SystemClock()
     ids = ids or Uuid4Ids()
     current = home.read_current_generation()
@@ -46,7 +50,7 @@ def init_registry(home: Home, *, template: Config | None = None, clock: Clock | 
             code="already_initialized")
     if template is None and home.config_path.exists():
         template = _load_template(home)
-    return _publish(home, template, clock, ids)
+    return _publish(home, template, clock, ids, tmux_socket)
 
 
 def _load_template(home: Home) -> Config:
@@ -69,13 +73,16 @@ def reset_registry(home: Home, *, confirm_generation: str, clock: Clock | None =
     return _publish(home, template, clock or SystemClock(), ids or Uuid4Ids())
 
 
-def _publish(home: Home, template: Config | None, clock: Clock, ids: IdSource) -> InitResult:
+def _publish(home: Home, template: Config | None, clock: Clock, ids: IdSource,
+             tmux_socket: str | None = None) -> InitResult:
     generation_id = ids.new_id()
     if template is None:
         config = default_config(generation_id=generation_id, host_id=ids.new_id(),
                                 display_name=socket.gethostname()[:128] or "localhost")
     else:
         config = template.with_generation(generation_id)
+    if tmux_socket and config.tmux.socket_path is None:
+        config = replace(config, tmux=replace(config.tmux, socket_path=tmux_socket))
     path = home.registry_path(generation_id)
     create_registry(path, generation_id=generation_id, host_id=config.host.host_id,
                     now_ms=clock.now_ms())

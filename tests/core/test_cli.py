@@ -97,3 +97,36 @@ def test_state_envelopes_and_errors(cli, sb_home: Path) -> None:
     assert "does not match the current generation" in cli(
         "reset", "--confirm-generation", "00000000-0000-4000-8000-000000000999", expect=2)
     assert cli("recovery", "list").strip() == "no open recoveries"
+
+
+@pytest.mark.parametrize(("env_tmux", "flags", "expected"), [
+    ("/tmp/tmux-0/default,4242,0", (), "/tmp/tmux-0/default"),  # run inside tmux: that one
+    ("/tmp/tmux-0/default,4242,0", ("--private-tmux",), None),
+    (None, ("--tmux-socket", "rel/sock"), "{cwd}/rel/sock"),
+    (None, (), None),  # outside tmux: the private default
+])
+def test_init_chooses_the_tmux_server_views_open_on(
+        sb_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        env_tmux: str | None, flags: tuple[str, ...], expected: str | None) -> None:
+    import tomllib
+
+    if env_tmux is not None:
+        monkeypatch.setenv("TMUX", env_tmux)
+    monkeypatch.chdir(sb_home)
+    assert main(["init", *flags]) == 0, capsys.readouterr().err
+    config = tomllib.loads((sb_home / "config.toml").read_text(encoding="utf-8"))
+    wanted = expected.format(cwd=sb_home) if expected else None
+    assert config.get("tmux", {}).get("socket_path") == wanted
+
+
+def test_init_keeps_the_socket_a_config_template_names(
+        sb_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+
+    template = replace(project_config(sb_home / "src"), generation_id="",
+                       tmux=TmuxConfig(socket_path="/srv/agents.sock"))
+    (sb_home / "config.toml").write_text(render_config(template), encoding="utf-8")
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,4242,0")
+    assert main(["init"]) == 0
+    config = tomllib.loads((sb_home / "config.toml").read_text(encoding="utf-8"))
+    assert config["tmux"]["socket_path"] == "/srv/agents.sock"
