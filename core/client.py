@@ -19,6 +19,29 @@ from core.requests import new_request_id
 from core.state_types import NavigatorState
 
 
+@dataclass(frozen=True)
+class SubjectPlace:
+    """Where a recovery's subject is shown: its view and frame, when they can be told."""
+
+    view_id: str | None
+    frame_id: str | None
+
+
+#: subject type -> SQL giving (view_id, frame_id) of that subject; read-only.
+_SUBJECT_SQL: dict[str, str] = {
+    "view": "SELECT view_id, active_frame_id FROM user_views WHERE view_id = ?",
+    "frame": "SELECT NULL, frame_id FROM frames WHERE frame_id = ?",
+    "transition": "SELECT view_id, target_frame_id FROM view_transitions"
+                  " WHERE transition_id = ?",
+    "control_turn": "SELECT t.view_id, c.target_frame_id FROM control_turns c"
+                    " JOIN view_transitions t ON t.transition_id = c.transition_id"
+                    " WHERE c.control_turn_id = ?",
+    "launch": "SELECT NULL, frame_id FROM launch_intents WHERE launch_id = ?",
+    "surface": "SELECT NULL, l.frame_id FROM surfaces s"
+               " JOIN launch_intents l ON l.launch_id = s.launch_id WHERE s.surface_id = ?",
+}
+
+
 @dataclass
 class EngineClient:
     engine: Engine
@@ -57,6 +80,28 @@ class EngineClient:
         with self._lock:
             key = session_key_for_frame(self.engine.conn, frame_id)
         return session_detail(self.home, key, limit)
+
+    def recovery_subject(self, subject_type: str, subject_id: str) -> SubjectPlace:
+        """The view and frame a recovery is about, so a frontend can go and look.
+
+        Read-only. A frame without a view of its own is looked up through its
+        owning placement; an unknown subject type or a vanished row gives Nones.
+        """
+        sql = _SUBJECT_SQL.get(subject_type)
+        if sql is None:
+            return SubjectPlace(None, None)
+        with self._lock:
+            conn = self.engine.conn
+            row = conn.execute(sql, (subject_id,)).fetchone()
+            if row is None:
+                return SubjectPlace(None, None)
+            view_id, frame_id = row[0], row[1]
+            if view_id is None and frame_id is not None:
+                placed = conn.execute(
+                    "SELECT view_id FROM frame_placements WHERE frame_id = ?"
+                    " AND state <> 'orphaned'", (frame_id,)).fetchone()
+                view_id = placed[0] if placed is not None else None
+        return SubjectPlace(view_id, frame_id)
 
     def data_version(self) -> int:
         """Cheap change detection: SQLite's data_version plus the broker file's mtime."""
@@ -103,7 +148,8 @@ class EngineClient:
         return self._call("view_mode", view_id)
 
     def reconcile(self):
-        """Compare tmux with the registry once (navigator start), as `switchboard reconcile`."""
+        """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
+        runs it at start and then periodically)."""
         from core.recovery import reconcile
 
         with self._lock:

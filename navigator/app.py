@@ -3,6 +3,9 @@
 Data flows down: a thread worker rebuilds NavigatorState only when the
 client's cheap ``data_version()`` changes, and the app hands it to each
 panel's reactive attribute; panels reconcile instead of being recreated.
+Every few seconds another thread worker reconciles tmux with the registry
+(watchdog, expired leases, exited providers, stale activity), so what it
+changes reaches the screen through the same data_version check.
 Intent flows up: panels post nested messages, keys are bound actions, and
 every one becomes one EngineClient request (a fresh request id, the same
 engine the CLI uses) in a thread worker, so the event loop never waits on
@@ -26,11 +29,12 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, OptionList, Tree
 
-from core.client import EngineClient
+from core.client import EngineClient, SubjectPlace
 from core.errors import SwitchboardError
-from core.state_types import FrameSummary, NavigatorState, ProjectRow, ViewRow
+from core.state_types import FrameSummary, NavigatorState, ProjectRow, RecoveryRow, ViewRow
 from navigator.lookup import (
     frame_by_id,
+    frame_with_project,
     host_of_frame,
     live_views,
     project_by_id,
@@ -41,10 +45,12 @@ from navigator.palette import PlacesProvider
 from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
 from navigator.screens.confirm import ConfirmScreen
 from navigator.screens.help import HelpScreen
+from navigator.screens.recovery import RecoveryExplanationScreen
 from navigator.screens.session_detail import SessionDetailScreen
 from navigator.ui_state import UiStateStore
 from navigator.widgets.breadcrumb import Breadcrumb
-from navigator.widgets.frames import FrameTree, NodeRef
+from navigator.widgets.footer import KeyFooter
+from navigator.widgets.frames import FrameTree, NodeRef, frame_key
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.search import SearchBox
@@ -57,6 +63,8 @@ BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_f
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
+#: Seconds between reconciles of tmux with the registry while the navigator runs.
+RECONCILE_INTERVAL = 10.0
 
 
 def stylesheet_path() -> Path:
@@ -81,17 +89,15 @@ class SwitchboardApp(App[None]):
     COMMANDS = App.COMMANDS | {PlacesProvider}
     BINDINGS = [
         Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
-        Binding("s", "stop", "Stop", show=False,
-                tooltip="stop the frame's agent; n resumes its session"),
+        Binding("s", "stop", "Stop", tooltip="stop the frame's agent; n resumes its session"),
         Binding("b", "back", "Back", tooltip="show the parent; the task stays open"),
         Binding("c", "complete", "Complete", tooltip="complete the task and return"),
         Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
         Binding("r", "reopen", "Reopen", tooltip="reopen a closed frame from History"),
         Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
         Binding("R", "recover", "Recover", key_display="R",
-                tooltip="run the selected recovery"),
-        Binding("i", "details", "Details", show=False,
-                tooltip="the frame's session: tool runs and events"),
+                tooltip="run the selected recovery (safe_auto ones only)"),
+        Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
@@ -118,6 +124,14 @@ class SwitchboardApp(App[None]):
             super().__init__()
             self.problem = problem
 
+    class ReconcileFinished(Message):
+        """A periodic reconcile ended: how many recoveries it opened, or why it failed."""
+
+        def __init__(self, opened: int, problem: str | None) -> None:
+            super().__init__()
+            self.opened = opened
+            self.problem = problem
+
     class RequestFinished(Message):
         """One engine request ended; ``problem`` is set when it was refused."""
 
@@ -132,14 +146,22 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ setup
 
     def __init__(self, client: EngineClient, *, view_id: str | None = None,
-                 poll_interval: float = 0.25) -> None:
+                 poll_interval: float = 0.25, reconcile_interval: float | None = None
+                 ) -> None:
+        """``reconcile_interval``: seconds between reconciles of tmux with the registry.
+        None means RECONCILE_INTERVAL when the client drives tmux (a stage) and off
+        without one (test and demo registries); 0 turns it off."""
         super().__init__()
         self.client = client
         self.bound_view_id = view_id
         self.poll_interval = poll_interval
+        if reconcile_interval is None:
+            has_stage = getattr(client.engine, "stage", None) is not None
+            reconcile_interval = RECONCILE_INTERVAL if has_stage else 0
+        self.reconcile_interval = reconcile_interval
         self.current_view_id: str | None = view_id
         self.data_version: int | None = None
-        self._polling = False
+        self._reconcile_problem: str | None = None
         self._restored = False
         self._ui_snapshot: dict[str, Any] = {}
         self._save_timer: Any = None
@@ -157,30 +179,61 @@ class SwitchboardApp(App[None]):
             with Vertical(id="right"):
                 yield RecoveryList(id="recoveries")
                 yield InboxList(id="inbox")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one(FrameTree).set_configured_projects(self._configured_projects())
         self.query_one(FrameTree).focus()
         self._load(first=True)
         self.set_interval(self.poll_interval, self._poll)
-        if getattr(self.client.engine, "stage", None) is not None:
-            self._reconcile_on_start()
+        if self.reconcile_interval:
+            self._reconcile_tick()  # a restarted navigator first checks tmux
+            self.set_interval(self.reconcile_interval, self._reconcile_tick)
 
-    @work(thread=True, group="reconcile", exit_on_error=False)
-    def _reconcile_on_start(self) -> None:
-        """A restarted navigator first checks tmux against the registry; it speaks up
-        only when that opened recoveries (the panel then lists them)."""
+    # ------------------------------------------------------------------ reconcile
+
+    def _reconcile_tick(self) -> None:
+        """Start a reconcile unless one still runs (a slow tmux never piles them up)."""
+        if not self._group_busy("reconcile"):
+            self._reconcile()
+
+    def _group_busy(self, group: str) -> bool:
+        """Whether a worker of ``group`` has not finished yet (checked on the event loop,
+        where workers change state, so a finishing worker is never cancelled by the
+        next tick's exclusive start)."""
+        return any(worker.group == group and not worker.is_finished
+                   for worker in self.workers)
+
+    @work(thread=True, exclusive=True, group="reconcile", exit_on_error=False)
+    def _reconcile(self) -> None:
+        """Watchdog, expired leases, exited providers, stale activity: what it writes
+        changes data_version, so the next poll redraws (an aged badge included)."""
         try:
             report = self.client.reconcile()
-        except Exception as exc:  # the navigator still browses; reconcile can be rerun
-            self.call_from_thread(self.notify, f"Could not check tmux panes ({exc}); run "
-                                  "`switchboard reconcile`.", severity="warning", markup=False)
+        except SwitchboardError as exc:
+            self.post_message(self.ReconcileFinished(0, exc.message))
+        except Exception as exc:  # the navigator still browses; the next tick retries
+            self.post_message(self.ReconcileFinished(0, f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(self.ReconcileFinished(
+                getattr(report, "recoveries_opened", 0), None))
+
+    def on_switchboard_app_reconcile_finished(self, message: ReconcileFinished) -> None:
+        """Quiet: speaks only when recoveries were opened, and once per run of failures."""
+        if message.problem is not None:
+            if self._reconcile_problem is None:
+                self.notify(f"Could not check tmux against the registry ({message.problem}). "
+                            f"The navigator retries every {self.reconcile_interval:g} s; "
+                            "`switchboard reconcile` shows the whole error.",
+                            title="Reconcile failed", severity="warning", markup=False)
+            self._reconcile_problem = message.problem
             return
-        opened = getattr(report, "recoveries_opened", 0)
-        if opened:
-            self.call_from_thread(self.notify, f"{opened} recovery(ies) need attention; see "
-                                  "the Recoveries panel.", severity="warning", markup=False)
+        self._reconcile_problem = None
+        if message.opened:
+            what = "1 recovery needs" if message.opened == 1 else \
+                f"{message.opened} recoveries need"
+            self.notify(f"{what} attention; see the Recoveries panel.", title="Recoveries",
+                        severity="warning", markup=False)
 
     def on_resize(self, event: events.Resize) -> None:
         """A 40-column sidebar gets the compact footer (keys without padding)."""
@@ -204,8 +257,7 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ loading
 
     def _poll(self) -> None:
-        if not self._polling:
-            self._polling = True
+        if not self._group_busy("load"):
             self._load(first=False)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
@@ -223,8 +275,6 @@ class SwitchboardApp(App[None]):
             self.post_message(self.LoadFailed(exc.message))
         except Exception as exc:  # the navigator must outlive a bad read
             self.post_message(self.LoadFailed(f"{type(exc).__name__}: {exc}"))
-        finally:
-            self._polling = False
 
     def _fetch_inbox(self, state: NavigatorState) -> tuple[list[Any] | None, str | None]:
         view_id = self._inbox_view_id(state)
@@ -588,14 +638,15 @@ class SwitchboardApp(App[None]):
 
     def key_help(self) -> list[tuple[str, str]]:
         """Every key of the app and its panels, for the help screen and README."""
-        keys = [("enter", "focus the frame / enter the project or view / recover / ack"),
+        keys = [("enter", "focus the frame / enter the project or view / recovery: run, "
+                          "go to or explain it / ack"),
                 ("tab", "next panel"), ("space", "fold or unfold a tree node")]
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
             keys.append((binding.key_display or binding.key,
                          f"{binding.description}: {binding.tooltip}" if binding.tooltip
                          else binding.description))
-        keys += [("d", "Dismiss the selected recovery (Recoveries panel)"),
+        keys += [("d", "Dismiss: close the selected recovery (Recoveries panel)"),
                  ("a", "Acknowledge the selected message (Inbox panel)"),
                  ("ctrl+p", "command palette: every action, project and frame"),
                  ("ctrl+q", "quit the navigator (agents keep running)")]
@@ -607,14 +658,32 @@ class SwitchboardApp(App[None]):
             assert isinstance(binding, Binding)
             yield SystemCommand(binding.description, binding.tooltip or binding.description,
                                 partial(self.run_action, binding.action))
+        yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
+                            "to its frame, or explain what to do", self._open_selected_recovery)
         yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
                             self._dismiss_selected_recovery)
+        yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
+                            self._acknowledge_selected_message)
+
+    def _open_selected_recovery(self) -> None:
+        panel = self.query_one(RecoveryList)
+        recovery = panel.selected_recovery
+        if self._need(recovery, "No recovery selected: open recoveries are listed in the "
+                                "Recoveries panel."):
+            assert recovery is not None
+            self.post_message(panel.intent_for(recovery))
 
     def _dismiss_selected_recovery(self) -> None:
         recovery = self.query_one(RecoveryList).selected_recovery
         if self._need(recovery, "No recovery selected."):
             assert recovery is not None
             self.post_message(RecoveryList.DismissRequested(recovery.recovery_id))
+
+    def _acknowledge_selected_message(self) -> None:
+        message_id = self.query_one(InboxList).selected_message_id
+        if self._need(message_id, "No message selected: messages for this view are listed "
+                                  "in the Inbox panel."):
+            self.post_message(InboxList.AckRequested(message_id))
 
     # ------------------------------------------------------------------ panel intents
 
@@ -644,6 +713,81 @@ class SwitchboardApp(App[None]):
                                            ) -> None:
         self.request("Recover", "Recovery handled",
                      partial(self.client.recover, message.recovery_id))
+
+    def on_recovery_list_go_to_requested(self, message: RecoveryList.GoToRequested) -> None:
+        recovery = self.query_one(RecoveryList).recovery(message.recovery_id)
+        if recovery is None or self._remote(recovery.host_id):
+            return
+        self._locate_subject(recovery, self._go_to_subject)
+
+    def on_recovery_list_explain_requested(self, message: RecoveryList.ExplainRequested
+                                           ) -> None:
+        recovery = self.query_one(RecoveryList).recovery(message.recovery_id)
+        if recovery is None:
+            return
+        if recovery.host_id != getattr(self.navigator_state, "local_host_id", None):
+            self._explain_recovery(recovery, SubjectPlace(None, None))  # rows are elsewhere
+            return
+        self._locate_subject(recovery, self._explain_recovery)
+
+    def _locate_subject(self, recovery: RecoveryRow,
+                        then: Callable[[RecoveryRow, SubjectPlace], None]) -> None:
+        """Find the recovery's view and frame off the event loop, then call ``then``."""
+
+        def locate() -> None:
+            try:
+                place = self.client.recovery_subject(recovery.subject_type,
+                                                     recovery.subject_id)
+            except Exception:  # a failed read only loses the "where"; the text still helps
+                place = SubjectPlace(None, None)
+            self.call_from_thread(then, recovery, place)
+
+        self.run_worker(locate, thread=True, group="recovery-subject", exclusive=True,
+                        exit_on_error=False)
+
+    def _go_to_subject(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
+        """open_view: select the view and frame the recovery is about, show that frame
+        in its view when it is not already shown (navigation only), and say what to
+        check. Nothing is recovered; d dismisses the row once checked."""
+        state = self.navigator_state
+        found = frame_with_project(state, place.frame_id)
+        view = self._view(place.view_id)
+        if found is not None and view is None:
+            view = self._view_of_project(found[1].project_id)
+        if view is not None and found is None:
+            found = frame_with_project(state, view.active_frame_id)
+        if found is None and view is None:
+            self.notify(f"{recovery.explanation} What it was about is gone from the registry; "
+                        "press d to dismiss it.", title=recovery.kind.replace("_", " "),
+                        severity="warning", markup=False, timeout=10)
+            return
+        if view is not None:
+            self._set_current_view(view.view_id)
+            self.query_one(ViewList).highlight_key(view.view_id)
+        frames = self.query_one(FrameTree)
+        title = view.title if view is not None else ""
+        if found is not None:
+            frame = found[0]
+            title = frame.title
+            frames.select_key(frame_key(frame.frame_id))
+            if (view is not None and frame.lifecycle_state == "open"
+                    and view.active_frame_id != frame.frame_id):
+                self.request("Focus", f"Showing {frame.title}",
+                             partial(self.client.focus, view.view_id, frame.frame_id))
+        frames.focus()
+        self.notify(f"{recovery.explanation} Press d on the recovery once checked.",
+                    title=f"Look at {title}", markup=False, timeout=10)
+
+    def _explain_recovery(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
+        """manual: the whole explanation and what it is about, in a small dialog."""
+        found = frame_with_project(self.navigator_state, place.frame_id)
+        view = self._view(place.view_id)
+        about = None
+        if found is not None:
+            about = f"{found[0].title} ({found[1].name})"
+        elif view is not None:
+            about = f"the view {view.title}"
+        self.push_screen(RecoveryExplanationScreen(recovery, about))
 
     def on_recovery_list_dismiss_requested(self, message: RecoveryList.DismissRequested
                                            ) -> None:

@@ -20,6 +20,7 @@ class BadgeKind(StrEnum):
     WORKING = "working"
     NEEDS_INPUT = "needs_input"
     READY = "ready"
+    UNKNOWN = "unknown"
     STOPPED = "stopped"
     STALE = "stale"
     OFFLINE = "offline"
@@ -42,6 +43,7 @@ BADGES: dict[BadgeKind, Badge] = {
     BadgeKind.WORKING: Badge("●", "working"),
     BadgeKind.NEEDS_INPUT: Badge("!", "needs input"),
     BadgeKind.READY: Badge("✓", "ready"),
+    BadgeKind.UNKNOWN: Badge("○", "unknown"),
     BadgeKind.STOPPED: Badge("■", "stopped"),
     BadgeKind.STALE: Badge("~", "stale"),
     BadgeKind.OFFLINE: Badge("×", "offline"),
@@ -58,15 +60,18 @@ _ACTIVITY: dict[str, BadgeKind] = {
     "needs_input": BadgeKind.NEEDS_INPUT,
     "ready": BadgeKind.READY,
     "completed": BadgeKind.READY,
+    "unknown": BadgeKind.UNKNOWN,
 }
 
 
 def badge_kind(*, activity: str | None, runtime_presence: str | None, lifecycle: str = "open",
                stale: bool = False, reachability: str = "online") -> BadgeKind:
-    """Map core-authored fields onto the six badges (core decides, this only names).
+    """Map core-authored fields onto the badges (core decides, this only names).
 
     Host evidence wins over session evidence: a cached or offline host's
-    activity is not trusted enough to show as current.
+    activity is not trusted enough to show as current. A live runtime without
+    activity evidence (a fresh start, or a stale ``working`` that core aged to
+    ``unknown``) is "unknown", never "ready": only a trusted Stop says ready.
     """
     if reachability == "offline":
         return BadgeKind.OFFLINE
@@ -76,7 +81,7 @@ def badge_kind(*, activity: str | None, runtime_presence: str | None, lifecycle:
         return BadgeKind.CLOSED
     if runtime_presence != "live":
         return BadgeKind.STOPPED
-    return _ACTIVITY.get(activity or "", BadgeKind.READY)
+    return _ACTIVITY.get(activity or "", BadgeKind.UNKNOWN)
 
 
 def badge_style(widget: Widget, kind: BadgeKind) -> Style:

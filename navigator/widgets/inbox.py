@@ -56,6 +56,12 @@ class InboxList(RowList):
         self.border_title = "Inbox"
         self._by_key: dict[str, Any] = {}
 
+    @property
+    def selected_message_id(self) -> Any | None:
+        """The broker id of the highlighted message, or None."""
+        item = self._by_key.get(self.highlighted_key or "")
+        return item.message_id if item is not None else None
+
     def set_messages(self, messages: Sequence[Any]) -> None:
         self.unavailable = None
         self.messages = tuple(messages)

@@ -1,8 +1,10 @@
 """The Recoveries panel: every durable uncertainty, with what a person can do about it.
 
-Actionability decides the wording: ``safe_auto`` is fixed by one key (R),
-``open_view`` asks the person to go and look, ``manual`` only explains. The
-panel never guesses a fix; it posts the request and core decides.
+Actionability decides the wording and what enter does: ``safe_auto`` is fixed
+by one key (enter or R runs it), ``open_view`` asks the person to go and look
+(enter goes to the frame it is about), ``manual`` only explains (enter shows
+what to do). The panel never guesses a fix; it posts the intent and the app
+and core decide.
 """
 
 from __future__ import annotations
@@ -30,14 +32,34 @@ class RecoveryList(RowList):
     EMPTY_TEXT = "no recoveries"
     COMPONENT_CLASSES = {"recovery--safe-auto", "recovery--open-view", "recovery--manual",
                          "recovery--explanation"}
+    # One enter per actionability; check_action enables the one that fits the
+    # highlighted row, so the footer names what enter will do.
     BINDINGS = [
-        Binding("enter", "select", "Recover", show=True),
-        Binding("d", "dismiss_recovery", "Dismiss recovery", show=True),
+        Binding("enter", "activate('safe_auto')", "Recover", show=True),
+        Binding("enter", "activate('open_view')", "Go to", show=True),
+        Binding("enter", "activate('manual')", "Explain", show=True),
+        Binding("d", "dismiss_recovery", "Dismiss", show=True),
     ]
 
     navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
 
     class RecoverRequested(Message):
+        """Run this safe_auto recovery."""
+
+        def __init__(self, recovery_id: str) -> None:
+            super().__init__()
+            self.recovery_id = recovery_id
+
+    class GoToRequested(Message):
+        """Show the view or frame this open_view recovery is about (navigation only)."""
+
+        def __init__(self, recovery_id: str) -> None:
+            super().__init__()
+            self.recovery_id = recovery_id
+
+    class ExplainRequested(Message):
+        """Say what to do about this manual recovery; nothing is run."""
+
         def __init__(self, recovery_id: str) -> None:
             super().__init__()
             self.recovery_id = recovery_id
@@ -58,8 +80,7 @@ class RecoveryList(RowList):
 
     @property
     def selected_recovery(self) -> RecoveryRow | None:
-        key = self.highlighted_key
-        return next((r for r in self.open_recoveries if r.recovery_id == key), None)
+        return self.recovery(self.highlighted_key)
 
     def watch_navigator_state(self) -> None:
         self._render_rows()
@@ -86,11 +107,41 @@ class RecoveryList(RowList):
         self.border_title = f"Recoveries ({count})" if count else "Recoveries"
         self.set_class(count > 0, "-has-recoveries")
         self.sync_rows(rows)
+        self.refresh_bindings()
+
+    def recovery(self, recovery_id: str | None) -> RecoveryRow | None:
+        return next((r for r in self.open_recoveries if r.recovery_id == recovery_id), None)
+
+    def intent_for(self, recovery: RecoveryRow) -> Message:
+        """What enter means for this row: run it, go and look, or explain."""
+        if recovery.actionability == "safe_auto":
+            return self.RecoverRequested(recovery.recovery_id)
+        if recovery.actionability == "open_view":
+            return self.GoToRequested(recovery.recovery_id)
+        return self.ExplainRequested(recovery.recovery_id)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action != "activate":
+            return True
+        recovery = self.selected_recovery
+        wanted = recovery.actionability if recovery is not None else "safe_auto"
+        if wanted not in ACTIONABILITY:
+            wanted = "manual"  # an actionability this build does not know only explains
+        return parameters == (wanted,)
+
+    def action_activate(self, actionability: str) -> None:
+        recovery = self.selected_recovery
+        if recovery is not None:
+            self.post_message(self.intent_for(recovery))
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.refresh_bindings()  # the footer's enter follows the row; the app sees it too
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        if event.option.id and self._keys:
-            self.post_message(self.RecoverRequested(event.option.id))
+        event.stop()  # a click on a row: the same as enter
+        recovery = self.recovery(event.option.id)
+        if recovery is not None:
+            self.post_message(self.intent_for(recovery))
 
     def action_dismiss_recovery(self) -> None:
         key = self.highlighted_key

@@ -8,15 +8,22 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList
 
-from core.state_types import HostRow, NavigatorState, ViewRow
-from navigator.widgets.badges import BADGE_COMPONENT_CLASSES, BadgeKind, badge_text
+from core.state_types import FrameSummary, HostRow, NavigatorState, ViewRow
+from navigator.widgets.badges import (
+    BADGE_COMPONENT_CLASSES,
+    BadgeKind,
+    badge_kind,
+    badge_text,
+)
 from navigator.widgets.rows import Row, RowList
 
 _NONTERMINAL = {"prepared", "executing", "presented", "awaiting_claim", "settling"}
 
 
-def view_badge(view: ViewRow, host: HostRow | None) -> BadgeKind:
-    """The badge of a view row: host trust first, then movement, then activity."""
+def view_badge(view: ViewRow, host: HostRow | None,
+               active: FrameSummary | None = None) -> BadgeKind:
+    """The badge of a view row: host trust first, then movement, then attention, then
+    the shown frame's badge (the same words the Projects tree gives that frame)."""
     if host is not None and host.reachability == "offline":
         return BadgeKind.OFFLINE
     if host is not None and host.stale:
@@ -27,11 +34,10 @@ def view_badge(view: ViewRow, host: HostRow | None) -> BadgeKind:
         return BadgeKind.IN_FLIGHT
     if view.attention or view.activity == "needs_input":
         return BadgeKind.NEEDS_INPUT
-    if view.activity == "working":
-        return BadgeKind.WORKING
-    if view.activity in ("ready", "completed"):
-        return BadgeKind.READY
-    return BadgeKind.STOPPED
+    session = active.current_session if active is not None else None
+    return badge_kind(activity=view.activity,
+                      runtime_presence=session.runtime_presence if session else None,
+                      lifecycle=active.lifecycle_state if active is not None else "open")
 
 
 class ViewList(RowList):
@@ -79,11 +85,15 @@ class ViewList(RowList):
         if state is None or not self.is_mounted:
             return
         rows = []
+        shown = {view.active_frame_id for view in state.views}
+        active = {frame.frame_id: frame for project in state.projects
+                  for frame in project.frames if frame.frame_id in shown}
         for view in state.views:
             if view.state == "retired":
                 continue
             host = state.host_row(view.host_id)
-            prompt = Text.assemble(badge_text(self, view_badge(view, host)), " ")
+            badge = view_badge(view, host, active.get(view.active_frame_id or ""))
+            prompt = Text.assemble(badge_text(self, badge), " ")
             title_style = (self.get_component_rich_style("view-list--current", partial=True)
                            if view.view_id == self.current_view_id else "")
             crumbs = [item.title for item in view.breadcrumb]

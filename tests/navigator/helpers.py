@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from textual.pilot import Pilot
 
 from navigator.app import SwitchboardApp
@@ -38,3 +41,12 @@ async def select_project(pilot: Pilot, project_id: str) -> None:
 def notices(app: SwitchboardApp) -> list[tuple[str, str]]:
     """(severity, message) of every notification shown so far."""
     return [(n.severity, n.message) for n in app._notifications]
+
+
+async def wait_until(pilot: Pilot, ready: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Pause until ``ready()`` holds (timers and thread workers run meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, "timed out waiting for the navigator"
+        await pilot.pause(0.05)
+    await settle(pilot)

@@ -115,12 +115,15 @@ def set_activity(scenario: Scenario, title: str, activity: Activity, presence: s
 
 
 def add_recovery(scenario: Scenario, subject_title: str, kind: RecoveryKind,
-                 actionability: Actionability, explanation: str) -> str:
+                 actionability: Actionability, explanation: str, *,
+                 subject: tuple[str, str] | None = None) -> str:
+    """A recovery about a frame (by title), or about ``subject`` = (type, id) when given."""
     engine = scenario.engine
+    subject_type, subject_id = subject or ("frame", scenario.frames[subject_title])
     with write_transaction(engine.conn) as conn:
         recovery_id = recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id, kind=kind,
-            subject_type="frame", subject_id=scenario.frames[subject_title],
+            subject_type=subject_type, subject_id=subject_id,
             actionability=actionability, explanation=explanation, now=engine.now())
     scenario.recoveries.append(recovery_id)
     scenario.tick()

@@ -249,7 +249,7 @@ async def test_question_mark_shows_every_key(demo: Scenario) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         listed = dict(app.screen.keys)
-        for key in ("n", "b", "c", "x", "r", "m", "R", "/", "?", "enter"):
+        for key in ("n", "s", "b", "c", "x", "r", "m", "R", "i", "/", "?", "enter", "d", "a"):
             assert key in listed, key
         await pilot.press("b")  # engine keys are off while the help is open
         await pilot.press("escape")

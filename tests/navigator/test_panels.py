@@ -164,8 +164,9 @@ async def test_palette_lists_every_action(demo: Scenario) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         titles = {command.title for command in app.get_system_commands(app.screen)}
-        for title in ("Start", "Back", "Complete", "Close", "Reopen", "Mode", "Recover",
-                      "Search", "Help", "Dismiss recovery"):
+        for title in ("Start", "Stop", "Back", "Complete", "Close", "Reopen", "Mode",
+                      "Recover", "Details", "Search", "Help", "Open recovery",
+                      "Dismiss recovery", "Acknowledge message"):
             assert title in titles
 
 
@@ -306,3 +307,70 @@ async def test_cached_remote_host_is_shown_but_never_acted_on(demo: Scenario) ->
         await settle(pilot)
         assert any("read-only cache" in m for _, m in notices(app))
         assert not [m for s, m in notices(app) if s == "error"]  # no request was sent
+
+
+def test_unknown_activity_has_its_own_badge_never_ready() -> None:
+    from navigator.app import stylesheet_path
+    from navigator.widgets.badges import BADGES, BadgeKind, badge_kind
+
+    assert badge_kind(activity="unknown", runtime_presence="live") is BadgeKind.UNKNOWN
+    assert badge_kind(activity=None, runtime_presence="live") is BadgeKind.UNKNOWN
+    assert badge_kind(activity="ready", runtime_presence="live") is BadgeKind.READY
+    assert badge_kind(activity="unknown", runtime_presence="stopped") is BadgeKind.STOPPED
+    symbols = [badge.symbol for badge in BADGES.values()]
+    assert len(set(symbols)) == len(symbols)  # never colour alone
+    assert f".{BADGES[BadgeKind.UNKNOWN].component_class} " in stylesheet_path().read_text()
+
+
+async def test_unknown_activity_reads_the_same_in_the_tree_and_views(demo: Scenario) -> None:
+    from core.enums import Activity
+    from navigator.widgets.badges import BadgeKind
+    from navigator.widgets.views import view_badge
+    from tests.navigator.scenario import set_activity
+
+    set_activity(demo, "Write docs", Activity.UNKNOWN, "live")  # no needs_input left
+    demo.engine.view_focus(new_request_id(), demo.views["alpha"], demo.frames["Write docs"])
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        node = tree(app).frame_nodes()[frame_key(demo.frames["Write docs"])]
+        assert node.data.badge is BadgeKind.UNKNOWN
+        state = app.navigator_state
+        alpha = app.query_one(ViewList).view(demo.views["alpha"])
+        assert alpha is not None and alpha.activity == "unknown"
+        frame = next(f for p in state.projects for f in p.frames
+                     if f.frame_id == demo.frames["Write docs"])
+        assert view_badge(alpha, state.host_row(alpha.host_id), frame) is BadgeKind.UNKNOWN
+        prompt = str(app.query_one(ViewList).get_option(demo.views["alpha"]).prompt)
+        assert prompt.startswith("○ ")
+
+
+async def test_footer_shows_every_app_key_without_cutting_any(demo: Scenario) -> None:
+    from textual.widgets._footer import FooterKey
+
+    for size in ((40, 40), SIZE):
+        app = SwitchboardApp(demo.client)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.pause(0.2)  # the footer recomposes after the bindings settle
+            keys = {key.key: key for key in app.screen.query(FooterKey)}
+            for binding in app.BINDINGS:
+                assert binding.key in keys, (size, binding.key)
+            for key in keys.values():
+                region = key.region
+                assert region.height == 1 and region.width > 0, (size, key.key)
+                assert region.right <= size[0], (size, key.key, region)  # none cut off
+
+
+async def test_palette_acknowledges_the_selected_message(demo: Scenario) -> None:
+    client = _InboxClient(demo)
+    app = SwitchboardApp(client)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Acknowledge message")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+    assert client.acked == [7]
