@@ -119,7 +119,10 @@ class Engine:
         """Show a project in its view: create view and workspace on first entry.
 
         Two concurrent entries serialize on the write lock and the
-        one-workspace / one-view-per-project indexes, so they converge.
+        one-workspace / one-view-per-project indexes, so they converge. With a
+        stage, the view's window is ensured (``core.recovery.enter_view``): after
+        a tmux server restart it is rebuilt on the running server, and a
+        navigator that crashed or was quit runs again.
         """
         project_id = self._project_id(project)
 
@@ -160,8 +163,10 @@ class Engine:
         def finish(view_id: str | None) -> RouteResult:
             assert view_id is not None
             if self.stage is not None:
-                from core.launcher import ensure_view_window
-                ensure_view_window(self, view_id)
+                # An explicit entry: a view whose tmux server restarted is rebuilt on the
+                # running one (its server_restarted recovery runs), not refused.
+                from core.recovery import enter_view
+                enter_view(self, request_id, view_id)
             view = views_ops.get_view(self.conn, view_id)
             target = self._route_target(project_id, view)
             transition_id = None

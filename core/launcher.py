@@ -46,11 +46,14 @@ def hook_command(engine: Engine) -> list[str]:
 
 
 def ensure_view_window(engine: Engine, view_id: str) -> None:
-    """Make sure the view has its tmux window and record its exact locators.
+    """Make sure the view has its tmux window (with a running navigator) and record
+    its exact locators.
 
     Single-flight across processes (the stage's view lock): two concurrent
     entries of one project would otherwise both see an unbound view and each
-    build a window tagged with it.
+    build a window tagged with it. A view recorded on a server that is gone is
+    refused here (TmuxUnavailable / ServerIdentityMismatch, nothing changed);
+    an explicit entry rebuilds it through ``core.recovery.enter_view``.
     """
     stage = engine.stage
     with stage.view_lock():
@@ -63,7 +66,8 @@ def ensure_view_window(engine: Engine, view_id: str) -> None:
             # ensure_view refused a view recorded on another server generation, so the
             # recorded server (if any) is the live one.
             server_id = view["tmux_server_id"] or stage.server_row(conn)
-            if (view["tmux_window_id"], view["tmux_server_id"]) != (window_id, server_id):
+            if (view["tmux_window_id"], view["tmux_server_id"], view["navigator_pane_id"]) != \
+                    (window_id, server_id, nav_pane):
                 views_ops.bind_view_tmux(conn, view_id, tmux_server_id=server_id,
                                          window_id=window_id, main_pane_id=main_pane,
                                          navigator_pane_id=nav_pane, now=engine.now())

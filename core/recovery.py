@@ -9,7 +9,10 @@ metadata proves and records a recovery for everything else. It never repeats
 a swap it cannot prove did not happen, and never types a control line.
 
 Safe-auto recoveries of a view run as a ``recover`` ViewTransition through the
-same saga as every other transition.
+same saga as every other transition. An explicit project entry (``enter_view``)
+runs the ``server_restarted`` one itself, so opening a project after a tmux
+server restart is not a dead end. Reconcile also respawns, in place, navigator
+panes that crashed or were quit.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from core.enums import (
     RecoveryState,
     TransitionKind,
 )
-from core.errors import Conflict, TmuxError
+from core.errors import Conflict, SwitchboardError, TmuxError
+from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
 from core.tmux.panes import PaneRole, PaneSnapshot, ServerSnapshot, ViewLayout
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
@@ -101,6 +105,57 @@ def execute(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord
             recoveries_ops.close_recovery(conn, recovery_id, RecoveryState.RESOLVED,
                                           engine.now())
     return show(engine, recovery_id)
+
+
+def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
+    """The view's window for an explicit entry (`switchboard open`, the navigator's enter).
+
+    When the view's tmux server is gone (nothing answers on the socket, or a
+    server with another identity does), the entry does what the person would
+    otherwise do by hand: start or use the live server, record the restart
+    (``reconcile`` opens ``server_restarted`` for every view and surface of the
+    old server) and run this view's safe_auto recovery, which rebuilds the
+    window on the live server. Agents are not restarted: their frames show
+    stopped and `n` resumes each session by its exact id. Nothing is done
+    through a locator of the old server; the stage's identity guards refuse it.
+    """
+    from core.launcher import ensure_view_window
+
+    try:
+        ensure_view_window(engine, view_id)
+        return
+    except (TmuxUnavailable, ServerIdentityMismatch):
+        pass  # refused before anything was changed: the view's server is not the live one
+    stage: TmuxStage = engine.stage
+    try:
+        stage.ensure_server(refresh=True)
+    except TmuxError as exc:
+        said = exc.detail if isinstance(exc, TmuxUnavailable) else exc.message
+        raise TmuxUnavailable(
+            f"The tmux server of this view is gone and starting a new one on "
+            f"{stage.socket_path} failed ({said}). Check that `tmux` runs for this user "
+            "and that the socket's directory is writable.", detail=said) from exc
+    reconcile(engine)
+    failure: SwitchboardError | None = None
+    row = engine.conn.execute(
+        "SELECT recovery_id FROM recoveries WHERE kind = ? AND subject_type = 'view'"
+        " AND subject_id = ? AND state = 'open'",
+        (RecoveryKind.SERVER_RESTARTED.value, view_id)).fetchone()
+    if row is not None:
+        try:
+            execute(engine, f"{request_id}:recover:{row['recovery_id']}", row["recovery_id"])
+        except SwitchboardError as exc:
+            failure = exc  # the window may stand already; the recovery stays open
+    try:
+        ensure_view_window(engine, view_id)
+    except (TmuxUnavailable, ServerIdentityMismatch) as exc:
+        why = (failure.message if failure is not None else exc.message).rstrip(". ")
+        raise Conflict(
+            f"The tmux server of this view restarted and rebuilding the view on the running "
+            f"server failed: {why}. `switchboard recovery list` shows the view's "
+            "server_restarted recovery (`switchboard reconcile` records it if it is missing) "
+            "and `switchboard recovery run ID` retries the rebuild.",
+            code="view_rebuild_failed") from exc
 
 
 def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> None:
@@ -211,6 +266,7 @@ class ReconcileReport:
     providers_exited: int = 0
     binds_overdue: int = 0
     surfaces_found: int = 0
+    navigators_respawned: int = 0
 
 
 def reconcile(engine: Engine) -> ReconcileReport:
@@ -223,7 +279,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
     lost = finished = rolled = resumed = uncertain = repaired = stopped = 0
-    adopted = failed = exited = overdue = found = 0
+    adopted = failed = exited = overdue = found = revived = 0
     conn = engine.conn
     before = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
     if stage is not None:
@@ -253,10 +309,11 @@ def reconcile(engine: Engine) -> ReconcileReport:
         if finished or resumed:  # those commits stopped panes themselves: read again
             snap = stage.snapshot() or snap
         stopped = _stop_stray_panes(engine, snap, server_id)
+        revived = _revive_navigators(engine, snap, server_id)
     opened = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] - before
     return ReconcileReport(len(snap.panes) if snap is not None else 0, lost, finished, rolled,
                            uncertain, opened, resumed, repaired, stopped, aged, adopted,
-                           failed, exited, overdue, found)
+                           failed, exited, overdue, found, revived)
 
 
 def _busy_views(conn: sqlite3.Connection, now: int) -> set[str]:
@@ -369,8 +426,9 @@ def _check_views(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot 
         if view["tmux_server_id"] != server_id or snap is None:
             _open(engine, conn, RecoveryKind.SERVER_RESTARTED, view_id, Actionability.SAFE_AUTO,
                   "The tmux server of this view restarted or stopped, so its window and pane "
-                  "locators are invalid and nothing was acted on. Running this recovery builds "
-                  "the view on the running server; agents resume with n.", now)
+                  "locators are invalid and nothing was acted on. Running this recovery (or "
+                  "opening the project) builds the view on the running server; agents resume "
+                  "with n.", now)
             continue
         if view_id in busy:
             continue  # an executing transition owns the view; handled below once expired
@@ -722,6 +780,20 @@ def _stop_stray_panes(engine: Engine, snap: ServerSnapshot, server_id: str | Non
             continue
         stopped += engine.stage.kill(row["pane_id"], surface_id=row["surface_id"])
     return stopped
+
+
+def _revive_navigators(engine: Engine, snap: ServerSnapshot, server_id: str | None) -> int:
+    """Navigator panes that crashed or were quit run again, in place (remain-on-exit
+    keeps them): views of the live server only, one tmux process for all of them."""
+    if server_id is None:
+        return 0
+    views = {row[0] for row in engine.conn.execute(
+        "SELECT view_id FROM user_views WHERE state <> 'retired' AND tmux_server_id = ?",
+        (server_id,))}
+    try:
+        return engine.stage.revive_navigators(snap, server_id, views)
+    except TmuxError:
+        return 0  # nothing was respawned; the next pass reads the panes again
 
 
 def _ts(value: str):

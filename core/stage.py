@@ -8,8 +8,8 @@ the batch is refused (``ServerIdentityMismatch``) and nothing is touched;
 ``core.recovery.reconcile`` then opens a ``server_restarted`` recovery.
 
 Cost: ``present`` (with its launch gate), ``launch_pane``, ``paste_control``
-and ``kill`` are one tmux process each; ``set_mode`` two; so a transition
-stays within three.
+and ``kill`` are one tmux process each; ``set_mode`` two (a dead navigator is
+respawned in the same batch); so a transition stays within three.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.enums import ViewMode
+from core.errors import TmuxError
 from core.tmux import topology
 from core.tmux.adapter import TmuxAdapter
 from core.tmux.commands import Check, both, equals, guarded, outcome
@@ -48,12 +49,13 @@ from core.tmux.panes import (
     PaneRole,
     PaneSnapshot,
     ServerSnapshot,
+    ViewLayout,
     pane_lines,
     pane_state_command,
     snapshot,
 )
 from core.tmux.runner import TmuxRunner
-from core.tmux.topology import KeyBinding
+from core.tmux.topology import KeyBinding, NavigatorSpawn
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -229,11 +231,13 @@ class TmuxStage:
 
     def ensure_view(self, view: sqlite3.Row, title: str, *,
                     rebind: bool = False) -> tuple[str, str, str | None]:
-        """The view's window (placeholder main + navigator), created if missing.
+        """The view's window (placeholder main + a running navigator), created if missing.
 
         A view recorded on another server generation is refused
         (ServerIdentityMismatch) unless ``rebind`` (the server_restarted
-        recovery), which builds a fresh window on the live server.
+        recovery), which builds a fresh window on the live server. An existing
+        window whose navigator crashed or was quit gets it back
+        (``_restore_navigator``).
         """
         # A recorded view needs no live-server set-up: its own identity is checked below.
         adapter = self.adapter_for(None if rebind else view["tmux_server_id"])
@@ -241,18 +245,69 @@ class TmuxStage:
         layout = snap.view(view["view_id"])
         if layout is None:
             view_id = view["view_id"]
+            spawn = self.navigator_spawn(view_id)
             layout = adapter.create_view(
                 session_name=self.view_session, view_id=view_id,
                 window_name=title[:30] or "view",
-                navigator_command=self.navigator_argv(view_id),
-                navigator_env={**_switchboard_env(self.engine), ENV_VIEW_ID: view_id},
+                navigator_command=spawn.command, navigator_env=spawn.env,
                 main_command=self.placeholder_command,
                 key_binding=self.navigator_key())
             if view["mode"] == ViewMode.DIRECT:
                 layout = adapter.set_mode(view_id=view["view_id"], mode=ViewMode.DIRECT)
+        else:
+            layout = self._restore_navigator(adapter, view, layout)
         main = layout.main.pane_id if layout.main is not None else view["main_pane_id"]
         navigator = layout.navigator.pane_id if layout.navigator is not None else None
         return layout.window_id, main, navigator
+
+    def _restore_navigator(self, adapter: TmuxAdapter, view: sqlite3.Row,
+                           layout: ViewLayout) -> ViewLayout:
+        """Bring back a navigator that is not running, where it belongs.
+
+        Dead (crashed or quit; the pane keeps remain-on-exit): respawned in
+        place, in the view window or parked (one tmux process). Gone (killed)
+        while the view is in navigator mode: a new one is split next to main
+        (two). A refusal (someone else got there first) or any other tmux
+        failure leaves the layout as it is, so the view still opens; reconcile
+        and prefix + S try again.
+        """
+        view_id = view["view_id"]
+        try:
+            if layout.navigator is not None and layout.navigator.dead:
+                adapter.respawn_navigators([(layout.navigator.pane_id,
+                                             self.navigator_spawn(view_id))])
+            elif layout.navigator is None and view["mode"] == ViewMode.NAVIGATOR and \
+                    layout.main is not None:
+                return adapter.set_mode(view_id=view_id, mode=ViewMode.NAVIGATOR,
+                                        navigator=self.navigator_spawn(view_id))
+        except (ServerIdentityMismatch, TmuxUnavailable):
+            raise  # not the view's server any more: the caller decides
+        except TmuxError:
+            pass
+        return layout
+
+    def revive_navigators(self, snap: ServerSnapshot, tmux_server_id: str,
+                          view_ids: set[str]) -> int:
+        """Respawn, in place, every dead navigator pane of ``view_ids`` in ``snap``.
+
+        ``snap`` must be a reading of the server ``tmux_server_id``; the
+        respawns are identity-guarded against it and gated on each pane's tags,
+        all in one tmux process. Returns how many navigators run again.
+        """
+        dead = [(pane.pane_id, self.navigator_spawn(pane.serves_view)) for pane in snap
+                if pane.role is PaneRole.NAVIGATOR and pane.dead and
+                pane.serves_view in view_ids]
+        if not dead:
+            return 0
+        adapter = self.adapter_for(tmux_server_id)
+        check_identity(adapter.expected, snap.identity)
+        results = adapter.respawn_navigators(dead)
+        return sum(result == "ok" for result in results.values())
+
+    def navigator_spawn(self, view_id: str) -> NavigatorSpawn:
+        """The navigator pane of ``view_id``: its argv and its pane environment."""
+        return NavigatorSpawn(view_id=view_id, command=tuple(self.navigator_argv(view_id)),
+                              env={**_switchboard_env(self.engine), ENV_VIEW_ID: view_id})
 
     def navigator_argv(self, view_id: str) -> list[str]:
         """The navigator pane's program: `switchboard ui --view VIEW`, bound to its view."""
@@ -398,11 +453,16 @@ class TmuxStage:
         return None if layout is None else ViewMode(layout.mode)
 
     def set_mode(self, view: sqlite3.Row, mode: ViewMode) -> None:
-        """direct: park the navigator pane; navigator: bring it back. Zoom survives."""
+        """direct: park the navigator pane; navigator: bring it back. Zoom survives.
+
+        On the way back a navigator that crashed or was quit is respawned in
+        place (or, if its pane is gone, split anew), in the same batch as the move.
+        """
         if not view["tmux_window_id"]:
             return
         adapter = self.adapter_for(view["tmux_server_id"])
-        layout = adapter.set_mode(view_id=view["view_id"], mode=mode)
+        spawn = self.navigator_spawn(view["view_id"]) if mode is ViewMode.NAVIGATOR else None
+        layout = adapter.set_mode(view_id=view["view_id"], mode=mode, navigator=spawn)
         self.engine._fault("mode_after_move")
         self.engine.conn.execute("UPDATE user_views SET zoomed = ? WHERE view_id = ?",
                                  (1 if layout.zoomed else 0, view["view_id"]))

@@ -36,23 +36,25 @@ from core.tmux.panes import (
 from core.tmux.runner import BatchOutput, TmuxRunner
 from core.tmux.topology import (
     KeyBinding,
+    NavigatorSpawn,
     Presented,
     create_view,
     ensure_holding_session,
     kill_surface_pane,
     launch_staged_pane,
     present,
+    respawn_navigators,
     set_mode,
 )
 
 __all__ = [
     "CONTROL_CLAIM_TEXT", "HOLDING_SESSION", "BatchOutput", "ControlSubmission", "KeyBinding",
-    "PaneNotFenced",
+    "NavigatorSpawn", "PaneNotFenced",
     "PaneNotFound", "PaneRole", "PaneSnapshot", "PlacementRefused", "Presented",
     "ServerIdentity", "ServerIdentityMismatch", "ServerSnapshot", "TargetNotFound",
     "TmuxAdapter", "TmuxCommandFailed", "TmuxPort", "TmuxRunner", "TmuxUnavailable",
     "TopologyConflict", "UnmanagedPane", "ViewLayout", "check_identity", "create_view",
     "disable_input", "enable_input", "ensure_holding_session", "kill_surface_pane",
-    "launch_staged_pane", "present", "read_identity", "set_mode", "snapshot",
+    "launch_staged_pane", "present", "read_identity", "respawn_navigators", "set_mode", "snapshot",
     "submit_control_line", "tag_pane", "verify_identity",
 ]

@@ -24,7 +24,7 @@ from core.tmux.panes import (
     tag_pane,
 )
 from core.tmux.runner import TmuxRunner
-from core.tmux.topology import DEFAULT_NAVIGATOR_WIDTH, Presented
+from core.tmux.topology import DEFAULT_NAVIGATOR_WIDTH, NavigatorSpawn, Presented
 
 
 class TmuxPort(Protocol):
@@ -44,7 +44,10 @@ class TmuxPort(Protocol):
     def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
                 target_surface_id: str | None = None, enable_target_input: bool = True,
                 launch_gate: str | None = None) -> Presented: ...
-    def set_mode(self, *, view_id: str, mode: ViewMode) -> ViewLayout: ...
+    def set_mode(self, *, view_id: str, mode: ViewMode,
+                 navigator: NavigatorSpawn | None = None) -> ViewLayout: ...
+    def respawn_navigators(self, dead: Sequence[tuple[str, NavigatorSpawn]]
+                           ) -> dict[str, str]: ...
     def kill_surface_pane(self, *, pane_id: str, surface_id: str) -> None: ...
     def submit_control_line(self, *, pane_id: str, surface_id: str) -> ControlSubmission: ...
     def enable_input(self, *, pane_id: str, surface_id: str) -> PaneSnapshot: ...
@@ -134,11 +137,17 @@ class TmuxAdapter:
             enable_target_input=enable_target_input, launch_gate=launch_gate,
         )
 
-    def set_mode(self, *, view_id: str, mode: ViewMode) -> ViewLayout:
+    def set_mode(self, *, view_id: str, mode: ViewMode,
+                 navigator: NavigatorSpawn | None = None) -> ViewLayout:
         return topology.set_mode(
             self.runner, self.expected, view_id=view_id, mode=mode,
             navigator_width=self.navigator_width, holding_session=self.holding_session,
+            navigator=navigator,
         )
+
+    def respawn_navigators(self, dead: Sequence[tuple[str, NavigatorSpawn]]) -> dict[str, str]:
+        """Restart dead navigator panes in place (one process); pane id -> "ok" or why not."""
+        return topology.respawn_navigators(self.runner, self.expected, dead)
 
     def kill_surface_pane(self, *, pane_id: str, surface_id: str) -> None:
         topology.kill_surface_pane(

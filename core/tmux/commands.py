@@ -11,6 +11,7 @@ appear there (argv-level commands carry arbitrary data instead).
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -88,6 +89,22 @@ def guarded(checks: Sequence[Check], then: Sequence[TmuxCommand]) -> TmuxCommand
     )
 
 
+def gated(checks: Sequence[Check], then: Sequence[TmuxCommand]) -> list[TmuxCommand]:
+    """`then` at argv level, run only if every check holds: for commands carrying data.
+
+    A `guarded` body is single-quoted tokens inside tmux blocks, so arbitrary
+    data (a command line, environment values, paths) cannot go there. Here the
+    guard only creates a uniquely named buffer, and deleting it is the first
+    argv-level command: after a refusal the buffer does not exist, the delete
+    fails, and tmux runs nothing after it in the batch (the rule the identity
+    guard relies on). So a refusal stops the whole batch; run it with
+    `run_guarded(..., refusal_stops=True)` and read the labels with `outcomes`.
+    """
+    sentinel = f"sb-gate-{uuid.uuid4().hex}"
+    return [guarded(checks, [("set-buffer", "-b", sentinel, "--", "1")]),
+            ("delete-buffer", "-b", sentinel), *then]
+
+
 def both(*conditions: str) -> str:
     """tmux format conjunction of any number of conditions."""
     if not conditions:
@@ -110,17 +127,33 @@ def outcome(stdout: Sequence[str]) -> str | None:
 
     Raises PaneNotFound when the refusal was a vanished target pane.
     """
+    found = outcomes(stdout, missing_raises=False)
+    if found and found[0].startswith(MISSING_PREFIX):
+        raise _pane_not_found(found[0])
+    return found[0] if found else None
+
+
+def outcomes(stdout: Sequence[str], *, missing_raises: bool = True) -> list[str]:
+    """Every guard's `"ok"` or refusal label, in batch order (several guards in one batch).
+
+    A vanished target pane raises PaneNotFound, unless `missing_raises` is off
+    (then its label `missing_<n>` is listed like any refusal).
+    """
+    found: list[str] = []
     for line in stdout:
         if line == OK_MARKER:
-            return "ok"
-        if line.startswith(REFUSED_PREFIX):
+            found.append("ok")
+        elif line.startswith(REFUSED_PREFIX):
             label = line[len(REFUSED_PREFIX):]
-            if label.startswith(MISSING_PREFIX):
-                pane_id = "%" + label[len(MISSING_PREFIX):]
-                raise PaneNotFound(
-                    f"tmux pane {pane_id} no longer exists; nothing was changed. "
-                    "Reconcile the view.",
-                    pane_id=pane_id,
-                )
-            return label
-    return None
+            if missing_raises and label.startswith(MISSING_PREFIX):
+                raise _pane_not_found(label)
+            found.append(label)
+    return found
+
+
+def _pane_not_found(label: str) -> PaneNotFound:
+    pane_id = "%" + label[len(MISSING_PREFIX):]
+    return PaneNotFound(
+        f"tmux pane {pane_id} no longer exists; nothing was changed. Reconcile the view.",
+        pane_id=pane_id,
+    )

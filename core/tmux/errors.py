@@ -14,6 +14,11 @@ class TmuxUnavailable(TmuxError):
 
     code = "tmux_unavailable"
 
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+        """What tmux itself printed, without the advice of ``message``."""
+
 
 class ServerIdentityMismatch(TmuxError):
     """The server on the socket is not the one whose locators we stored.

@@ -12,13 +12,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.tmux.commands import equals
+from core.tmux.commands import REFUSED_PREFIX, equals
 from core.tmux.errors import ServerIdentityMismatch, TmuxCommandFailed
 from core.tmux.runner import BatchOutput, TmuxCommand, TmuxRunner, classify_failure
 
 # socket_path goes last: it is the only field that may contain spaces.
 IDENTITY_FORMAT = "#{pid} #{start_time} #{socket_path}"
 _MISMATCH_PATH = "/dev/null/switchboard-server-identity-mismatch"
+REBUILD_ADVICE = ("`switchboard open PROJECT` rebuilds that project's view on the running "
+                  "server (agents resume with n).")
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def check_identity(expected: ServerIdentity, actual: ServerIdentity) -> None:
     raise ServerIdentityMismatch(
         f"tmux server on {actual.socket_path} is not the recorded one "
         f"({', '.join(differing)} differ): it restarted or was replaced, so every stored "
-        "pane locator is invalid. Reconcile the views to rebuild placements.",
+        f"pane locator is invalid and nothing was changed. {REBUILD_ADVICE}",
         expected=expected,
         actual=actual,
     )
@@ -99,12 +101,15 @@ def is_identity_failure(stderr: Sequence[str]) -> bool:
 
 
 def run_guarded(
-    runner: TmuxRunner, expected: ServerIdentity, commands: Sequence[TmuxCommand]
+    runner: TmuxRunner, expected: ServerIdentity, commands: Sequence[TmuxCommand],
+    *, refusal_stops: bool = False,
 ) -> BatchOutput:
     """Run a mutating batch behind `identity_guard` as one tmux process.
 
     Raises ServerIdentityMismatch when the guard stopped the batch, else the
-    runner's specific error for any other tmux failure.
+    runner's specific error for any other tmux failure. With `refusal_stops`
+    (a batch of `gated` commands) a batch stopped by a guard's refusal is
+    returned, its label in stdout, rather than raised.
     """
     if not _same_socket(runner.socket_path, expected.socket_path):
         raise ServerIdentityMismatch(
@@ -117,10 +122,11 @@ def run_guarded(
         raise ServerIdentityMismatch(
             f"tmux server on {expected.socket_path} is no longer pid {expected.server_pid} "
             f"started at {expected.server_start_time}; nothing was changed. Every stored "
-            "pane locator is invalid: reconcile the views.",
+            f"pane locator is invalid. {REBUILD_ADVICE}",
             expected=expected,
         )
-    if not output.ok:
+    if not output.ok and not (refusal_stops and any(
+            line.startswith(REFUSED_PREFIX) for line in output.stdout)):
         raise classify_failure(output, socket_path=runner.socket_path)
     return output
 

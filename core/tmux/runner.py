@@ -112,8 +112,10 @@ def classify_failure(output: BatchOutput, *, socket_path: str) -> Exception:
     lowered = text.lower()
     if any(marker in lowered for marker in _UNAVAILABLE):
         return TmuxUnavailable(
-            f"No tmux server answers on {socket_path} ({text}). Start the view again; "
-            "stored pane locators of the old server are invalid."
+            f"No tmux server answers on {socket_path} ({text}); pane locators of the old "
+            "server are invalid. `switchboard open PROJECT` starts a server and rebuilds "
+            "that project's view (agents resume with n).",
+            detail=text,
         )
     found = _MISSING_PANE.search(text)
     if found:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.enums import ViewMode
-from core.tmux.commands import Check, both, equals, guarded, outcome
+from core.tmux.commands import Check, both, equals, gated, guarded, outcome, outcomes
 from core.tmux.errors import (
     PlacementRefused,
     TmuxCommandFailed,
@@ -112,6 +112,20 @@ class Presented:
     parked: PaneSnapshot
     gate_opened: bool = False
     """True when `launch_gate` was signalled, in the same tmux group as the swap."""
+
+
+@dataclass(frozen=True)
+class NavigatorSpawn:
+    """What runs in a view's navigator pane: its argv and its pane environment.
+
+    Given to the operations that may have to bring a navigator back (respawn
+    a dead one in place, or split a new one next to main), which is why it
+    names the view it serves.
+    """
+
+    view_id: str
+    command: tuple[str, ...]
+    env: Mapping[str, str]
 
 
 def _env_args(env: Mapping[str, str] | None) -> list[str]:
@@ -399,6 +413,48 @@ def present(
     return Presented(main=panes[0], parked=panes[1], gate_opened=launch_gate is not None)
 
 
+def _is_navigator_of(view_id: str) -> str:
+    return both(equals(f"#{{{OPT_ROLE}}}", PaneRole.NAVIGATOR),
+                equals(f"#{{{OPT_SERVES}}}", check_tag_value(view_id)))
+
+
+def _respawn_commands(pane_id: str, spawn: NavigatorSpawn) -> list[TmuxCommand]:
+    """Restart the dead navigator `pane_id` in place, gated on its tags and on it being dead.
+
+    `respawn-pane` without `-k`: tmux itself also refuses a pane whose process
+    still runs, so a live navigator is never killed. The pane keeps its id,
+    its place (view window or holding), its tags, its fence and remain-on-exit.
+    """
+    return gated(
+        [Check(pane_id, _is_navigator_of(spawn.view_id), "not_navigator"),
+         Check(pane_id, "#{pane_dead}", "navigator_running")],
+        [("respawn-pane", "-t", pane_id, *_env_args(spawn.env), *_command_args(spawn.command))],
+    )
+
+
+def respawn_navigators(
+    runner: TmuxRunner,
+    expected: ServerIdentity,
+    dead: Sequence[tuple[str, NavigatorSpawn]],
+) -> dict[str, str]:
+    """Restart dead navigator panes in place: pane id -> `"ok"` or why not.
+
+    One tmux process for all of them: identity guard, then per pane a gate
+    (tagged navigator of exactly that view, and dead) and `respawn-pane`. A
+    refusal stops the batch (see `gated`): that pane gets its label, the
+    later ones `not_reached` (the next reconcile pass reads them again).
+    """
+    if not dead:
+        return {}
+    commands: list[TmuxCommand] = []
+    for pane_id, spawn in dead:
+        commands += [*_respawn_commands(pane_id, spawn), pane_state_command(pane_id)]
+    output = run_guarded(runner, expected, commands, refusal_stops=True)
+    labels = outcomes(output.stdout, missing_raises=False)
+    return {pane_id: labels[index] if index < len(labels) else "not_reached"
+            for index, (pane_id, _spawn) in enumerate(dead)}
+
+
 def set_mode(
     runner: TmuxRunner,
     expected: ServerIdentity,
@@ -407,6 +463,7 @@ def set_mode(
     mode: ViewMode,
     navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
     holding_session: str = HOLDING_SESSION,
+    navigator: NavigatorSpawn | None = None,
 ) -> ViewLayout:
     """Switch a view between navigator and direct mode without touching `main`.
 
@@ -415,28 +472,86 @@ def set_mode(
     keeps its UI state; the provider pane is never restarted or moved. Zoom
     is remembered in the window's `@sb_zoomed` while the window has one pane
     (tmux cannot zoom a lone pane) and re-applied on the way back.
+
+    With `navigator` given, the way back also brings back a navigator that
+    is not running: a dead one (it crashed or was quit; panes keep
+    remain-on-exit) is respawned in place before it is joined, and a missing
+    one is split next to main anew. Both are gated in the same batch as the move.
     Two tmux processes: a snapshot, then one guarded batch with the re-read.
     """
     check_tag_value(view_id)
+    if navigator is not None and navigator.view_id != view_id:
+        raise ValueError("the navigator spawn serves another view")
     before = snapshot(runner)
     check_identity(expected, before.identity)
     layout = before.view(view_id)
     if layout is None:
         raise PlacementRefused(f"view {view_id} has no tmux window; reconcile the view.")
-    if layout.mode is mode:
+    to_navigator = mode is ViewMode.NAVIGATOR and navigator is not None
+    revive = to_navigator and layout.navigator is not None and layout.navigator.dead
+    if layout.mode is mode and not revive:
         return layout
-    if layout.navigator is None:
+    if layout.navigator is None and not to_navigator:
         raise PlacementRefused(
-            f"view {view_id} has no navigator pane to show or hide; restart the navigator."
+            f"view {view_id} has no navigator pane to show or hide; nothing moved."
         )
     if layout.main is None:
         raise PlacementRefused(f"view {view_id} has no single main pane; reconcile the view.")
-    nav, main, window = layout.navigator.pane_id, layout.main.pane_id, layout.window_id
-    is_navigator = both(equals(f"#{{{OPT_ROLE}}}", PaneRole.NAVIGATOR),
-                        equals(f"#{{{OPT_SERVES}}}", view_id))
+    nav = layout.navigator.pane_id if layout.navigator is not None else None
+    commands: list[TmuxCommand] = []
+    if nav is None:
+        assert navigator is not None
+        commands += _split_navigator(layout, navigator, navigator_width)
+    else:
+        if revive:
+            assert navigator is not None
+            commands += _respawn_commands(nav, navigator)
+        if layout.mode is not mode:
+            commands.append(_move_navigator(layout, nav, mode, navigator_width,
+                                            holding_session))
+    commands.append(("list-panes", "-s", "-t", _session(layout.session_name), "-F", PANE_FORMAT))
+    if nav is not None:
+        commands.append(pane_state_command(nav))
+    output = run_guarded(runner, expected, commands, refusal_stops=True)
+    results = outcomes(output.stdout)
+    refused = next((label for label in results if label != "ok"), None)
+    if refused is not None:
+        raise PlacementRefused(
+            f"mode change of view {view_id} refused ({refused}): the panes changed since they "
+            "were read. Nothing moved; reconcile the view."
+        )
+    expected_guards = 1 if nav is None else int(revive) + int(layout.mode is not mode)
+    _require_ok(results[0] if len(results) == expected_guards else None, "mode change")
+    panes = _unique(pane_lines(output.stdout))
+    after = ServerSnapshot(identity=expected, panes=panes).view(view_id)
+    if after is None or after.mode is not mode:
+        raise TmuxCommandFailed(f"view {view_id} is not in {mode} mode after the change")
+    return after
+
+
+def _main_in_window(layout: ViewLayout) -> Check:
+    assert layout.main is not None
+    return Check(layout.main.pane_id,
+                 both(equals("#{window_id}", layout.window_id), _NOT_NAVIGATOR), "main_moved")
+
+
+def _restore_zoom(layout: ViewLayout) -> list[TmuxCommand]:
+    """Zoom main again if direct mode remembered it (`@sb_zoomed`), then forget it."""
+    assert layout.main is not None
+    main = layout.main.pane_id
+    return [("if-shell", "-F", "-t", main, f"#{{{OPT_ZOOMED}}}", "resize-pane -Z -t " + main),
+            ("set-option", "-w", "-u", "-t", layout.window_id, OPT_ZOOMED)]
+
+
+def _move_navigator(layout: ViewLayout, nav: str, mode: ViewMode, navigator_width: int,
+                    holding_session: str) -> TmuxCommand:
+    """The guarded move of the navigator pane: park it (direct) or join it (navigator)."""
+    assert layout.main is not None
+    window, view_id = layout.window_id, layout.view_id
     if mode is ViewMode.DIRECT:
-        guard = guarded(
-            [Check(nav, both(is_navigator, equals("#{window_id}", window)), "navigator_moved")],
+        return guarded(
+            [Check(nav, both(_is_navigator_of(view_id), equals("#{window_id}", window)),
+                   "navigator_moved")],
             [
                 ("set-option", "-w", "-t", window, "-F", OPT_ZOOMED, "#{window_zoomed_flag}"),
                 ("break-pane", "-d", "-s", nav, "-t", _session(holding_session),
@@ -444,36 +559,36 @@ def set_mode(
                 ("select-pane", "-d", "-t", nav),
             ],
         )
-    else:
-        guard = guarded(
-            [
-                Check(nav, both(is_navigator, _IN_HOLDING), "navigator_moved"),
-                Check(main, both(equals("#{window_id}", window), _NOT_NAVIGATOR), "main_moved"),
-            ],
-            [
-                ("join-pane", "-d", "-h", "-b", "-l", str(navigator_width), "-s", nav, "-t", main),
-                ("select-pane", "-e", "-t", nav),
-                ("if-shell", "-F", "-t", main, f"#{{{OPT_ZOOMED}}}", "resize-pane -Z -t " + main),
-                ("set-option", "-w", "-u", "-t", window, OPT_ZOOMED),
-            ],
-        )
-    output = run_guarded(runner, expected, [
-        guard,
-        ("list-panes", "-s", "-t", _session(layout.session_name), "-F", PANE_FORMAT),
-        pane_state_command(nav),
+    return guarded(
+        [Check(nav, both(_is_navigator_of(view_id), _IN_HOLDING), "navigator_moved"),
+         _main_in_window(layout)],
+        [
+            ("join-pane", "-d", "-h", "-b", "-l", str(navigator_width), "-s", nav,
+             "-t", layout.main.pane_id),
+            ("select-pane", "-e", "-t", nav),
+            *_restore_zoom(layout),
+        ],
+    )
+
+
+def _split_navigator(layout: ViewLayout, spawn: NavigatorSpawn,
+                     navigator_width: int) -> list[TmuxCommand]:
+    """A new navigator pane left of main, for a view whose navigator pane is gone.
+
+    Gated like a respawn (the command line is data, so it stays at argv
+    level). Split without -d: the new pane is the window's active pane, which
+    is what the window target then tags (as in create_view).
+    """
+    assert layout.main is not None
+    window = layout.window_id
+    return gated([_main_in_window(layout)], [
+        ("split-window", "-h", "-b", "-l", str(navigator_width), "-t", layout.main.pane_id,
+         *_env_args(spawn.env), *_command_args(spawn.command)),
+        ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.NAVIGATOR),
+        ("set-option", "-p", "-t", window, OPT_SERVES, check_tag_value(spawn.view_id)),
+        ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+        *_restore_zoom(layout),
     ])
-    result = outcome(output.stdout)
-    _require_ok(result, "mode change")
-    if result != "ok":
-        raise PlacementRefused(
-            f"mode change of view {view_id} refused ({result}); the panes moved since they "
-            "were read. Reconcile the view."
-        )
-    panes = _unique(pane_lines(output.stdout))
-    after = ServerSnapshot(identity=expected, panes=panes).view(view_id)
-    if after is None or after.mode is not mode:
-        raise TmuxCommandFailed(f"view {view_id} is not in {mode} mode after the change")
-    return after
 
 
 def _unique(panes: list[PaneSnapshot]) -> tuple[PaneSnapshot, ...]:

@@ -4,6 +4,11 @@ Outside tmux it attaches this terminal to the view's window; inside a tmux
 client of the same server it switches that client; without a terminal it
 prints the attach command. The project defaults to the one whose root holds
 the current directory, or the only configured one.
+
+Opening also repairs what would make the view a dead end: after a tmux server
+restart the view is rebuilt on the running server (its server_restarted
+recovery runs; agents stay stopped until `n` resumes them), and a navigator
+pane that crashed or was quit is respawned in place (``core.recovery.enter_view``).
 """
 
 from __future__ import annotations

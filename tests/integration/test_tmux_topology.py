@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,9 +14,12 @@ import pytest
 from core.enums import ViewMode
 from core.tmux import (
     HOLDING_SESSION,
+    NavigatorSpawn,
     PaneNotFound,
     PaneRole,
+    PaneSnapshot,
     PlacementRefused,
+    ServerIdentityMismatch,
     TmuxAdapter,
     TmuxRunner,
     UnmanagedPane,
@@ -25,6 +31,7 @@ from core.tmux.topology import DEFAULT_NAVIGATOR_WIDTH
 from tests.integration.conftest import received, wait_for, wait_ready
 
 VIEW = "aaaaaaaa-0000-4000-8000-000000000001"
+OTHER_VIEW = "aaaaaaaa-0000-4000-8000-000000000002"
 SLEEP = ["sleep", "600"]
 
 
@@ -321,3 +328,124 @@ def test_holding_session_is_recognised_by_its_tag_not_its_name(runner: TmuxRunne
     assert shown.parked.session_name == "parked_here" and shown.parked.parked
     direct = adapter.set_mode(view_id=VIEW, mode=ViewMode.DIRECT)
     assert direct.navigator is not None and direct.navigator.session_name == "parked_here"
+
+
+# ------------------------------------------------------------------ navigator respawn
+
+def _spawn(view_id: str = VIEW, *command: str) -> NavigatorSpawn:
+    return NavigatorSpawn(view_id=view_id, command=tuple(command or SLEEP),
+                          env={"SB_TEST_NAV": "it's;"})
+
+
+def _kill_process(adapter: TmuxAdapter, pane_id: str) -> None:
+    """End the pane's program (a crash, or ctrl+q); remain-on-exit keeps the pane, dead."""
+    pane = adapter.snapshot().pane(pane_id)
+    assert pane is not None and pane.pane_pid is not None
+    os.kill(pane.pane_pid, signal.SIGKILL)
+    wait_for(lambda: adapter.snapshot().pane(pane_id).dead, timeout=10.0)  # type: ignore[union-attr]
+
+
+def _pane(adapter: TmuxAdapter, pane_id: str) -> PaneSnapshot:
+    pane = adapter.snapshot().pane(pane_id)
+    assert pane is not None
+    return pane
+
+
+def test_a_dead_navigator_is_respawned_in_place_in_one_process(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    other = adapter.create_view(session_name="scratch", view_id=OTHER_VIEW, window_name="two",
+                                navigator_command=SLEEP, main_command=SLEEP)
+    assert layout.navigator is not None and other.navigator is not None
+    adapter.set_mode(view_id=OTHER_VIEW, mode=ViewMode.DIRECT)  # its navigator is parked
+    nav, parked = layout.navigator.pane_id, other.navigator.pane_id
+    _kill_process(adapter, nav)
+    _kill_process(adapter, parked)
+
+    before = adapter.invocations
+    results = adapter.respawn_navigators([(nav, _spawn()), (parked, _spawn(OTHER_VIEW))])
+    assert adapter.invocations - before == 1
+    assert results == {nav: "ok", parked: "ok"}
+    again, held = _pane(adapter, nav), _pane(adapter, parked)
+    assert not again.dead and not held.dead
+    assert again.pane_pid != layout.navigator.pane_pid
+    # In place: same pane, same window, same tags; the parked one stays parked and fenced.
+    assert (again.window_id, again.role, again.serves_view, again.input_off) == (
+        layout.window_id, PaneRole.NAVIGATOR, VIEW, False)
+    assert held.parked and held.input_off and held.serves_view == OTHER_VIEW
+    env = Path(f"/proc/{again.pane_pid}/environ").read_bytes().split(b"\0")
+    assert b"SB_TEST_NAV=it's;" in env  # data stays literal at argv level
+    options = adapter.runner.run([("show-options", "-p", "-v", "-t", nav, "remain-on-exit")])
+    assert options.stdout == ("on",)
+    assert adapter.runner.run([("list-buffers",)]).stdout == ()  # no gate buffer left
+
+
+def test_respawn_refuses_anything_but_a_dead_navigator_of_that_view(
+        adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    assert layout.navigator is not None and layout.main is not None
+    nav, main = layout.navigator.pane_id, layout.main.pane_id
+    alive = _pane(adapter, nav)
+    assert adapter.respawn_navigators([(nav, _spawn())]) == {nav: "navigator_running"}
+    assert _pane(adapter, nav).pane_pid == alive.pane_pid  # never killed (no -k)
+
+    _kill_process(adapter, main)  # a dead pane that is not a navigator
+    assert adapter.respawn_navigators([(main, _spawn())]) == {main: "not_navigator"}
+    assert _pane(adapter, main).dead
+
+    _kill_process(adapter, nav)
+    # The navigator of another view is not this spawn's pane.
+    assert adapter.respawn_navigators([(nav, _spawn(OTHER_VIEW))]) == {nav: "not_navigator"}
+    # A refusal stops the batch: nothing after it runs.
+    results = adapter.respawn_navigators([(main, _spawn()), (nav, _spawn())])
+    assert results == {main: "not_navigator", nav: "not_reached"}
+    assert _pane(adapter, nav).dead and _pane(adapter, main).dead
+    assert adapter.respawn_navigators([("%999", _spawn())]) == {"%999": "missing_999"}
+
+    stale = TmuxAdapter(adapter.runner, replace(adapter.expected, server_start_time=1))
+    with pytest.raises(ServerIdentityMismatch):
+        stale.respawn_navigators([(nav, _spawn())])
+    assert _pane(adapter, nav).dead
+    assert adapter.respawn_navigators([(nav, _spawn())]) == {nav: "ok"}
+    assert adapter.runner.run([("list-buffers",)]).stdout == ()
+
+
+def test_back_to_navigator_mode_respawns_a_dead_parked_navigator(adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    assert layout.navigator is not None and layout.main is not None
+    nav = layout.navigator.pane_id
+    adapter.set_mode(view_id=VIEW, mode=ViewMode.DIRECT)
+    _kill_process(adapter, nav)
+    before = adapter.invocations
+    back = adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR, navigator=_spawn())
+    assert adapter.invocations - before == 2  # snapshot, then respawn + join in one batch
+    assert back.mode is ViewMode.NAVIGATOR and back.navigator is not None
+    assert back.navigator.pane_id == nav and not back.navigator.dead
+    assert not back.navigator.input_off and back.navigator.width == DEFAULT_NAVIGATOR_WIDTH
+    assert back.main is not None and back.main.pane_pid == layout.main.pane_pid
+
+    # Already in navigator mode, a dead navigator is respawned where it is.
+    _kill_process(adapter, nav)
+    same = adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR, navigator=_spawn())
+    assert same.navigator is not None and same.navigator.pane_id == nav
+    assert not _pane(adapter, nav).dead
+    with pytest.raises(ValueError):
+        adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR, navigator=_spawn(OTHER_VIEW))
+
+
+def test_back_to_navigator_mode_splits_a_new_navigator_when_it_is_gone(
+        adapter: TmuxAdapter) -> None:
+    layout = make_view(adapter)
+    assert layout.navigator is not None and layout.main is not None
+    adapter.runner.run([("kill-pane", "-t", layout.navigator.pane_id)])
+    gone = adapter.snapshot().view(VIEW)
+    assert gone is not None and gone.navigator is None and gone.mode is ViewMode.DIRECT
+    with pytest.raises(PlacementRefused):  # nothing to show without a spawn
+        adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR)
+    back = adapter.set_mode(view_id=VIEW, mode=ViewMode.NAVIGATOR, navigator=_spawn())
+    assert back.mode is ViewMode.NAVIGATOR and back.navigator is not None
+    assert back.navigator.pane_id != layout.navigator.pane_id
+    assert (back.navigator.role, back.navigator.serves_view, back.navigator.left) == (
+        PaneRole.NAVIGATOR, VIEW, 0)
+    assert back.navigator.width == DEFAULT_NAVIGATOR_WIDTH
+    assert back.main is not None and back.main.pane_id == layout.main.pane_id
+    assert back.main.pane_pid == layout.main.pane_pid
