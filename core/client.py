@@ -135,6 +135,13 @@ class EngineClient:
     def focus(self, view_id: str, frame_id: str):
         return self._call("view_focus", view_id, frame_id)
 
+    def show_view(self, view_id: str) -> None:
+        """Take the person's tmux client to that view's window (no registry change)."""
+        from core.presentation import show_view
+
+        with self._lock:
+            show_view(self.engine, view_id)
+
     def complete(self, frame_id: str, summary: str, next_action: str):
         return self._call("frame_complete", frame_id, summary, next_action)
 

@@ -82,3 +82,13 @@ def claim_lease(engine: Engine, view_id: str, request_id: str) -> bool:
         if lease is None or lease["request_id"] != request_id:
             return False
         return leases_ops.claim(conn, lease["lease_id"])
+
+
+def show_view(engine: Engine, view_id: str) -> None:
+    """Switch the person's tmux clients to a view's window: a navigator in one view
+    that enters another project or focuses a frame shown elsewhere takes the person
+    there. A presentation effect only; the registry does not change."""
+    if engine.stage is None:
+        raise SwitchboardError("no tmux stage in this process; open the view with "
+                               "`switchboard open PROJECT`", code="tmux_unavailable")
+    engine.stage.show_view(views_ops.get_view(engine.conn, view_id))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.enums import ViewMode
-from core.errors import TmuxError
+from core.errors import Conflict, TmuxError
 from core.tmux import topology
 from core.tmux.adapter import TmuxAdapter
 from core.tmux.commands import Check, both, equals, guarded, outcome
@@ -443,6 +443,15 @@ class TmuxStage:
         if not panes:
             raise TmuxCommandFailed("the new placeholder pane was not reported")
         return panes[-1]
+
+    def show_view(self, view: sqlite3.Row) -> None:
+        """Switch the clients of the view session to this view's window."""
+        if not view["tmux_window_id"] or not view["main_pane_id"]:
+            raise Conflict(f"view {view['view_id']} has no tmux window yet; enter its "
+                           "project first", code="view_not_live")
+        self.adapter_for(view["tmux_server_id"]).show_view(
+            view_id=view["view_id"], main_pane=view["main_pane_id"],
+            window_id=view["tmux_window_id"])
 
     def layout_mode(self, view: sqlite3.Row) -> ViewMode | None:
         """The mode tmux shows for the view (navigator pane present or not), re-read."""

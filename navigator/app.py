@@ -457,8 +457,21 @@ class SwitchboardApp(App[None]):
         result = self.client.enter_project(name)
         view_id = getattr(result, "view_id", None)
         if view_id:
+            self._show_elsewhere(view_id)
             self.call_from_thread(self._set_current_view, view_id)
         return result
+
+    def _focus_and_show(self, view_id: str, frame_id: str) -> Any:
+        """Focus a frame; if its view is not the one this navigator pane serves, take
+        the person's tmux client there too (in a worker thread, like every request)."""
+        result = self.client.focus(view_id, frame_id)
+        self._show_elsewhere(view_id)
+        return result
+
+    def _show_elsewhere(self, view_id: str) -> None:
+        if self.bound_view_id and view_id != self.bound_view_id and \
+                getattr(self.client.engine, "stage", None) is not None:
+            self.client.show_view(view_id)
 
     def _set_current_view(self, view_id: str) -> None:
         if not self.bound_view_id and view_id != self.current_view_id:
@@ -478,7 +491,7 @@ class SwitchboardApp(App[None]):
         title = frame.title if frame is not None else frame_id
         self._set_current_view(view.view_id)
         self.request("Focus", f"Showing {title}",
-                     partial(self.client.focus, view.view_id, frame_id))
+                     partial(self._focus_and_show, view.view_id, frame_id))
 
     # ------------------------------------------------------------------ actions
 
@@ -773,7 +786,7 @@ class SwitchboardApp(App[None]):
             if (view is not None and frame.lifecycle_state == "open"
                     and view.active_frame_id != frame.frame_id):
                 self.request("Focus", f"Showing {frame.title}",
-                             partial(self.client.focus, view.view_id, frame.frame_id))
+                             partial(self._focus_and_show, view.view_id, frame.frame_id))
         frames.focus()
         self.notify(f"{recovery.explanation} Press d on the recovery once checked.",
                     title=f"Look at {title}", markup=False, timeout=10)

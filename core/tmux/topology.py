@@ -598,6 +598,26 @@ def _unique(panes: list[PaneSnapshot]) -> tuple[PaneSnapshot, ...]:
     return tuple(seen.values())
 
 
+def show_view(runner: TmuxRunner, expected: ServerIdentity, *, view_id: str,
+              main_pane: str, window_id: str) -> None:
+    """Make the view's window the current one of its session, so every client of
+    that session (the person looking at another view's navigator) now shows it.
+
+    Refused unless the server is `expected` and `main_pane` sits in a window
+    tagged ``@sb_view == view_id``; one tmux process.
+    """
+    check_tag_value(view_id)
+    output = run_guarded(runner, expected, [
+        guarded([Check(main_pane, equals(f"#{{{OPT_VIEW}}}", view_id), "not_view")],
+                [("select-window", "-t", window_id)]),
+    ])
+    result = outcome(output.stdout)
+    _require_ok(result, "show the view")
+    if result != "ok":
+        raise PlacementRefused(f"pane {main_pane} is not in view {view_id}'s window; "
+                               "nothing was switched. Reconcile the view.")
+
+
 def kill_surface_pane(
     runner: TmuxRunner,
     expected: ServerIdentity,
