@@ -612,10 +612,16 @@ class Engine:
                                code="view_empty")
             return view["active_frame_id"], view["active_frame_id"]
 
-        self._prepare_simple(request_id, TransitionKind.MODE, view_id,
-                             {"view_id": view_id, "mode": mode.value if mode else "toggle"},
-                             resolve, target_mode=lambda: chosen["mode"])
+        result = self._prepare_simple(
+            request_id, TransitionKind.MODE, view_id,
+            {"view_id": view_id, "mode": mode.value if mode else "toggle"},
+            resolve, target_mode=lambda: chosen["mode"])
         row = views_ops.get_view(self.conn, view_id)
+        if result is None and mode is ViewMode.NAVIGATOR and self.stage is not None \
+                and row["mode"] == ViewMode.NAVIGATOR and row["tmux_window_id"]:
+            # Already navigator mode (prefix+S): a navigator that crashed or was quit
+            # is brought back in place; a live one is left exactly as it is.
+            self.stage.set_mode(row, ViewMode.NAVIGATOR)
         return ViewResult(request_id, view_id, row["mode"], row["revision"],
                           row["active_frame_id"])
 

@@ -30,6 +30,7 @@ from core.tmux.errors import (
     PaneNotFound,
     PlacementRefused,
     ServerIdentityMismatch,
+    TmuxUnavailable,
     UnmanagedPane,
 )
 from storage.connection import write_transaction
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from core.engine import Engine
 
 LEASE_MS = 30_000
+_SERVER_GONE = (ServerIdentityMismatch, TmuxUnavailable)
 T = TransitionState
 
 
@@ -240,9 +242,10 @@ def _move(engine: Engine, transition_id: str) -> None:
             # One guarded tmux process: swap, fence the old main, open a staged
             # target's launch gate, re-read both panes.
             shown = stage.present(view, target_pane)
-        except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch) as exc:
+        except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch,
+                TmuxUnavailable) as exc:  # no server answering: nothing could move
             _roll_back(engine, transition_id, f"nothing moved: {exc}",
-                       server_restarted=isinstance(exc, ServerIdentityMismatch))
+                       server_restarted=isinstance(exc, _SERVER_GONE))
             return
         engine._fault("after_swap")
         with write_transaction(conn) as tx:
@@ -267,9 +270,10 @@ def _move_mode(engine: Engine, row: sqlite3.Row) -> None:
     target = ViewMode(row["target_mode"])
     try:
         engine.stage.set_mode(view, target)
-    except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch) as exc:
+    except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch,
+            TmuxUnavailable) as exc:
         _roll_back(engine, transition_id, f"mode not changed: {exc}",
-                   server_restarted=isinstance(exc, ServerIdentityMismatch))
+                   server_restarted=isinstance(exc, _SERVER_GONE))
         return
     with write_transaction(engine.conn) as tx:
         transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())

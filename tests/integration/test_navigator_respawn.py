@@ -180,3 +180,25 @@ def test_entering_a_view_whose_navigator_pane_is_gone_splits_a_new_one(
     assert tmux(tmux_socket, "display-message", "-p", "-t", main,
                 "#{pane_pid}").strip() == main_pid
     assert problems(engine, route.view_id) == []
+
+
+def test_navigator_mode_again_brings_back_a_dead_navigator_in_the_view(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """Already in navigator mode, the navigator crashed: prefix+S / `view mode VIEW
+    navigator` respawns it in place (no transition: the mode did not change)."""
+    engine = make_engine(tmp_path, tmux_socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    dead = _crash(engine, route.view_id)
+    assert not dead.parked
+    transitions = engine.conn.execute("SELECT COUNT(*) FROM view_transitions").fetchone()[0]
+
+    result = engine.view_mode(new_request_id(), route.view_id, ViewMode.NAVIGATOR)
+    assert result.mode == "navigator"
+    back = _navigator(engine, route.view_id)
+    assert back.pane_id == dead.pane_id and not back.dead and not back.parked
+    assert engine.conn.execute("SELECT COUNT(*) FROM view_transitions").fetchone()[0] \
+        == transitions
+    live_pid = back.pane_pid
+    engine.view_mode(new_request_id(), route.view_id, ViewMode.NAVIGATOR)  # a live one
+    assert _navigator(engine, route.view_id).pane_pid == live_pid  # is left alone
+    assert problems(engine, route.view_id) == []

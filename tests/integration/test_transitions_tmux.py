@@ -360,3 +360,26 @@ def test_a_pane_id_reused_after_a_server_restart_is_rejected(
     assert fresh != old_pane and main_of(engine, world.view_id) == fresh
     assert problems(engine, world.view_id) == []
     untouched()
+
+
+@pytest.mark.parametrize("kind", ["focus", "mode"])
+def test_a_transition_while_no_tmux_server_answers_fails_at_once_with_a_recovery(
+        tmp_path: Path, tmux_socket: Path, kind: str) -> None:
+    """No server on the socket: nothing can move, so the transition fails now (not
+    'executing' until its lease runs out) and a server_restarted recovery says why."""
+    engine, world = build_world(tmp_path, tmux_socket)
+    tmux(tmux_socket, "kill-server")
+    assert wait_for(lambda: subprocess.run(["tmux", "-S", str(tmux_socket), "has-session"],
+                                           capture_output=True).returncode != 0)
+    if kind == "focus":
+        engine.view_focus(new_request_id(), world.view_id, world.workspace_id)
+    else:
+        engine.view_mode(new_request_id(), world.view_id, ViewMode.DIRECT)
+    row = engine.conn.execute("SELECT state, failure FROM view_transitions WHERE kind = ?"
+                              " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                              (kind,)).fetchone()
+    assert row["state"] == "failed" and "No tmux server answers" in row["failure"], dict(row)
+    kinds = {(r.kind, r.subject_type) for r in recovery.list_recoveries(engine)}
+    assert ("server_restarted", "view") in kinds
+    assert engine.conn.execute("SELECT COUNT(*) FROM view_transitions WHERE state ="
+                               " 'executing'").fetchone()[0] == 0
