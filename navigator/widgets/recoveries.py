@@ -72,6 +72,16 @@ class RecoveryList(RowList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "Recoveries"
+        self._enter_means: str | None = None
+
+    def _sync_bindings(self) -> None:
+        """Refresh the bindings only when enter's meaning changed: every refresh makes
+        the footer recompose, which must not happen on each state update."""
+        recovery = self.selected_recovery
+        means = recovery.actionability if recovery is not None else None
+        if means != self._enter_means:
+            self._enter_means = means
+            self.refresh_bindings()
 
     @property
     def open_recoveries(self) -> list[RecoveryRow]:
@@ -107,7 +117,7 @@ class RecoveryList(RowList):
         self.border_title = f"Recoveries ({count})" if count else "Recoveries"
         self.set_class(count > 0, "-has-recoveries")
         self.sync_rows(rows)
-        self.refresh_bindings()
+        self._sync_bindings()
 
     def recovery(self, recovery_id: str | None) -> RecoveryRow | None:
         return next((r for r in self.open_recoveries if r.recovery_id == recovery_id), None)
@@ -135,7 +145,7 @@ class RecoveryList(RowList):
             self.post_message(self.intent_for(recovery))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        self.refresh_bindings()  # the footer's enter follows the row; the app sees it too
+        self._sync_bindings()  # the footer's enter follows the row; the app sees it too
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()  # a click on a row: the same as enter
