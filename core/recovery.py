@@ -69,15 +69,24 @@ def show(engine: Engine, recovery_id: str) -> RecoveryRecord:
 
 
 def dismiss(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord:
-    with write_transaction(engine.conn) as conn:
-        recoveries_ops.close_recovery(conn, recovery_id, RecoveryState.DISMISSED, engine.now())
-    return show(engine, recovery_id)
+    return _close(engine, recovery_id, RecoveryState.DISMISSED)
 
 
 def resolve(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord:
     """A person says the uncertain outcome is settled (after looking)."""
+    return _close(engine, recovery_id, RecoveryState.RESOLVED)
+
+
+def _close(engine: Engine, recovery_id: str, to_state: RecoveryState) -> RecoveryRecord:
+    """open -> to_state; a retry that finds it already there changes nothing, and
+    one closed the other way is refused by name."""
     with write_transaction(engine.conn) as conn:
-        recoveries_ops.close_recovery(conn, recovery_id, RecoveryState.RESOLVED, engine.now())
+        state = recoveries_ops.get_recovery(conn, recovery_id)["state"]
+        if state not in ("open", to_state.value):
+            raise Conflict(f"recovery {recovery_id} is already {state}; nothing changed",
+                           code="recovery_closed")
+        if state == "open":
+            recoveries_ops.close_recovery(conn, recovery_id, to_state, engine.now())
     return show(engine, recovery_id)
 
 

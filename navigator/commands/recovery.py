@@ -21,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                             ("dismiss", "dismiss it"), ("run", "execute a safe_auto one")):
         p = rs.add_parser(name, help=help_text)
         p.add_argument("recovery_id")
+        if name != "show":
+            p.add_argument("--request-id", help="reuse to retry idempotently (default: fresh)")
         p.add_argument("--json", action="store_true")
         p.set_defaults(handler=_one, action=name)
 
@@ -47,8 +49,8 @@ def _list(args: argparse.Namespace) -> int:
 
 def _one(args: argparse.Namespace) -> int:
     from core import recovery
-    from core.requests import new_request_id
     from core.session import open_engine
+    from navigator.commands.output import request_id_from
 
     engine = open_engine(with_stage=args.action == "run")
     if args.action == "show":
@@ -56,6 +58,6 @@ def _one(args: argparse.Namespace) -> int:
     else:
         fn = {"resolve": recovery.resolve, "dismiss": recovery.dismiss,
               "run": recovery.execute}[args.action]
-        record = fn(engine, new_request_id(), args.recovery_id)
+        record = fn(engine, request_id_from(args), args.recovery_id)
     emit(record, as_json=args.json, text=f"{record.recovery_id}: {record.state}")
     return 0

@@ -130,3 +130,29 @@ def test_init_keeps_the_socket_a_config_template_names(
     assert main(["init"]) == 0
     config = tomllib.loads((sb_home / "config.toml").read_text(encoding="utf-8"))
     assert config["tmux"]["socket_path"] == "/srv/agents.sock"
+
+
+def test_recovery_dismiss_and_resolve_are_retry_safe(cli, sb_home: Path) -> None:
+    from core.enums import Actionability, RecoveryKind
+    from core.session import open_engine
+    from storage.connection import write_transaction
+    from storage.operations import recoveries as recoveries_ops
+
+    route = cli("project", "enter", "alpha", "--json")
+    engine = open_engine()
+    with write_transaction(engine.conn) as tx:
+        ids = [recoveries_ops.open_recovery(
+            tx, recovery_id=f"dddddddd-0000-4000-8000-00000000000{n}", host_id=engine.host_id,
+            kind=kind, subject_type="view", subject_id=route["view_id"],
+            actionability=Actionability.MANUAL, explanation="look at it", now=engine.now())
+            for n, kind in ((1, RecoveryKind.PLACEMENT_ORPHANED),
+                            (2, RecoveryKind.SERVER_RESTARTED))]
+    engine.conn.close()
+    rid = "eeeeeeee-0000-4000-8000-000000000001"
+    first = cli("recovery", "dismiss", ids[0], "--request-id", rid, "--json")
+    again = cli("recovery", "dismiss", ids[0], "--request-id", rid, "--json")
+    assert first["state"] == again["state"] == "dismissed"  # the retry changes nothing
+    assert "recovery_closed" in cli("recovery", "resolve", ids[0], expect=2)
+    assert cli("recovery", "resolve", ids[1], "--json")["state"] == "resolved"
+    assert cli("recovery", "resolve", ids[1], "--json")["state"] == "resolved"
+    assert "must be a UUID" in cli("recovery", "run", ids[1], "--request-id", "x", expect=2)
