@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.enums import Actionability, RecoveryKind, RecoveryState
+from core.enums import Actionability, RecoveryKind, RecoveryState, ViewState
 from storage.operations.common import cas, one
 
 
@@ -24,13 +24,35 @@ def open_recovery(conn: sqlite3.Connection, *, recovery_id: str, host_id: str,
         " VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)",
         (recovery_id, host_id, kind.value, subject_type, subject_id, actionability.value,
          explanation[:1024], now, now))
+    if subject_type == "view":
+        sync_view_health(conn, subject_id, now)
     return recovery_id
+
+
+def sync_view_health(conn: sqlite3.Connection, view_id: str, now: int) -> None:
+    """A view is degraded exactly while a recovery about it is open: ready <-> degraded,
+    as a committed view mutation (revision bumped); other states are left alone."""
+    from storage.operations import views as views_ops
+
+    view = conn.execute("SELECT state, revision FROM user_views WHERE view_id = ?",
+                        (view_id,)).fetchone()
+    if view is None:
+        return
+    open_ = conn.execute("SELECT EXISTS (SELECT 1 FROM recoveries WHERE subject_type = 'view'"
+                         " AND subject_id = ? AND state = 'open')", (view_id,)).fetchone()[0]
+    wanted = {(ViewState.READY.value, 1): ViewState.DEGRADED,
+              (ViewState.DEGRADED.value, 0): ViewState.READY}.get((view["state"], open_))
+    if wanted is not None:
+        views_ops.mutate_view(conn, view_id, view["revision"], state=wanted, now=now)
 
 
 def close_recovery(conn: sqlite3.Connection, recovery_id: str, to_state: RecoveryState,
                    now: int) -> None:
     cas(conn, "UPDATE recoveries SET state = ?, updated_at = ? WHERE recovery_id = ?"
         " AND state = 'open'", (to_state.value, now, recovery_id), f"recovery {recovery_id}")
+    row = get_recovery(conn, recovery_id)
+    if row["subject_type"] == "view":
+        sync_view_health(conn, row["subject_id"], now)
 
 
 def get_recovery(conn: sqlite3.Connection, recovery_id: str) -> sqlite3.Row:
@@ -44,4 +66,6 @@ def resolve_for_subject(conn: sqlite3.Connection, kind: RecoveryKind, subject_ty
         "UPDATE recoveries SET state = 'resolved', updated_at = ? WHERE kind = ?"
         " AND subject_type = ? AND subject_id = ? AND state = 'open'",
         (now, kind.value, subject_type, subject_id))
+    if subject_type == "view" and cur.rowcount:
+        sync_view_health(conn, subject_id, now)
     return cur.rowcount

@@ -324,3 +324,27 @@ def test_a_reconcile_while_a_start_presents_its_pane_opens_no_recovery(
     engine.stage.present = real
     assert _main(engine, route.view_id).pane_id == pane_of(engine, route.frame_id)
     assert problems(engine, route.view_id) == []
+
+
+def test_a_view_is_degraded_while_a_recovery_about_it_is_open(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """The view's window is gone: reconcile opens its recovery and the view shows
+    degraded (state and attention); running the recovery rebuilds it and it is ready."""
+    from core.state_builder import build_navigator_state
+
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    view = views_ops.get_view(engine.conn, world.view_id)
+    assert view["state"] == "ready"
+    tmux(tmux_socket, "kill-window", "-t", view["tmux_window_id"])
+
+    report = reconcile(engine)  # the window took the agent's pane with it: two recoveries
+    assert (report.recoveries_opened, report.surfaces_lost) == (2, 1)
+    (opened,) = [r for r in recovery.list_recoveries(engine) if r.subject_type == "view"]
+    assert (opened.kind, opened.actionability) == ("placement_orphaned", "safe_auto")
+    assert views_ops.get_view(engine.conn, world.view_id)["state"] == "degraded"
+    (row,) = [v for v in build_navigator_state(engine).views if v.view_id == world.view_id]
+    assert row.state == "degraded" and row.attention
+
+    assert recovery.execute(engine, new_request_id(), opened.recovery_id).state == "resolved"
+    assert views_ops.get_view(engine.conn, world.view_id)["state"] == "ready"
+    assert problems(engine, world.view_id) == []
