@@ -12,27 +12,67 @@ duplicate.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
 from core.hook_handler import handle_hook
-from tests.core.test_hook_handler import launch_live_surface, mint_capability, payload_for
+from tests.core.test_hook_handler import (
+    LiveSurface,
+    launch_live_surface,
+    mint_capability,
+    payload_for,
+)
 from tests.core.test_mcp_server import McpProcess, base_env, error_text, ok_output, pane_env
 from tests.integration.journey_env import tmux, wait_for
 
 
-def test_push_claim_complete_claim_over_mcp(tmp_path: Path, tmux_socket: Path,
-                                            monkeypatch) -> None:
+@dataclass(frozen=True)
+class Journey:
+    """A live parent agent (fake Claude) on a private server, and its registry."""
+
+    live: LiveSurface
+    root: Path
+
+    def one(self, sql: str, *args: object) -> tuple | None:
+        row = self.live.engine.conn.execute(sql, args).fetchone()
+        return None if row is None else tuple(row)
+
+    def child_of(self, push_id: str, child_frame: str) -> tuple[McpProcess, str, str, str]:
+        """After the push ran: the child's MCP client with its own capability, its pane,
+        session key and raw capability (the launch bound by the child's own hook)."""
+        one = self.one
+        assert wait_for(lambda: one("SELECT state FROM view_transitions"
+                                    " WHERE transition_id = ?", push_id) == ("completed",), 30)
+        launch_id = one("SELECT launch_id FROM launch_intents WHERE frame_id = ?"
+                        " ORDER BY created_at DESC LIMIT 1", child_frame)[0]
+        assert wait_for(lambda: one("SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    launch_id) == ("bound",), 30)
+        raw = "sbcap1_test-" + uuid.uuid4().hex
+        mint_capability(self.live.engine, launch_id, raw)
+        pane = one("SELECT pane_id FROM agent_capabilities WHERE capability_digest = ?",
+                   digest(raw))[0]
+        key = one("SELECT current_session_key FROM frames WHERE frame_id = ?", child_frame)[0]
+        client = McpProcess(base_env(**{ENV_HOME: str(self.root), ENV_CAPABILITY: raw,
+                                        ENV_GENERATION: self.live.engine.generation_id,
+                                        "TMUX_PANE": pane}))
+        return client, pane, key, raw
+
+
+@pytest.fixture
+def journey(tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(ENV_HOME, str(tmp_path))
     for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
         monkeypatch.delenv(name, raising=False)
     live = launch_live_surface(tmp_path, tmux_socket)
-    conn = live.engine.conn
+    yield Journey(live, tmp_path)
+    live.engine.conn.close()
 
-    def one(sql: str, *args: object) -> tuple | None:
-        row = conn.execute(sql, args).fetchone()
-        return None if row is None else tuple(row)
 
+def test_push_claim_complete_claim_over_mcp(journey: Journey, tmux_socket: Path) -> None:
+    live, one, conn = journey.live, journey.one, journey.live.engine.conn
     parent = McpProcess(pane_env(live))
     child: McpProcess | None = None
     try:
@@ -47,27 +87,13 @@ def test_push_claim_complete_claim_over_mcp(tmp_path: Path, tmux_socket: Path,
         # 2. the trusted Stop executes it: the child launches and claims its brief itself
         stopped = handle_hook("claude", "Stop", payload_for(live, "Stop"), live.env())
         assert stopped.executed_transitions == (push_id,)
-        assert wait_for(lambda: one("SELECT state FROM view_transitions"
-                                    " WHERE transition_id = ?", push_id) == ("completed",), 30)
-        launch_id = one("SELECT launch_id FROM launch_intents WHERE frame_id = ?"
-                        " ORDER BY created_at DESC LIMIT 1", child_frame)[0]
-        assert wait_for(lambda: one("SELECT state FROM launch_intents WHERE launch_id = ?",
-                                    launch_id) == ("bound",), 30)
-        child_raw = "sbcap1_test-" + uuid.uuid4().hex
-        mint_capability(live.engine, launch_id, child_raw)
-        child_pane = one("SELECT pane_id FROM agent_capabilities WHERE capability_digest = ?",
-                         digest(child_raw))[0]
+        child, child_pane, child_key, _raw = journey.child_of(push_id, child_frame)
         assert one("SELECT main_pane_id FROM user_views") == (child_pane,)
-        child = McpProcess(base_env(**{ENV_HOME: str(tmp_path), ENV_CAPABILITY: child_raw,
-                                       ENV_GENERATION: live.engine.generation_id,
-                                       "TMUX_PANE": child_pane}))
 
         # 3. the child's own claim over MCP: the same brief, not a first claim
         brief = ok_output(child.call("transition_claim"))
         assert (brief["kind"], brief["brief"], brief["first_claim"]) == \
             ("brief", "Make test_foo pass", False)
-        child_key = one("SELECT current_session_key FROM frames WHERE frame_id = ?",
-                        child_frame)[0]
         assert wait_for(lambda: one("SELECT activity FROM provider_sessions"
                                     " WHERE session_key = ?", child_key) == ("ready",), 30)
 
@@ -120,45 +146,22 @@ def test_push_claim_complete_claim_over_mcp(tmp_path: Path, tmux_socket: Path,
         parent.close()
         if child is not None:
             child.close()
-        conn.close()
 
 
 def test_a_return_to_a_working_parent_waits_for_the_parents_stop(
-        tmp_path: Path, tmux_socket: Path, monkeypatch) -> None:
+        journey: Journey, tmux_socket: Path) -> None:
     """The claim line needs a proven idle parent: while the parked parent works (say a
     broker message started a turn), the child's return stays prepared and the child
     stays on screen; the parent's trusted Stop runs it, and the line is typed once."""
-    monkeypatch.setenv(ENV_HOME, str(tmp_path))
-    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
-        monkeypatch.delenv(name, raising=False)
-    live = launch_live_surface(tmp_path, tmux_socket)
-    conn = live.engine.conn
-
-    def one(sql: str, *args: object) -> tuple | None:
-        row = conn.execute(sql, args).fetchone()
-        return None if row is None else tuple(row)
-
+    live, one = journey.live, journey.one
     parent = McpProcess(pane_env(live))
     child: McpProcess | None = None
     try:
         pushed = ok_output(parent.call("task_push", {"title": "Fix the bug",
                                                      "brief": "Make test_foo pass"}))
         child_frame = pushed["child_frame_id"]  # the parent was idle: it ran at once
-        assert wait_for(lambda: one("SELECT state FROM view_transitions WHERE transition_id"
-                                    " = ?", pushed["transition_id"]) == ("completed",), 30)
-        launch_id = one("SELECT launch_id FROM launch_intents WHERE frame_id = ?"
-                        " ORDER BY created_at DESC LIMIT 1", child_frame)[0]
-        assert wait_for(lambda: one("SELECT state FROM launch_intents WHERE launch_id = ?",
-                                    launch_id) == ("bound",), 30)
-        child_raw = "sbcap1_test-" + uuid.uuid4().hex
-        mint_capability(live.engine, launch_id, child_raw)
-        child_pane = one("SELECT pane_id FROM agent_capabilities WHERE capability_digest = ?",
-                         digest(child_raw))[0]
-        child = McpProcess(base_env(**{ENV_HOME: str(tmp_path), ENV_CAPABILITY: child_raw,
-                                       ENV_GENERATION: live.engine.generation_id,
-                                       "TMUX_PANE": child_pane}))
-        child_key = one("SELECT current_session_key FROM frames WHERE frame_id = ?",
-                        child_frame)[0]
+        child, child_pane, child_key, child_raw = journey.child_of(pushed["transition_id"],
+                                                                   child_frame)
         assert wait_for(lambda: one("SELECT activity FROM provider_sessions"
                                     " WHERE session_key = ?", child_key) == ("ready",), 30)
 
@@ -202,4 +205,3 @@ def test_a_return_to_a_working_parent_waits_for_the_parents_stop(
         parent.close()
         if child is not None:
             child.close()
-        conn.close()
