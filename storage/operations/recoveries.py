@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from core.enums import Actionability, RecoveryKind, RecoveryState, ViewState
+from storage.operations import views as views_ops
 from storage.operations.common import cas, one
 
 
@@ -32,8 +33,6 @@ def open_recovery(conn: sqlite3.Connection, *, recovery_id: str, host_id: str,
 def sync_view_health(conn: sqlite3.Connection, view_id: str, now: int) -> None:
     """A view is degraded exactly while a recovery about it is open: ready <-> degraded,
     as a committed view mutation (revision bumped); other states are left alone."""
-    from storage.operations import views as views_ops
-
     view = conn.execute("SELECT state, revision FROM user_views WHERE view_id = ?",
                         (view_id,)).fetchone()
     if view is None:

@@ -26,6 +26,7 @@ from core.tmux import PaneRole, ServerIdentity, TmuxRunner, TmuxUnavailable
 from storage.operations import views as views_ops
 from tests.integration.transitions_env import (
     build_world,
+    forge_reused_pane,
     home_of,
     make_engine,
     open_stage_engine,
@@ -146,22 +147,7 @@ def test_the_navigators_enter_rebuilds_on_a_server_that_reissued_old_pane_ids(
     session = session_of(engine, world.workspace_id)
     _kill_server(tmux_socket)
     # A server started by someone else reissues the old pane id, dressed up as ours.
-    holding = engine.config.tmux.holding_session
-
-    def reissued() -> bool:
-        if subprocess.run(["tmux", "-S", str(tmux_socket), "has-session", "-t", f"={holding}"],
-                          capture_output=True).returncode != 0:
-            tmux(tmux_socket, "-f", "/dev/null", "new-session", "-d", "-s", holding, "cat")
-        elif old_pane not in tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split():
-            tmux(tmux_socket, "new-window", "-d", "-t", f"={holding}:", "cat")
-        return old_pane in tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split()
-
-    assert wait_for(reissued, 30)
-    for option in (("-t", f"={holding}", "@sb_holding", "1"),
-                   ("-p", "-t", old_pane, "@sb_surface", surface),
-                   ("-p", "-t", old_pane, "@sb_role", "provider")):
-        tmux(tmux_socket, "set-option", *option)
-    tmux(tmux_socket, "select-pane", "-d", "-t", old_pane)
+    forge_reused_pane(tmux_socket, engine.config.tmux.holding_session, old_pane, surface)
 
     def state_of_old_pane() -> tuple[str, str]:
         line = tmux(tmux_socket, "display-message", "-p", "-t", old_pane,

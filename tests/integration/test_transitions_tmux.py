@@ -27,6 +27,7 @@ from core.tmux import PaneSnapshot, ServerIdentityMismatch
 from storage.operations import views as views_ops
 from tests.integration.transitions_env import (
     build_world,
+    forge_reused_pane,
     mark_ready,
     open_stage_engine,
     pane_of,
@@ -301,23 +302,7 @@ def test_a_pane_id_reused_after_a_server_restart_is_rejected(
                                            capture_output=True).returncode != 0)
     # A new server on the same socket reissues the same pane id, dressed up as ours:
     # same holding session name and tag, same @sb_surface, fenced.
-    holding = engine.config.tmux.holding_session
-
-    def reissued() -> bool:
-        # The first new-session can race the old server's exit: make sure it exists.
-        if subprocess.run(["tmux", "-S", str(tmux_socket), "has-session", "-t", f"={holding}"],
-                          capture_output=True).returncode != 0:
-            tmux(tmux_socket, "-f", "/dev/null", "new-session", "-d", "-s", holding, "cat")
-        elif old_pane not in tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split():
-            tmux(tmux_socket, "new-window", "-d", "-t", f"={holding}:", "cat")
-        return old_pane in tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split()
-
-    assert wait_for(reissued, 30), tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}")
-    for option in (("-t", f"={holding}", "@sb_holding", "1"),
-                   ("-p", "-t", old_pane, "@sb_surface", surface),
-                   ("-p", "-t", old_pane, "@sb_role", "provider")):
-        tmux(tmux_socket, "set-option", *option)
-    tmux(tmux_socket, "select-pane", "-d", "-t", old_pane)
+    forge_reused_pane(tmux_socket, engine.config.tmux.holding_session, old_pane, surface)
     reused = pane(engine, old_pane)
     text_before = screen(tmux_socket, old_pane)
 

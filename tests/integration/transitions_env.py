@@ -169,6 +169,27 @@ def control_lines(socket: Path) -> dict[str, int]:
     return counts
 
 
+def forge_reused_pane(socket: Path, holding: str, old_pane: str, surface_id: str) -> None:
+    """On a new server on ``socket``, make panes until ``old_pane`` is issued again and
+    dress it up as ours: holding session tag, ``@sb_surface``, provider role, fenced."""
+
+    def reissued() -> bool:
+        # The first new-session can race the old server's exit: make sure it exists.
+        if subprocess.run(["tmux", "-S", str(socket), "has-session", "-t", f"={holding}"],
+                          capture_output=True).returncode != 0:
+            tmux(socket, "-f", "/dev/null", "new-session", "-d", "-s", holding, "cat")
+        elif old_pane not in tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split():
+            tmux(socket, "new-window", "-d", "-t", f"={holding}:", "cat")
+        return old_pane in tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+
+    assert wait_for(reissued, 30), tmux(socket, "list-panes", "-a", "-F", "#{pane_id}")
+    for option in (("-t", f"={holding}", "@sb_holding", "1"),
+                   ("-p", "-t", old_pane, "@sb_surface", surface_id),
+                   ("-p", "-t", old_pane, "@sb_role", "provider")):
+        tmux(socket, "set-option", *option)
+    tmux(socket, "select-pane", "-d", "-t", old_pane)
+
+
 def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:  # noqa: ANN001
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
