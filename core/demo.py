@@ -34,8 +34,12 @@ class DemoSession:
 
 
 def fake_command(provider: Provider) -> tuple[str, ...]:
+    # Codex launches carry their hooks as -c overrides, which the fake agent does not
+    # read: it gets the same hook command directly.
+    hooks = (("--hook-command", f"{sys.executable} -m navigator.cli hook")
+             if provider is Provider.CODEX else ())
     return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
-            f"{sys.executable} -m navigator.cli agent", "--provider", provider.value)
+            f"{sys.executable} -m navigator.cli agent", *hooks, "--provider", provider.value)
 
 
 def default_demo_home() -> Path:

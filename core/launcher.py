@@ -163,7 +163,7 @@ def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str
 
 def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
           initial_prompt: str | None) -> tuple[list[str], dict[str, str]]:
-    from core.hooks_install import HookTarget, install
+    from core.hooks_install import HookTarget, codex_session_hooks, install
     from core.providers.base import get_adapter
 
     config = engine.config.providers.get(provider)
@@ -180,19 +180,21 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
         plan = adapter.launch_plan(action, session["provider_session_id"], initial_prompt,
                                    settings, mcp_config=_mcp_config(run_dir))
     else:
-        codex_home = run_dir / "codex-home"
-        install(HookTarget.codex_home(codex_home), hook_command(engine),
-                state_dir=run_dir / "hook-state")
+        # The person's own Codex home (no CODEX_HOME of ours): their login, settings
+        # and session files; our hooks and tools come as -c overrides for this process.
         session_id = None if action is LaunchAction.NEW else session["provider_session_id"]
-        plan = adapter.launch_plan(action, session_id, initial_prompt, None,
-                                   mcp_server=McpServer(MCP_SERVER_ARGV, AGENT_TOOL_ENV))
-        env["CODEX_HOME"] = str(codex_home)
+        plan = adapter.launch_plan(
+            action, session_id, initial_prompt, None,
+            mcp_server=McpServer(MCP_SERVER_ARGV, AGENT_TOOL_ENV, AGENT_TOOL_NAMES),
+            hooks=codex_session_hooks(hook_command(engine)))
     env.update(dict(plan.env))
     return list(plan.argv), env
 
 
 MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
 """The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
+AGENT_TOOL_NAMES = ("task_push", "task_complete_return", "transition_claim")
+"""The MCP server's tools (core.mcp_server.TOOLS); Codex runs them without asking."""
 
 
 def _mcp_config(run_dir: Path) -> Path:

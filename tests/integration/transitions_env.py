@@ -29,6 +29,7 @@ from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
 from tests.factories import project_config
+from tests.integration.journey_env import fake_provider_command
 
 NAVIGATOR_STAND_IN = ["sleep", "600"]
 """The navigator pane's program in these tests: Textual start-up is not what is tested."""
@@ -42,8 +43,7 @@ def quiet_provider_command(provider: str) -> tuple[str, ...]:
 
 def live_provider_command(provider: str) -> tuple[str, ...]:
     """The fake provider whose hooks and agent tools reach this registry."""
-    return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
-            f"{sys.executable} -m navigator.cli agent", "--provider", provider)
+    return fake_provider_command(provider)
 
 
 class OffsetClock:
