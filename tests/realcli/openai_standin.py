@@ -13,6 +13,9 @@ user prompt of the request:
 - ``TOOLTEST`` -> a shell command that asks for the person's approval;
 - anything else -> one text message that ends the turn.
 
+A prompt containing ``SLOW`` is answered after ``SLOW_S`` seconds, so a test
+can see the session working before the turn ends.
+
 Once the call of a turn has its output, the turn ends with a message. Every
 request is recorded (path, bearer token, body) so tests can assert which tool
 names Codex offered and which key it authenticated with.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,6 +36,8 @@ PUSH = re.compile(r"^PUSH\s+(?P<a>.+?)\s*::\s*(?P<b>.+?)\s*$", re.M)
 COMPLETE = re.compile(r"^COMPLETE\s+(?P<a>.+?)\s*::\s*(?P<b>.+?)\s*$", re.M)
 TOOLTEST = "TOOLTEST"
 TOOLTEST_FILE = "standin-tooltest.txt"
+SLOW = "SLOW"
+SLOW_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -248,10 +254,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.split("?")[0].endswith("/responses"):
             self._send_json(404, {"error": {"message": f"no {self.path} here"}})
             return
+        script = Script(body)
         try:
-            items = Script(body).decide()
+            items = script.decide()
         except LookupError as exc:
             items = [_message(f"stand-in error: {exc}")]
+        if SLOW in script.prompt:
+            time.sleep(SLOW_S)
         response_id = f"resp_{self.server.state.next_id()}"
         events = sse_events(response_id, str(body.get("model", "standin")), items)
         payload = b"".join(
