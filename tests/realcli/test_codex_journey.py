@@ -45,6 +45,9 @@ pytestmark = [pytest.mark.tmux, pytest.mark.timeout(480)]
 LINE = "› Call transition_claim() and follow"
 """The control line as Codex echoes a submitted prompt (its status bar also names the
 thread after its first prompt, without the ``›``)."""
+COMPOSER = "Ask Codex to do anything"
+DIALOGS = ("Hooks need review", "Sign in with ChatGPT", "Do you trust", "Welcome to Codex")
+"""First-run screens a person who has used Codex here before never sees."""
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TURN_S = 60.0
 """Deadline for one real Codex turn (start-up included) on a loaded machine."""
@@ -63,6 +66,12 @@ def _session(engine: Engine, frame_id: str) -> tuple[str, str, str, str, str]:
                        " WHERE f.frame_id = ?", frame_id)
     assert row is not None
     return row  # type: ignore[return-value]
+
+
+def _turn(engine: Engine, session_key: str) -> str | None:
+    """The Codex turn id the session's latest hook named."""
+    return _one(engine, "SELECT last_turn_id FROM provider_sessions WHERE session_key = ?",
+                session_key)[0]
 
 
 def _main(engine: Engine) -> str:
@@ -120,11 +129,14 @@ def test_real_codex_journey_in_the_persons_own_home(
         view_id = route.view_id
         start = engine.frame_start(new_request_id(), route.frame_id, Provider.CODEX)
         parent = _main(engine)
-        wait_until(lambda: "OpenAI Codex (v0.171.0)" in look(parent), TURN_S,
-                   lambda: look(parent))
+        # Ready for input, or stopped on a first-run dialog: whichever shows first.
+        wait_until(lambda: any(text in look(parent) for text in (COMPOSER, *DIALOGS)),
+                   TURN_S, lambda: look(parent))
+        time.sleep(1.0)  # a dialog drawn right after the composer would show by now
         opening = look(parent)
-        for dialog in ("Hooks need review", "Sign in with ChatGPT", "Do you trust"):
+        for dialog in DIALOGS:
             assert dialog not in opening, opening
+        assert "OpenAI Codex (v0.171.0)" in opening, opening
         type_prompt(tmux_socket, parent, "hello SLOW")
         wait_until(lambda: _session(engine, route.frame_id)[2] == "working", TURN_S,
                    lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
@@ -237,10 +249,13 @@ def test_real_codex_journey_in_the_persons_own_home(
         resumed = _main(engine)
         wait_until(lambda: "Stand-in reply to: hello SLOW" in look(resumed), TURN_S,
                    lambda: look(resumed))  # the conversation came back
+        turn_before = _turn(engine, key)
         type_prompt(tmux_socket, resumed, "after resume")
         wait_until(lambda: "Stand-in reply to: after resume" in look(resumed), TURN_S,
                    lambda: look(resumed))
-        wait_until(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
+        # the resumed process's own hooks report the new turn (trusted again via -c)
+        wait_until(lambda: _turn(engine, key) != turn_before
+                   and _session(engine, route.frame_id)[2] == "ready", TURN_S,
                    lambda: f"{_session(engine, route.frame_id)}\n{look(resumed)}")
         assert _session(engine, route.frame_id)[:2] == (key, thread_id)
         [rollout] = person.session_files(thread_id)
@@ -260,8 +275,10 @@ def test_real_codex_journey_in_the_persons_own_home(
         revived = _main(engine)
         wait_until(lambda: "Stand-in reply to: after resume" in look(revived), TURN_S,
                    lambda: look(revived))
+        turn_before = _turn(engine, key)
         type_prompt(tmux_socket, revived, "after restart")
-        wait_until(lambda: _session(engine, route.frame_id)[2] == "ready"
+        wait_until(lambda: _turn(engine, key) != turn_before
+                   and _session(engine, route.frame_id)[2] == "ready"
                    and "after restart" in rollout.read_text(encoding="utf-8"), TURN_S,
                    lambda: f"{_session(engine, route.frame_id)}\n{look(revived)}")
         assert _session(engine, route.frame_id)[:2] == (key, thread_id)
