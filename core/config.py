@@ -718,7 +718,7 @@ def default_config(*, generation_id: str, host_id: str, display_name: str) -> Co
 # --------------------------------------------------------------------------- writing
 
 
-def _toml_string(value: str) -> str:
+def toml_string(value: str) -> str:
     out = ['"']
     for ch in value:
         if ch == '"':
@@ -737,9 +737,9 @@ def _toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, StrEnum):
-        return _toml_string(value.value)
+        return toml_string(value.value)
     if isinstance(value, str):
-        return _toml_string(value)
+        return toml_string(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
