@@ -29,6 +29,7 @@ from core.config import (
 from core.enums import Provider
 from core.errors import ConfigError, Conflict
 from core.home import Home
+from core.text import first_unsafe_char
 
 GIT_TIMEOUT_S = 10.0
 _URL_CREDENTIALS_RE = re.compile(r"://[^/@]*:[^/@]*@")
@@ -79,11 +80,16 @@ def _git(cwd: Path, *args: str) -> str | None:
 
 
 def add_project(home: Home, path: Path, *, name: str | None = None,
-                provider: Provider | None = None, now: datetime | None = None) -> AddedProject:
+                provider: Provider | None = None, now: datetime | None = None,
+                repository_id: str | None = None, added_by: str = "project add",
+                ) -> AddedProject:
     """Append repository, checkout and project rows for ``path`` to the config.
 
     Refuses (changing nothing) when the folder or the name is already a project,
     or when the config does not exist yet (``switchboard init`` first).
+    ``repository_id`` reuses a configured repository (a worktree of it) instead of
+    writing a new one. The block is fenced by marker comments naming the project,
+    so ``remove_project`` can take exactly it out again.
     """
     config = load_config(home.config_path)
     checkout = find_checkout(path)
@@ -101,25 +107,38 @@ def add_project(home: Home, path: Path, *, name: str | None = None,
     if len(name) > MAX_NAME_CHARS:
         raise ConfigError(f"project name is {len(name)} characters; the limit is "
                           f"{MAX_NAME_CHARS}: pass a shorter --name", code="project_name_invalid")
+    bad = first_unsafe_char(name)
+    if bad is not None or not name:
+        raise ConfigError(f"project name {name!r} has a control or invisible character"
+                          " (or is blank): pass a plain --name", code="project_name_invalid")
     if any(p.name == name for p in config.projects):
         raise Conflict(f"a project is already named {name!r}; pass another with --name",
                        code="project_exists")
     added = AddedProject(
         project_id=str(uuid.uuid4()), name=name, root=root, checkout_id=str(uuid.uuid4()),
-        repository_id=str(uuid.uuid4()) if checkout.is_git else None,
+        repository_id=repository_id or (str(uuid.uuid4()) if checkout.is_git else None),
         config_path=str(home.config_path))
     text = home.config_path.read_text(encoding="utf-8")
-    new_text = text.rstrip("\n") + "\n\n" + _block(added, checkout, provider,
-                                                   now or datetime.now(UTC))
+    block = _block(added, checkout, provider, now or datetime.now(UTC),
+                   new_repository=repository_id is None, added_by=added_by)
+    new_text = text.rstrip("\n") + "\n\n" + block
     _check(new_text, str(home.config_path))
     _replace_private(home.config_path, new_text)
     return added
 
 
+def _begin(name: str) -> str:
+    return f"# >>> switchboard project {name}"
+
+
+def _end(name: str) -> str:
+    return f"# <<< switchboard project {name}"
+
+
 def _block(added: AddedProject, checkout: Checkout, provider: Provider | None,
-           now: datetime) -> str:
-    lines = [f"# Added by `switchboard project add` on {now:%Y-%m-%d} for {added.root}."]
-    if added.repository_id is not None:
+           now: datetime, *, new_repository: bool, added_by: str) -> str:
+    lines = [f"{_begin(added.name)} (added by `switchboard {added_by}` on {now:%Y-%m-%d})"]
+    if added.repository_id is not None and new_repository:
         lines += ["[[repositories]]", f"repository_id = {toml_string(added.repository_id)}",
                   f"name = {toml_string(added.name)}"]
         if checkout.origin_url:
@@ -134,7 +153,28 @@ def _block(added: AddedProject, checkout: Checkout, provider: Provider | None,
               f"checkout_id = {toml_string(added.checkout_id)}"]
     if provider is not None:
         lines.append(f"preferred_provider = {toml_string(provider.value)}")
+    lines.append(_end(added.name))
     return "\n".join(lines) + "\n"
+
+
+def remove_project(home: Home, name: str) -> None:
+    """Take the block ``add_project`` wrote for ``name`` out of the config again.
+
+    Only an intact, fenced block is removed (and the result validated); a block the
+    person edited by hand is refused with what to delete instead.
+    """
+    text = home.config_path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    begin = [i for i, line in enumerate(lines) if line.startswith(_begin(name) + " (")]
+    end = [i for i, line in enumerate(lines) if line.rstrip("\n") == _end(name)]
+    if len(begin) != 1 or len(end) != 1 or end[0] < begin[0]:
+        raise ConfigError(f"{home.config_path}: the block for project {name!r} is not the "
+                          "one `switchboard` wrote; remove its [[projects]] and [[checkouts]] "
+                          "entries by hand", code="project_block_edited")
+    kept = lines[:begin[0]] + lines[end[0] + 1:]
+    new_text = "".join(kept).rstrip("\n") + "\n"
+    _check(new_text, str(home.config_path))
+    _replace_private(home.config_path, new_text)
 
 
 def _check(text: str, source: str) -> Config:

@@ -94,7 +94,7 @@ def test_adding_twice_or_a_taken_name_changes_nothing(home: Path, tmp_path: Path
     assert "not a folder" in missing
     bad_name = _sb(home, "project", "add", str(other), "--name", "a\x07b", cwd=tmp_path,
                    expect=2)
-    assert "projects[1].name" in bad_name
+    assert "plain --name" in bad_name
     assert config_path.read_bytes() == before
 
     named = _sb(home, "project", "add", str(other), "--name", "widget-2", cwd=tmp_path)
