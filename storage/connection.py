@@ -63,7 +63,12 @@ def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
         return InvariantViolation(f"refused by invariant {name}", code=name)
     match = re.match(r"CHECK constraint failed: (.*)$", text)
     if match:
-        return InvariantViolation(f"refused by check {match.group(1)}", code=match.group(1))
+        from storage.limits import describe_check
+
+        rule = match.group(1)
+        code = rule if re.fullmatch(r"\w+", rule) else "check_failed"
+        return InvariantViolation(f"refused: {describe_check(rule)}; nothing was changed",
+                                  code=code)
     if "FOREIGN KEY" in text:
         return InvariantViolation("refused: a referenced row does not exist",
                                   code="foreign_key")
