@@ -43,6 +43,7 @@ GROUPS: dict[str, str] = {
     "ui": "navigator.commands.ui",
     "open": "navigator.commands.open",
     "worktree": "navigator.commands.worktree",
+    "attention": "navigator.commands.attention",
 }
 
 
