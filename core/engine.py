@@ -37,6 +37,7 @@ from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
 from core.requests import fingerprint
 from core.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
 from storage.connection import write_transaction
+from storage.limits import check_text
 from storage.operations import frames as frames_ops
 from storage.operations import projects as projects_ops
 from storage.operations import requests as requests_ops
@@ -386,6 +387,9 @@ class Engine:
             raise SwitchboardError("a task needs a non-empty title", code="bad_request")
         if not brief.strip():
             raise SwitchboardError("a task needs a non-empty brief", code="bad_request")
+        check_text("title", title)
+        check_text("brief", brief)
+        check_text("purpose", purpose)
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             source = frames_ops.get_frame(conn, source_frame_id)
@@ -446,6 +450,8 @@ class Engine:
         """Store the completion handoff, mark the child closing, prepare the return."""
         if not summary.strip():
             raise SwitchboardError("complete-return needs a summary", code="bad_request")
+        check_text("summary", summary)
+        check_text("next_action", next_action)
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             frame = frames_ops.get_frame(conn, frame_id)

@@ -20,7 +20,6 @@ from core.capabilities import (
     CAPABILITY_TTL_MS,
     ENV_CAPABILITY,
     ENV_GENERATION,
-    ENV_HOME,
     digest,
     new_raw_capability,
 )
@@ -43,6 +42,19 @@ def hook_command(engine: Engine) -> list[str]:
     if configured == ["switchboard", "hook"]:
         return [sys.executable, "-m", "navigator.cli", "hook"]
     return configured
+
+
+def launch_home_env(engine: Engine) -> dict[str, str]:
+    """Where the agent's hooks, MCP server and agent tools find this engine's home.
+
+    Both the state root and the config path, absolute: a child given only
+    ``SWITCHBOARD_HOME`` would look for the config inside it, which is not
+    where ``switchboard init`` puts it in the default XDG layout; and the pane's
+    own environment comes from the tmux server, which may predate any
+    ``XDG_*``/``SWITCHBOARD_*`` the person set later.
+    """
+    home = getattr(engine, "home", None)
+    return home.child_env() if home is not None else {}
 
 
 def ensure_view_window(engine: Engine, view_id: str) -> None:
@@ -113,9 +125,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
                       CONTROL_TEMPLATE if initial_prompt_for else None)
     env.update({ENV_CAPABILITY: raw, ENV_GENERATION: engine.generation_id,
                 "SWITCHBOARD_TMUX_SOCKET": stage.socket_path})
-    home = getattr(engine, "home", None)
-    if home is not None:
-        env[ENV_HOME] = str(home.root)
+    env.update(launch_home_env(engine))
     project = engine.config.project(session["project_id"])
     try:
         pane = stage.launch_pane(surface_id=surface["surface_id"], launch_id=launch_id,

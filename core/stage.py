@@ -574,9 +574,7 @@ class TmuxStage:
 def _switchboard_env(engine: Engine) -> dict[str, str]:
     """The variables that make a child process open this engine's registry."""
     home = getattr(engine, "home", None)
-    if home is None:
-        return {}
-    return {"SWITCHBOARD_HOME": str(home.root), "SWITCHBOARD_CONFIG": str(home.config_path)}
+    return home.child_env() if home is not None else {}
 
 
 def attach_stage(engine: Engine, home: Home) -> TmuxStage:

@@ -42,6 +42,8 @@ GROUPS: dict[str, str] = {
     "demo": "navigator.commands.demo",
     "ui": "navigator.commands.ui",
     "open": "navigator.commands.open",
+    "worktree": "navigator.commands.worktree",
+    "attention": "navigator.commands.attention",
 }
 
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import Conflict, IllegalEdge, InvariantViolation, RegistryUnavailable
+from storage.uri import sqlite_uri
 
 BUSY_TIMEOUT_MS = 5000
 CACHE_KIB = 32 * 1024
@@ -62,7 +63,12 @@ def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
         return InvariantViolation(f"refused by invariant {name}", code=name)
     match = re.match(r"CHECK constraint failed: (.*)$", text)
     if match:
-        return InvariantViolation(f"refused by check {match.group(1)}", code=match.group(1))
+        from storage.limits import describe_check
+
+        rule = match.group(1)
+        code = rule if re.fullmatch(r"\w+", rule) else "check_failed"
+        return InvariantViolation(f"refused: {describe_check(rule)}; nothing was changed",
+                                  code=code)
     if "FOREIGN KEY" in text:
         return InvariantViolation("refused: a referenced row does not exist",
                                   code="foreign_key")
@@ -72,10 +78,11 @@ def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open an already-diagnosed registry file with the standard PRAGMAs."""
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+        conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True, isolation_level=None,
                                check_same_thread=False)
     else:
-        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
+                               check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     # State builds read every table: keep a registry of thousands of frames in the

@@ -36,10 +36,14 @@ def pick_project(projects: list[tuple[str, str]], cwd: Path) -> str:
         return max(holding)[1]
     if len(projects) == 1:
         return projects[0][0]
-    names = ", ".join(name for name, _ in projects) or "none configured"
-    raise NotFound(f"which project? name one (`switchboard open NAME`); configured: {names}. "
-                   "To try Switchboard without a config, run `make demo`.",
-                   code="project_required")
+    if not projects:
+        raise NotFound(f"{cwd} is not a Switchboard project and none is configured: add "
+                       "this folder with `switchboard project add` (or try `switchboard demo`)",
+                       code="project_required")
+    names = ", ".join(name for name, _ in projects)
+    raise NotFound(f"{cwd} is in no configured project ({names}): name one "
+                   "(`switchboard open NAME`) or add this folder with "
+                   "`switchboard project add`", code="project_required")
 
 
 def _open(args: argparse.Namespace) -> int:
