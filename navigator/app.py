@@ -448,6 +448,14 @@ class SwitchboardApp(App[None]):
         return True
 
     def request_enter_project(self, project_id: str, name: str) -> None:
+        project = project_by_id(self.navigator_state, project_id)
+        state = self.navigator_state
+        if project is not None and state is not None and \
+                project.host_id != state.local_host_id:
+            # Another host's project: its own engine decides, through ssh in a window.
+            self.request("Open remote project", f"Opening {name} over ssh",
+                         partial(self.client.open_remote, project.host_id, name))
+            return
         self.current_view_id = getattr(self._view_of_project(project_id), "view_id",
                                        self.current_view_id)
         self.request("Enter project", f"Showing {name}",
