@@ -179,6 +179,67 @@ def render_claude_settings(hook_command: Sequence[str], existing: bytes | None =
     return _merge_hooks(existing, groups, "the Claude settings file")
 
 
+CLAUDE_MCP_SERVER = "switchboard"
+"""The server name in the per-launch ``--mcp-config``; Claude names its tools
+``mcp__<server>__<tool>``."""
+MCP_WAIT_LIMIT_S = 30
+"""How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
+MCP_SERVER_PATTERN = "navigator[.]cli mcp"
+"""``pgrep -f`` pattern of the agent-tool server (``launcher.MCP_SERVER_ARGV``)."""
+
+
+def claude_tool_names() -> tuple[str, ...]:
+    """The exact names Claude Code gives Switchboard's own tools."""
+    from core.mcp_server import TOOLS
+
+    return tuple(f"mcp__{CLAUDE_MCP_SERVER}__{tool['name']}" for tool in TOOLS)
+
+
+def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
+    """A UserPromptSubmit hook that holds a prompt until the agent tools are listed.
+
+    Claude Code connects MCP servers in the background and submits a prompt
+    (even the one on argv) without waiting, so the model may not see
+    ``transition_claim`` yet. The tools it sends are read after the
+    UserPromptSubmit hooks finish, so this hook waits until the server wrote
+    ``ready_file`` (after answering ``tools/list``), but only while that server
+    is a running child of this Claude (``$PPID``) and at most ``limit_s``: a
+    CLI that never starts it (or a server that died) costs no wait. Plain
+    POSIX sh, silent (hook output would become prompt context), always exit 0.
+    """
+    ticks = int(limit_s * 10)
+    return (f"f={shlex.quote(str(ready_file))}; i=0; while [ ! -e \"$f\" ] && "
+            f"[ \"$i\" -lt {ticks} ] && pgrep -P \"$PPID\" -f "
+            f"{shlex.quote(MCP_SERVER_PATTERN)} >/dev/null 2>&1; do sleep 0.1; "
+            "i=$((i+1)); done; exit 0")
+
+
+def render_claude_launch_settings(hook_command: Sequence[str],
+                                  mcp_ready_file: Path | None = None) -> bytes:
+    """The ``--settings`` document of one launch: our hooks, the wait for the agent
+    tools, and permission for exactly Switchboard's own three tools.
+
+    Flag settings add to the person's own (user, project, local) settings: every
+    other tool keeps the person's permission rules, and nothing global changes.
+    """
+    document = json.loads(render_claude_settings(hook_command))
+    if mcp_ready_file is not None:
+        document["hooks"]["UserPromptSubmit"].insert(0, {"hooks": [{
+            "type": "command", "command": mcp_wait_command(mcp_ready_file),
+            "timeout": MCP_WAIT_LIMIT_S + 15}]})
+    document["permissions"] = {"allow": list(claude_tool_names())}
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_claude_launch_settings(path: Path, hook_command: Sequence[str],
+                                 mcp_ready_file: Path | None = None) -> Path:
+    """Write (atomically, owner-only) the per-launch settings file Switchboard owns."""
+    content = render_claude_launch_settings(hook_command, mcp_ready_file)
+    if _read(path) != content:
+        _write_atomic(path, content, 0o600)
+    return path
+
+
 def render_codex_hooks(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:
     groups = _hook_groups(_check_command(hook_command), Provider.CODEX, CODEX_HOOK_EVENTS)
     return _merge_hooks(existing, groups, f"the Codex {CODEX_HOOKS_FILE}")

@@ -122,7 +122,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
     session = sessions_ops.get_session(conn, launch["session_key"])
     provider = Provider(launch["provider"])
     argv, env = _plan(engine, provider, LaunchAction(launch["action"]), session,
-                      CONTROL_TEMPLATE if initial_prompt_for else None)
+                      CONTROL_TEMPLATE if initial_prompt_for else None, launch_id=launch_id)
     env.update({ENV_CAPABILITY: raw, ENV_GENERATION: engine.generation_id,
                 "SWITCHBOARD_TMUX_SOCKET": stage.socket_path})
     env.update(launch_home_env(engine))
@@ -172,8 +172,9 @@ def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str
 
 
 def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
-          initial_prompt: str | None) -> tuple[list[str], dict[str, str]]:
-    from core.hooks_install import HookTarget, codex_session_hooks, install
+          initial_prompt: str | None, launch_id: str = "launch"
+          ) -> tuple[list[str], dict[str, str]]:
+    from core.hooks_install import codex_session_hooks, write_claude_launch_settings
     from core.providers.base import get_adapter
 
     config = engine.config.providers.get(provider)
@@ -184,11 +185,11 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
     run_dir.mkdir(parents=True, exist_ok=True)
     env: dict[str, str] = {}
     if provider is Provider.CLAUDE:
-        settings = run_dir / "claude-settings.json"
-        install(HookTarget.claude_settings(settings), hook_command(engine),
-                state_dir=run_dir / "hook-state")
+        ready = _fresh_ready_file(run_dir, launch_id)
+        settings = write_claude_launch_settings(run_dir / "claude-settings.json",
+                                                hook_command(engine), ready)
         plan = adapter.launch_plan(action, session["provider_session_id"], initial_prompt,
-                                   settings, mcp_config=_mcp_config(run_dir))
+                                   settings, mcp_config=_mcp_config(run_dir, ready))
     else:
         # The person's own Codex home (no CODEX_HOME of ours): their login, settings
         # and session files; our hooks and tools come as -c overrides for this process.
@@ -207,12 +208,31 @@ AGENT_TOOL_NAMES = ("task_push", "task_complete_return", "transition_claim")
 """The MCP server's tools (core.mcp_server.TOOLS); Codex runs them without asking."""
 
 
-def _mcp_config(run_dir: Path) -> Path:
+READY_PREFIX = "claude-mcp-ready-"
+
+
+def _fresh_ready_file(run_dir: Path, launch_id: str) -> Path:
+    """This launch's "agent tools listed" marker; earlier launches' markers go, so
+    a resume never mistakes its predecessor's server for its own."""
+    for old in run_dir.glob(READY_PREFIX + "*"):
+        old.unlink(missing_ok=True)
+    return run_dir / f"{READY_PREFIX}{launch_id}"
+
+
+def _mcp_config(run_dir: Path, ready_file: Path | None = None) -> Path:
     """Per-launch MCP servers file: the agent tools over stdio. The server process
-    inherits the pane environment, so its authority is the pane's capability."""
+    inherits the pane environment (Claude adds ``env`` to its own), so its
+    authority is the pane's capability; ``ready_file`` is where it says it has
+    listed its tools."""
+    from core.hooks_install import CLAUDE_MCP_SERVER
+    from core.mcp_server import ENV_READY_FILE
+
     path = run_dir / "claude-mcp.json"
     command, *args = MCP_SERVER_ARGV
-    body = {"mcpServers": {"switchboard": {"command": command, "args": args}}}
+    server: dict[str, object] = {"command": command, "args": args}
+    if ready_file is not None:
+        server["env"] = {ENV_READY_FILE: str(ready_file)}
+    body = {"mcpServers": {CLAUDE_MCP_SERVER: server}}
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         tmp = path.with_name(path.name + ".tmp")

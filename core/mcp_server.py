@@ -15,9 +15,12 @@ keeps serving: one bad call must never take the tools away from the agent.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from core.errors import SwitchboardError
@@ -32,6 +35,11 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+
+ENV_READY_FILE = "SWITCHBOARD_MCP_READY_FILE"
+"""Set by a Claude launch's ``--mcp-config``: the file this server creates once it
+has answered ``tools/list``; the launch's UserPromptSubmit hook waits for it so
+the model never gets a prompt before it can see the agent tools."""
 
 _TEXT = {"type": "string", "minLength": 1}
 
@@ -164,17 +172,35 @@ def handle(message: Any) -> dict[str, Any] | None:
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """Serve until stdin closes: one JSON message per line in, one reply per line out."""
+def _mark_ready(path: str | None) -> None:
+    """Say (once, best effort) that the client has the tool list by now."""
+    if not path:
+        return
+    with contextlib.suppress(OSError):
+        Path(path).touch()
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO, ready_file: str | None = None) -> None:
+    """Serve until stdin closes: one JSON message per line in, one reply per line out.
+
+    ``ready_file`` (default: ``$SWITCHBOARD_MCP_READY_FILE``) is created after the
+    first ``tools/list`` reply has been written and flushed."""
+    if ready_file is None:
+        ready_file = os.environ.get(ENV_READY_FILE)
     for line in stdin:
         if not line.strip():
             continue
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):
+            message = None
             reply: dict[str, Any] | None = _error(None, PARSE_ERROR, "parse error")
         else:
             reply = handle(message)
         if reply is not None:
             stdout.write(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
             stdout.flush()
+            if ready_file and isinstance(message, dict) and \
+                    message.get("method") == "tools/list" and "result" in reply:
+                _mark_ready(ready_file)
+                ready_file = None

@@ -408,11 +408,15 @@ def test_claude_new_and_resume_argv():
     settings = Path("/run/sb/launch-1.settings.json")
     assert claude.launch_argv(LaunchAction.NEW, SID, None, None) == ["claude", "--session-id", SID]
     assert claude.launch_argv(LaunchAction.NEW, SID, "hello there", settings) == [
-        "claude", "--session-id", SID, "--settings", str(settings), "hello there",
+        "claude", "--session-id", SID, "--settings", str(settings), "--", "hello there",
     ]
     assert claude.launch_argv(LaunchAction.RESUME, SID, CONTROL_TEMPLATE, settings) == [
-        "claude", "--resume", SID, "--settings", str(settings), CONTROL_TEMPLATE,
+        "claude", "--resume", SID, "--settings", str(settings), "--", CONTROL_TEMPLATE,
     ]
+    # --mcp-config is variadic in Claude Code: one word, so the prompt stays the prompt
+    mcp = Path("/run/sb/claude-mcp.json")
+    assert claude.launch_plan(LaunchAction.RESUME, SID, "go on", settings, mcp).argv[3:] == (
+        "--settings", str(settings), f"--mcp-config={mcp}", "--", "go on")
     plan = claude.launch_plan("new", SID, None, None)
     assert plan == LaunchPlan(Provider.CLAUDE, LaunchAction.NEW, ("claude", "--session-id", SID),
                               (), SID)

@@ -1,0 +1,351 @@
+"""A loopback stand-in for the Anthropic Messages API, scripted by the prompt text.
+
+The real Claude Code CLI talks to it through ``ANTHROPIC_BASE_URL``: it speaks
+``POST /v1/messages`` with streaming (server-sent events) and without, answers
+``count_tokens`` and records every request, so a test can assert which tool
+names the CLI offered and what it sent back. It never opens a socket beyond
+127.0.0.1.
+
+The script reads the newest user turn:
+
+* a typed line containing the Switchboard control line -> ``transition_claim``;
+* ``PUSH title :: brief`` -> ``task_push``;
+* ``COMPLETE summary :: next action`` -> ``task_complete_return``;
+* ``TOOLTEST`` -> a Bash command that needs the person's permission;
+* a ``transition_claim`` result whose brief says ``COMPLETE s :: n`` ->
+  ``task_complete_return``; any other tool result -> a short closing text;
+* anything else -> a short text.
+
+A tool is called only by the exact name the CLI offered in that request's
+``tools`` list (``mcp__switchboard__task_push`` for MCP tools); when it is not
+offered the reply says so in text (``NO-TOOL: ...``), so a test fails on what
+the model saw instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from core.control_line import CONTROL_TEMPLATE
+
+MODEL = "claude-standin-1"
+SWITCHBOARD_PREFIX = "mcp__switchboard__"
+TOOLTEST_WORD = "TOOLTEST"
+TOOLTEST_COMMAND = "touch standin-tooltest.txt"
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
+_PUSH = re.compile(r"\bPUSH\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
+_COMPLETE = re.compile(r"\bCOMPLETE\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One HTTP request as the CLI sent it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        tools = (self.body or {}).get("tools") or []
+        return tuple(t.get("name", "") for t in tools if isinstance(t, dict))
+
+    @property
+    def is_turn(self) -> bool:
+        """A main-loop model call (it offers tools), not a side request such as a title."""
+        return self.path.startswith("/v1/messages") and "count_tokens" not in self.path \
+            and bool(self.tool_names)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the stand-in answers: some text, then at most one tool call."""
+
+    text: str
+    tool: ToolCall | None = None
+
+    @property
+    def stop_reason(self) -> str:
+        return "tool_use" if self.tool else "end_turn"
+
+
+@dataclass
+class Journal:
+    """Every request, in arrival order; read by tests from other threads."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    items: list[Recorded] = field(default_factory=list)
+    replies: list[tuple[Recorded, Reply]] = field(default_factory=list)
+
+    def add(self, item: Recorded) -> None:
+        with self.lock:
+            self.items.append(item)
+
+    def answered(self, item: Recorded, reply: Reply) -> None:
+        with self.lock:
+            self.replies.append((item, reply))
+
+    def snapshot(self) -> list[Recorded]:
+        with self.lock:
+            return list(self.items)
+
+    def tool_calls(self) -> list[str]:
+        """Names of the tools the stand-in asked the CLI to run, in order."""
+        with self.lock:
+            return [reply.tool.name for _, reply in self.replies if reply.tool]
+
+
+# --- the script (pure) -------------------------------------------------------
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _typed_text(message: dict[str, Any]) -> str:
+    """The person's words in a user message, without the CLI's system reminders."""
+    texts = [b.get("text", "") for b in _blocks(message.get("content"))
+             if b.get("type") == "text"]
+    return _REMINDER.sub("", "\n".join(texts)).strip()
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
+
+
+def _tool_named(offered: Sequence[str], suffix: str) -> str | None:
+    """The exact offered name for one of our tools (``mcp__switchboard__<suffix>``)."""
+    want = SWITCHBOARD_PREFIX + suffix
+    return want if want in offered else None
+
+
+def _call(offered: Sequence[str], suffix: str, arguments: dict[str, Any],
+          builtin: bool = False) -> Reply:
+    name = suffix if builtin and suffix in offered else \
+        None if builtin else _tool_named(offered, suffix)
+    if name is None:
+        wanted = suffix if builtin else SWITCHBOARD_PREFIX + suffix
+        return Reply(f"NO-TOOL: {wanted} was not offered ({len(offered)} tools offered)")
+    return Reply(f"Calling {name}.", ToolCall(name, arguments))
+
+
+def _tool_use_names(messages: Sequence[dict[str, Any]]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for block in _blocks(message.get("content")):
+            if block.get("type") == "tool_use":
+                names[str(block.get("id"))] = str(block.get("name"))
+    return names
+
+
+def _after_tool(offered: Sequence[str], name: str, result: str, is_error: bool) -> Reply:
+    if is_error:
+        return Reply(f"STANDIN-TOOL-ERROR {name}: {result[:200]}")
+    if name == SWITCHBOARD_PREFIX + "transition_claim":
+        try:
+            claimed = json.loads(result)
+        except ValueError:
+            claimed = {}
+        told = "\n".join(str(claimed.get(k) or "") for k in ("brief", "instructions"))
+        complete = _COMPLETE.search(str(claimed.get("brief") or ""))
+        if complete:
+            return _call(offered, "task_complete_return",
+                         {"summary": complete["a"].strip(), "next_action": complete["b"].strip()})
+        kind = claimed.get("kind", "?")
+        return Reply(f"STANDIN-CLAIMED {kind}: {claimed.get('title')} ({len(told)} chars)")
+    return Reply(f"STANDIN-DONE {name}")
+
+
+def script(body: dict[str, Any]) -> Reply:
+    """The stand-in's answer to one Messages request."""
+    offered = [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
+    # The CLI appends "system" entries after the user turn; the conversation is
+    # the user/assistant alternation.
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)
+                and m.get("role") in ("user", "assistant")]
+    if not messages or messages[-1].get("role") != "user":
+        return Reply("STANDIN-OK")
+    last = messages[-1]
+    results = [b for b in _blocks(last.get("content")) if b.get("type") == "tool_result"]
+    if results:
+        names = _tool_use_names(messages)
+        block = results[-1]
+        return _after_tool(offered, names.get(str(block.get("tool_use_id")), "?"),
+                           _result_text(block), bool(block.get("is_error")))
+    text = _typed_text(last)
+    if not offered:
+        return Reply("STANDIN-SIDE")  # a title / summary request: never a tool call
+    if CONTROL_TEMPLATE in text:
+        return _call(offered, "transition_claim", {})
+    if match := _PUSH.search(text):
+        return _call(offered, "task_push", {"title": match["a"].strip(),
+                                            "brief": match["b"].strip()})
+    if match := _COMPLETE.search(text):
+        return _call(offered, "task_complete_return",
+                     {"summary": match["a"].strip(), "next_action": match["b"].strip()})
+    if TOOLTEST_WORD in text:
+        return _call(offered, "Bash", {"command": TOOLTEST_COMMAND,
+                                       "description": "Create a marker file"}, builtin=True)
+    return Reply(f"STANDIN-OK: {text[:40]}")
+
+
+# --- the wire ---------------------------------------------------------------
+
+
+def _message(reply: Reply, message_id: str, tool_id: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}]
+    if reply.tool:
+        content.append({"type": "tool_use", "id": tool_id, "name": reply.tool.name,
+                        "input": reply.tool.arguments})
+    return {"id": message_id, "type": "message", "role": "assistant", "model": MODEL,
+            "content": content, "stop_reason": reply.stop_reason, "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 10}}
+
+
+def sse_events(reply: Reply, message_id: str, tool_id: str) -> Iterator[tuple[str, dict]]:
+    """The streamed form of one reply, event by event."""
+    start = _message(reply, message_id, tool_id)
+    start.update(content=[], stop_reason=None, usage={"input_tokens": 10, "output_tokens": 1})
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                  "content_block": {"type": "text", "text": ""}}
+    yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                  "delta": {"type": "text_delta", "text": reply.text}}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    if reply.tool:
+        yield "content_block_start", {"type": "content_block_start", "index": 1,
+                                      "content_block": {"type": "tool_use", "id": tool_id,
+                                                        "name": reply.tool.name, "input": {}}}
+        yield "content_block_delta", {"type": "content_block_delta", "index": 1,
+                                      "delta": {"type": "input_json_delta",
+                                                "partial_json": json.dumps(
+                                                    reply.tool.arguments)}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": 1}
+    yield "message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                            "usage": {"output_tokens": 10}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        return  # the journal is the log
+
+    def _read_body(self) -> dict[str, Any] | None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            return None
+        return body if isinstance(body, dict) else None
+
+    def _record(self, body: dict[str, Any] | None) -> Recorded:
+        item = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
+                        body)
+        self.server.journal.add(item)
+        return item
+
+    def _json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        self._record(None)
+        self._json(404, {"type": "error", "error": {"type": "not_found_error",
+                                                    "message": "stand-in: no such path"}})
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._record(None)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self._read_body()
+        item = self._record(body)
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/count_tokens"):
+            self._json(200, {"input_tokens": 10})
+            return
+        if not path.endswith("/v1/messages") or body is None:
+            self._json(404, {"type": "error", "error": {"type": "not_found_error",
+                                                        "message": f"stand-in: {path}"}})
+            return
+        reply = script(body)
+        self.server.journal.answered(item, reply)
+        message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        tool_id = f"toolu_{uuid.uuid4().hex[:24]}"
+        if not body.get("stream"):
+            self._json(200, _message(reply, message_id, tool_id))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event, data in sse_events(reply, message_id, tool_id):
+            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    journal: Journal
+
+
+class AnthropicStandin:
+    """``with AnthropicStandin() as api: env["ANTHROPIC_BASE_URL"] = api.url``."""
+
+    def __init__(self) -> None:
+        self.journal = Journal()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.journal = self.journal
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="anthropic-standin", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> AnthropicStandin:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def turns(self) -> list[Recorded]:
+        return [item for item in self.journal.snapshot() if item.is_turn]
