@@ -3,6 +3,13 @@
 ``claude --session-id UUID`` creates exactly that session (and rejects a reused
 or non-UUID id), ``claude --resume UUID`` reopens it; ``--settings FILE`` adds
 our hooks without touching the user's global settings.
+
+Claude Code parses argv with commander.js, where ``--mcp-config <configs...>``
+is variadic: in ``--mcp-config F PROMPT`` the prompt is read as a second config
+file and the CLI exits (``MCP config file not found``). The config therefore
+goes as one word, ``--mcp-config=F`` (the ``=`` form never opens a variadic
+list), and ``--`` ends the options before the prompt, so no option we or a
+later version add can swallow it.
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ class ClaudeAdapter(AdapterCommon):
     command: tuple[str, ...] = ("claude",)
     hook_events: tuple[str, ...] = CLAUDE_HOOK_EVENTS
 
-
     def launch_plan(
         self,
         action: LaunchAction,
@@ -31,8 +37,8 @@ class ClaudeAdapter(AdapterCommon):
         settings_path: Path | None,
         mcp_config: Path | None = None,
     ) -> LaunchPlan:
-        """``claude --session-id|--resume UUID [--settings FILE] [--mcp-config FILE] [PROMPT]``.
-        """
+        """``claude --session-id|--resume UUID [--settings FILE] [--mcp-config=FILE]
+        [-- PROMPT]``."""
         action = LaunchAction(action)
         flag = "--session-id" if action is LaunchAction.NEW else "--resume"
         session_id = check_uuid(self.provider, session_id, what=f"{action.value} launch")
@@ -52,11 +58,9 @@ class ClaudeAdapter(AdapterCommon):
                     f"claude --mcp-config needs an absolute path, not {str(mcp_config)!r}",
                     code="launch_invalid",
                 )
-            argv += ["--mcp-config", str(mcp_config)]
+            argv.append(f"--mcp-config={mcp_config}")
         if prompt is not None:
-            argv.append(prompt)
+            argv += ["--", prompt]
         return LaunchPlan(
             provider=self.provider, action=action, argv=tuple(argv), session_id=session_id
         )
-
-
