@@ -75,8 +75,12 @@ DEFAULT_NAVIGATOR_WIDTH = 40
 #: The width is the smallest the config accepts, so a configured width always renders.
 MIN_COLUMNS = NAVIGATOR_WIDTH_RANGE[0]
 MIN_ROWS = 5
-#: Fewer rows than this also get the compact layout (the full footer alone wraps to 4).
+#: Fewer rows than this also get the compact layout: two columns (from NARROW_WIDTH)
+#: need COMPACT_ROWS, the stacked sidebar SIDEBAR_ROWS (its footer alone wraps to 3).
 COMPACT_ROWS = 16
+SIDEBAR_ROWS = 22
+#: Fewer rows than this: the compact layout shows only the breadcrumb, tree and footer.
+SHORT_ROWS = 14
 
 
 class LayoutKind(StrEnum):
@@ -271,10 +275,12 @@ class SwitchboardApp(App[None]):
 
     def layout_for(self, size: Size) -> LayoutKind:
         """Too small below MIN_COLUMNS x MIN_ROWS; compact below the configured navigator
-        width or COMPACT_ROWS; else the full layout (two columns from NARROW_WIDTH)."""
+        width or the rows the full layout needs; else the full layout (two columns from
+        NARROW_WIDTH)."""
         if size.width < MIN_COLUMNS or size.height < MIN_ROWS:
             return LayoutKind.TOO_SMALL
-        if size.width < self.navigator_width or size.height < COMPACT_ROWS:
+        rows = COMPACT_ROWS if size.width >= NARROW_WIDTH else SIDEBAR_ROWS
+        if size.width < self.navigator_width or size.height < rows:
             return LayoutKind.COMPACT
         return LayoutKind.FULL
 
@@ -292,12 +298,11 @@ class SwitchboardApp(App[None]):
         footer = self.query_one(KeyFooter)
         footer.compact = size.width < NARROW_WIDTH
         footer.brief = kind is not LayoutKind.FULL
-        if kind is self.layout_kind:
-            return
         was_hidden = self.layout_kind is LayoutKind.TOO_SMALL
         self.layout_kind = kind
         self.set_class(kind is LayoutKind.TOO_SMALL, "-too-small")
         self.set_class(kind is LayoutKind.COMPACT, "-compact")
+        self.set_class(kind is LayoutKind.COMPACT and size.height < SHORT_ROWS, "-short")
         if was_hidden and self.screen is self.screen_stack[0] and self.focused is None:
             self.query_one(FrameTree).focus()  # hidden panels lost the focus
 

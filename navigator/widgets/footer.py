@@ -85,7 +85,8 @@ class KeyFooter(Footer):
                                   ).data_bind(compact=Footer.compact))
             widths.append(key_width(display, binding.description, compact=self.compact))
         self._packed_width = self.size.width or self.app.size.width
-        for row in pack_rows(widths, self._packed_width):
+        rows = pack_rows(widths, self._packed_width)
+        for row in rows[:1] if self.brief else rows:  # brief: one row, help first
             with Horizontal(classes="footer-row"):
                 yield from (keys[index] for index in row)
 
