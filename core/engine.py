@@ -494,6 +494,22 @@ class Engine:
             body, self._transition_result(request_id), self._transition_result(request_id))
         return self._maybe_execute(result)
 
+    def transition_cancel(self, request_id: str, *, view_id: str | None = None,
+                          transition_id: str | None = None,
+                          by_frame: str | None = None) -> TransitionResult:
+        """Withdraw a prepared transition (``prepared -> cancelled``): a push or return
+        still waiting for an agent's Stop. Later states are refused by name."""
+        from core import settlement
+
+        if (view_id is None) == (transition_id is None):
+            raise SwitchboardError("name exactly one of a view or a transition to cancel",
+                                   code="bad_request")
+        cancelled = settlement.cancel(self, request_id, view_id=view_id,
+                                      transition_id=transition_id, by_frame=by_frame)
+        result = self._transition_result(request_id)(cancelled)
+        assert result is not None
+        return result
+
     def _control_transport(self, conn: sqlite3.Connection,
                            target: sqlite3.Row) -> ControlTransport:
         if self.config.control_turns.transport is TransportPolicy.RESUME_ONLY:
