@@ -254,6 +254,12 @@ def _move(engine: Engine, transition_id: str) -> None:
                        server_restarted=isinstance(exc, _SERVER_GONE))
             return
         engine._fault("after_swap")
+        if fenced and transitions_ops.control_turn_of(conn, transition_id)["state"] != \
+                "submitted":
+            # Its UserPromptSubmit came while the pane was still parked (that hook
+            # cannot lift a parked pane's fence): the evidence is in, lift it now.
+            from core.settlement import lift_fence
+            lift_fence(engine, control["control_turn_id"])
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
         engine._fault("after_move")
