@@ -589,7 +589,20 @@ def _open(engine: Engine, conn: sqlite3.Connection, kind: RecoveryKind, view_id:
     return recoveries_ops.open_recovery(
         conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id, kind=kind,
         subject_type="view", subject_id=view_id, actionability=actionability,
-        explanation=explanation, now=now)
+        explanation=_with_way_out(conn, view_id, actionability, explanation), now=now)
+
+
+def _with_way_out(conn: sqlite3.Connection, view_id: str, actionability: Actionability,
+                  explanation: str) -> str:
+    """A view recovery names the frame it is about and the key that acts on it."""
+    row = conn.execute("SELECT f.title FROM user_views v JOIN frames f"
+                       " ON f.frame_id = v.active_frame_id WHERE v.view_id = ?",
+                       (view_id,)).fetchone()
+    frame = f"“{row['title']}”" if row is not None else "its active frame"
+    action = "Press Enter (or R) on this recovery to run it" \
+        if actionability is Actionability.SAFE_AUTO else \
+        "Press Enter on this recovery to go to the view"
+    return f"{explanation[:700]} The view shows {frame}. {action}."
 
 
 def _interrupted(engine: Engine, t: sqlite3.Row, snap: ServerSnapshot | None,
@@ -749,7 +762,9 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
                 actionability=Actionability.MANUAL,
                 explanation="An agent start was interrupted before its pane was recorded, and "
                             "no live pane of it exists: the launch was marked failed and "
-                            "nothing runs. Press n on the frame to start it again.", now=now)
+                            "nothing runs. Select "
+                            f"“{frames_ops.get_frame(tx, row['frame_id'])['title']}” and "
+                            "press n to start it again.", now=now)
         failed += 1
         if pane is not None and server_id is not None:  # tagged with its surface, but dead
             engine.stage.kill_unrecorded(pane.pane_id, surface_id, server_id)
@@ -882,8 +897,9 @@ def _bind_timeouts(engine: Engine, conn: sqlite3.Connection, now: int) -> int:
             actionability=Actionability.MANUAL,
             explanation=f"The agent has run for over {BIND_TIMEOUT_MS // 1000} s without any "
                         "hook reaching Switchboard (hooks missing, or the provider is stuck "
-                        "before its first prompt). Nothing was stopped: open the view and "
-                        "look; close the frame or resolve this when it is fine.", now=now)
+                        "before its first prompt). Nothing was stopped: press Enter on this "
+                        "recovery to go and look; close the frame or resolve this when it "
+                        "is fine.", now=now)
         overdue += 1
     for row in conn.execute(
             "SELECT r.recovery_id FROM recoveries r JOIN launch_intents l"

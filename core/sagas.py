@@ -320,8 +320,11 @@ def _roll_back(engine: Engine, transition_id: str, why: str, *,
             kind=RecoveryKind.SERVER_RESTARTED if server_restarted
             else RecoveryKind.PLACEMENT_ORPHANED, subject_type="view",
             subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
-            explanation=f"{row['kind']} did not land: {why}"[:700] + ". Running this "
-                        "recovery re-reads the panes and restores the recorded placement.",
+            explanation=f"{row['kind']} did not land: {why}"[:600] + ". Press Enter (or R) "
+                        "on this recovery: it re-reads the panes and shows the recorded "
+                        "placement again; "
+                        f"“{frames_ops.get_frame(conn, row['target_frame_id'])['title']}” "
+                        "stays where it was.",
             now=now)
 
 
@@ -491,9 +494,11 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
                 tx, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
                 kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
                 subject_id=control["control_turn_id"], actionability=Actionability.OPEN_VIEW,
-                explanation="The claim line may or may not have reached the parent agent. "
-                            "It will not be typed again; open the view and ask the agent to "
-                            "call transition_claim() if it did not.", now=now)
+                explanation="The claim line may or may not have reached the parent agent "
+                            f"“{frames_ops.get_frame(tx, row['target_frame_id'])['title']}”. "
+                            "It will not be typed again; press Enter on this recovery to go "
+                            "there and ask it to call transition_claim() if it did not.",
+                now=now)
         return
     spawn_watchdog(engine, control["control_turn_id"])
     engine._fault("after_submit")

@@ -180,8 +180,8 @@ def _mark_uncertain(engine: Engine, conn: sqlite3.Connection, control: sqlite3.R
         kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
         subject_id=control["control_turn_id"], actionability=Actionability.OPEN_VIEW,
         explanation=f"The claim line was typed into {target} once and is never typed again. "
-                    f"Open {target} and ask it to call transition_claim(): the {record} is "
-                    "still there.", now=now)
+                    f"Press Enter on this recovery to go to {target} and ask it to call "
+                    f"transition_claim(): the {record} is still there.", now=now)
 
 
 def _note_waiting(engine: Engine, transition_id: str, now: int) -> int:
@@ -327,6 +327,53 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
                               lambda tid: tid, lambda tid: tid)
 
 
+ADVICE_KEYS = ("Enter", "press n", "w (Withdraw)", "recovery run")
+"""Every open recovery's explanation names at least one of these ways out."""
+
+
+def invariant_problems(engine: Engine) -> list[str]:
+    """The no-stuck-view invariant, checked against the registry (empty = it holds).
+
+    Every live view is ready with no transition in flight (an executing one
+    under a live lease belongs to its executor), or has an open recovery about
+    it; a degraded view has one; every open recovery names a way out (a key
+    or ``switchboard recovery run``); and no frame's session says live while
+    its runtime's surface is not (its badge would show ready for nothing).
+    """
+    conn = engine.conn
+    now = engine.now()
+    found: list[str] = []
+    for view in conn.execute("SELECT * FROM user_views WHERE state <> 'retired'").fetchall():
+        view_id = view["view_id"]
+        recoveries = conn.execute(
+            "SELECT kind, bounded_explanation FROM recoveries WHERE subject_type = 'view'"
+            " AND subject_id = ? AND state = 'open'", (view_id,)).fetchall()
+        pending = transitions_ops.pending_for_view(conn, view_id)
+        owned = pending is not None and pending["state"] == "executing" and \
+            (pending["lease_expires_at"] or 0) >= now
+        if pending is not None and not owned and not recoveries:
+            found.append(f"view {view_id}: a {pending['kind']} is {pending['state']} and no "
+                         "recovery says what to do")
+        if view["state"] == "degraded" and not recoveries:
+            found.append(f"view {view_id} is degraded with no open recovery")
+        if view["state"] == "transitioning" and pending is None:
+            found.append(f"view {view_id} is transitioning with nothing in flight")
+    for row in conn.execute("SELECT recovery_id, kind, bounded_explanation FROM recoveries"
+                            " WHERE state = 'open'").fetchall():
+        text = row["bounded_explanation"].lower()
+        if not any(key.lower() in text for key in ADVICE_KEYS):
+            found.append(f"recovery {row['kind']} names no key: {row['bounded_explanation']!r}")
+    for row in conn.execute(
+            "SELECT f.frame_id, f.title FROM frames f JOIN provider_sessions s"
+            " ON s.session_key = f.current_session_key WHERE s.runtime_presence = 'live'"
+            " AND f.lifecycle_state <> 'closed' AND NOT EXISTS (SELECT 1 FROM"
+            " frame_placements p JOIN surfaces u ON u.surface_id = p.surface_id"
+            " WHERE p.frame_id = f.frame_id AND p.state IN ('active', 'parked', 'staged')"
+            " AND u.lifecycle_state IN ('live', 'planned'))").fetchall():
+        found.append(f"frame {row['title']!r} shows a live runtime that is gone")
+    return found
+
+
 def expire_turn(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
                 now: int) -> bool:
     """A submitted turn past its watchdog: uncertain with its recovery, never retyped."""
@@ -339,8 +386,9 @@ def expire_turn(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
         kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
         subject_id=control["control_turn_id"], actionability=Actionability.OPEN_VIEW,
         explanation=f"No prompt evidence after the claim line was sent to {target}. It is "
-                    f"never typed again; open {target} and check it (its transition_claim() "
-                    "still returns what waits for it).", now=now)
+                    f"never typed again; press Enter on this recovery to go to {target} and "
+                    "check it (its transition_claim() still returns what waits for it).",
+        now=now)
     return True
 
 

@@ -52,9 +52,12 @@ def roll_back_start_bundle(conn: sqlite3.Connection, launch_id: str, *,
     if launch["action"] == "new" and launch["session_key"]:
         # The new session never ran: the pointer goes back to the one before (if any),
         # and the row says it cannot be resumed.
+        # The one before that ever ran (had a pane): an earlier rolled-back start did not.
         previous = conn.execute(
-            "SELECT session_key FROM frame_sessions WHERE frame_id = ? AND session_key <> ?"
-            " ORDER BY ordinal DESC LIMIT 1", (frame["frame_id"], launch["session_key"])
+            "SELECT fs.session_key FROM frame_sessions fs WHERE fs.frame_id = ?"
+            " AND fs.session_key <> ? AND EXISTS (SELECT 1 FROM surfaces s"
+            " WHERE s.session_key = fs.session_key AND s.pane_id IS NOT NULL)"
+            " ORDER BY fs.ordinal DESC LIMIT 1", (frame["frame_id"], launch["session_key"])
         ).fetchone()
         frames_ops.set_current_session(conn, frame["frame_id"],
                                        previous["session_key"] if previous else None, now)
