@@ -136,6 +136,9 @@ class EngineClient:
     def stop(self, frame_id: str):
         return self._call("frame_stop", frame_id)
 
+    def cancel_transition(self, view_id: str):
+        return self._call("transition_cancel", view_id=view_id)
+
     def back(self, view_id: str):
         return self._call("frame_back", view_id)
 

@@ -28,6 +28,7 @@ from core.errors import Conflict, ProviderError, SwitchboardError
 from core.provider_checks import check_provider
 from core.providers.codex import McpServer
 from core.stage import CONTROL_TEMPLATE, gate_name
+from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
@@ -99,12 +100,14 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         # the launch before any pane exists.
         version = check_provider(engine.config, Provider(launch["provider"]))
     except ProviderError as exc:
-        with write_transaction(conn) as tx:
-            sessions_ops.move_launch(tx, launch_id, "planned", "failed", engine.now(),
-                                     failure=f"{exc.code}: {exc.message}"[:1024])
+        _roll_back_bundle(engine, launch_id, f"{exc.code}: {exc.message}")
         raise
     placement = views_ops.placement_of_frame(conn, launch["frame_id"])
-    ensure_view_window(engine, placement["view_id"])
+    try:
+        ensure_view_window(engine, placement["view_id"])
+    except (ServerIdentityMismatch, TmuxUnavailable) as exc:
+        _roll_back_bundle(engine, launch_id, f"no tmux server for the view: {exc.message}")
+        raise
     server_id = views_ops.get_view(conn, placement["view_id"])["tmux_server_id"]
     raw = new_raw_capability()
     with write_transaction(conn) as tx:
@@ -131,6 +134,10 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         pane = stage.launch_pane(surface_id=surface["surface_id"], launch_id=launch_id,
                                  argv=argv, env=env, cwd=project.root,
                                  tmux_server_id=server_id)
+    except (ServerIdentityMismatch, TmuxUnavailable) as exc:
+        # Refused behind the identity guard / no server answered: no pane exists.
+        _roll_back_bundle(engine, launch_id, str(exc))
+        raise
     except SwitchboardError as exc:
         with write_transaction(conn) as tx:
             sessions_ops.move_launch(tx, launch_id, "authorized", "failed", engine.now(),
@@ -151,6 +158,16 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         _present_started(engine, launch["frame_id"], pane.pane_id, launch_id)
     # Otherwise the gate stays shut: the saga (push) or a later focus presents the
     # staged pane and opens the gate in that swap's batch.
+
+
+def _roll_back_bundle(engine: Engine, launch_id: str, why: str) -> None:
+    """The provider was refused before any pane existed: the start bundle is rolled
+    back exactly (storage.operations.bundles), so the frame is empty and n works."""
+    from storage.operations.bundles import roll_back_start_bundle
+
+    with write_transaction(engine.conn) as tx:
+        roll_back_start_bundle(tx, launch_id, new_placement_id=engine.ids.new_id(),
+                               failure=why, now=engine.now())
 
 
 def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str) -> None:

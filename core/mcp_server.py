@@ -58,6 +58,9 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "transition_claim",
      "description": "Claim your brief or handoff and follow the returned instructions.",
      "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
+    {"name": "transition_cancel",
+     "description": "Withdraw your push or return while it still waits for your Stop.",
+     "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
 ]
 _SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
@@ -99,6 +102,8 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
                                      arguments.get("purpose"), arguments.get("provider"))
     if name == "task_complete_return":
         return agent_tools.task_complete_return(arguments["summary"], arguments["next_action"])
+    if name == "transition_cancel":
+        return agent_tools.transition_cancel()
     return agent_tools.transition_claim()
 
 

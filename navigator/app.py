@@ -117,6 +117,8 @@ class SwitchboardApp(App[None]):
         Binding("b", "back", "Back", tooltip="show the parent; the task stays open"),
         Binding("c", "complete", "Complete", tooltip="complete the task and return"),
         Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
+        Binding("w", "cancel_transition", "Withdraw",
+                tooltip="cancel the view's push or return while it waits for a Stop"),
         Binding("r", "reopen", "Reopen", tooltip="reopen a closed frame from History"),
         Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
         Binding("R", "recover", "Recover", key_display="R",
@@ -618,6 +620,16 @@ class SwitchboardApp(App[None]):
             return
         self.request("Back", "Showing the parent; the task stays open",
                      partial(self.client.back, view.view_id))
+
+    def action_cancel_transition(self) -> None:
+        view = self.target_view()
+        if not self._need(view, "No view yet: select a project and press enter."):
+            return
+        assert view is not None
+        if self._remote(view.host_id):
+            return
+        self.request("Withdraw", "The waiting transition is cancelled; nothing moved",
+                     partial(self.client.cancel_transition, view.view_id))
 
     def _task_target(self, verb: str) -> FrameSummary | None:
         frame = self.target_frame()

@@ -25,6 +25,7 @@ GROUPS: dict[str, str] = {
     "state": "navigator.commands.state",
     "view": "navigator.commands.views",
     "frame": "navigator.commands.frames",
+    "transition": "navigator.commands.transitions",
     "session": "navigator.commands.sessions",
     "project": "navigator.commands.projects",
     "context": "navigator.commands.contexts",

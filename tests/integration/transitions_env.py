@@ -262,7 +262,9 @@ def problems(engine: Engine, view_id: str) -> list[str]:
         for row in conn.execute(
                 f"SELECT r.first_claimed_at, t.state, t.view_id FROM {table} r"
                 " JOIN view_transitions t ON t.transition_id = r.transition_id"):
-            claimable = row["state"] in ("presented", "awaiting_claim", "settling", "completed")
+            # A cancelled transition's record was withdrawn on purpose, not lost.
+            claimable = row["state"] in ("presented", "awaiting_claim", "settling", "completed",
+                                         "cancelled")
             if row["first_claimed_at"] is None and not claimable and \
                     not _open_recovery(conn, row["view_id"]):
                 found.append(f"a {table[:-1]} can no longer be claimed and no recovery says so")
