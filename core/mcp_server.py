@@ -164,17 +164,45 @@ def handle(message: Any) -> dict[str, Any] | None:
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
+# The largest tool call (a 65,536-character summary and next action, each
+# character JSON-escaped as a surrogate pair) stays well under this; anything
+# longer is not a message we could accept, so it is never buffered whole.
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+
+def _skip_rest_of_line(stdin: BinaryIO) -> None:
+    """Discard an oversized line up to its newline, a bounded chunk at a time."""
+    while True:
+        chunk = stdin.readline(MAX_LINE_BYTES)
+        if not chunk or chunk.endswith(b"\n"):
+            return
+
+
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """Serve until stdin closes: one JSON message per line in, one reply per line out."""
-    for line in stdin:
-        if not line.strip():
+    """Serve until stdin closes: one JSON message per line in, one reply per line out.
+
+    Each line is read with a bound: an oversized one gets a JSON-RPC error
+    (id null: its id was never read) and the server keeps serving.
+    """
+    while True:
+        line = stdin.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES:
+            if not line.endswith(b"\n"):
+                _skip_rest_of_line(stdin)
+            reply: dict[str, Any] | None = _error(
+                None, INVALID_REQUEST, f"message larger than {MAX_LINE_BYTES} bytes; "
+                "send a smaller request (it was not read)")
+        elif not line.strip():
             continue
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            reply: dict[str, Any] | None = _error(None, PARSE_ERROR, "parse error")
         else:
-            reply = handle(message)
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                reply = _error(None, PARSE_ERROR, "parse error")
+            else:
+                reply = handle(message)
         if reply is not None:
             stdout.write(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
             stdout.flush()
