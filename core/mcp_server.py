@@ -109,6 +109,11 @@ def call_tool(name: str, raw_arguments: Any,
     except SwitchboardError as exc:
         return _tool_error(f"{exc.code}: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - the server must outlive any one call
+        from core.files import environment_failure_of
+
+        failure = environment_failure_of(exc)  # a full or read-only disk, in words
+        if failure is not None:
+            return _tool_error(f"{failure.code}: {failure.message}")
         print(f"switchboard mcp: {name} failed: {exc!r}", file=sys.stderr)
         return _tool_error(f"internal_error: {type(exc).__name__}: {exc}")
     return {"content": [{"type": "text", "text": json.dumps(output, sort_keys=True)}],
