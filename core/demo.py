@@ -8,6 +8,7 @@ back, complete and recover without any account or real agent.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 import uuid
@@ -86,7 +87,8 @@ def build(root: Path) -> DemoSession:
         reconcile(engine)
     view = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
                                (route.view_id,)).fetchone()
-    attach = f"tmux -S {socket} attach -t {view['tmux_window_id']}"
+    # Quoted for pasting: a home path may hold spaces, quotes or `$(...)`.
+    attach = shlex.join(["tmux", "-S", socket, "attach", "-t", view["tmux_window_id"]])
     return DemoSession(root, socket, route.view_id, view["tmux_window_id"], attach)
 
 

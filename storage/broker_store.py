@@ -37,6 +37,7 @@ from storage.broker_schema import (
     MessageState,
     TableShape,
 )
+from storage.environment import environment_failure
 from storage.uri import canonical, sqlite_uri
 
 BUSY_TIMEOUT_MS = 5000
@@ -311,14 +312,23 @@ class BrokerStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT, so validation and writes see one snapshot."""
-        self.conn.execute("BEGIN IMMEDIATE")
         try:
-            yield
-            self.conn.execute("COMMIT")
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    try:
+                        self.conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite may have rolled back already (SQLITE_FULL)
+                raise
+        except sqlite3.OperationalError as exc:
+            failure = environment_failure(exc, self.path)
+            if failure is None:
+                raise
+            raise failure from exc
 
     def data_version(self) -> int:
         """Changes whenever another connection commits (cheap; no table reads)."""

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import RegistryUnavailable
+from storage.environment import environment_failure
 from storage.uri import sqlite_uri
 
 APPLICATION_ID = 0x53575345  # "SWSE": a Switchboard session evidence file
@@ -218,14 +219,25 @@ def open_session_db_readonly(path: Path) -> sqlite3.Connection:
 
 @contextmanager
 def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    conn.execute("BEGIN IMMEDIATE")
+    """BEGIN IMMEDIATE ... COMMIT; a full, read-only or busy disk becomes words."""
     try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite may have rolled back already (SQLITE_FULL)
+                raise
+            raise
+    except sqlite3.OperationalError as exc:
+        failure = environment_failure(exc, conn=conn)
+        if failure is None:
+            raise
+        raise failure from exc
 
 
 # --------------------------------------------------------------------------- values

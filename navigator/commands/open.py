@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -69,7 +70,8 @@ def _open(args: argparse.Namespace) -> int:
     if inside:
         os.execvp("tmux", ["tmux", "-S", socket, "switch-client", "-t", window])
     if args.no_attach or not sys.stdin.isatty():
-        print(f"attach: tmux -S {socket} attach -t {window}")
+        # Quoted for pasting: the socket path may hold spaces, quotes or `$(...)`.
+        print("attach: " + shlex.join(["tmux", "-S", socket, "attach", "-t", window]))
         return 0
     os.execvpe("tmux", ["tmux", "-S", socket, "attach", "-t", window], env)
     return 0
