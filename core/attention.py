@@ -26,15 +26,16 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from core.config import AttentionConfig
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the hook imports this module: nothing heavy at import time
     import sqlite3
+
+    from core.config import AttentionConfig
 
 OPTION = "@sb_attention"
 SEGMENT_FORMAT = "#{" + OPTION + "}"
@@ -247,11 +248,29 @@ def _to_terminal(notice: Notice, *, bell: bool, desktop: bool) -> None:
     except OSError:
         return  # the client went away: nothing to nudge
     try:
-        os.write(fd, data)
-    except OSError:
-        pass
+        _write_all(fd, data, deadline=time.monotonic() + TERMINAL_WRITE_S)
     finally:
         os.close(fd)
+
+
+TERMINAL_WRITE_S = 2.0
+
+
+def _write_all(fd: int, data: bytes, *, deadline: float) -> None:
+    """Non-blocking writes, waiting (bounded) while the terminal's buffer is full: a busy
+    terminal gets the nudge a moment later instead of never; a stuck one is given up."""
+    import select
+
+    while data:
+        try:
+            data = data[os.write(fd, data):]
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            select.select([], [fd], [], left)
+        except OSError:
+            return
 
 
 def _notify_send(text: str) -> None:
@@ -277,3 +296,13 @@ def spawn_publish(env: Mapping[str, str], frame_id: str, kind: AttentionKind | N
                          start_new_session=True, close_fds=True)
     except OSError:
         pass  # attention is best effort; the badge in the view stays exact
+
+
+def spawn_segment(socket: str, segment: str) -> None:
+    """Set the status option with one detached tmux process (the hook's path)."""
+    try:
+        subprocess.Popen(["tmux", "-S", socket, "set-option", "-g", OPTION, segment],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except OSError:
+        pass

@@ -68,6 +68,8 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         remember_hook_open(opened)
     if recorded.outcome.handled:
         _record_evidence(home, parsed, recorded, now)
+    if recorded.attention is not None:
+        _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.observed_controls:
         _lift_fences(home, generation, recorded.observed_controls)
     if not recorded.stop_work:
@@ -85,6 +87,15 @@ class _Recorded:
     project_id: str = ""
     project_root: str = ""
     observed_controls: tuple[str, ...] = ()
+    attention: Attention | None = None
+
+
+@dataclass(frozen=True)
+class Attention:
+    """What the person should learn outside the view: new counts, maybe a nudge."""
+
+    segment: str
+    kind: str | None  # an AttentionKind value, or None: counts only
 
 
 def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recorded:
@@ -135,6 +146,8 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
         sessions_ops.record_activity(conn, key, activity=activity, reason=reason,
                                      runtime_presence=runtime, turn_id=hook.turn_id,
                                      provider_version=None, now=now)
+        attention = _attention(conn, session["activity"], activity,
+                               hook.kind is HookKind.TURN_STOPPED)
         reminder = False
         observed: tuple[str, ...] = ()
         if hook.kind is HookKind.PROMPT_SUBMITTED and hook.is_control_prompt:
@@ -152,7 +165,31 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
     return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown,
                                  claim_reminder=reminder), True,
                      frame_id, stop_work, project[0] if project else "",
-                     (project[1] or "") if project else "", observed)
+                     (project[1] or "") if project else "", observed, attention)
+
+
+def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
+               turn_stopped: bool) -> Attention | None:
+    """New counts when the activity changed; a nudge for needs-input and finished turns."""
+    if after is None or after.value == before:
+        return None
+    from core.attention import AttentionKind, read_counts
+
+    kind = AttentionKind.NEEDS_INPUT if after is Activity.NEEDS_INPUT else \
+        AttentionKind.TURN_FINISHED if turn_stopped and after is Activity.READY else None
+    return Attention(read_counts(conn).segment(), kind.value if kind else None)
+
+
+def _publish_attention(env: dict[str, str], frame_id: str, attention: Attention) -> None:
+    """Detached, never waited for: the status option straight through tmux (no Python
+    start-up per hook); the publisher process only when someone may need a nudge."""
+    from core.attention import AttentionKind, spawn_publish, spawn_segment
+
+    socket = env.get("SWITCHBOARD_TMUX_SOCKET")
+    if socket:
+        spawn_segment(socket, attention.segment)
+    if attention.kind is not None:
+        spawn_publish(env, frame_id, AttentionKind(attention.kind))
 
 
 def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int) -> None:

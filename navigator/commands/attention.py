@@ -27,18 +27,19 @@ def _attention(args: argparse.Namespace) -> int:
 
     engine = open_engine()
     counts = attention.read_counts(engine.conn)
+    sent: list[attention.Notice] = []
     if args.publish:
         settings = engine.config.attention
         socket = socket_path_for(engine, engine.home)
         if settings.status_line:
             attention.ensure_segment(socket)
-        sent: list[attention.Notice] = []
         subject = attention.read_subject(engine.conn, args.frame) if args.frame else None
         if subject is not None and args.event:
             clients = attention.list_clients(socket)
             sent = attention.notices(subject, attention.AttentionKind(args.event), clients)
         attention.publish(socket, settings, counts, sent)
-    emit(counts, as_json=args.json,
+    nudged = [n.client.tty for n in sent]
+    emit({"counts": counts, "nudged": nudged}, as_json=args.json,
          text=f"needs input {counts.needs_input}, ready {counts.ready}, "
-              f"working {counts.working}")
+              f"working {counts.working}" + (f"; nudged {', '.join(nudged)}" if nudged else ""))
     return 0
