@@ -25,6 +25,7 @@ from core.capabilities import (
 )
 from core.enums import LaunchAction, PlacementState, Provider
 from core.errors import Conflict, ProviderError, SwitchboardError
+from core.mcp_server import TOOLS as MCP_TOOLS
 from core.provider_checks import check_provider
 from core.providers.codex import McpServer
 from core.stage import CONTROL_TEMPLATE, gate_name
@@ -221,8 +222,8 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
 
 MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
 """The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
-AGENT_TOOL_NAMES = ("task_push", "task_complete_return", "transition_claim")
-"""The MCP server's tools (core.mcp_server.TOOLS); Codex runs them without asking."""
+AGENT_TOOL_NAMES = tuple(tool["name"] for tool in MCP_TOOLS)
+"""The MCP server's tools, each by name; Codex runs them without asking."""
 
 
 READY_PREFIX = "claude-mcp-ready-"
