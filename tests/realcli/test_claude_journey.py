@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,7 +272,10 @@ def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
     main = main_pane(engine)
     world.wait_prompt(main)
     type_prompt(socket, main, "PUSH Early :: typed before the tools were listed")
+    submitted = time.time()
     assert wait_for(lambda: world.transition("push") is not None, SLOW), screen(socket, main)
+    ready = list((world.root / "run").glob("*/claude-mcp-ready-*"))
+    assert len(ready) == 1 and ready[0].stat().st_mtime > submitted  # listed after Enter
     first = world.api.turns()[0]
     assert PUSH_TOOL in first.tool_names, first.tool_names
     assert world.api.journal.tool_calls()[0] == PUSH_TOOL
