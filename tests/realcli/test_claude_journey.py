@@ -287,3 +287,40 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(world: World) -> None:
+    """``claude --resume ID ... -- "<fixed line>"``: the prompt is a prompt, and the
+    resumed parent claims its handoff with one submission."""
+    engine, socket = world.engine, world.socket
+    route = engine.project_enter(new_request_id(), "alpha")
+    parent = route.frame_id
+    started = engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
+    main = main_pane(engine)
+    world.wait_prompt(main)
+    type_prompt(socket, main, "PUSH Child :: the child's brief")
+    assert wait_for(lambda: world.transition("push") is not None
+                    and world.transition("push")[0] == "completed", SLOW), world.dump()
+    child = world.frame("Child")
+    child_pane = main_pane(engine)
+    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+                    is not None, SLOW), screen(socket, child_pane)
+    world.wait_activity(child, "ready")
+    engine.frame_stop(new_request_id(), parent)  # the parked parent stops
+    assert wait_for(lambda: main not in world.panes(), SLOW)
+    type_prompt(socket, child_pane, "COMPLETE done it :: merge")
+    assert wait_for(lambda: world.transition("complete_return") is not None
+                    and world.transition("complete_return")[0] == "completed", SLOW), \
+        world.dump() + screen(socket, child_pane)
+    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                    is not None, SLOW), world.dump() + screen(socket, main_pane(engine))
+    world.wait_activity(parent, "ready")
+    assert one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                       " WHERE kind = 'claim_handoff'") == ("resume_initial", "settled", 1)
+    assert one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+               parent) == (started.session_key,)
+    parent_screen = screen(socket, main_pane(engine))
+    assert parent_screen.count(CONTROL_TEMPLATE) == 1, parent_screen
+    assert "STANDIN-CLAIMED handoff: Child" in parent_screen
+    assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
+               child) == ("closed", "completed")
