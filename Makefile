@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed
 .PHONY: setup test demo bench screenshots lint
 
 $(STAMP): pyproject.toml
-	@command -v tmux >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq tmux)
+	@command -v tmux >/dev/null 2>&1 && test -x /usr/sbin/sshd || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux openssh-server)
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, Authority, authenticate
 from core.enums import CreatedBy, Provider
-from core.errors import RequestConflict, SwitchboardError, Unauthorized
+from core.errors import Conflict, RequestConflict, SwitchboardError, Unauthorized
 from core.home import Home
 
 if TYPE_CHECKING:
@@ -115,7 +115,8 @@ def transition_claim(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     with _authorized(env) as (engine, authority):
         from core.claims import claim_for_frame
 
-        result = claim_for_frame(engine, authority.frame_id, authority.session_key)
+        result = claim_for_frame(engine, authority.frame_id, authority.session_key,
+                                 authority=authority)
     out: dict[str, Any] = {"ok": True, "kind": result.kind, "instructions": result.instructions,
                            "frame_id": result.frame_id, "title": result.title,
                            "first_claim": result.first_claim}
@@ -125,6 +126,27 @@ def transition_claim(*, env: dict[str, str] | None = None) -> dict[str, Any]:
         out["summary"] = result.summary
         out["next_action"] = result.next_action
     return out
+
+
+def transition_cancel(*, request_id: str | None = None,
+                      env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Withdraw the push or return the caller asked for while it still waits (prepared)."""
+    with _authorized(env) as (engine, authority):
+        row = engine.conn.execute(
+            "SELECT transition_id FROM view_transitions WHERE source_frame_id = ?"
+            " AND kind IN ('push', 'complete_return') ORDER BY created_at DESC,"
+            " transition_id DESC LIMIT 1", (authority.frame_id,)).fetchone()
+        if row is None:
+            raise Conflict("you have asked for no push or return; nothing to cancel",
+                           code="nothing_to_cancel")
+        from core.requests import fingerprint
+
+        rid = request_id or _derived_id(fingerprint("agent.cancel", {
+            "frame": authority.frame_id, "transition": row["transition_id"]}))
+        result = engine.transition_cancel(rid, transition_id=row["transition_id"],
+                                          by_frame=authority.frame_id)
+    return {"ok": True, "transition_id": result.transition_id, "state": result.state,
+            "message": "The transition is cancelled; nothing moved. Continue your work."}
 
 
 def _derived_id(digest_hex: str) -> str:

@@ -13,16 +13,21 @@ import sqlite3
 from dataclasses import dataclass
 
 from core.errors import Unauthorized
+from core.home import ENV_CONFIG, ENV_HOME
 
 ENV_CAPABILITY = "SWITCHBOARD_CAPABILITY"
 ENV_GENERATION = "SWITCHBOARD_GENERATION"
-ENV_HOME = "SWITCHBOARD_HOME"
 CAPABILITY_TTL_MS = 30 * 24 * 3600 * 1000
-AGENT_TOOL_ENV = (ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, "SWITCHBOARD_CONFIG",
+AGENT_TOOL_ENV = (ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, ENV_CONFIG,
                   "SWITCHBOARD_TMUX_SOCKET", "TMUX_PANE", "TMUX", "XDG_STATE_HOME",
                   "XDG_CONFIG_HOME")
 """What an agent-tool process reads from the pane environment: a provider that
-starts MCP servers with a cleared environment (Codex) must pass these through."""
+starts MCP servers with a cleared environment (Codex) must pass these through.
+The launch sets ``SWITCHBOARD_HOME`` and ``SWITCHBOARD_CONFIG`` as absolute paths,
+so the two are enough to find this home's state and config in every layout."""
+
+__all__ = ["ENV_CAPABILITY", "ENV_CONFIG", "ENV_GENERATION", "ENV_HOME", "AGENT_TOOL_ENV",
+           "CAPABILITY_TTL_MS", "Authority", "authenticate", "digest", "new_raw_capability"]
 
 
 def new_raw_capability() -> str:

@@ -20,6 +20,7 @@ from storage.operations import recoveries as recoveries_ops
 from storage.operations import transitions as transitions_ops
 
 if TYPE_CHECKING:
+    from core.capabilities import Authority
     from core.engine import Engine
 
 T = TransitionState
@@ -41,11 +42,20 @@ class ClaimResult:
     first_claim: bool
 
 
-def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> ClaimResult:
-    """Claim whatever transition names this frame as its target."""
+def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
+                    authority: Authority | None = None) -> ClaimResult:
+    """Claim whatever transition names this frame as its target.
+
+    With the caller's ``authority`` (an agent tool), its placement is revalidated
+    too: the capability's surface must still be what the frame's placement holds,
+    at the capability's placement generation or later (a stopped, replaced or
+    re-homed runtime's capability claims nothing).
+    """
     now = engine.now()
     stop_panes: list[str] = []
     with write_transaction(engine.conn) as conn:
+        if authority is not None:
+            _check_placement(conn, frame_id, authority)
         row = conn.execute(
             "SELECT * FROM view_transitions WHERE target_frame_id = ? AND kind IN"
             " ('push', 'complete_return') AND state IN"
@@ -118,6 +128,10 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> C
         if control is not None:
             recoveries_ops.resolve_for_subject(conn, RecoveryKind.CONTROL_SUBMIT_UNCERTAIN,
                                                "control_turn", control["control_turn_id"], now)
+        if row["state"] in ("presented", "awaiting_claim"):
+            # The claim is the evidence the unclaimed-presentation recovery waited for.
+            recoveries_ops.resolve_for_subject(conn, RecoveryKind.TRANSITION_INTERRUPTED,
+                                               "view", row["view_id"], now)
     if stop_panes and engine.stage is None and getattr(engine, "home", None) is not None:
         from core.stage import attach_stage
         attach_stage(engine, engine.home)
@@ -125,6 +139,18 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None) -> C
         if engine.stage is not None:
             _kill_soon(engine.stage, pane)
     return result
+
+
+def _check_placement(conn, frame_id: str, authority: Authority) -> None:
+    placement = frames_placement = conn.execute(
+        "SELECT * FROM frame_placements WHERE frame_id = ? AND state <> 'orphaned'",
+        (frame_id,)).fetchone()
+    del frames_placement
+    if placement is None or placement["surface_id"] != authority.surface_id or \
+            placement["view_id"] != authority.view_id or \
+            placement["generation"] < authority.placement_generation:
+        raise Conflict("your runtime no longer holds this frame's placement (it was stopped, "
+                       "replaced or moved); nothing was claimed", code="stale_placement")
 
 
 def _kill_soon(stage, pane: str, attempts: int = 5) -> None:

@@ -120,6 +120,13 @@ class EngineClient:
         with self._lock:
             return getattr(self.engine, method)(new_request_id(), *args, **kwargs)
 
+    def open_remote(self, host_id: str, project: str) -> Any:
+        """A remote host's project: a local window running ssh into its own view."""
+        from core.remote_open import open_remote, remote_for_host
+
+        with self._lock:
+            return open_remote(self.engine, remote_for_host(self.engine, host_id), project)
+
     def enter_project(self, name: str):
         return self._call("project_enter", name)
 
@@ -128,6 +135,9 @@ class EngineClient:
 
     def stop(self, frame_id: str):
         return self._call("frame_stop", frame_id)
+
+    def cancel_transition(self, view_id: str):
+        return self._call("transition_cancel", view_id=view_id)
 
     def back(self, view_id: str):
         return self._call("frame_back", view_id)

@@ -143,6 +143,21 @@ class MemoryConfig:
     enabled: bool = False
 
 
+@dataclass(frozen=True)
+class AttentionConfig:
+    """How an agent that needs the person reaches them outside its view (each on by default).
+
+    ``status_line`` puts the counts into tmux's status-right (only where the person
+    kept tmux's default); the others fire when an agent that is not being looked at
+    needs input or finishes a turn.
+    """
+
+    status_line: bool = True
+    message: bool = True
+    bell: bool = True
+    desktop: bool = True
+
+
 def default_providers() -> dict[Provider, ProviderConfig]:
     return {provider: ProviderConfig(command=(provider.value,)) for provider in _PROVIDER_ORDER}
 
@@ -165,6 +180,7 @@ class Config:
     hooks: HooksConfig = field(default_factory=HooksConfig)
     remotes: tuple[RemoteConfig, ...] = ()
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
 
     def project(self, project_id: str) -> ProjectConfig:
         """The configured project with this id; NotFound names the config fix."""
@@ -411,6 +427,7 @@ class _Reader:
 _TOP_KEYS = (
     "config_version", "generation_id", "host", "views", "automation", "control_turns",
     "providers", "projects", "repositories", "checkouts", "tmux", "hooks", "remotes", "memory",
+    "attention",
 )
 _HOST_KEYS = ("host_id", "display_name")
 _VIEWS_KEYS = ("cli_default_mode", "desktop_default_mode")
@@ -425,6 +442,7 @@ _TMUX_KEYS = ("socket_path", "view_session", "holding_session", "navigator_width
 _HOOKS_KEYS = ("command",)
 _REMOTE_KEYS = ("name", "host_id", "ssh_target")
 _MEMORY_KEYS = ("enabled",)
+_ATTENTION_KEYS = ("status_line", "message", "bell", "desktop")
 
 
 class _NewerVersion(Exception):
@@ -651,6 +669,11 @@ def parse_config(
     memory = MemoryConfig(enabled=reader.get(memory_table, "enabled", "memory", reader.boolean,
                                              default=False))
 
+    attention_table = reader.table(root, "attention", "attention", _ATTENTION_KEYS) or {}
+    attention = AttentionConfig(**{
+        key: reader.get(attention_table, key, "attention", reader.boolean, default=True)
+        for key in _ATTENTION_KEYS})
+
     _raise_problems(reader, source)
     config = Config(
         config_version=CONFIG_VERSION,
@@ -667,6 +690,7 @@ def parse_config(
         hooks=hooks,
         remotes=tuple(remotes),
         memory=memory,
+        attention=attention,
     )
     _check_references(reader, config)
     _raise_problems(reader, source)
@@ -718,7 +742,7 @@ def default_config(*, generation_id: str, host_id: str, display_name: str) -> Co
 # --------------------------------------------------------------------------- writing
 
 
-def _toml_string(value: str) -> str:
+def toml_string(value: str) -> str:
     out = ['"']
     for ch in value:
         if ch == '"':
@@ -737,9 +761,9 @@ def _toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, StrEnum):
-        return _toml_string(value.value)
+        return toml_string(value.value)
     if isinstance(value, str):
-        return _toml_string(value)
+        return toml_string(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -789,6 +813,10 @@ def render_config(config: Config) -> str:
                        ("navigator_width", config.tmux.navigator_width)])
     section("[hooks]", [("command", config.hooks.command)])
     section("[memory]", [("enabled", config.memory.enabled)])
+    section("[attention]", [("status_line", config.attention.status_line),
+                            ("message", config.attention.message),
+                            ("bell", config.attention.bell),
+                            ("desktop", config.attention.desktop)])
     for repository in config.repositories:
         section("[[repositories]]", [("repository_id", repository.repository_id),
                                      ("name", repository.name), ("url", repository.url)])

@@ -8,6 +8,7 @@ back, complete and recover without any account or real agent.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 import uuid
@@ -34,8 +35,12 @@ class DemoSession:
 
 
 def fake_command(provider: Provider) -> tuple[str, ...]:
+    # Codex launches carry their hooks as -c overrides, which the fake agent does not
+    # read: it gets the same hook command directly.
+    hooks = (("--hook-command", f"{sys.executable} -m navigator.cli hook")
+             if provider is Provider.CODEX else ())
     return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
-            f"{sys.executable} -m navigator.cli agent", "--provider", provider.value)
+            f"{sys.executable} -m navigator.cli agent", *hooks, "--provider", provider.value)
 
 
 def default_demo_home() -> Path:
@@ -82,7 +87,8 @@ def build(root: Path) -> DemoSession:
         reconcile(engine)
     view = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
                                (route.view_id,)).fetchone()
-    attach = f"tmux -S {socket} attach -t {view['tmux_window_id']}"
+    # Quoted for pasting: a home path may hold spaces, quotes or `$(...)`.
+    attach = shlex.join(["tmux", "-S", socket, "attach", "-t", view["tmux_window_id"]])
     return DemoSession(root, socket, route.view_id, view["tmux_window_id"], attach)
 
 
@@ -96,3 +102,40 @@ def _wait_ready(engine, frame_id: str, timeout: float = 10.0) -> None:
         if row is not None and row[0] == "ready":
             return
         time.sleep(0.1)
+
+
+@dataclass(frozen=True)
+class DemoStopped:
+    home: Path
+    server_was_running: bool
+    removed: bool
+
+
+def stop(root: Path, *, reset: bool = False) -> DemoStopped:
+    """End the demo: its private tmux server (and so its fake agents) goes away.
+
+    ``reset`` also deletes the demo home, so the next ``switchboard demo`` starts
+    fresh. Only a folder the demo built is deleted: it must hold the demo's
+    config naming the demo project, never an arbitrary ``--home``.
+    """
+    import shutil
+    import subprocess
+
+    from core.errors import ConfigError
+
+    socket = root / "tmux.sock"
+    running = False
+    if socket.exists():
+        done = subprocess.run(["tmux", "-S", str(socket), "kill-server"],
+                              capture_output=True, text=True, timeout=10)
+        running = done.returncode == 0
+    removed = False
+    if reset and root.exists():
+        config = root / "config.toml"
+        if not (config.is_file() and DEMO_PROJECT_ID in config.read_text(encoding="utf-8",
+                                                                         errors="replace")):
+            raise ConfigError(f"{root} does not look like a Switchboard demo home (no demo "
+                              "config in it); not deleting it", code="demo_home_invalid")
+        shutil.rmtree(root)
+        removed = True
+    return DemoStopped(home=root, server_was_running=running, removed=removed)

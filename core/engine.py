@@ -37,6 +37,7 @@ from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
 from core.requests import fingerprint
 from core.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
 from storage.connection import write_transaction
+from storage.limits import check_text
 from storage.operations import frames as frames_ops
 from storage.operations import projects as projects_ops
 from storage.operations import requests as requests_ops
@@ -261,6 +262,8 @@ class Engine:
             return StartResult(request_id, row["frame_id"], row["session_key"], launch_id,
                                surface["surface_id"])
 
+        if self.stage is not None:
+            self._show_for_start(request_id, frame_id)
         result = self._idempotent(request_id, "frame.start",
                                   {"frame_id": frame_id, "provider": provider.value,
                                    "fresh": fresh}, body, build, build)
@@ -268,6 +271,18 @@ class Engine:
             from core import sagas
             sagas.launch(self, result.launch_id)
         return result
+
+    def _show_for_start(self, request_id: str, frame_id: str) -> None:
+        """n on a frame the view does not show: show it first (a focus), so the started
+        agent lands in main as a start always does, instead of being refused."""
+        placement = views_ops.placement_of_frame(self.conn, frame_id)
+        if placement is None:
+            return
+        view = views_ops.get_view(self.conn, placement["view_id"])
+        if view["active_frame_id"] == frame_id or view["state"] == ViewState.RETIRED or \
+                placement["state"] != PlacementState.STOPPED_AFFINITY:
+            return  # shown already, or it runs: the start refuses that by name
+        self.view_focus(request_id + ":show", view["view_id"], frame_id)
 
     def frame_stop(self, request_id: str, frame_id: str) -> FrameResult:
         """Stop a frame's agent: its launch-owned pane is killed (an active one after
@@ -386,6 +401,9 @@ class Engine:
             raise SwitchboardError("a task needs a non-empty title", code="bad_request")
         if not brief.strip():
             raise SwitchboardError("a task needs a non-empty brief", code="bad_request")
+        check_text("title", title)
+        check_text("brief", brief)
+        check_text("purpose", purpose)
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             source = frames_ops.get_frame(conn, source_frame_id)
@@ -446,6 +464,8 @@ class Engine:
         """Store the completion handoff, mark the child closing, prepare the return."""
         if not summary.strip():
             raise SwitchboardError("complete-return needs a summary", code="bad_request")
+        check_text("summary", summary)
+        check_text("next_action", next_action)
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             frame = frames_ops.get_frame(conn, frame_id)
@@ -493,6 +513,22 @@ class Engine:
             {"frame_id": frame_id, "summary": summary, "next_action": next_action},
             body, self._transition_result(request_id), self._transition_result(request_id))
         return self._maybe_execute(result)
+
+    def transition_cancel(self, request_id: str, *, view_id: str | None = None,
+                          transition_id: str | None = None,
+                          by_frame: str | None = None) -> TransitionResult:
+        """Withdraw a prepared transition (``prepared -> cancelled``): a push or return
+        still waiting for an agent's Stop. Later states are refused by name."""
+        from core import settlement
+
+        if (view_id is None) == (transition_id is None):
+            raise SwitchboardError("name exactly one of a view or a transition to cancel",
+                                   code="bad_request")
+        cancelled = settlement.cancel(self, request_id, view_id=view_id,
+                                      transition_id=transition_id, by_frame=by_frame)
+        result = self._transition_result(request_id)(cancelled)
+        assert result is not None
+        return result
 
     def _control_transport(self, conn: sqlite3.Connection,
                            target: sqlite3.Row) -> ControlTransport:

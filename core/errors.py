@@ -68,3 +68,15 @@ class ProviderError(SwitchboardError):
 
 class EnvelopeError(SwitchboardError):
     code = "envelope_invalid"
+
+
+class EnvironmentFailure(SwitchboardError):
+    """The machine, not the request, stopped a write: disk full, read-only, busy.
+
+    The message names the file, the cause and what to do; the transaction
+    that hit it was rolled back, so nothing was half-written. Exit code 3
+    lets a script tell "fix the machine and retry" from a refused request.
+    """
+
+    code = "environment"
+    exit_code = 3

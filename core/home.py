@@ -1,9 +1,15 @@
 """Where Switchboard keeps its files.
 
 State lives under ``$SWITCHBOARD_HOME`` (default: the XDG state dir), config
-under the XDG config dir (or ``$SWITCHBOARD_CONFIG``). The generation pointer
+under the XDG config dir (or ``$SWITCHBOARD_CONFIG``; with only
+``$SWITCHBOARD_HOME`` set, inside that home). The generation pointer
 ``state/current`` names the one committed registry; a registry file lives in
 its generation's own folder so a reset never touches the old file.
+
+Every process Switchboard starts (an agent pane, its hooks and MCP server,
+the navigator pane, a tmux key binding) gets both locations as absolute
+paths (``Home.child_env``), so it never re-derives them from a cwd, a tmux
+server's stale environment or a provider's cleared environment.
 """
 
 from __future__ import annotations
@@ -11,6 +17,28 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+ENV_HOME = "SWITCHBOARD_HOME"
+ENV_CONFIG = "SWITCHBOARD_CONFIG"
+
+
+def _user_home(env: dict[str, str]) -> str:
+    return env.get("HOME") or str(Path.home())
+
+
+def _absolute(value: str, env: dict[str, str]) -> Path:
+    """A leading ``~`` expanded from ``env``'s HOME, then absolute (relative to the cwd)."""
+    if value == "~" or value.startswith("~/"):
+        value = _user_home(env) + value[1:]
+    return Path(os.path.abspath(value))
+
+
+def _xdg_dir(env: dict[str, str], name: str, fallback: tuple[str, ...]) -> Path:
+    """An XDG base directory; a relative or empty value is ignored, as the XDG spec says."""
+    value = env.get(name, "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path(_user_home(env), *fallback)
 
 
 @dataclass(frozen=True)
@@ -21,19 +49,26 @@ class Home:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Home:
         env = dict(os.environ if env is None else env)
-        if env.get("SWITCHBOARD_HOME"):
-            root = Path(env["SWITCHBOARD_HOME"])
+        if env.get(ENV_HOME):
+            root = _absolute(env[ENV_HOME], env)
         else:
-            xdg_state = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-            root = Path(xdg_state) / "switchboard"
-        if env.get("SWITCHBOARD_CONFIG"):
-            config = Path(env["SWITCHBOARD_CONFIG"])
-        elif env.get("SWITCHBOARD_HOME"):
+            root = _xdg_dir(env, "XDG_STATE_HOME", (".local", "state")) / "switchboard"
+        if env.get(ENV_CONFIG):
+            config = _absolute(env[ENV_CONFIG], env)
+        elif env.get(ENV_HOME):
             config = root / "config.toml"
         else:
-            xdg_config = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-            config = Path(xdg_config) / "switchboard" / "config.toml"
+            config = _xdg_dir(env, "XDG_CONFIG_HOME", (".config",)) / "switchboard" \
+                / "config.toml"
         return cls(root=root, config_path=config)
+
+    def child_env(self) -> dict[str, str]:
+        """The variables that make a child process resolve exactly this home.
+
+        Both are given: with ``SWITCHBOARD_HOME`` alone a child would look for
+        the config inside the home, which is wrong for the default XDG layout.
+        """
+        return {ENV_HOME: str(self.root), ENV_CONFIG: str(self.config_path)}
 
     @property
     def state_dir(self) -> Path:

@@ -68,6 +68,10 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         remember_hook_open(opened)
     if recorded.outcome.handled:
         _record_evidence(home, parsed, recorded, now)
+    if recorded.attention is not None:
+        _publish_attention(env, recorded.frame_id, recorded.attention)
+    if recorded.observed_controls:
+        _lift_fences(home, generation, recorded.observed_controls)
     if not recorded.stop_work:
         return recorded.outcome
     executed = _after_trusted_stop(home, generation, recorded.frame_id)
@@ -82,6 +86,16 @@ class _Recorded:
     stop_work: bool = False
     project_id: str = ""
     project_root: str = ""
+    observed_controls: tuple[str, ...] = ()
+    attention: Attention | None = None
+
+
+@dataclass(frozen=True)
+class Attention:
+    """What the person should learn outside the view: new counts, maybe a nudge."""
+
+    segment: str
+    kind: str | None  # an AttentionKind value, or None: counts only
 
 
 def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recorded:
@@ -132,10 +146,13 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
         sessions_ops.record_activity(conn, key, activity=activity, reason=reason,
                                      runtime_presence=runtime, turn_id=hook.turn_id,
                                      provider_version=None, now=now)
+        attention = _attention(conn, session["activity"], activity,
+                               hook.kind is HookKind.TURN_STOPPED)
         reminder = False
+        observed: tuple[str, ...] = ()
         if hook.kind is HookKind.PROMPT_SUBMITTED and hook.is_control_prompt:
             # Only the fixed line itself is evidence that the control turn arrived.
-            _observe_control(conn, frame_id, hook.turn_id, now)
+            observed = _observe_control(conn, frame_id, hook.turn_id, now)
         elif hook.kind is HookKind.PROMPT_SUBMITTED:
             reminder = _handoff_waiting(conn, frame_id)
         shown = (activity or Activity(session["activity"])).value
@@ -148,7 +165,31 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
     return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown,
                                  claim_reminder=reminder), True,
                      frame_id, stop_work, project[0] if project else "",
-                     (project[1] or "") if project else "")
+                     (project[1] or "") if project else "", observed, attention)
+
+
+def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
+               turn_stopped: bool) -> Attention | None:
+    """New counts when the activity changed; a nudge for needs-input and finished turns."""
+    if after is None or after.value == before:
+        return None
+    from core.attention import AttentionKind, read_counts
+
+    kind = AttentionKind.NEEDS_INPUT if after is Activity.NEEDS_INPUT else \
+        AttentionKind.TURN_FINISHED if turn_stopped and after is Activity.READY else None
+    return Attention(read_counts(conn).segment(), kind.value if kind else None)
+
+
+def _publish_attention(env: dict[str, str], frame_id: str, attention: Attention) -> None:
+    """Detached, never waited for: the status option straight through tmux (no Python
+    start-up per hook); the publisher process only when someone may need a nudge."""
+    from core.attention import AttentionKind, spawn_publish, spawn_segment
+
+    socket = env.get("SWITCHBOARD_TMUX_SOCKET")
+    if socket:
+        spawn_segment(socket, attention.segment)
+    if attention.kind is not None:
+        spawn_publish(env, frame_id, AttentionKind(attention.kind))
 
 
 def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int) -> None:
@@ -196,12 +237,14 @@ def _waiting_for_stop(conn: sqlite3.Connection, frame_id: str) -> bool:
 
 
 def _handoff_waiting(conn: sqlite3.Connection, frame_id: str) -> bool:
-    """A complete-return to this frame awaits its claim and has no control turn."""
+    """A complete-return to this frame awaits its claim with no line typed: no control
+    turn (handoff policy), or one left prepared (the parent was not proven idle)."""
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM view_transitions t WHERE t.target_frame_id = ?"
         "   AND t.kind = 'complete_return' AND t.state = 'awaiting_claim'"
         "   AND NOT EXISTS (SELECT 1 FROM control_turns c"
-        "                   WHERE c.transition_id = t.transition_id))", (frame_id,)).fetchone()
+        "                   WHERE c.transition_id = t.transition_id"
+        "                   AND c.state <> 'prepared'))", (frame_id,)).fetchone()
     return bool(row[0])
 
 
@@ -218,12 +261,36 @@ def _bind_launch(conn: sqlite3.Connection, launch_id: str, now: int) -> None:
 
 
 def _observe_control(conn: sqlite3.Connection, frame_id: str, prompt_id: str | None,
-                     now: int) -> None:
-    """The exact UserPromptSubmit after a submitted control turn: observed."""
+                     now: int) -> tuple[str, ...]:
+    """The exact UserPromptSubmit after a submitted control turn: observed. Returns the
+    live-input turns whose fence this evidence lifts."""
+    rows = conn.execute(
+        "SELECT control_turn_id FROM control_turns WHERE target_frame_id = ?"
+        " AND state IN ('submitted', 'uncertain') AND transport = 'live_input'",
+        (frame_id,)).fetchall()
     conn.execute(
         "UPDATE control_turns SET state = 'observed', observed_prompt_id = ?, updated_at = ?"
         " WHERE target_frame_id = ? AND state IN ('submitted', 'uncertain')",
         (prompt_id, now, frame_id))
+    return tuple(row[0] for row in rows)
+
+
+def _lift_fences(home: Home, generation: str, control_turn_ids: tuple[str, ...]) -> None:
+    """The claim line's own UserPromptSubmit re-enables the target's input (contract:
+    that observation or the watchdog lifts the fence, not the paste's Enter)."""
+    from core import settlement
+    from core.session import open_engine
+    from core.stage import attach_stage
+
+    engine = open_engine(home, expected_generation=generation)
+    try:
+        attach_stage(engine, home)
+        for control_turn_id in control_turn_ids:
+            settlement.lift_fence(engine, control_turn_id)
+    except Exception as exc:  # the watchdog and reconcile lift it too; never fail the hook
+        print(f"switchboard: input fence not lifted yet: {exc}", file=sys.stderr)
+    finally:
+        engine.conn.close()
 
 
 def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]:

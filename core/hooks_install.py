@@ -1,9 +1,12 @@
 """Install Switchboard's provider hooks into files we own or can restore exactly.
 
 Nothing here edits a user's global settings. Claude gets a settings file passed
-per launch with ``claude --settings FILE``; Codex gets a config directory laid
-out like ``~/.codex`` (``hooks.json`` + ``config.toml`` with ``notify``): the
-project's ``.codex/`` or a CODEX_HOME the launch points at.
+per launch with ``claude --settings FILE``. Codex launches get their hooks as
+``-c`` overrides trusted for that process only (``codex_session_hooks``: no
+file at all, the person's own Codex home stays untouched); ``switchboard hooks
+install`` can still write a config directory laid out like ``~/.codex``
+(``hooks.json`` + ``config.toml`` with ``notify``) for Codex sessions started
+outside Switchboard: the project's ``.codex/`` or a CODEX_HOME of its own.
 
 Every install keeps a manifest and the original bytes (and mode) of each file
 it touches under ``<state_dir>/<key>/`` *before* writing, so uninstall restores
@@ -32,7 +35,7 @@ from pathlib import Path
 
 from core.enums import Provider
 from core.errors import Conflict, ProviderError
-from core.providers.codex import toml_string
+from core.providers.codex import SessionHooks, toml_string
 from core.providers.hooks import CLAUDE_HOOK_EVENTS, CODEX_HOOK_EVENTS, CODEX_NOTIFY_EVENT
 
 MANIFEST_FORMAT = 1
@@ -243,6 +246,17 @@ def write_claude_launch_settings(path: Path, hook_command: Sequence[str],
 def render_codex_hooks(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:
     groups = _hook_groups(_check_command(hook_command), Provider.CODEX, CODEX_HOOK_EVENTS)
     return _merge_hooks(existing, groups, f"the Codex {CODEX_HOOKS_FILE}")
+
+
+def codex_session_hooks(hook_command: Sequence[str]) -> SessionHooks:
+    """Our Codex hooks for one launch: the same command lines as an installed
+    ``hooks.json``, given as trusted ``-c`` overrides. No ``notify``: the Stop hook
+    already ends a turn, and a ``-c notify`` would replace the person's own."""
+    command = _check_command(hook_command)
+    return SessionHooks(
+        commands=tuple((event, shlex.join(hook_argv(command, Provider.CODEX, event)))
+                       for event in CODEX_HOOK_EVENTS),
+        timeout_s=HOOK_TIMEOUT_S)
 
 
 def render_codex_config(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:

@@ -20,7 +20,6 @@ from core.capabilities import (
     CAPABILITY_TTL_MS,
     ENV_CAPABILITY,
     ENV_GENERATION,
-    ENV_HOME,
     digest,
     new_raw_capability,
 )
@@ -29,6 +28,7 @@ from core.errors import Conflict, ProviderError, SwitchboardError
 from core.provider_checks import check_provider
 from core.providers.codex import McpServer
 from core.stage import CONTROL_TEMPLATE, gate_name
+from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
@@ -43,6 +43,19 @@ def hook_command(engine: Engine) -> list[str]:
     if configured == ["switchboard", "hook"]:
         return [sys.executable, "-m", "navigator.cli", "hook"]
     return configured
+
+
+def launch_home_env(engine: Engine) -> dict[str, str]:
+    """Where the agent's hooks, MCP server and agent tools find this engine's home.
+
+    Both the state root and the config path, absolute: a child given only
+    ``SWITCHBOARD_HOME`` would look for the config inside it, which is not
+    where ``switchboard init`` puts it in the default XDG layout; and the pane's
+    own environment comes from the tmux server, which may predate any
+    ``XDG_*``/``SWITCHBOARD_*`` the person set later.
+    """
+    home = getattr(engine, "home", None)
+    return home.child_env() if home is not None else {}
 
 
 def ensure_view_window(engine: Engine, view_id: str) -> None:
@@ -87,12 +100,14 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         # the launch before any pane exists.
         version = check_provider(engine.config, Provider(launch["provider"]))
     except ProviderError as exc:
-        with write_transaction(conn) as tx:
-            sessions_ops.move_launch(tx, launch_id, "planned", "failed", engine.now(),
-                                     failure=f"{exc.code}: {exc.message}"[:1024])
+        _roll_back_bundle(engine, launch_id, f"{exc.code}: {exc.message}")
         raise
     placement = views_ops.placement_of_frame(conn, launch["frame_id"])
-    ensure_view_window(engine, placement["view_id"])
+    try:
+        ensure_view_window(engine, placement["view_id"])
+    except (ServerIdentityMismatch, TmuxUnavailable) as exc:
+        _roll_back_bundle(engine, launch_id, f"no tmux server for the view: {exc.message}")
+        raise
     server_id = views_ops.get_view(conn, placement["view_id"])["tmux_server_id"]
     raw = new_raw_capability()
     with write_transaction(conn) as tx:
@@ -113,14 +128,16 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
                       CONTROL_TEMPLATE if initial_prompt_for else None, launch_id=launch_id)
     env.update({ENV_CAPABILITY: raw, ENV_GENERATION: engine.generation_id,
                 "SWITCHBOARD_TMUX_SOCKET": stage.socket_path})
-    home = getattr(engine, "home", None)
-    if home is not None:
-        env[ENV_HOME] = str(home.root)
+    env.update(launch_home_env(engine))
     project = engine.config.project(session["project_id"])
     try:
         pane = stage.launch_pane(surface_id=surface["surface_id"], launch_id=launch_id,
                                  argv=argv, env=env, cwd=project.root,
                                  tmux_server_id=server_id)
+    except (ServerIdentityMismatch, TmuxUnavailable) as exc:
+        # Refused behind the identity guard / no server answered: no pane exists.
+        _roll_back_bundle(engine, launch_id, str(exc))
+        raise
     except SwitchboardError as exc:
         with write_transaction(conn) as tx:
             sessions_ops.move_launch(tx, launch_id, "authorized", "failed", engine.now(),
@@ -141,6 +158,16 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
         _present_started(engine, launch["frame_id"], pane.pane_id, launch_id)
     # Otherwise the gate stays shut: the saga (push) or a later focus presents the
     # staged pane and opens the gate in that swap's batch.
+
+
+def _roll_back_bundle(engine: Engine, launch_id: str, why: str) -> None:
+    """The provider was refused before any pane existed: the start bundle is rolled
+    back exactly (storage.operations.bundles), so the frame is empty and n works."""
+    from storage.operations.bundles import roll_back_start_bundle
+
+    with write_transaction(engine.conn) as tx:
+        roll_back_start_bundle(tx, launch_id, new_placement_id=engine.ids.new_id(),
+                               failure=why, now=engine.now())
 
 
 def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str) -> None:
@@ -164,7 +191,7 @@ def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str
 def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
           initial_prompt: str | None, launch_id: str = "launch"
           ) -> tuple[list[str], dict[str, str]]:
-    from core.hooks_install import HookTarget, install, write_claude_launch_settings
+    from core.hooks_install import codex_session_hooks, write_claude_launch_settings
     from core.providers.base import get_adapter
 
     config = engine.config.providers.get(provider)
@@ -181,19 +208,21 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
         plan = adapter.launch_plan(action, session["provider_session_id"], initial_prompt,
                                    settings, mcp_config=_mcp_config(run_dir, ready))
     else:
-        codex_home = run_dir / "codex-home"
-        install(HookTarget.codex_home(codex_home), hook_command(engine),
-                state_dir=run_dir / "hook-state")
+        # The person's own Codex home (no CODEX_HOME of ours): their login, settings
+        # and session files; our hooks and tools come as -c overrides for this process.
         session_id = None if action is LaunchAction.NEW else session["provider_session_id"]
-        plan = adapter.launch_plan(action, session_id, initial_prompt, None,
-                                   mcp_server=McpServer(MCP_SERVER_ARGV, AGENT_TOOL_ENV))
-        env["CODEX_HOME"] = str(codex_home)
+        plan = adapter.launch_plan(
+            action, session_id, initial_prompt, None,
+            mcp_server=McpServer(MCP_SERVER_ARGV, AGENT_TOOL_ENV, AGENT_TOOL_NAMES),
+            hooks=codex_session_hooks(hook_command(engine)))
     env.update(dict(plan.env))
     return list(plan.argv), env
 
 
 MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
 """The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
+AGENT_TOOL_NAMES = ("task_push", "task_complete_return", "transition_claim")
+"""The MCP server's tools (core.mcp_server.TOOLS); Codex runs them without asking."""
 
 
 READY_PREFIX = "claude-mcp-ready-"

@@ -58,6 +58,9 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "transition_claim",
      "description": "Claim your brief or handoff and follow the returned instructions.",
      "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
+    {"name": "transition_cancel",
+     "description": "Withdraw your push or return while it still waits for your Stop.",
+     "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
 ]
 _SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
@@ -99,6 +102,8 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
                                      arguments.get("purpose"), arguments.get("provider"))
     if name == "task_complete_return":
         return agent_tools.task_complete_return(arguments["summary"], arguments["next_action"])
+    if name == "transition_cancel":
+        return agent_tools.transition_cancel()
     return agent_tools.transition_claim()
 
 
@@ -117,6 +122,11 @@ def call_tool(name: str, raw_arguments: Any,
     except SwitchboardError as exc:
         return _tool_error(f"{exc.code}: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - the server must outlive any one call
+        from core.files import environment_failure_of
+
+        failure = environment_failure_of(exc)  # a full or read-only disk, in words
+        if failure is not None:
+            return _tool_error(f"{failure.code}: {failure.message}")
         print(f"switchboard mcp: {name} failed: {exc!r}", file=sys.stderr)
         return _tool_error(f"internal_error: {type(exc).__name__}: {exc}")
     return {"content": [{"type": "text", "text": json.dumps(output, sort_keys=True)}],
@@ -180,23 +190,50 @@ def _mark_ready(path: str | None) -> None:
         Path(path).touch()
 
 
+# The largest tool call (a 65,536-character summary and next action, each
+# character JSON-escaped as a surrogate pair) stays well under this; anything
+# longer is not a message we could accept, so it is never buffered whole.
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+
+def _skip_rest_of_line(stdin: BinaryIO) -> None:
+    """Discard an oversized line up to its newline, a bounded chunk at a time."""
+    while True:
+        chunk = stdin.readline(MAX_LINE_BYTES)
+        if not chunk or chunk.endswith(b"\n"):
+            return
+
+
 def serve(stdin: BinaryIO, stdout: BinaryIO, ready_file: str | None = None) -> None:
     """Serve until stdin closes: one JSON message per line in, one reply per line out.
 
+    Each line is read with a bound: an oversized one gets a JSON-RPC error
+    (id null: its id was never read) and the server keeps serving.
     ``ready_file`` (default: ``$SWITCHBOARD_MCP_READY_FILE``) is created after the
-    first ``tools/list`` reply has been written and flushed."""
+    first ``tools/list`` reply has been written and flushed.
+    """
     if ready_file is None:
         ready_file = os.environ.get(ENV_READY_FILE)
-    for line in stdin:
-        if not line.strip():
+    while True:
+        message: Any = None
+        line = stdin.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES:
+            if not line.endswith(b"\n"):
+                _skip_rest_of_line(stdin)
+            reply: dict[str, Any] | None = _error(
+                None, INVALID_REQUEST, f"message larger than {MAX_LINE_BYTES} bytes; "
+                "send a smaller request (it was not read)")
+        elif not line.strip():
             continue
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            message = None
-            reply: dict[str, Any] | None = _error(None, PARSE_ERROR, "parse error")
         else:
-            reply = handle(message)
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                reply = _error(None, PARSE_ERROR, "parse error")
+            else:
+                reply = handle(message)
         if reply is not None:
             stdout.write(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
             stdout.flush()

@@ -118,3 +118,11 @@ def list_projects(conn: sqlite3.Connection, config: Config) -> list[ProjectRow]:
         "SELECT project_id, view_id FROM user_views WHERE state <> 'retired'")}
     return [ProjectRow(p.project_id, p.name, p.root, counts.get(p.project_id, 0),
                        views.get(p.project_id)) for p in config.projects]
+
+
+def live_agents_in_project(conn: sqlite3.Connection, project_id: str) -> int:
+    """Agent panes of this project's frames that are live (not stopped, not retired)."""
+    return conn.execute(
+        "SELECT COUNT(*) FROM surfaces s JOIN frame_placements p ON p.surface_id ="
+        " s.surface_id JOIN frames f ON f.frame_id = p.frame_id"
+        " WHERE f.project_id = ? AND s.lifecycle_state = 'live'", (project_id,)).fetchone()[0]

@@ -21,6 +21,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core import settlement
 from core.enums import (
     Actionability,
     PlacementState,
@@ -113,7 +114,31 @@ def execute(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord
         if row["state"] == "open":
             recoveries_ops.close_recovery(conn, recovery_id, RecoveryState.RESOLVED,
                                           engine.now())
+        if record.subject_type == "view" and engine.stage is not None:
+            # The view is presented as committed and nothing is in flight: every other
+            # safe_auto recovery about it asked for exactly that.
+            for other in conn.execute(
+                    "SELECT recovery_id FROM recoveries WHERE subject_type = 'view'"
+                    " AND subject_id = ? AND state = 'open' AND actionability = 'safe_auto'",
+                    (record.subject_id,)).fetchall():
+                recoveries_ops.close_recovery(conn, other["recovery_id"],
+                                              RecoveryState.RESOLVED, engine.now())
     return show(engine, recovery_id)
+
+
+def resolve_settled_controls(engine: Engine, now: int) -> int:
+    """Older control_submit_uncertain records whose control turn and transition have
+    both settled since (the claim came through another path): resolved."""
+    with write_transaction(engine.conn) as conn:
+        rows = conn.execute(
+            "SELECT r.recovery_id FROM recoveries r JOIN control_turns c"
+            " ON c.control_turn_id = r.subject_id JOIN view_transitions t"
+            " ON t.transition_id = c.transition_id WHERE r.kind = ? AND r.state = 'open'"
+            " AND c.state IN ('claimed', 'settled') AND t.state = 'completed'",
+            (RecoveryKind.CONTROL_SUBMIT_UNCERTAIN.value,)).fetchall()
+        for row in rows:
+            recoveries_ops.close_recovery(conn, row["recovery_id"], RecoveryState.RESOLVED, now)
+    return len(rows)
 
 
 def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
@@ -180,8 +205,15 @@ def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> No
     if view["tmux_server_id"] != live_id or snap is None or snap.view(view_id) is None:
         _rebind_view(engine, view)
         snap = stage.snapshot()
+    if _settle_pending(engine, view_id):
+        return  # a waiting push/return ran: it presented its target itself
     view = views_ops.get_view(engine.conn, view_id)
     layout = snap.view(view_id) if snap is not None else None
+    if layout is not None and layout.main is None and not layout.extra_panes and \
+            stage.restore_main(view) is not None:
+        snap = stage.snapshot()  # main was killed: the placeholder is main again
+        layout = snap.view(view_id) if snap is not None else None
+        view = views_ops.get_view(engine.conn, view_id)
     if layout is not None and layout.main is not None and \
             layout.main.pane_id != view["main_pane_id"]:
         with write_transaction(engine.conn) as conn:
@@ -218,6 +250,42 @@ def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> No
     if row["state"] != "completed":
         raise Conflict(f"the recover transition ended {row['state']}: {row['failure']}; "
                        "the recovery stays open", code="recover_failed")
+
+
+def _settle_pending(engine: Engine, view_id: str) -> bool:
+    """What a view recovery does first with the view's transition in flight.
+
+    An unclaimed or unsettled presentation settles (``core.settlement``: the
+    brief or handoff stays claimable); a prepared push/return that no longer
+    waits for a Stop runs now; one that still waits is refused by name, with
+    the key that withdraws it. An executing one belongs to its executor until
+    its lease expires (reconcile then decides from pane evidence).
+    """
+    from core import sagas
+
+    pending = transitions_ops.pending_for_view(engine.conn, view_id)
+    if pending is None:
+        return False
+    if pending["state"] in ("presented", "awaiting_claim", "settling"):
+        for pane in settlement.settle_unclaimed(engine, view_id):
+            engine.stage.kill(pane)
+        return False
+    if pending["state"] == "prepared":
+        if sagas.waits_for_stop(engine, pending["transition_id"]):
+            who = pending["source_frame_id"] if settlement.agent_working(
+                engine.conn, pending["source_frame_id"]) else pending["target_frame_id"]
+            title = frames_ops.get_frame(engine.conn, who)["title"]
+            raise Conflict(f"the {pending['kind']} still waits for “{title}” to finish its "
+                           "turn; press w (Withdraw) to cancel it, or run this again after "
+                           "that Stop",
+                           code="transition_in_flight")
+        sagas.execute(engine, pending["transition_id"])
+        row = transitions_ops.get_transition(engine.conn, pending["transition_id"])
+        if row["state"] == "failed":
+            raise Conflict(f"the waiting {row['kind']} failed: {row['failure']}",
+                           code="recover_failed")
+        return True
+    return False
 
 
 def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
@@ -276,6 +344,10 @@ class ReconcileReport:
     binds_overdue: int = 0
     surfaces_found: int = 0
     navigators_respawned: int = 0
+    transitions_run: int = 0
+    transitions_settled: int = 0
+    transitions_stalled: int = 0
+    mains_restored: int = 0
 
 
 def reconcile(engine: Engine) -> ReconcileReport:
@@ -288,7 +360,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
     lost = finished = rolled = resumed = uncertain = repaired = stopped = 0
-    adopted = failed = exited = overdue = found = revived = 0
+    adopted = failed = exited = overdue = found = revived = restored = 0
     conn = engine.conn
     before = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0]
     if stage is not None:
@@ -303,6 +375,9 @@ def reconcile(engine: Engine) -> ReconcileReport:
             busy = _busy_views(tx, now)
             snap = stage.snapshot()
             lost = _check_surfaces(engine, tx, snap, server_id, now)
+            restored = _restore_mains(engine, tx, snap, server_id, busy, now)
+            if restored:
+                snap = stage.snapshot()
             found = _found_surfaces(tx, snap, server_id, now)
             repaired = _check_views(engine, tx, snap, server_id, busy, now)
             overdue = _bind_timeouts(engine, tx, now)
@@ -314,6 +389,8 @@ def reconcile(engine: Engine) -> ReconcileReport:
         resumed += outcome == "resumed"
         rolled += outcome == "rolled_back"
     uncertain = _watchdog(engine, now)
+    swept = settlement.sweep(engine, now)
+    resolve_settled_controls(engine, now)
     if stage is not None and snap is not None:
         if finished or resumed:  # those commits stopped panes themselves: read again
             snap = stage.snapshot() or snap
@@ -322,7 +399,8 @@ def reconcile(engine: Engine) -> ReconcileReport:
     opened = conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] - before
     return ReconcileReport(len(snap.panes) if snap is not None else 0, lost, finished, rolled,
                            uncertain, opened, resumed, repaired, stopped, aged, adopted,
-                           failed, exited, overdue, found, revived)
+                           failed, exited, overdue, found, revived, swept.ran,
+                           swept.completed, swept.stalled, restored)
 
 
 def _busy_views(conn: sqlite3.Connection, now: int) -> set[str]:
@@ -374,15 +452,57 @@ def _check_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapsh
         same_server = server_id is not None and s["tmux_server_id"] == server_id
         lost += 1
         sessions_ops.move_surface(conn, s["surface_id"], "orphaned", now)
+        placement = conn.execute(
+            "SELECT * FROM frame_placements WHERE surface_id = ? AND state IN"
+            " ('active', 'parked', 'staged')", (s["surface_id"],)).fetchone()
+        title = "the frame"
+        if placement is not None:
+            row = frames_ops.get_frame(conn, placement["frame_id"])
+            title = f"“{row['title']}”"
+            if same_server:
+                # The pane is gone on the server that runs: its runtime is over. The frame
+                # becomes empty (stopped), so n resumes its session by exact id.
+                from core.sagas import _stop_runtime
+                _stop_runtime(conn, placement["frame_id"], now)
         recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
             kind=RecoveryKind.PANE_VANISHED if same_server else RecoveryKind.SERVER_RESTARTED,
             subject_type="surface", subject_id=s["surface_id"],
             actionability=Actionability.MANUAL,
-            explanation=("The agent pane is gone or exited" if same_server else
-                         "The tmux server restarted; old pane locators are invalid")
-            + ". Its session can be resumed with n (start) on the frame.", now=now)
+            explanation=(f"The agent pane of {title} is gone; its runtime is stopped and the "
+                         f"session kept" if same_server else
+                         f"The tmux server of {title} restarted; old pane locators are invalid")
+            + f". Select {title} and press n to resume its session (this closes when it "
+              "runs again).", now=now)
     return lost
+
+
+def _restore_mains(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+                   server_id: str | None, busy: set[str], now: int) -> int:
+    """Views whose window holds only the navigator (the pane in main was killed): a
+    placeholder is split in as main, so the view shows its (now empty) active frame."""
+    if snap is None or server_id is None:
+        return 0
+    restored = 0
+    for view in conn.execute("SELECT * FROM user_views WHERE state <> 'retired'"
+                             " AND tmux_server_id = ? AND tmux_window_id IS NOT NULL",
+                             (server_id,)).fetchall():
+        if view["view_id"] in busy:
+            continue
+        try:
+            layout = snap.view(view["view_id"])
+        except TmuxError:
+            continue
+        if layout is None or layout.main is not None or layout.extra_panes:
+            continue
+        try:
+            pane = engine.stage.restore_main(view)
+        except TmuxError:
+            continue  # nothing moved: _check_views opens the view's recovery
+        if pane is not None:
+            views_ops.set_main_pane(conn, view["view_id"], pane, now)
+            restored += 1
+    return restored
 
 
 def _found_surfaces(conn: sqlite3.Connection, snap: ServerSnapshot | None,
@@ -469,7 +589,20 @@ def _open(engine: Engine, conn: sqlite3.Connection, kind: RecoveryKind, view_id:
     return recoveries_ops.open_recovery(
         conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id, kind=kind,
         subject_type="view", subject_id=view_id, actionability=actionability,
-        explanation=explanation, now=now)
+        explanation=_with_way_out(conn, view_id, actionability, explanation), now=now)
+
+
+def _with_way_out(conn: sqlite3.Connection, view_id: str, actionability: Actionability,
+                  explanation: str) -> str:
+    """A view recovery names the frame it is about and the key that acts on it."""
+    row = conn.execute("SELECT f.title FROM user_views v JOIN frames f"
+                       " ON f.frame_id = v.active_frame_id WHERE v.view_id = ?",
+                       (view_id,)).fetchone()
+    frame = f"“{row['title']}”" if row is not None else "its active frame"
+    action = "Press Enter (or R) on this recovery to run it" \
+        if actionability is Actionability.SAFE_AUTO else \
+        "Press Enter on this recovery to go to the view"
+    return f"{explanation[:700]} The view shows {frame}. {action}."
 
 
 def _interrupted(engine: Engine, t: sqlite3.Row, snap: ServerSnapshot | None,
@@ -554,22 +687,18 @@ def _fail(engine: Engine, t: sqlite3.Row, why: str, kind: RecoveryKind,
 
 
 def _watchdog(engine: Engine, now: int) -> int:
-    """Submitted control turns past the watchdog become uncertain, never resubmitted."""
+    """Submitted control turns past the watchdog become uncertain, never resubmitted;
+    their targets' fences are lifted (the watchdog process may be gone)."""
     watchdog_ms = int(engine.config.control_turns.watchdog_timeout_seconds * 1000)
-    marked = 0
+    marked: list[str] = []
     with write_transaction(engine.conn) as conn:
         for c in conn.execute("SELECT * FROM control_turns WHERE state = 'submitted'"
                               " AND submitted_at < ?", (now - watchdog_ms,)).fetchall():
-            transitions_ops.move_control(conn, c["control_turn_id"], ("submitted",),
-                                         "uncertain", now, failure="watchdog expired")
-            marked += 1
-            recoveries_ops.open_recovery(
-                conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
-                kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
-                subject_id=c["control_turn_id"], actionability=Actionability.OPEN_VIEW,
-                explanation="No prompt evidence after the claim line was sent. It is never "
-                            "typed again; open the view and check the agent.", now=now)
-    return marked
+            if settlement.expire_turn(engine, conn, c, now):
+                marked.append(c["control_turn_id"])
+    for control_turn_id in marked:
+        settlement.lift_fence(engine, control_turn_id)
+    return len(marked)
 
 
 def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id: str | None,
@@ -633,7 +762,9 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
                 actionability=Actionability.MANUAL,
                 explanation="An agent start was interrupted before its pane was recorded, and "
                             "no live pane of it exists: the launch was marked failed and "
-                            "nothing runs. Press n on the frame to start it again.", now=now)
+                            "nothing runs. Select "
+                            f"“{frames_ops.get_frame(tx, row['frame_id'])['title']}” and "
+                            "press n to start it again.", now=now)
         failed += 1
         if pane is not None and server_id is not None:  # tagged with its surface, but dead
             engine.stage.kill_unrecorded(pane.pane_id, surface_id, server_id)
@@ -766,8 +897,9 @@ def _bind_timeouts(engine: Engine, conn: sqlite3.Connection, now: int) -> int:
             actionability=Actionability.MANUAL,
             explanation=f"The agent has run for over {BIND_TIMEOUT_MS // 1000} s without any "
                         "hook reaching Switchboard (hooks missing, or the provider is stuck "
-                        "before its first prompt). Nothing was stopped: open the view and "
-                        "look; close the frame or resolve this when it is fine.", now=now)
+                        "before its first prompt). Nothing was stopped: press Enter on this "
+                        "recovery to go and look; close the frame or resolve this when it "
+                        "is fine.", now=now)
         overdue += 1
     for row in conn.execute(
             "SELECT r.recovery_id FROM recoveries r JOIN launch_intents l"

@@ -7,6 +7,7 @@ that config, pointer and database metadata agree and never creates state.
 
 from __future__ import annotations
 
+import shlex
 import socket
 import sqlite3
 from dataclasses import dataclass, replace
@@ -46,7 +47,7 @@ def init_registry(home: Home, *, template: Config | None = None, clock: Clock | 
     if current is not None:
         raise SwitchboardError(
             f"already initialized (generation {current}); use "
-            f"`switchboard reset --confirm-generation {current}` to start over",
+            f"`switchboard reset --confirm-generation {shlex.quote(current)}` to start over",
             code="already_initialized")
     if template is None and home.config_path.exists():
         template = _load_template(home)

@@ -21,6 +21,7 @@ from core.enums import (
     PlacementState,
     Provider,
     RecoveryKind,
+    RecoveryState,
     TransitionKind,
     TransitionState,
     ViewMode,
@@ -238,16 +239,27 @@ def _move(engine: Engine, transition_id: str) -> None:
             return
         _surface_id, target_pane = _live_pane(conn, row["target_frame_id"])
         view = views_ops.get_view(conn, row["view_id"])
+        control = transitions_ops.control_turn_of(conn, transition_id)
+        # A typed claim line not yet seen by its UserPromptSubmit keeps the target
+        # fenced in main; that hook or the settlement watchdog lifts the fence.
+        fenced = control is not None and control["transport"] == ControlTransport.LIVE_INPUT \
+            and control["state"] == "submitted"
         try:
             # One guarded tmux process: swap, fence the old main, open a staged
             # target's launch gate, re-read both panes.
-            shown = stage.present(view, target_pane)
+            shown = stage.present(view, target_pane, enable_input=not fenced)
         except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch,
                 TmuxUnavailable) as exc:  # no server answering: nothing could move
             _roll_back(engine, transition_id, f"nothing moved: {exc}",
                        server_restarted=isinstance(exc, _SERVER_GONE))
             return
         engine._fault("after_swap")
+        if fenced and transitions_ops.control_turn_of(conn, transition_id)["state"] != \
+                "submitted":
+            # Its UserPromptSubmit came while the pane was still parked (that hook
+            # cannot lift a parked pane's fence): the evidence is in, lift it now.
+            from core.settlement import lift_fence
+            lift_fence(engine, control["control_turn_id"])
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
         engine._fault("after_move")
@@ -308,8 +320,11 @@ def _roll_back(engine: Engine, transition_id: str, why: str, *,
             kind=RecoveryKind.SERVER_RESTARTED if server_restarted
             else RecoveryKind.PLACEMENT_ORPHANED, subject_type="view",
             subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
-            explanation=f"{row['kind']} did not land: {why}"[:700] + ". Running this "
-                        "recovery re-reads the panes and restores the recorded placement.",
+            explanation=f"{row['kind']} did not land: {why}"[:600] + ". Press Enter (or R) "
+                        "on this recovery: it re-reads the panes and shows the recorded "
+                        "placement again; "
+                        f"“{frames_ops.get_frame(conn, row['target_frame_id'])['title']}” "
+                        "stays where it was.",
             now=now)
 
 
@@ -351,6 +366,14 @@ def commit(engine: Engine, transition_id: str) -> None:
                 transitions_ops.mark_submitted(conn, control["control_turn_id"], now)
             transitions_ops.move_transition(conn, transition_id, T.PRESENTED,
                                             T.AWAITING_CLAIM, now)
+            control = transitions_ops.control_turn_of(conn, transition_id)
+            if control is not None and control["state"] == "prepared" and \
+                    control["transport"] == ControlTransport.LIVE_INPUT:
+                # The target is shown but was not proven idle, so no line was typed:
+                # say so at once (the recovery settles it) instead of waiting unseen.
+                from core.settlement import open_unclaimed
+                open_unclaimed(engine, conn, transitions_ops.get_transition(conn, transition_id),
+                               now)
     engine._fault("after_commit")
     for pane in stop_after:
         if engine.stage is not None:
@@ -471,11 +494,38 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
                 tx, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
                 kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
                 subject_id=control["control_turn_id"], actionability=Actionability.OPEN_VIEW,
-                explanation="The claim line may or may not have reached the parent agent. "
-                            "It will not be typed again; open the view and ask the agent to "
-                            "call transition_claim() if it did not.", now=now)
+                explanation="The claim line may or may not have reached the parent agent "
+                            f"“{frames_ops.get_frame(tx, row['target_frame_id'])['title']}”. "
+                            "It will not be typed again; press Enter on this recovery to go "
+                            "there and ask it to call transition_claim() if it did not.",
+                now=now)
         return
+    spawn_watchdog(engine, control["control_turn_id"])
     engine._fault("after_submit")
+
+
+def spawn_watchdog(engine: Engine, control_turn_id: str) -> None:
+    """The bounded settlement watchdog of one submitted turn, in its own process so it
+    outlives this one (``python -m core.settlement watchdog``); reconcile is the
+    backstop when even that process is gone."""
+    import os
+    import subprocess
+    import sys
+
+    home = getattr(engine, "home", None)
+    if home is None:
+        return
+    env = dict(os.environ)
+    env["SWITCHBOARD_HOME"] = str(home.root)
+    if getattr(home, "config_path", None) is not None:
+        env["SWITCHBOARD_CONFIG"] = str(home.config_path)
+    try:
+        subprocess.Popen(  # noqa: S603 - our own module, argv only
+            [sys.executable, "-m", "core.settlement", "watchdog", control_turn_id], env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+    except OSError:
+        pass  # reconcile's watchdog pass still marks it uncertain and lifts the fence
 
 
 def launch(engine: Engine, launch_id: str, *, present: bool = True,
@@ -483,6 +533,29 @@ def launch(engine: Engine, launch_id: str, *, present: bool = True,
     """Drive a planned launch to started with its exact pane placed (see core.launcher)."""
     from core import launcher
     launcher.run(engine, launch_id, present=present, initial_prompt_for=initial_prompt_for)
+    _resolve_gone_runtimes(engine, launch_id)
+
+
+def _resolve_gone_runtimes(engine: Engine, launch_id: str) -> None:
+    """The frame runs again: the recoveries that said "press n" about its earlier
+    runtimes (pane gone, start interrupted) are resolved by that evidence."""
+    now = engine.now()
+    with write_transaction(engine.conn) as conn:
+        launch = conn.execute("SELECT frame_id, state FROM launch_intents WHERE launch_id = ?",
+                              (launch_id,)).fetchone()
+        if launch is None or launch["state"] not in ("started", "bound"):
+            return
+        rows = conn.execute(
+            "SELECT r.recovery_id FROM recoveries r WHERE r.state = 'open' AND ("
+            " (r.subject_type = 'surface' AND r.kind IN ('pane_vanished', 'server_restarted')"
+            "  AND r.subject_id IN (SELECT s.surface_id FROM surfaces s JOIN launch_intents l"
+            "   ON l.launch_id = s.launch_id WHERE l.frame_id = ? AND l.launch_id <> ?))"
+            " OR (r.subject_type = 'launch' AND r.kind = 'launch_uncertain'"
+            "  AND r.subject_id IN (SELECT launch_id FROM launch_intents WHERE frame_id = ?"
+            "   AND launch_id <> ?)))",
+            (launch["frame_id"], launch_id, launch["frame_id"], launch_id)).fetchall()
+        for row in rows:
+            recoveries_ops.close_recovery(conn, row["recovery_id"], RecoveryState.RESOLVED, now)
 
 
 __all__ = ["execute", "commit", "resume", "waits_for_stop", "launch"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.home import Home
+from storage.uri import sqlite_uri
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -128,7 +129,7 @@ def _lean_connect(home: Home, generation_id: str,
     """
     path = home.registry_path(generation_id)
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None,
+        conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
                                check_same_thread=False)
     except sqlite3.Error:
         return None

@@ -30,7 +30,7 @@ from core.enums import ViewMode
 from core.errors import Conflict, TmuxError
 from core.tmux import topology
 from core.tmux.adapter import TmuxAdapter
-from core.tmux.commands import Check, both, equals, guarded, outcome
+from core.tmux.commands import Check, both, equals, gated, guarded, outcome, outcomes
 from core.tmux.control_input import CONTROL_CLAIM_TEXT, ControlSubmission
 from core.tmux.errors import (
     PaneNotFound,
@@ -341,7 +341,7 @@ class TmuxStage:
         return layout.main.pane_id if layout is not None and layout.main is not None else None
 
     def present(self, view: sqlite3.Row, target_pane: str | None, *,
-                launch_gate: str | None = None) -> str | None:
+                launch_gate: str | None = None, enable_input: bool = True) -> str | None:
         """Swap ``target_pane`` into main, park (and fence) the pane that was there.
 
         One guarded tmux process. A staged target (never shown) gets its
@@ -373,7 +373,8 @@ class TmuxStage:
             return main if in_main else None
         presented = adapter.present(
             main_pane=main, target_pane=target_pane, view_id=view["view_id"],
-            target_surface_id=surface[0] if surface is not None else None, launch_gate=gate)
+            target_surface_id=surface[0] if surface is not None else None, launch_gate=gate,
+            enable_target_input=enable_input)
         shown = presented.main
         self._record_main(view["view_id"], shown.pane_id)
         return shown.pane_id if shown.view_id == view["view_id"] and not shown.parked else None
@@ -427,6 +428,41 @@ class TmuxStage:
                                    f"({result}); nothing moved. Reconcile the view.")
         self._record_main(view_id, held)
         return held
+
+    def restore_main(self, view: sqlite3.Row) -> str | None:
+        """A view window left with only its navigator (the pane in main was killed):
+        split a placeholder in as main, right of the navigator. One guarded process.
+
+        Gated on the navigator being this view's and alone in its window, so a
+        window that has a main again (someone else repaired it) is left alone.
+        Returns the new main pane, or None when nothing needed or was done.
+        """
+        view_id = view["view_id"]
+        adapter = self.adapter_for(view["tmux_server_id"])
+        layout = self._checked_snapshot(adapter).view(view_id)
+        if layout is None or layout.main is not None or layout.extra_panes or \
+                layout.navigator is None or layout.navigator.parked:
+            return None
+        nav, window = layout.navigator.pane_id, layout.window_id
+        output = run_guarded(self.runner, adapter.expected, [
+            *gated([Check(nav, both(equals("#{window_id}", window),
+                                    equals("#{window_panes}", "1"),
+                                    equals(f"#{{{OPT_SERVES}}}", view_id)), "main_present")], [
+                ("split-window", "-h", "-t", nav, "--", *self.placeholder_command),
+                ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.PLACEHOLDER),
+                ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
+                ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+                ("resize-pane", "-t", nav, "-x", str(topology.DEFAULT_NAVIGATOR_WIDTH)),
+                ("select-pane", "-t", nav),
+            ]),
+        ], refusal_stops=True)
+        if outcomes(output.stdout, missing_raises=False) != ["ok"]:
+            return None
+        layout = self._checked_snapshot(adapter).view(view_id)
+        if layout is None or layout.main is None:
+            return None
+        self._record_main(view_id, layout.main.pane_id)
+        return layout.main.pane_id
 
     def _new_placeholder(self, adapter: TmuxAdapter, view_id: str) -> PaneSnapshot:
         name = f"sbp-{uuid.uuid4().hex[:12]}"
@@ -535,6 +571,21 @@ class TmuxStage:
         surface, server = self._surface_for(pane_id, surface_id, ("live",))
         self.adapter_for(server).enable_input(pane_id=pane_id, surface_id=surface)
 
+    def lift_fence(self, pane_id: str, surface_id: str) -> bool:
+        """Re-enable input of a managed pane shown in main (never a parked one: every
+        holding pane stays fenced). True if its input is on afterwards."""
+        try:
+            surface, server = self._surface_for(pane_id, surface_id, ("live",))
+            adapter = self.adapter_for(server)
+            pane = self._checked_snapshot(adapter).pane(pane_id)
+            if pane is None or pane.parked or pane.surface_id != surface:
+                return False
+            if not pane.input_off:
+                return True
+            return not adapter.enable_input(pane_id=pane_id, surface_id=surface).input_off
+        except TmuxError:
+            return False
+
     def kill(self, pane_id: str, *, surface_id: str | None = None) -> bool:
         """Kill only the exact parked, launch-owned pane of a surface; True if it is gone.
 
@@ -574,9 +625,7 @@ class TmuxStage:
 def _switchboard_env(engine: Engine) -> dict[str, str]:
     """The variables that make a child process open this engine's registry."""
     home = getattr(engine, "home", None)
-    if home is None:
-        return {}
-    return {"SWITCHBOARD_HOME": str(home.root), "SWITCHBOARD_CONFIG": str(home.config_path)}
+    return home.child_env() if home is not None else {}
 
 
 def attach_stage(engine: Engine, home: Home) -> TmuxStage:

@@ -15,6 +15,7 @@ SQLite or tmux. Errors become notifications that say what to do next.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,13 +24,15 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container, Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, OptionList, Tree
+from textual.widgets import Input, OptionList, Tree
 
 from core.client import EngineClient, SubjectPlace
+from core.config import NAVIGATOR_WIDTH_RANGE
 from core.errors import SwitchboardError
 from core.state_types import FrameSummary, NavigatorState, ProjectRow, RecoveryRow, ViewRow
 from navigator.lookup import (
@@ -54,6 +57,7 @@ from navigator.widgets.frames import FrameTree, NodeRef, frame_key
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.search import SearchBox
+from navigator.widgets.too_small import Shortfall, TooSmallNotice
 from navigator.widgets.views import ViewList
 
 #: App keys that are off while a dialog, the help or the palette is open.
@@ -65,6 +69,26 @@ PANELS = ("views", "projects", "recoveries", "inbox")
 NARROW_WIDTH = 60
 #: Seconds between reconciles of tmux with the registry while the navigator runs.
 RECONCILE_INTERVAL = 10.0
+#: The navigator pane's width when the config names none (config `tmux.navigator_width`).
+DEFAULT_NAVIGATOR_WIDTH = 40
+#: The compact layout's minimum: narrower or lower than this, only one line says so.
+#: The width is the smallest the config accepts, so a configured width always renders.
+MIN_COLUMNS = NAVIGATOR_WIDTH_RANGE[0]
+MIN_ROWS = 5
+#: Fewer rows than this also get the compact layout: two columns (from NARROW_WIDTH)
+#: need COMPACT_ROWS, the stacked sidebar SIDEBAR_ROWS (its footer alone wraps to 3).
+COMPACT_ROWS = 16
+SIDEBAR_ROWS = 22
+#: Fewer rows than this: the compact layout shows only the breadcrumb, tree and footer.
+SHORT_ROWS = 14
+
+
+class LayoutKind(StrEnum):
+    """Which layout the pane's size allows (App classes ``-too-small``, ``-compact``)."""
+
+    TOO_SMALL = "too_small"
+    COMPACT = "compact"
+    FULL = "full"
 
 
 def stylesheet_path() -> Path:
@@ -93,6 +117,8 @@ class SwitchboardApp(App[None]):
         Binding("b", "back", "Back", tooltip="show the parent; the task stays open"),
         Binding("c", "complete", "Complete", tooltip="complete the task and return"),
         Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
+        Binding("w", "cancel_transition", "Withdraw",
+                tooltip="cancel the view's push or return while it waits for a Stop"),
         Binding("r", "reopen", "Reopen", tooltip="reopen a closed frame from History"),
         Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
         Binding("R", "recover", "Recover", key_display="R",
@@ -168,8 +194,18 @@ class SwitchboardApp(App[None]):
         self._load_problem: str | None = None
         self.inbox_messages: list[Any] = []
         self.ui_store = UiStateStore(client, view_id or "default")
+        self.navigator_width = self._configured_width()
+        self.layout_kind: LayoutKind | None = None
+
+    def _configured_width(self) -> int:
+        """The width tmux gives this pane when there is room (config `tmux.navigator_width`)."""
+        try:
+            return int(self.client.engine.config.tmux.navigator_width)
+        except (AttributeError, TypeError, ValueError):
+            return DEFAULT_NAVIGATOR_WIDTH
 
     def compose(self) -> ComposeResult:
+        yield TooSmallNotice(id="too-small")
         yield Breadcrumb(id="breadcrumb")
         with Container(id="body"):
             with Vertical(id="left"):
@@ -182,6 +218,7 @@ class SwitchboardApp(App[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self._fit_layout(self.size)
         self.query_one(FrameTree).set_configured_projects(self._configured_projects())
         self.query_one(FrameTree).focus()
         self._load(first=True)
@@ -236,8 +273,40 @@ class SwitchboardApp(App[None]):
                         severity="warning", markup=False)
 
     def on_resize(self, event: events.Resize) -> None:
-        """A 40-column sidebar gets the compact footer (keys without padding)."""
-        self.query_one(Footer).compact = event.size.width < NARROW_WIDTH
+        self._fit_layout(event.size)
+
+    def layout_for(self, size: Size) -> LayoutKind:
+        """Too small below MIN_COLUMNS x MIN_ROWS; compact below the configured navigator
+        width or the rows the full layout needs; else the full layout (two columns from
+        NARROW_WIDTH)."""
+        if size.width < MIN_COLUMNS or size.height < MIN_ROWS:
+            return LayoutKind.TOO_SMALL
+        rows = COMPACT_ROWS if size.width >= NARROW_WIDTH else SIDEBAR_ROWS
+        if size.width < self.navigator_width or size.height < rows:
+            return LayoutKind.COMPACT
+        return LayoutKind.FULL
+
+    def _fit_layout(self, size: Size) -> None:
+        """Switch layouts with App classes, so every screen (dialogs too) follows.
+
+        A pane too small for anything hides every panel (nothing lays out text in
+        zero cells) and shows one line saying what it needs; the compact layout
+        drops borders and idle panels and keeps a one-row footer. A 40-column
+        sidebar gets Textual's compact footer keys (no padding).
+        """
+        kind = self.layout_for(size)
+        self.query_one(TooSmallNotice).shortfall = Shortfall(
+            MIN_COLUMNS, MIN_ROWS, size.width, size.height)
+        footer = self.query_one(KeyFooter)
+        footer.compact = size.width < NARROW_WIDTH
+        footer.brief = kind is not LayoutKind.FULL
+        was_hidden = self.layout_kind is LayoutKind.TOO_SMALL
+        self.layout_kind = kind
+        self.set_class(kind is LayoutKind.TOO_SMALL, "-too-small")
+        self.set_class(kind is LayoutKind.COMPACT, "-compact")
+        self.set_class(kind is LayoutKind.COMPACT and size.height < SHORT_ROWS, "-short")
+        if was_hidden and self.screen is self.screen_stack[0] and self.focused is None:
+            self.query_one(FrameTree).focus()  # hidden panels lost the focus
 
     def _configured_projects(self) -> list[ProjectRow]:
         """Projects in config that were never entered have no registry row yet."""
@@ -448,6 +517,14 @@ class SwitchboardApp(App[None]):
         return True
 
     def request_enter_project(self, project_id: str, name: str) -> None:
+        project = project_by_id(self.navigator_state, project_id)
+        state = self.navigator_state
+        if project is not None and state is not None and \
+                project.host_id != state.local_host_id:
+            # Another host's project: its own engine decides, through ssh in a window.
+            self.request("Open remote project", f"Opening {name} over ssh",
+                         partial(self.client.open_remote, project.host_id, name))
+            return
         self.current_view_id = getattr(self._view_of_project(project_id), "view_id",
                                        self.current_view_id)
         self.request("Enter project", f"Showing {name}",
@@ -543,6 +620,16 @@ class SwitchboardApp(App[None]):
             return
         self.request("Back", "Showing the parent; the task stays open",
                      partial(self.client.back, view.view_id))
+
+    def action_cancel_transition(self) -> None:
+        view = self.target_view()
+        if not self._need(view, "No view yet: select a project and press enter."):
+            return
+        assert view is not None
+        if self._remote(view.host_id):
+            return
+        self.request("Withdraw", "The waiting transition is cancelled; nothing moved",
+                     partial(self.client.cancel_transition, view.view_id))
 
     def _task_target(self, verb: str) -> FrameSummary | None:
         frame = self.target_frame()

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
+    from core.errors import SwitchboardError
+
 # group name -> module; every module exposes ``register(subparsers)`` which adds
 # its parser(s) with ``set_defaults(handler=callable)``; the handler takes the
 # parsed namespace and returns an exit code.
@@ -25,6 +27,7 @@ GROUPS: dict[str, str] = {
     "state": "navigator.commands.state",
     "view": "navigator.commands.views",
     "frame": "navigator.commands.frames",
+    "transition": "navigator.commands.transitions",
     "session": "navigator.commands.sessions",
     "project": "navigator.commands.projects",
     "context": "navigator.commands.contexts",
@@ -42,6 +45,8 @@ GROUPS: dict[str, str] = {
     "demo": "navigator.commands.demo",
     "ui": "navigator.commands.ui",
     "open": "navigator.commands.open",
+    "worktree": "navigator.commands.worktree",
+    "attention": "navigator.commands.attention",
 }
 
 
@@ -66,6 +71,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Everything Switchboard creates (registry, session files, -wal/-shm, config,
+    # per-launch files, logs) is the person's alone: owner-only from the start.
+    os.umask(0o077)
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["hook"]:
         # Providers call this on every prompt and turn end: skip argparse and every
@@ -91,14 +99,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(handler: Callable[[object], int | None], args: object) -> int:
-    """Call a command handler; a domain error becomes one stderr line and its exit code."""
+    """Call a command handler; a domain error becomes one stderr line and its exit code.
+
+    A full, read-only or busy disk that escaped the storage layer's own
+    wording (a plain file write, a SQLite open) is worded here, so no entry
+    point prints a traceback for the machine's state. Anything else is a bug
+    and keeps its traceback.
+    """
     from core.errors import SwitchboardError
 
     try:
         return int(handler(args) or 0)
     except SwitchboardError as exc:
-        print(f"switchboard: {exc.code}: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+        return _report(exc)
+    except Exception as exc:
+        from core.files import environment_failure_of
+
+        failure = environment_failure_of(exc)
+        if failure is None:
+            raise
+        return _report(failure)
+
+
+def _report(exc: SwitchboardError) -> int:
+    print(f"switchboard: {exc.code}: {exc.message}", file=sys.stderr)
+    return exc.exit_code
 
 
 if __name__ == "__main__":

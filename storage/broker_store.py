@@ -37,6 +37,8 @@ from storage.broker_schema import (
     MessageState,
     TableShape,
 )
+from storage.environment import environment_failure
+from storage.uri import canonical, sqlite_uri
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -85,7 +87,7 @@ def diagnose(path: Path) -> Diagnosis:
     if not path.exists():
         return Diagnosis(Verdict.MISSING, "no broker file exists")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         return Diagnosis(Verdict.NOT_SQLITE, f"cannot be opened as SQLite ({exc})")
     try:
@@ -215,9 +217,11 @@ def open_store(path: Path, *, create: bool = True, readonly: bool = False) -> Br
 
     ``create`` lets a missing or empty zero-identity file be initialized;
     ``readonly`` (inbox stream, diagnostics) never writes and never initializes.
-    Raises ``FormatRefused`` with the diagnosis otherwise.
+    Raises ``FormatRefused`` with the diagnosis otherwise. The path is made
+    canonical first: the store's ``path`` (which the pane-lock folder is derived
+    from) and the file SQLite opens are then the same for every spelling.
     """
-    path = Path(path)
+    path = canonical(path)
     diagnosis = diagnose(path)
     if diagnosis.verdict is Verdict.MISSING and create and not readonly:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -249,7 +253,7 @@ def open_store(path: Path, *, create: bool = True, readonly: bool = False) -> Br
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     mode = "ro" if readonly else "rwc"
-    conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None,
+    conn = sqlite3.connect(sqlite_uri(path, mode=mode), uri=True, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -308,14 +312,23 @@ class BrokerStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT, so validation and writes see one snapshot."""
-        self.conn.execute("BEGIN IMMEDIATE")
         try:
-            yield
-            self.conn.execute("COMMIT")
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    try:
+                        self.conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite may have rolled back already (SQLITE_FULL)
+                raise
+        except sqlite3.OperationalError as exc:
+            failure = environment_failure(exc, self.path)
+            if failure is None:
+                raise
+            raise failure from exc
 
     def data_version(self) -> int:
         """Changes whenever another connection commits (cheap; no table reads)."""

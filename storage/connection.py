@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import Conflict, IllegalEdge, InvariantViolation, RegistryUnavailable
+from storage.environment import database_path, environment_failure
+from storage.uri import sqlite_uri
 
 BUSY_TIMEOUT_MS = 5000
 CACHE_KIB = 32 * 1024
@@ -62,7 +64,12 @@ def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
         return InvariantViolation(f"refused by invariant {name}", code=name)
     match = re.match(r"CHECK constraint failed: (.*)$", text)
     if match:
-        return InvariantViolation(f"refused by check {match.group(1)}", code=match.group(1))
+        from storage.limits import describe_check
+
+        rule = match.group(1)
+        code = rule if re.fullmatch(r"\w+", rule) else "check_failed"
+        return InvariantViolation(f"refused: {describe_check(rule)}; nothing was changed",
+                                  code=code)
     if "FOREIGN KEY" in text:
         return InvariantViolation("refused: a referenced row does not exist",
                                   code="foreign_key")
@@ -70,12 +77,27 @@ def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open an already-diagnosed registry file with the standard PRAGMAs."""
+    """Open an already-diagnosed registry file with the standard PRAGMAs.
+
+    A read-only or full disk shows up here first (setting WAL writes): it is
+    reported as the EnvironmentFailure it is, naming the file.
+    """
+    try:
+        return _connect(path, readonly=readonly)
+    except sqlite3.OperationalError as exc:
+        failure = environment_failure(exc, path)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+        conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True, isolation_level=None,
                                check_same_thread=False)
     else:
-        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
+                               check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     # State builds read every table: keep a registry of thousands of frames in the
@@ -97,14 +119,34 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        raise RegistryUnavailable(f"the registry is busy or locked: {exc}") from exc
+        failure = environment_failure(exc, conn=conn)
+        if failure is not None and failure.code != "busy":
+            raise failure from exc
+        raise RegistryUnavailable(
+            f"the registry {database_path(conn)} stayed locked by another Switchboard "
+            f"process for {BUSY_TIMEOUT_MS // 1000} s: retry in a moment; nothing was "
+            "changed", code="registry_busy") from exc
     try:
         yield conn
         conn.execute("COMMIT")
     except sqlite3.IntegrityError as exc:
         conn.execute("ROLLBACK")
         raise map_integrity_error(exc) from exc
+    except sqlite3.OperationalError as exc:
+        _rollback_quietly(conn)
+        failure = environment_failure(exc, conn=conn)
+        if failure is None:
+            raise
+        raise failure from exc
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        _rollback_quietly(conn)
         raise
+
+
+def _rollback_quietly(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is open; SQLite may already have (on SQLITE_FULL)."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the original error is the one worth reporting

@@ -18,6 +18,7 @@ from core.enums import ActivationState
 from core.errors import RegistryUnavailable
 from storage.connection import connect
 from storage.schema import APPLICATION_ID, PROTOCOL_VERSION, REQUIRED_TABLES, SCHEMA_VERSION, ddl
+from storage.uri import sqlite_uri
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def _diagnose_once(path: Path) -> RegistryMetadata:
     try:
         # immutable=1: no locks and no -wal/-shm files, for a file no one has open; a
         # live file is read through SQLite's normal read-only locking instead.
-        uri = f"file:{path}?mode=ro" if live else f"file:{path}?mode=ro&immutable=1"
+        uri = sqlite_uri(path, mode="ro") if live else sqlite_uri(path, mode="ro", immutable=1)
         conn = sqlite3.connect(uri, uri=True)
         try:
             tables = {r[0] for r in conn.execute(
@@ -144,7 +145,7 @@ def create_registry(path: Path, *, generation_id: str, host_id: str, now_ms: int
     tmp = path.with_name(path.name + ".creating")
     if tmp.exists():
         tmp.unlink()
-    conn = sqlite3.connect(str(tmp), isolation_level=None)
+    conn = sqlite3.connect(sqlite_uri(tmp, mode="rwc"), uri=True, isolation_level=None)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.executescript(ddl())

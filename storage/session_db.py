@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import RegistryUnavailable
+from storage.environment import environment_failure
+from storage.uri import sqlite_uri
 
 APPLICATION_ID = 0x53575345  # "SWSE": a Switchboard session evidence file
 SCHEMA_VERSION = 1
@@ -128,7 +130,8 @@ def _check_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
+                           check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = OFF")
@@ -143,7 +146,7 @@ def _create(path: Path, now_ms: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.creating")
     try:
-        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        conn = sqlite3.connect(sqlite_uri(tmp, mode="rwc"), uri=True, isolation_level=None)
         try:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -202,10 +205,7 @@ def open_session_db_readonly(path: Path) -> sqlite3.Connection:
     _check_header(path)
     live = Path(f"{path}-wal").exists()
     # URI-escape the path: safe_key's %XX must reach the file system as written.
-    from urllib.parse import quote
-
-    name = quote(str(path.resolve()))
-    uri = f"file:{name}?mode=ro" if live else f"file:{name}?mode=ro&immutable=1"
+    uri = sqlite_uri(path, mode="ro") if live else sqlite_uri(path, mode="ro", immutable=1)
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -219,14 +219,25 @@ def open_session_db_readonly(path: Path) -> sqlite3.Connection:
 
 @contextmanager
 def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    conn.execute("BEGIN IMMEDIATE")
+    """BEGIN IMMEDIATE ... COMMIT; a full, read-only or busy disk becomes words."""
     try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite may have rolled back already (SQLITE_FULL)
+                raise
+            raise
+    except sqlite3.OperationalError as exc:
+        failure = environment_failure(exc, conn=conn)
+        if failure is None:
+            raise
+        raise failure from exc
 
 
 # --------------------------------------------------------------------------- values

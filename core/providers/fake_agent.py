@@ -8,11 +8,16 @@ hooks invoked with payloads whose keys match the recorded fixtures
 and calls to the agent tools. Stdlib only, so it starts fast anywhere.
 
 Hook commands come from, in order: ``--hook-command`` (``CMD --provider P
-EVENT``); for Claude the ``--settings FILE`` hooks; for Codex the hooks.json
-and ``notify`` of ``$CODEX_HOME`` and ``./.codex`` (never ``~/.codex``); else
-``switchboard hook --provider P EVENT``. The argv also accepts the real CLIs'
-shapes (``--session-id``/``--resume UUID``, ``codex resume ID``) so a
-LaunchPlan built for the real provider can run this program instead.
+EVENT``); for Claude the ``--settings FILE-OR-JSON`` hooks; for Codex the
+hooks.json, ``[hooks]`` and ``notify`` of ``$CODEX_HOME`` and ``./.codex``
+(never ``~/.codex``) and the same keys given as ``-c`` overrides; else
+``switchboard hook --provider P EVENT``.
+
+The argv is read exactly as the real CLI reads it (``core.providers.fake_argv``:
+commander.js for Claude Code, clap for Codex, checked against the pinned
+binaries), and what the real one refuses is refused with its message and exit
+code, so a LaunchPlan that runs here runs there. The fake's own options
+(``--provider``, ``--hook-command``, ...) are extra options of that grammar.
 
 Per prompt: UserPromptSubmit; with "TOOLTEST" in the line PreToolUse,
 PermissionRequest (+ Notification permission_prompt for Claude), PostToolUse;
@@ -23,7 +28,6 @@ exit (Claude only by default: Codex has no SessionEnd hook).
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import json
 import os
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.control_line import CONTROL_TEMPLATE
+from core.providers import fake_argv
 from core.providers.fake_mcp import McpClient, OverrideError, StdioServer, parse_overrides
 
 VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}"}
@@ -142,32 +147,48 @@ def _matches(matcher: str | None, value: str | None) -> bool:
         return False
 
 
-def _load_hooks_file(path: Path, into: dict[str, list[tuple[str, str | None, float]]]) -> None:
+HookTable = dict[str, list[tuple[str, str | None, float]]]
+
+
+def _add_hook_groups(events: object, into: HookTable) -> None:
+    """``{Event: [{matcher?, hooks: [{type, command, timeout?}]}]}`` (Claude settings,
+    Codex hooks.json, Codex ``[hooks]`` in config.toml or ``-c hooks.Event=...``).
+    Other keys (Codex ``hooks.state``) are not events and hold no groups."""
+    if not isinstance(events, dict):
+        return
+    for event, groups in events.items():
+        if not isinstance(groups, list):
+            continue
+        for group in groups:
+            if not isinstance(group, dict):
+                continue
+            for hook in group.get("hooks", []):
+                if isinstance(hook, dict) and hook.get("type", "command") == "command" \
+                        and hook.get("command"):
+                    into.setdefault(event, []).append(
+                        (hook["command"], group.get("matcher"),
+                         float(hook.get("timeout", HOOK_TIMEOUT_S))))
+
+
+def _load_hooks_file(path: Path, into: HookTable) -> None:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return
-    for event, groups in (document.get("hooks") or {}).items():
-        for group in groups:
-            for hook in group.get("hooks", []):
-                if hook.get("type", "command") == "command" and hook.get("command"):
-                    into.setdefault(event, []).append(
-                        (hook["command"], group.get("matcher"),
-                         float(hook.get("timeout", HOOK_TIMEOUT_S)))
-                    )
+    _add_hook_groups(document.get("hooks"), into)
 
 
-def build_runner(args: argparse.Namespace, env: dict[str, str],
+def build_runner(args: Launch, env: dict[str, str],
                  report: Callable[[str], None]) -> HookRunner:
     if args.hook_command:
         return HookRunner(args.provider, tuple(shlex.split(args.hook_command)), env=env,
                           report=report)
-    hooks: dict[str, list[tuple[str, str | None, float]]] = {}
+    hooks: HookTable = {}
     notify: tuple[str, ...] | None = None
     configured = False
     if args.provider == "claude" and args.settings:
         configured = True
-        _load_hooks_file(Path(args.settings), hooks)
+        _add_hook_groups((fake_argv.load_json_or_file(args.settings) or {}).get("hooks"), hooks)
     elif args.provider == "codex":
         import tomllib
 
@@ -175,14 +196,22 @@ def build_runner(args: argparse.Namespace, env: dict[str, str],
         folders.append(Path.cwd() / ".codex")
         folders = [folder for folder in dict.fromkeys(folders) if folder.is_dir()]
         configured = bool(folders)
+        layers: list[dict] = []
         for folder in folders:
             _load_hooks_file(folder / "hooks.json", hooks)
             try:
-                config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+                layers.append(tomllib.loads((folder / "config.toml").read_text(
+                    encoding="utf-8")))
             except FileNotFoundError:
                 continue
-            if isinstance(config.get("notify"), list):
-                notify = tuple(str(part) for part in config["notify"])
+        layers.append(args.overrides)  # -c: the session-flags layer, applied last
+        for layer in layers:
+            if isinstance(layer.get("hooks"), dict):
+                configured = True
+                _add_hook_groups(layer["hooks"], hooks)
+            if isinstance(layer.get("notify"), list):
+                configured = True
+                notify = tuple(str(part) for part in layer["notify"])
     if configured:
         frozen = {event: tuple(entries) for event, entries in hooks.items()}
         return HookRunner(args.provider, None, frozen, notify, env=env, report=report)
@@ -598,73 +627,106 @@ def _tool_summary(stdout: str, show_instructions: bool) -> str:
 # --- command line ------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="fake_agent", description="Offline stand-in for Claude Code / Codex in a tmux pane."
-    )
-    parser.add_argument("--provider", choices=("claude", "codex"), required=True)
-    parser.add_argument("--version", action="store_true", help="print the version line and exit")
-    parser.add_argument("--fake-version", help="version to report (default: the recorded one)")
-    parser.add_argument("--session-id", help="claude: start exactly this session UUID")
-    parser.add_argument("--resume", help="resume this session / thread id")
-    parser.add_argument("--settings", help="claude: settings file with hooks")
-    parser.add_argument("--mcp-config", help="claude: MCP servers file (checked to exist)")
-    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="codex: config override (dotted key = TOML value); "
-                             "mcp_servers.switchboard makes agent tools go over MCP")
-    parser.add_argument("--hook-command", help='hooks run as: CMD --provider P EVENT')
-    parser.add_argument("--agent-command", default="switchboard agent",
-                        help="agent tools run as: CMD transition-claim --json, ...")
-    parser.add_argument("--no-stop-on", action="append", default=[], metavar="WORD",
-                        help="a prompt containing WORD ends without Stop (interrupt)")
-    parser.add_argument("--session-end", choices=("auto", "always", "never"), default="auto",
-                        help="fire SessionEnd at exit (auto: claude yes, codex no)")
-    parser.add_argument("--reply", default=DEFAULT_REPLY)
-    parser.add_argument("words", nargs="*", help="[PROMPT] (codex also: resume ID [PROMPT])")
-    return parser
+@dataclass(frozen=True)
+class Launch:
+    """The parsed command line: the emulated CLI's meaning plus the fake's own knobs."""
+
+    provider: str
+    prompt: str | None
+    session_id: str | None
+    """Claude: ``--session-id``; None for a new Codex thread."""
+    resume: str | None
+    """The session / thread id to resume."""
+    settings: str | None
+    overrides: dict
+    print_mode: bool
+    show_version: bool
+    show_help: bool
+    fake_version: str | None
+    hook_command: str | None
+    agent_command: str
+    no_stop_on: tuple[str, ...]
+    session_end: str
+    reply: str
 
 
-def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:
-    parser = build_parser()
-    args = parser.parse_args(list(argv))
-    words = list(args.words)
-    if args.provider == "codex" and words[:1] == ["resume"]:
-        if len(words) < 2:
-            parser.error("codex resume needs a thread id")
-        if args.resume:
-            parser.error("give the thread id once")
-        args.resume = words[1]
-        words = words[2:]
-    if args.provider == "claude" and args.config:
-        parser.error("claude has no -c; only codex takes config overrides")
-    try:
-        args.overrides = parse_overrides(args.config)
-    except OverrideError as exc:
-        parser.error(str(exc))
-    if args.provider == "codex" and args.session_id:
-        parser.error("codex has no --session-id; its thread id comes from the first hook")
-    if args.session_id and args.resume:
-        parser.error("--session-id and --resume are exclusive")
-    if len(words) > 1:
-        parser.error("give the initial prompt as one argument")
-    for value in (args.session_id, args.resume):
-        if value is not None:
-            try:
-                uuid.UUID(value)
-            except ValueError:
-                parser.error(f"not a UUID: {value!r}")
-    return args, (words[0] if words else None)
+def parse_args(argv: Sequence[str]) -> Launch:
+    """Read ``argv`` as the real CLI would (``core.providers.fake_argv``); raises
+    ArgvError with the real message and exit code for what the real one refuses."""
+    cli = fake_argv.parse(list(argv))
+    overrides: dict = {}
+    if cli.provider == "codex":
+        try:
+            overrides = parse_overrides(cli.list_of("config"))
+        except OverrideError as exc:
+            raise fake_argv.ArgvError(f"Error parsing -c overrides: {exc}", 1) from exc
+    resume: str | None = None
+    if cli.provider == "claude" and isinstance(cli.get("resume"), str):
+        resume = str(cli.get("resume"))
+    elif cli.provider == "codex" and cli.resume:
+        resume = cli.session_id
+    settings = cli.get("settings")
+    return Launch(
+        provider=cli.provider, prompt=cli.prompt,
+        session_id=cli.session_id if cli.provider == "claude" else None,
+        resume=resume, settings=settings if isinstance(settings, str) else None,
+        overrides=overrides, print_mode=bool(cli.get("print")),
+        show_version=bool(cli.get("version")), show_help=bool(cli.get("help")),
+        fake_version=_text(cli.get("fake_version")), hook_command=_text(cli.get("hook_command")),
+        agent_command=_text(cli.get("agent_command")) or "switchboard agent",
+        no_stop_on=tuple(cli.list_of("no_stop_on")),
+        session_end=_text(cli.get("session_end")) or "auto",
+        reply=_text(cli.get("reply")) or DEFAULT_REPLY)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+USAGE = {
+    "claude": "Usage: claude [options] [command] [prompt]  (fake_agent: offline stand-in)",
+    "codex": "Usage: codex [OPTIONS] [PROMPT]\n       codex [OPTIONS] resume [SESSION_ID] "
+             "[PROMPT]  (fake_agent: offline stand-in)",
+}
+FAKE_HELP = """fake_agent's own options (anywhere an option may go):
+  --provider claude|codex   which CLI to emulate (required)
+  --hook-command CMD        hooks run as: CMD --provider P EVENT
+  --agent-command CMD       agent tools run as: CMD transition-claim --json, ...
+  --no-stop-on WORD         a prompt containing WORD ends without Stop (repeatable)
+  --session-end auto|always|never   fire SessionEnd at exit (auto: claude yes)
+  --reply TEXT              the reply line
+  --fake-version V          the version to report"""
+
+
+def _print_prompt(launch: Launch) -> str | None:
+    """``-p``: the prompt argument, else stdin (as Claude Code reads it)."""
+    if launch.prompt:
+        return launch.prompt
+    if os.isatty(0):
+        return None
+    return sys.stdin.read().strip() or None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args, initial_prompt = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.mcp_config and not Path(args.mcp_config).is_file():
-        print(f"MCP config file not found: {args.mcp_config}", file=sys.stderr)
-        return 1  # as the real CLI refuses a missing --mcp-config
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except fake_argv.ArgvError as exc:
+        print(exc.message, file=sys.stderr)
+        return exc.exit_code
     version = args.fake_version or DEFAULT_VERSIONS[args.provider]
-    if args.version:
+    if args.show_help:
+        print(USAGE[args.provider] + "\n\n" + FAKE_HELP)
+        return 0
+    if args.show_version:
         print(VERSION_LINES[args.provider].format(version=version))
         return 0
+    initial_prompt = args.prompt
+    if args.print_mode:
+        initial_prompt = _print_prompt(args)
+        if initial_prompt is None:
+            print("Error: Input must be provided either through stdin or as a prompt argument "
+                  "when using --print", file=sys.stderr)
+            return 1
 
     def write(text: str) -> None:
         try:
@@ -683,6 +745,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         session_id = args.session_id or args.resume or str(uuid.uuid4())
     else:
         session_id = args.resume or uuid7()
+    if args.provider == "claude" and args.settings and \
+            fake_argv.load_json_or_file(args.settings) is None:
+        report(f"  ⎿ settings ignored (not a JSON object): {args.settings}")
     session = Session(args.provider, session_id, cwd, resumed=bool(args.resume))
     server = StdioServer.from_config(args.overrides, "switchboard")
     agent = FakeAgent(
@@ -706,7 +771,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, closed)
     name = "Claude Code" if args.provider == "claude" else "Codex"
     report(f"✻ Fake {name} {version} (offline stand-in)")
-    report(f"  session: {session_id}")
+    report(f"  session: {session_id}" + (" (resumed)" if args.resume else ""))
     report(f"  cwd: {cwd}")
     end_reason = "prompt_input_exit"
     with PromptReader(sys.stdin.fileno(), write) as reader:
@@ -715,7 +780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if initial_prompt is not None:
                 report(f"> {initial_prompt}")
                 agent.turn(initial_prompt)
-            while True:
+            while not args.print_mode:
                 write("> ")
                 line = reader.read_line()
                 if line is None or line.strip() == "/exit":

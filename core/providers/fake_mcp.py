@@ -33,9 +33,11 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
-        parts = key.strip().split(".")
-        if not sep or not all(parts):
-            raise OverrideError(f"-c expects dotted.key=VALUE, got {pair!r}")
+        parts = [part for part in key.strip().split(".") if part]
+        if not sep:
+            raise OverrideError(f"Invalid override (missing '='): {pair}")
+        if not parts:
+            raise OverrideError(f"Empty key in override: {pair}")
         try:
             value = tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:

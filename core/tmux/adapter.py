@@ -148,7 +148,8 @@ class TmuxAdapter:
 
     def respawn_navigators(self, dead: Sequence[tuple[str, NavigatorSpawn]]) -> dict[str, str]:
         """Restart dead navigator panes in place (one process); pane id -> "ok" or why not."""
-        return topology.respawn_navigators(self.runner, self.expected, dead)
+        return topology.respawn_navigators(self.runner, self.expected, dead,
+                                           navigator_width=self.navigator_width)
 
     def show_view(self, *, view_id: str, main_pane: str, window_id: str) -> None:
         topology.show_view(self.runner, self.expected, view_id=view_id, main_pane=main_pane,

@@ -18,8 +18,18 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from core.config import NAVIGATOR_WIDTH_RANGE
 from core.enums import ViewMode
-from core.tmux.commands import Check, both, equals, gated, guarded, outcome, outcomes
+from core.tmux.commands import (
+    Check,
+    both,
+    equals,
+    gated,
+    guarded,
+    outcome,
+    outcomes,
+    quote_token,
+)
 from core.tmux.errors import (
     PlacementRefused,
     TmuxCommandFailed,
@@ -53,6 +63,16 @@ from core.tmux.panes import (
 from core.tmux.runner import TmuxCommand, TmuxRunner, classify_failure
 
 DEFAULT_NAVIGATOR_WIDTH = 40  # config `tmux.navigator_width` default
+NAVIGATOR_MIN_WIDTH = NAVIGATOR_WIDTH_RANGE[0]
+"""Narrowest navigator pane tmux is asked for: what the compact layout needs (the
+smallest width the config accepts, so a configured width always renders)."""
+AGENT_MIN_WIDTH = 40
+"""Columns the agent pane keeps before the navigator gives up its configured width."""
+NARROW_SHARE_PERCENT = 33
+"""In a window too narrow for both, the navigator takes this share of it (`-x 33%`)."""
+OPT_REFIT = "@sb_refit"
+"""Window option: the window was resized while zoomed, so the navigator is refitted
+when the zoom ends (resize-pane would have unzoomed it)."""
 HOLDING_SIZE = (200, 50)
 VIEW_SIZE = (200, 50)
 """Size of a view session before any client attaches (tmux would use 80x24); an
@@ -126,6 +146,84 @@ class NavigatorSpawn:
     view_id: str
     command: tuple[str, ...]
     env: Mapping[str, str]
+
+
+def navigator_width_for(window_width: int, configured: int) -> int:
+    """The navigator pane width the resize hooks ask tmux for in a window this wide.
+
+    The configured width while the agent pane keeps AGENT_MIN_WIDTH columns;
+    below that a third of the window (tmux rounds `-x 33%` down), never less
+    than NAVIGATOR_MIN_WIDTH. This is the model of `navigator_fit_commands`,
+    which tmux evaluates itself on every resize.
+    """
+    width = max(configured, NAVIGATOR_MIN_WIDTH)
+    if window_width >= width + 1 + AGENT_MIN_WIDTH:
+        return width
+    return max(NAVIGATOR_MIN_WIDTH, min(width, window_width * NARROW_SHARE_PERCENT // 100))
+
+
+def _share_threshold() -> int:
+    """The narrowest window whose NARROW_SHARE_PERCENT is still NAVIGATOR_MIN_WIDTH."""
+    return -(-NAVIGATOR_MIN_WIDTH * 100 // NARROW_SHARE_PERCENT)
+
+
+def _fit_scripts(nav: str, configured: int) -> tuple[str, str]:
+    """tmux command text of the two window hooks that keep `nav` at its width.
+
+    `window-resized`: when `nav` sits in its own view window (its `@sb_serves`
+    is the window's `@sb_view`), resize it to `navigator_width_for` the new
+    window width; the choice is made by tmux with format arithmetic, no shell.
+    A zoomed window only gets `@sb_refit` (resize-pane would unzoom it), and
+    `window-layout-changed` refits once the zoom ends. Every command targets
+    exactly `nav`; a vanished pane makes every condition false.
+    """
+    width = max(configured, NAVIGATOR_MIN_WIDTH)
+    pane = quote_token(nav)
+
+    def at_least(columns: int) -> str:
+        return quote_token(f"#{{e|>=|:#{{window_width}},{columns}}}")
+
+    def resize(size: str) -> str:
+        return f"resize-pane -t {pane} -x {quote_token(size)}"
+
+    fit = (f"if-shell -F -t {pane} {at_least(width + 1 + AGENT_MIN_WIDTH)} "
+           f"{{ {resize(str(width))} }} "
+           f"{{ if-shell -F -t {pane} {at_least(_share_threshold())} "
+           f"{{ {resize(f'{NARROW_SHARE_PERCENT}%')} }} "
+           f"{{ {resize(str(NAVIGATOR_MIN_WIDTH))} }} }}")
+    own_view = both(f"#{{==:#{{pane_id}},{nav}}}", f"#{{{OPT_VIEW}}}",
+                    f"#{{==:#{{{OPT_VIEW}}},#{{{OPT_SERVES}}}}}")
+    resized = (f"if-shell -F -t {pane} {quote_token(own_view)} "
+               f"{{ if-shell -F -t {pane} '#{{window_zoomed_flag}}' "
+               f"{{ set-option -w -t {pane} {OPT_REFIT} 1 }} {{ {fit} }} }}")
+    unzoomed = both(own_view, f"#{{{OPT_REFIT}}}", "#{!=:#{window_zoomed_flag},1}")
+    layout = (f"if-shell -F -t {pane} {quote_token(unzoomed)} "
+              f"{{ set-option -w -u -t {pane} {OPT_REFIT} ; {fit} }}")
+    return resized, layout
+
+
+_ACTIVE_PANE = "\x00nav\x00"
+
+
+def navigator_fit_commands(window: str, configured: int,
+                           nav: str | None = None) -> list[TmuxCommand]:
+    """Install the navigator's resize hooks on `window` and run them once now.
+
+    The hooks are window options of the view window only (never global, never
+    another session's). `nav` None means the window's active pane, which is
+    the navigator right after a split (`set-option -F` writes its id in).
+    """
+    resized, layout = _fit_scripts(nav or _ACTIVE_PANE, configured)
+    flags = ["-w"]
+    if nav is None:
+        flags.append("-F")
+        resized, layout = (text.replace("#", "##").replace(_ACTIVE_PANE, "#{pane_id}")
+                           for text in (resized, layout))
+    return [
+        ("set-option", *flags, "-t", window, "window-resized[0]", resized),
+        ("set-option", *flags, "-t", window, "window-layout-changed[0]", layout),
+        ("set-hook", "-R", "-w", "-t", window, "window-resized"),
+    ]
 
 
 def _env_args(env: Mapping[str, str] | None) -> list[str]:
@@ -279,6 +377,7 @@ def create_view(
         ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.NAVIGATOR),
         ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
         ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+        *navigator_fit_commands(window, navigator_width),
         ("rename-window", "-t", window, "--", window_name),
     ]
     if key_binding is not None and _may_bind(key_binding, key_lines):
@@ -418,17 +517,22 @@ def _is_navigator_of(view_id: str) -> str:
                 equals(f"#{{{OPT_SERVES}}}", check_tag_value(view_id)))
 
 
-def _respawn_commands(pane_id: str, spawn: NavigatorSpawn) -> list[TmuxCommand]:
+def _respawn_commands(pane_id: str, spawn: NavigatorSpawn,
+                      navigator_width: int) -> list[TmuxCommand]:
     """Restart the dead navigator `pane_id` in place, gated on its tags and on it being dead.
 
     `respawn-pane` without `-k`: tmux itself also refuses a pane whose process
     still runs, so a live navigator is never killed. The pane keeps its id,
     its place (view window or holding), its tags, its fence and remain-on-exit.
+    Its resize hooks are (re)installed and run first, so a navigator that died
+    squeezed by a small terminal comes back at its width (in holding the hooks
+    find it outside its view and do nothing).
     """
     return gated(
         [Check(pane_id, _is_navigator_of(spawn.view_id), "not_navigator"),
          Check(pane_id, "#{pane_dead}", "navigator_running")],
-        [("respawn-pane", "-t", pane_id, *_env_args(spawn.env), *_command_args(spawn.command))],
+        [*navigator_fit_commands(pane_id, navigator_width, nav=pane_id),
+         ("respawn-pane", "-t", pane_id, *_env_args(spawn.env), *_command_args(spawn.command))],
     )
 
 
@@ -436,6 +540,8 @@ def respawn_navigators(
     runner: TmuxRunner,
     expected: ServerIdentity,
     dead: Sequence[tuple[str, NavigatorSpawn]],
+    *,
+    navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
 ) -> dict[str, str]:
     """Restart dead navigator panes in place: pane id -> `"ok"` or why not.
 
@@ -448,7 +554,8 @@ def respawn_navigators(
         return {}
     commands: list[TmuxCommand] = []
     for pane_id, spawn in dead:
-        commands += [*_respawn_commands(pane_id, spawn), pane_state_command(pane_id)]
+        commands += [*_respawn_commands(pane_id, spawn, navigator_width),
+                     pane_state_command(pane_id)]
     output = run_guarded(runner, expected, commands, refusal_stops=True)
     labels = outcomes(output.stdout, missing_raises=False)
     return {pane_id: labels[index] if index < len(labels) else "not_reached"
@@ -505,10 +612,9 @@ def set_mode(
     else:
         if revive:
             assert navigator is not None
-            commands += _respawn_commands(nav, navigator)
+            commands += _respawn_commands(nav, navigator, navigator_width)
         if layout.mode is not mode:
-            commands.append(_move_navigator(layout, nav, mode, navigator_width,
-                                            holding_session))
+            commands += _move_navigator(layout, nav, mode, navigator_width, holding_session)
     commands.append(("list-panes", "-s", "-t", _session(layout.session_name), "-F", PANE_FORMAT))
     if nav is not None:
         commands.append(pane_state_command(nav))
@@ -544,12 +650,16 @@ def _restore_zoom(layout: ViewLayout) -> list[TmuxCommand]:
 
 
 def _move_navigator(layout: ViewLayout, nav: str, mode: ViewMode, navigator_width: int,
-                    holding_session: str) -> TmuxCommand:
-    """The guarded move of the navigator pane: park it (direct) or join it (navigator)."""
+                    holding_session: str) -> list[TmuxCommand]:
+    """The guarded move of the navigator pane: park it (direct) or join it (navigator).
+
+    Joining is gated rather than guarded (one label either way) because the
+    resize hooks it installs on the view window carry quoted text.
+    """
     assert layout.main is not None
     window, view_id = layout.window_id, layout.view_id
     if mode is ViewMode.DIRECT:
-        return guarded(
+        return [guarded(
             [Check(nav, both(_is_navigator_of(view_id), equals("#{window_id}", window)),
                    "navigator_moved")],
             [
@@ -558,14 +668,15 @@ def _move_navigator(layout: ViewLayout, nav: str, mode: ViewMode, navigator_widt
                  "-n", f"sb-nav-{view_id}"),
                 ("select-pane", "-d", "-t", nav),
             ],
-        )
-    return guarded(
+        )]
+    return gated(
         [Check(nav, both(_is_navigator_of(view_id), _IN_HOLDING), "navigator_moved"),
          _main_in_window(layout)],
         [
             ("join-pane", "-d", "-h", "-b", "-l", str(navigator_width), "-s", nav,
              "-t", layout.main.pane_id),
             ("select-pane", "-e", "-t", nav),
+            *navigator_fit_commands(nav, navigator_width, nav=nav),
             *_restore_zoom(layout),
         ],
     )
@@ -587,6 +698,7 @@ def _split_navigator(layout: ViewLayout, spawn: NavigatorSpawn,
         ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.NAVIGATOR),
         ("set-option", "-p", "-t", window, OPT_SERVES, check_tag_value(spawn.view_id)),
         ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+        *navigator_fit_commands(window, navigator_width),
         *_restore_zoom(layout),
     ])
 

@@ -25,6 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = ags.add_parser("transition-claim", help="claim your brief or handoff")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_claim)
+    p = ags.add_parser("transition-cancel",
+                       help="withdraw your push or return while it waits for your Stop")
+    p.add_argument("--request-id", help="retry-safe id (the same id changes nothing twice)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_cancel)
     mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
     mcp.set_defaults(handler=_mcp)
 
@@ -51,6 +56,12 @@ def _claim(args: argparse.Namespace) -> int:
     from core.agent_tools import transition_claim
 
     return _print(transition_claim())
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from core.agent_tools import transition_cancel
+
+    return _print(transition_cancel(request_id=args.request_id))
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -12,15 +12,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="open a demo view (private tmux server, fake agents)")
     p.add_argument("--home", type=Path, help="demo home (default: XDG state/switchboard-demo)")
     p.add_argument("--no-attach", action="store_true", help="set up only; print how to attach")
+    end = p.add_mutually_exclusive_group()
+    end.add_argument("--stop", action="store_true",
+                     help="stop the demo's tmux server and fake agents (the home stays)")
+    end.add_argument("--reset", action="store_true",
+                     help="stop the demo and delete its home; the next run starts fresh")
     p.set_defaults(handler=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from core.demo import build, default_demo_home
+    from core.demo import build, default_demo_home, stop
 
+    if args.stop or args.reset:
+        ended = stop(args.home or default_demo_home(), reset=args.reset)
+        state = "stopped its tmux server" if ended.server_was_running else "was not running"
+        print(f"demo {state}" + (f"; deleted {ended.home}" if ended.removed else
+                                 f"; home kept at {ended.home} (`--reset` deletes it)"))
+        return 0
     session = build(args.home or default_demo_home())
     print(f"demo home: {session.home}")
     print(f"attach:    {session.attach_command}")
+    print("leave:     tmux detach (prefix d); stop it: `switchboard demo --stop`")
     if args.no_attach or not sys.stdin.isatty():
         return 0
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}

@@ -75,8 +75,12 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
                              ' "reason": "unmanaged session: no Switchboard markers"}\n')
         return 0
     from core.hook_handler import handle_hook
+    from core.providers.hooks import MAX_PAYLOAD_BYTES
 
-    payload = args.payload if args.payload is not None else sys.stdin.buffer.read()
+    # One byte past the bound is enough to refuse an oversized payload; the rest
+    # is never buffered.
+    payload = args.payload if args.payload is not None \
+        else sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     outcome = handle_hook(args.provider, args.event, payload)
     if outcome.claim_reminder and args.provider == "claude" and not args.json:
         # Claude adds a UserPromptSubmit hook's additionalContext to the turn: the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -36,10 +37,14 @@ def pick_project(projects: list[tuple[str, str]], cwd: Path) -> str:
         return max(holding)[1]
     if len(projects) == 1:
         return projects[0][0]
-    names = ", ".join(name for name, _ in projects) or "none configured"
-    raise NotFound(f"which project? name one (`switchboard open NAME`); configured: {names}. "
-                   "To try Switchboard without a config, run `make demo`.",
-                   code="project_required")
+    if not projects:
+        raise NotFound(f"{cwd} is not a Switchboard project and none is configured: add "
+                       "this folder with `switchboard project add` (or try `switchboard demo`)",
+                       code="project_required")
+    names = ", ".join(name for name, _ in projects)
+    raise NotFound(f"{cwd} is in no configured project ({names}): name one "
+                   "(`switchboard open NAME`) or add this folder with "
+                   "`switchboard project add`", code="project_required")
 
 
 def _open(args: argparse.Namespace) -> int:
@@ -65,7 +70,8 @@ def _open(args: argparse.Namespace) -> int:
     if inside:
         os.execvp("tmux", ["tmux", "-S", socket, "switch-client", "-t", window])
     if args.no_attach or not sys.stdin.isatty():
-        print(f"attach: tmux -S {socket} attach -t {window}")
+        # Quoted for pasting: the socket path may hold spaces, quotes or `$(...)`.
+        print("attach: " + shlex.join(["tmux", "-S", socket, "attach", "-t", window]))
         return 0
     os.execvpe("tmux", ["tmux", "-S", socket, "attach", "-t", window], env)
     return 0

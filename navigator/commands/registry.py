@@ -31,7 +31,9 @@ def _init(args: argparse.Namespace) -> int:
     result = init_registry(Home.from_env(), tmux_socket=_init_socket(args))
     emit(result, as_json=args.json,
          text=f"initialized generation {result.generation_id}\n"
-              f"  registry: {result.registry_path}\n  config:   {result.config_path}")
+              f"  registry: {result.registry_path}\n  config:   {result.config_path}\n"
+              "next: in your project's folder run `switchboard project add`, then "
+              "`switchboard`")
     return 0
 
 

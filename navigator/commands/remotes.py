@@ -1,4 +1,6 @@
-"""`switchboard remote list|refresh`: cached state of other hosts (display only)."""
+"""`switchboard remote list|refresh|open`: cached state of other hosts (display only),
+and a local window running `ssh -t` into a remote project's view (the remote engine
+authorizes everything there)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", nargs="?")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_refresh)
+    p = rs.add_parser("open", help="open a remote project's view in a local window (ssh -t)")
+    p.add_argument("name", help="the remote's name ([[remotes]] name)")
+    p.add_argument("project", help="the project's name on that host")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_open)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -47,3 +54,15 @@ def _refresh(args: argparse.Namespace) -> int:
         f"{r.remote_name}: {r.reachability}" + (f" ({r.error})" if r.error else "")
         for r in results) or "no remotes configured")
     return 0 if all(r.error is None for r in results) else 1
+
+
+def _open(args: argparse.Namespace) -> int:
+    from core.remote_open import open_remote, remote_by_name
+    from core.session import open_engine
+
+    engine = open_engine(with_stage=True)
+    window = open_remote(engine, remote_by_name(engine, args.name), args.project)
+    emit(window, as_json=args.json,
+         text=f"{'opened' if window.created else 'selected'} window {window.window_id}: "
+              f"{' '.join(window.argv)}")
+    return 0

@@ -55,6 +55,9 @@ def register_projects(sub: argparse._SubParsersAction) -> None:
     p = ps.add_parser("list", help="configured projects")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_projects)
+    from navigator.commands.projects import register_add
+
+    register_add(ps)
     p = ps.add_parser("enter", help="show a project in its view")
     p.add_argument("project", help="project name or id")
     p.add_argument("--json", action="store_true")

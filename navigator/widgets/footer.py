@@ -13,8 +13,12 @@ from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.events import Resize
+from textual.reactive import reactive
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
+
+#: The keys a brief footer keeps: the help lists every other key, the palette runs them.
+BRIEF_ACTIONS = frozenset({"help"})
 
 
 def key_width(key_display: str, description: str, *, compact: bool) -> int:
@@ -41,7 +45,13 @@ def pack_rows(widths: list[int], width: int) -> list[list[int]]:
 
 
 class KeyFooter(Footer):
-    """A Footer whose keys wrap into rows instead of scrolling out of sight."""
+    """A Footer whose keys wrap into rows instead of scrolling out of sight.
+
+    ``brief`` (the compact layout) keeps one row: help and the command palette,
+    from which every other key is found and run.
+    """
+
+    brief: reactive[bool] = reactive(False)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -56,6 +66,8 @@ class KeyFooter(Footer):
         seen: set[str] = set()
         for _namespace, binding, enabled, tooltip in active.values():
             if not binding.show or binding.action in seen:
+                continue
+            if self.brief and binding.action not in BRIEF_ACTIONS:
                 continue
             seen.add(binding.action)
             display = self.app.get_key_display(binding)
@@ -73,11 +85,16 @@ class KeyFooter(Footer):
                                   ).data_bind(compact=Footer.compact))
             widths.append(key_width(display, binding.description, compact=self.compact))
         self._packed_width = self.size.width or self.app.size.width
-        for row in pack_rows(widths, self._packed_width):
+        rows = pack_rows(widths, self._packed_width)
+        for row in rows[:1] if self.brief else rows:  # brief: one row, help first
             with Horizontal(classes="footer-row"):
                 yield from (keys[index] for index in row)
 
     def watch_compact(self) -> None:
+        if self.is_attached:
+            self.call_after_refresh(self.recompose)
+
+    def watch_brief(self) -> None:
         if self.is_attached:
             self.call_after_refresh(self.recompose)
 

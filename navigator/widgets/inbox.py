@@ -81,6 +81,7 @@ class InboxList(RowList):
             return
         if self.unavailable:
             self.EMPTY_TEXT = self.unavailable
+            self.remove_class("-has-messages")
             self._by_key = {}
             self.sync_rows([])
             return
@@ -95,6 +96,7 @@ class InboxList(RowList):
             rows.append(Row(key, Text.assemble((_sender(item), sender_style), ": ", text)))
         count = len(rows)
         self.border_title = f"Inbox ({count})" if count else "Inbox"
+        self.set_class(count > 0, "-has-messages")  # the compact layout shows it only then
         self.sync_rows(rows)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.geometry import Size
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -35,6 +36,17 @@ class RowList(OptionList):
         super().__init__(id=id, classes=classes)
         self._keys: list[str] = []
         self._prompts: dict[str, Text] = {}
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Heights of the wrapped rows, never measured in fewer than one cell.
+
+        A panel squeezed to its borders (a pane of a column or two) has a
+        content width of 0; Textual's OptionList then asks rich to wrap each
+        row at 0 cells, and rich's ``chop_cells`` raises ``range() arg 3 must
+        not be zero``. One cell is the narrowest a row can be drawn in anyway.
+        """
+        padding = self.get_component_styles("option-list--option").padding.width
+        return super().get_content_height(container, viewport, max(width, padding + 1))
 
     @property
     def highlighted_key(self) -> str | None:

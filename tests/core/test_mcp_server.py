@@ -171,11 +171,13 @@ def test_initialize_negotiates_the_protocol_version(bare: McpProcess) -> None:
     assert bare.alive()
 
 
-def test_tools_list_has_three_tools_with_schemas(bare: McpProcess) -> None:
+def test_tools_list_has_four_tools_with_schemas(bare: McpProcess) -> None:
     tools = {t["name"]: t for t in bare.request("tools/list")["result"]["tools"]}
-    assert set(tools) == {"task_push", "task_complete_return", "transition_claim"}
+    assert set(tools) == {"task_push", "task_complete_return", "transition_claim",
+                          "transition_cancel"}
     required = {"task_push": ["title", "brief"],
-                "task_complete_return": ["summary", "next_action"], "transition_claim": []}
+                "task_complete_return": ["summary", "next_action"], "transition_claim": [],
+                "transition_cancel": []}
     for name, tool in tools.items():
         schema = tool["inputSchema"]
         assert tool["description"]

@@ -20,7 +20,17 @@ from tests.factories import project_config
 
 def fake_provider_command(provider: str) -> tuple[str, ...]:
     return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
-            f"{sys.executable} -m navigator.cli agent", "--provider", provider)
+            f"{sys.executable} -m navigator.cli agent", *fake_codex_hooks(provider),
+            "--provider", provider)
+
+
+def fake_codex_hooks(provider: str) -> tuple[str, ...]:
+    """Codex launches carry their hooks as ``-c hooks.<Event>`` overrides, which the
+    fake agent does not read yet (it reads ``$CODEX_HOME``/``.codex`` files only):
+    give it the same hook command directly."""
+    if provider != "codex":
+        return ()
+    return ("--hook-command", f"{sys.executable} -m navigator.cli hook")
 
 
 def make_live_engine(root: Path, socket: Path, **config_changes: object) -> Engine:

@@ -353,17 +353,29 @@ def test_version_line_is_what_the_probe_expects():
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "code", "first_line"),
     [
-        ["--provider", "codex", "--session-id", CLAUDE_SID],
-        ["--provider", "claude", "--session-id", "nope"],
-        ["--provider", "claude", "--session-id", CLAUDE_SID, "--resume", CLAUDE_SID],
-        ["--provider", "codex", "resume"],
-        ["--provider", "claude", "one", "two"],
-        ["--provider", "claude", "-c", 'mcp_servers.x.command="y"'],
-        ["--provider", "codex", "-c", "no-equals-sign"],
+        (["--provider", "codex", "--session-id", CLAUDE_SID], 2,
+         "error: unexpected argument '--session-id' found"),
+        (["--provider", "claude", "--session-id", "nope"], 1,
+         "Error: Invalid session ID. Must be a valid UUID."),
+        (["--provider", "claude", "--session-id", CLAUDE_SID, "--resume", CLAUDE_SID], 1,
+         "Error: --session-id can only be used with --continue or --resume if --fork-session"
+         " is also specified."),
+        (["--provider", "codex", "resume", CLAUDE_SID, "one", "two"], 2,
+         "error: unexpected argument 'two' found"),
+        (["--provider", "claude", "--mcp-config", "/nonexistent/a.json", "hi"], 1,
+         "Error: Invalid MCP configuration:"),
+        (["--provider", "claude", "--bogus"], 1, "error: unknown option '--bogus'"),
+        (["--provider", "codex", "-c", "no-equals-sign"], 1,
+         "Error parsing -c overrides: Invalid override (missing '='): no-equals-sign"),
+        (["--session-id", CLAUDE_SID], 2, "fake_agent: --provider claude|codex is required"),
     ],
 )
-def test_bad_fake_argv_is_refused(argv, tmp_path):
-    done = run_piped([*FAKE, *argv], [], tmp_path)
-    assert done.returncode == 2
+def test_bad_fake_argv_is_refused_as_the_real_cli_refuses_it(argv, code, first_line, tmp_path,
+                                                              recorder):
+    """Nothing starts (no hook fires) and the real CLI's error line and exit code come back."""
+    hook_command, log = recorder
+    done = run_piped([*FAKE, "--hook-command", hook_command, *argv], [], tmp_path)
+    assert (done.returncode, done.stderr.splitlines()[0]) == (code, first_line), done.stderr
+    assert done.stdout == "" and not log.exists()

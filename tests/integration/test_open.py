@@ -23,7 +23,11 @@ def test_pick_project_prefers_the_deepest_root_holding_the_cwd(tmp_path: Path) -
     assert pick_project([("only", str(outer))], tmp_path) == "only"
     with pytest.raises(NotFound) as refused:
         pick_project(projects, tmp_path)
-    assert "configured: mono, svc" in refused.value.message
+    assert "(mono, svc)" in refused.value.message
+    assert "switchboard project add" in refused.value.message
+    with pytest.raises(NotFound) as none_configured:
+        pick_project([], tmp_path)
+    assert "switchboard project add" in none_configured.value.message
 
 
 def test_bare_switchboard_opens_the_cwd_project_view(tmp_path: Path, tmux_socket: Path) -> None:

@@ -162,7 +162,9 @@ def test_complete_return_types_one_fenced_line_then_the_claim_closes_the_child(
     # typed only into the parked parent, fenced before and again right after the Enter
     assert fences == {"after_submit_recorded": (True, True), "after_submit": (True, True)}
     assert main_of(engine, world.view_id) == workspace
-    assert not pane(engine, workspace).input_off  # presented: the person may type again
+    # Shown, but still fenced: only the line's UserPromptSubmit or the watchdog lifts it
+    # (this provider's hooks are no-ops, so the watchdog does, once its timeout passed).
+    assert pane(engine, workspace).input_off
     assert pane(engine, child).parked and pane(engine, child).input_off
     assert wait_for(lambda: CONTROL_TEMPLATE in screen(tmux_socket, workspace))
     assert screen(tmux_socket, workspace).count(CONTROL_TEMPLATE) == 1
@@ -170,6 +172,8 @@ def test_complete_return_types_one_fenced_line_then_the_claim_closes_the_child(
     turn = engine.conn.execute("SELECT transport, state, submission_count FROM control_turns"
                                " WHERE transition_id = ?", (done.transition_id,)).fetchone()
     assert tuple(turn) == ("live_input", "submitted", 1)
+    assert wait_for(lambda: not pane(engine, workspace).input_off, 30)  # the watchdog
+    assert screen(tmux_socket, workspace).count(CONTROL_TEMPLATE) == 1  # never typed again
 
     claimed = claim_for_frame(engine, world.workspace_id,
                               session_of(engine, world.workspace_id))

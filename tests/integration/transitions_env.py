@@ -29,6 +29,7 @@ from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
 from tests.factories import project_config
+from tests.integration.journey_env import fake_provider_command
 
 NAVIGATOR_STAND_IN = ["sleep", "600"]
 """The navigator pane's program in these tests: Textual start-up is not what is tested."""
@@ -42,8 +43,7 @@ def quiet_provider_command(provider: str) -> tuple[str, ...]:
 
 def live_provider_command(provider: str) -> tuple[str, ...]:
     """The fake provider whose hooks and agent tools reach this registry."""
-    return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
-            f"{sys.executable} -m navigator.cli agent", "--provider", provider)
+    return fake_provider_command(provider)
 
 
 class OffsetClock:
@@ -262,7 +262,9 @@ def problems(engine: Engine, view_id: str) -> list[str]:
         for row in conn.execute(
                 f"SELECT r.first_claimed_at, t.state, t.view_id FROM {table} r"
                 " JOIN view_transitions t ON t.transition_id = r.transition_id"):
-            claimable = row["state"] in ("presented", "awaiting_claim", "settling", "completed")
+            # A cancelled transition's record was withdrawn on purpose, not lost.
+            claimable = row["state"] in ("presented", "awaiting_claim", "settling", "completed",
+                                         "cancelled")
             if row["first_claimed_at"] is None and not claimable and \
                     not _open_recovery(conn, row["view_id"]):
                 found.append(f"a {table[:-1]} can no longer be claimed and no recovery says so")

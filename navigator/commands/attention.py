@@ -1,0 +1,45 @@
+"""`switchboard attention`: the counts behind the status segment, and the publisher the
+hook starts detached (`--publish`) when an agent's activity changed."""
+
+from __future__ import annotations
+
+import argparse
+
+from navigator.commands.output import emit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("attention", help="agents needing input / ready / working, all projects")
+    p.add_argument("--publish", action="store_true",
+                   help="update the tmux status segment and nudge clients not looking at "
+                        "--frame (what the hook runs, detached)")
+    p.add_argument("--frame", help="the frame whose activity changed")
+    p.add_argument("--event", choices=["needs_input", "turn_finished"],
+                   help="what it changed to (no event: counts only)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_attention)
+
+
+def _attention(args: argparse.Namespace) -> int:
+    from core import attention
+    from core.session import open_engine
+    from core.stage import socket_path_for
+
+    engine = open_engine()
+    counts = attention.read_counts(engine.conn)
+    sent: list[attention.Notice] = []
+    if args.publish:
+        settings = engine.config.attention
+        socket = socket_path_for(engine, engine.home)
+        if settings.status_line:
+            attention.ensure_segment(socket)
+        subject = attention.read_subject(engine.conn, args.frame) if args.frame else None
+        if subject is not None and args.event:
+            clients = attention.list_clients(socket)
+            sent = attention.notices(subject, attention.AttentionKind(args.event), clients)
+        attention.publish(socket, settings, counts, sent)
+    nudged = [n.client.tty for n in sent]
+    emit({"counts": counts, "nudged": nudged}, as_json=args.json,
+         text=f"needs input {counts.needs_input}, ready {counts.ready}, "
+              f"working {counts.working}" + (f"; nudged {', '.join(nudged)}" if nudged else ""))
+    return 0

@@ -1,0 +1,90 @@
+"""Input from outside is read with a bound: an oversized payload is refused, never buffered.
+
+Real processes (the console entry point as providers run it), real pipes; the
+peak resident size of the child comes from ``os.wait4``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from core.mcp_server import MAX_LINE_BYTES
+from core.providers.hooks import MAX_PAYLOAD_BYTES
+from tests.core.test_mcp_server import McpProcess, base_env
+
+REPO = Path(__file__).resolve().parents[2]
+CHUNK = b"x" * (1024 * 1024)
+
+
+def _feed(stream, total_mib: int, tail: bytes = b"", *, close: bool = False) -> threading.Thread:
+    """Write ``total_mib`` MiB then ``tail`` on a thread; the reader may stop early."""
+    def run() -> None:
+        try:
+            for _ in range(total_mib):
+                stream.write(CHUNK)
+            stream.write(tail)
+            stream.flush()
+            if close:
+                stream.close()
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # the reader refused and went away: exactly what is wanted
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _peak_mib(proc: subprocess.Popen[bytes]) -> tuple[int, float]:
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss / 1024  # Linux reports KiB
+
+
+def test_hook_reads_at_most_the_bound_of_a_huge_payload(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = base_env(SWITCHBOARD_HOME=str(home), SWITCHBOARD_CONFIG=str(home / "config.toml"))
+    subprocess.run([sys.executable, "-m", "navigator.cli", "init", "--private-tmux"],
+                   cwd=REPO, env=env, check=True, capture_output=True)
+    generation = (home / "state" / "current").read_text().strip()
+    env.update(SWITCHBOARD_GENERATION=generation, SWITCHBOARD_CAPABILITY="sbcap_unused")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "navigator.cli", "hook", "--provider", "claude",
+         "UserPromptSubmit"], cwd=REPO, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert MAX_PAYLOAD_BYTES == 16 * 1024 * 1024
+    writer = _feed(proc.stdin, 120, close=True)  # 120 MiB: the old reader held all of it
+    code, peak = _peak_mib(proc)
+    writer.join(timeout=60)
+    err = proc.stderr.read().decode()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert code != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "hook_payload_too_large" in lines[0], err
+    assert "Traceback" not in err
+    assert peak < 80, f"hook peaked at {peak:.0f} MiB reading a 120 MiB payload"
+
+
+def test_mcp_server_refuses_an_oversized_line_and_keeps_serving(tmp_path: Path) -> None:
+    server = McpProcess(base_env(SWITCHBOARD_HOME=str(tmp_path)))
+    try:
+        assert server.alive()
+        writer = _feed(server.proc.stdin, 64, tail=b"\n")  # one 64 MiB line
+        writer.join(timeout=120)
+        answer = server.reply()
+        assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+        assert answer["error"]["message"] == (
+            f"message larger than {MAX_LINE_BYTES} bytes; send a smaller request "
+            "(it was not read)")
+        assert server.alive()  # the next line is served normally
+        assert json.loads(json.dumps(server.request("tools/list")))["result"]["tools"]
+        status = Path(f"/proc/{server.proc.pid}/status").read_text()
+        peak_kib = int(next(line.split()[1] for line in status.splitlines()
+                            if line.startswith("VmHWM:")))
+        assert peak_kib / 1024 < 60, f"MCP server peaked at {peak_kib / 1024:.0f} MiB"
+    finally:
+        server.close()

@@ -1,0 +1,158 @@
+"""A full or read-only disk is one sentence, a distinct exit code and no half-write.
+
+Honest conditions, not mocks: the home lives on a small tmpfs that the test
+really fills up (or remounts read-only), and the hook runs as providers run
+it, a separate ``switchboard hook`` process. Needs permission to mount a
+tmpfs (root, as in the project's container); without it the tests fail and
+say so.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.errors import EnvironmentFailure
+from core.files import write_private
+from tests.core.engines import dump as dump_registry
+from tests.core.engines import rid
+from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
+from tests.factories import make_engine
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _mount(mount: Path, *options: str) -> None:
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs",
+                           str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail("these tests need to mount a small tmpfs (run them as root, as the "
+                    f"project container does): {done.stderr.strip()}")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    _mount(mount, "size=24m")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill(folder: Path) -> Path:
+    """Write zeros until the file system refuses; returns the filler to delete later."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        for size in (1 << 20, 1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    handle.write(b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == 28, exc
+    return filler
+
+
+@pytest.fixture
+def live_on_small_disk(small_disk: Path, tmux_socket: Path,
+                       monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveSurface]:
+    root = small_disk / "home"
+    root.mkdir()
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(root))
+    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
+        monkeypatch.delenv(name, raising=False)
+    surface = launch_live_surface(root, tmux_socket)
+    yield surface
+    surface.engine.conn.close()
+
+
+def run_hook(live: LiveSurface, payload: bytes) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    env.update(live.env(), SWITCHBOARD_CONFIG=str(live.root / "config.toml"))
+    return subprocess.run(
+        [sys.executable, "-m", "navigator.cli", "hook", "--provider", "claude",
+         "UserPromptSubmit"], cwd=REPO, env=env, input=payload.decode(),
+        capture_output=True, text=True, timeout=120)
+
+
+def activity(live: LiveSurface) -> str:
+    return live.engine.conn.execute(
+        "SELECT activity FROM provider_sessions WHERE session_key = ?",
+        (live.session_key,)).fetchone()[0]
+
+
+def test_hook_on_a_full_disk_says_so_in_one_line_and_writes_nothing(
+        live_on_small_disk: LiveSurface) -> None:
+    live = live_on_small_disk
+    # The navigator keeps the registry open (so -shm exists); an emptied WAL means
+    # the hook's commit needs new disk blocks, as on a real full disk.
+    live.engine.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert activity(live) != "working"
+    before = dump(live)
+    filler = fill(live.root.parent)
+    done = run_hook(live, payload_for(live, "UserPromptSubmit", prompt="hello"))
+    registry = live.root / "state" / live.engine.generation_id / "registry.sqlite3"
+    assert done.returncode == 3, done.stderr
+    assert done.stderr == (f"switchboard: disk_full: disk full while writing {registry}: "
+                           "free space and retry; nothing was changed\n")
+    assert dump(live) == before
+    filler.unlink()
+    again = run_hook(live, payload_for(live, "UserPromptSubmit", prompt="hello"))
+    assert again.returncode == 0, again.stderr
+    assert activity(live) == "working"  # the same hook works once there is space
+
+
+def test_hook_on_a_read_only_disk_says_so_in_one_line(live_on_small_disk: LiveSurface) -> None:
+    live = live_on_small_disk
+    before = dump(live)
+    # A read-only bind mount over the home: what a new process (the hook) sees is
+    # a read-only file system, while the files stay open underneath.
+    home = str(live.root)
+    subprocess.run(["mount", "--bind", home, home], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", home], check=True)
+        done = run_hook(live, payload_for(live, "UserPromptSubmit", prompt="hello"))
+    finally:
+        subprocess.run(["umount", "-l", home], check=True)
+    assert done.returncode == 3, done.stderr
+    line, = done.stderr.splitlines()
+    assert line.startswith("switchboard: read_only: "), line
+    assert "registry.sqlite3" in line and "retry" in line and "Traceback" not in line
+    assert dump(live) == before
+
+
+def test_engine_request_on_a_full_disk_is_an_environment_failure(small_disk: Path) -> None:
+    engine = make_engine(small_disk / "home")
+    try:
+        engine.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        before = dump_registry(engine.conn)
+        filler = fill(small_disk)
+        with pytest.raises(EnvironmentFailure) as failed:
+            engine.project_enter(rid(1), "alpha")
+        assert failed.value.code == "disk_full"
+        assert failed.value.message.endswith(
+            "registry.sqlite3: free space and retry; nothing was changed")
+        filler.unlink()
+        assert dump_registry(engine.conn) == before
+        assert engine.project_enter(rid(1), "alpha").view_id
+    finally:
+        engine.conn.close()
+
+
+def test_private_write_on_a_full_disk_keeps_the_old_file(small_disk: Path) -> None:
+    target = small_disk / "run" / "settings.json"
+    write_private(target, "old")
+    filler = fill(small_disk)
+    with pytest.raises(EnvironmentFailure) as failed:
+        write_private(target, "x" * 100_000)
+    assert failed.value.code == "disk_full"
+    assert str(target) in failed.value.message
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+    filler.unlink()

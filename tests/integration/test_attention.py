@@ -1,0 +1,173 @@
+"""Attention outside the view, as a person sees it: a real tmux client attached in a pty
+gets the status segment, the message, the bell and the OSC desktop notification for an
+agent it is not looking at, and nothing for the one it is looking at."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Iterator
+from fcntl import ioctl
+from pathlib import Path
+
+import pytest
+
+from core.attention import (
+    AttentionCounts,
+    AttentionKind,
+    Client,
+    Subject,
+    notices,
+    terminal_bytes,
+)
+from core.requests import new_request_id
+from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_nobody_is_nudged_about_what_someone_is_looking_at() -> None:
+    shown = Subject("f1", "Fix", "alpha", view_window="@3", is_active=True)
+    parked = Subject("f2", "Tests", "alpha", view_window="@3", is_active=False)
+    here, there = Client("/dev/pts/1", "/dev/pts/1", "@3"), Client("/dev/pts/2", "/dev/pts/2",
+                                                                   "@9")
+    assert notices(shown, AttentionKind.NEEDS_INPUT, [here, there]) == []
+    sent = notices(parked, AttentionKind.TURN_FINISHED, [here, there])
+    assert [n.client for n in sent] == [here, there]
+    assert sent[0].text == "Switchboard: alpha / Tests finished its turn"
+
+
+def test_segment_and_terminal_bytes() -> None:
+    assert AttentionCounts().segment() == ""
+    text = AttentionCounts(needs_input=2, ready=1, working=3).segment()
+    assert "! 2 input" in text and "✓ 1 ready" in text and "~ 3 working" in text
+    data = terminal_bytes("a\x1b]evil\x07;b", bell=True, desktop=True)
+    assert data == b"\x1b]9;a]evilb\x07\x1b]777;notify;Switchboard;a]evilb\x07\x07"
+    assert terminal_bytes("x", bell=False, desktop=False) == b""
+
+
+class PtyClient:
+    """`tmux attach` in a real pseudo-terminal of a given size; collects what it draws."""
+
+    def __init__(self, socket: Path, target: str, cols: int = 100, rows: int = 30) -> None:
+        pid, fd = pty.fork()
+        if pid == 0:
+            env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+            env["TERM"] = "xterm-256color"
+            os.execvpe("tmux", ["tmux", "-S", str(socket), "attach", "-t", target], env)
+        ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.pid, self.fd, self.output = pid, fd, b""
+
+    def read(self, seconds: float = 0.3) -> bytes:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if ready:
+                try:
+                    self.output += os.read(self.fd, 65536)
+                except OSError:
+                    break
+        return self.output
+
+    def close(self) -> None:
+        try:
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        os.close(self.fd)
+
+
+@pytest.fixture
+def live(tmp_path: Path, tmux_socket: Path, monkeypatch) -> Iterator[tuple]:
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG", str(tmp_path / "config.toml"))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    started = engine.frame_start(new_request_id(), route.frame_id)
+    main = engine.conn.execute("SELECT main_pane_id FROM user_views").fetchone()[0]
+    assert wait_for(lambda: engine.conn.execute(
+        "SELECT state FROM launch_intents WHERE launch_id = ?",
+        (started.launch_id,)).fetchone()[0] == "bound", 30)
+    type_line(tmux_socket, main, "hello")  # one turn: its Stop says ready
+    assert wait_for(lambda: engine.conn.execute(
+        "SELECT activity FROM provider_sessions").fetchone()[0] == "ready", 30)
+    window = engine.conn.execute("SELECT tmux_window_id FROM user_views").fetchone()[0]
+    client = PtyClient(tmux_socket, window)
+    try:
+        assert wait_for(lambda: b"\x1b[" in client.read(0.2), 30)
+        yield engine, route, client
+    finally:
+        client.close()
+
+
+def _publish(home: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    env.update(SWITCHBOARD_HOME=str(home), SWITCHBOARD_CONFIG=str(home / "config.toml"),
+               PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run([sys.executable, "-m", "navigator.cli", "attention", "--publish",
+                           *args], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_status_segment_and_nudges_reach_a_real_client(live, tmp_path: Path,
+                                                       tmux_socket: Path) -> None:
+    engine, route, client = live
+    # the agent's own hooks already published: the count, and (its turn finished) the
+    # segment in the default status line, with no command run by hand
+    assert wait_for(lambda: "✓ 1 ready" in tmux(tmux_socket, "show-options", "-gqv",
+                                                 "@sb_attention"), 20)
+    assert wait_for(lambda: tmux(tmux_socket, "show-options", "-gv", "status-right")
+                    .startswith("#{@sb_attention}"), 20)
+    out = _publish(tmp_path, "--frame", route.frame_id, "--event", "turn_finished")
+    assert out.strip() == "needs input 0, ready 1, working 0"
+    # the person kept tmux's default status line: the segment went in front of it
+    status = tmux(tmux_socket, "show-options", "-gv", "status-right")
+    assert status.startswith("#{@sb_attention}")
+    assert "✓ 1 ready" in tmux(tmux_socket, "show-options", "-gv", "@sb_attention")
+    client.read(1.0)
+    assert "✓ 1 ready".encode() in client.output  # drawn in the client's status line
+    # the client looks at this very frame: no bell, no OSC, no message
+    assert b"\x07" not in client.output.replace(b"\x1b]", b"")  # OSC terminators aside
+    assert b"]9;" not in client.output
+
+    # a pushed child now shows in main; the workspace is parked, not looked at
+    client.output = b""
+    engine.conn.execute("SELECT 1")
+    child = engine.frame_push(new_request_id(), route.frame_id, "Tests", "Write tests.")
+    assert wait_for(lambda: client.read(0.05) is not None and engine.conn.execute(
+        "SELECT state FROM view_transitions WHERE kind = 'push'").fetchone()[0]
+        == "completed", 30)  # a terminal keeps reading what its client draws
+    out = _publish(tmp_path, "--frame", route.frame_id, "--event", "needs_input")
+    assert "; nudged /dev/" in out, out
+    assert wait_for(lambda: b"]9;Switchboard: alpha / alpha needs input\x07" in client.read(),
+                    30), client.output[-400:]
+    assert b"]777;notify;Switchboard;Switchboard: alpha / alpha needs input\x07" \
+        in client.output
+    # nothing about the child the client is looking at
+    client.output = b""
+    _publish(tmp_path, "--frame", child.target_frame_id, "--event", "turn_finished")
+    client.read(0.5)
+    assert b"]9;" not in client.output
+
+
+def test_a_person_s_own_status_line_is_left_alone(live, tmp_path: Path,
+                                                 tmux_socket: Path) -> None:
+    engine, route, _ = live
+    tmux(tmux_socket, "set-option", "-g", "status-right", "mine %H:%M")
+    _publish(tmp_path, "--frame", route.frame_id)
+    assert tmux(tmux_socket, "show-options", "-gv", "status-right").strip() == "mine %H:%M"
+    config = tmp_path / "config.toml"
+    config.write_text(config.read_text() + "\n[attention]\nstatus_line = false\n"
+                      if "[attention]" not in config.read_text() else
+                      config.read_text().replace("status_line = true", "status_line = false"))
+    tmux(tmux_socket, "set-option", "-gu", "@sb_attention")
+    _publish(tmp_path, "--frame", route.frame_id)
+    assert tmux(tmux_socket, "show-options", "-gqv", "@sb_attention").strip() == ""

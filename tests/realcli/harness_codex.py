@@ -1,0 +1,153 @@
+"""The real Codex CLI in a person's own home, talking to the loopback model stand-in.
+
+A person who has used Codex before has a Codex home (``~/.codex``) with their
+login (``codex login --with-api-key`` writes ``auth.json``), a model provider
+configured in ``config.toml`` and the folders they trust. This builds exactly
+that under an isolated ``HOME``, with the provider's ``base_url`` pointing at
+:mod:`tests.realcli.openai_standin`, and a live Switchboard home on a private
+tmux server whose Codex command is the pinned real binary.
+
+Nothing leaves loopback: the only provider is the stand-in on 127.0.0.1, and
+the proxy variables send anything else Codex might try to a closed loopback
+port.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from core.config import ProviderConfig, TmuxConfig
+from core.engine import Engine
+from core.enums import Provider
+from core.home import Home
+from core.providers.codex import toml_string
+from core.registry import init_registry
+from core.session import open_engine
+from tests.factories import project_config
+from tests.integration.journey_env import fake_provider_command, tmux
+from tests.realcli.install import RealClis
+
+API_KEY = "sk-standin-person-0001"
+PROJECT = "alpha"
+"""The project Switchboard opens: ``tests.factories.project_config`` puts it at ``src/alpha``."""
+MODEL = "gpt-5.4"
+DEAD_PROXY = "http://127.0.0.1:9"
+"""Port 9 (discard) on loopback: nothing listens, so any non-loopback request fails fast."""
+SCRUBBED_PREFIXES = ("OPENAI_", "CODEX_", "ANTHROPIC_", "CLAUDE_", "TMUX")
+
+
+@dataclass(frozen=True)
+class PersonCodex:
+    """The isolated person: their HOME, Codex home and project folder."""
+
+    home: Path
+    codex_home: Path
+    project: Path
+
+    @property
+    def config(self) -> Path:
+        return self.codex_home / "config.toml"
+
+    @property
+    def auth(self) -> Path:
+        return self.codex_home / "auth.json"
+
+    def session_files(self, thread_id: str) -> list[Path]:
+        """Codex's rollout files of one thread (``sessions/YYYY/MM/DD/rollout-...-ID.jsonl``)."""
+        return sorted((self.codex_home / "sessions").glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+
+
+def person_env(person: PersonCodex, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The person's environment: no credentials or Codex settings of this machine."""
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if not k.startswith(SCRUBBED_PREFIXES)}
+    env.update(HOME=str(person.home), HTTPS_PROXY=DEAD_PROXY, HTTP_PROXY=DEAD_PROXY,
+               ALL_PROXY=DEAD_PROXY, https_proxy=DEAD_PROXY, http_proxy=DEAD_PROXY,
+               NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    return env
+
+
+def make_person(root: Path, clis: RealClis, base_url: str) -> PersonCodex:
+    """Config and login as a person who has used Codex here before."""
+    person = PersonCodex(home=root / "person", codex_home=root / "person" / ".codex",
+                         project=root / "src" / PROJECT)
+    person.codex_home.mkdir(parents=True)
+    person.project.mkdir(parents=True, exist_ok=True)
+    person.config.write_text(
+        "# my Codex settings\n"
+        f"model = {toml_string(MODEL)}\n"
+        'model_provider = "standin"\n'
+        "check_for_update_on_startup = false\n"
+        "\n"
+        "[model_providers.standin]\n"
+        'name = "Loopback stand-in"\n'
+        f"base_url = {toml_string(base_url)}\n"
+        'wire_api = "responses"\n'
+        "requires_openai_auth = true\n"
+        "\n"
+        f"[projects.{toml_string(str(person.project))}]\n"
+        'trust_level = "trusted"\n',
+        encoding="utf-8")
+    done = subprocess.run([str(clis.codex), "login", "--with-api-key"], input=API_KEY,
+                          capture_output=True, text=True, timeout=60,
+                          env=person_env(person), cwd=person.home)
+    if done.returncode != 0 or not person.auth.is_file():
+        pytest.fail(f"codex login --with-api-key failed ({done.returncode}): "
+                    f"{done.stderr.strip()[-500:]}", pytrace=False)
+    return person
+
+
+def make_codex_engine(root: Path, socket: Path, clis: RealClis) -> Engine:
+    """A Switchboard home whose Codex is the real binary (Claude stays the fake)."""
+    home = Home(root=root / "sb", config_path=root / "sb" / "config.toml")
+    template = project_config(root / "src")
+    providers = {p: ProviderConfig(command=fake_provider_command(p.value)) for p in Provider}
+    providers[Provider.CODEX] = ProviderConfig(command=(str(clis.codex),))
+    template = replace(template, providers=providers,
+                       tmux=TmuxConfig(socket_path=str(socket)))
+    init_registry(home, template=template)
+    return open_engine(home, with_stage=True)
+
+
+def reopen_engine(root: Path) -> Engine:
+    return open_engine(Home(root=root / "sb", config_path=root / "sb" / "config.toml"),
+                       with_stage=True)
+
+
+def screen(socket: Path, pane: str) -> str:
+    return tmux(socket, "capture-pane", "-p", "-J", "-t", pane)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: Callable[[], str]) -> None:
+    """Poll generously (the machine is shared); fail with what was seen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    if not predicate():
+        pytest.fail(f"timed out after {timeout:.0f} s: {what()}", pytrace=False)
+
+
+def type_prompt(socket: Path, pane: str, text: str) -> None:
+    """Type like a person: the text, a pause, Enter.
+
+    Codex treats keys that arrive in one burst as a paste, where Enter is a
+    newline, so the Enter comes once the text shows and a moment has passed.
+    """
+    tmux(socket, "send-keys", "-t", pane, "-l", text)
+    wait_until(lambda: text in screen(socket, pane), 15,
+               lambda: f"{text!r} never showed in the composer:\n{screen(socket, pane)}")
+    time.sleep(0.6)
+    tmux(socket, "send-keys", "-t", pane, "Enter")
+
+
+def press(socket: Path, pane: str, *keys: str) -> None:
+    tmux(socket, "send-keys", "-t", pane, *keys)
