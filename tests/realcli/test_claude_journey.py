@@ -44,7 +44,8 @@ from tests.realcli.harness import (
 from tests.realcli.harness_claude import claude_command, seed_home, transcript, transcripts
 from tests.realcli.install import RealClis
 
-PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL = claude_tool_names()
+PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL = (f"mcp__switchboard__{name}" for name in (
+    "task_push", "task_complete_return", "transition_claim"))
 SLOW = 60.0  # generous: the CLI starts in a second or two, but the machine is shared
 
 
@@ -129,7 +130,10 @@ def world(tmp_path: Path, tmux_socket: Path, real_clis: RealClis,
 
 
 def _offered_ours(api: AnthropicStandin) -> bool:
-    return any(set(claude_tool_names()) <= set(turn.tool_names) for turn in api.turns())
+    """Every Switchboard tool, under the exact name Claude gives it, reached the model."""
+    ours = set(claude_tool_names())
+    return {PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL} <= ours and any(
+        ours <= set(turn.tool_names) for turn in api.turns())
 
 
 def test_real_claude_completes_the_whole_journey(world: World) -> None:
