@@ -29,6 +29,13 @@ CONTROL_CLAIM_TEXT = CONTROL_TEMPLATE
 
 _ALIVE = "#{?pane_dead,0,1}"
 
+ENTER_AFTER_PASTE_S = 0.2
+"""Pause between the pasted line and its Enter. Claude Code ignores an Enter that
+arrives in the same read as a bracketed paste (the line stays in its input box,
+unsent); it types into other terminals the same way, Enter ~10 ms after the
+paste. The pane stays fenced (input off) during the pause, and `run-shell`
+blocks only this command queue, so the step is still one tmux process."""
+
 
 @dataclass(frozen=True)
 class ControlSubmission:
@@ -54,7 +61,8 @@ def submit_control_line(
     One tmux process, one queue: identity guard; refuse unless the pane is
     alive, tagged `@sb_surface == surface_id` and input-disabled; then
     set-buffer (unique name), select-pane -e, paste-buffer -p -d (bracketed,
-    buffer deleted), send-keys Enter, select-pane -d; then re-read the pane.
+    buffer deleted), select-pane -d, a short pause (ENTER_AFTER_PASTE_S),
+    select-pane -e, send-keys Enter, select-pane -d; then re-read the pane.
     A refusal types nothing and creates no buffer. The caller counts the
     submission before calling: any exception after that means `uncertain`.
     """
@@ -67,6 +75,9 @@ def submit_control_line(
             ("set-buffer", "-b", buffer_name, "--", CONTROL_CLAIM_TEXT),
             ("select-pane", "-e", "-t", pane_id),
             ("paste-buffer", "-p", "-d", "-b", buffer_name, "-t", pane_id),
+            ("select-pane", "-d", "-t", pane_id),
+            ("run-shell", f"sleep {ENTER_AFTER_PASTE_S}"),
+            ("select-pane", "-e", "-t", pane_id),
             ("send-keys", "-t", pane_id, "Enter"),
             ("select-pane", "-d", "-t", pane_id),
         ]),

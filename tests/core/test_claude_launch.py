@@ -15,14 +15,15 @@ from core.mcp_server import ENV_READY_FILE, serve
 
 
 def test_launch_settings_allow_exactly_the_switchboard_tools(tmp_path: Path) -> None:
+    from core.mcp_server import TOOLS
+
     ready = tmp_path / "ready"
     document = json.loads(render_claude_launch_settings(["sb", "hook"], ready))
     allowed = document["permissions"]["allow"]
-    assert set(document["permissions"]) == {"allow"}
-    assert allowed[:3] == ["mcp__switchboard__task_push",
-                           "mcp__switchboard__task_complete_return",
-                           "mcp__switchboard__transition_claim"]
-    assert all(name.startswith("mcp__switchboard__") for name in allowed)
+    assert allowed == [f"mcp__switchboard__{tool['name']}" for tool in TOOLS]
+    assert {"mcp__switchboard__task_push", "mcp__switchboard__task_complete_return",
+            "mcp__switchboard__transition_claim"} <= set(allowed)
+    assert list(document["permissions"]) == ["allow"]  # nothing else: no mode, no deny
     assert claude_tool_names() == tuple(document["permissions"]["allow"])
     first, ours = document["hooks"]["UserPromptSubmit"]
     assert str(ready) in first["hooks"][0]["command"]

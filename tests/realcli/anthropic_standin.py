@@ -12,6 +12,8 @@ The script reads the newest user turn:
 * ``PUSH title :: brief`` -> ``task_push``;
 * ``COMPLETE summary :: next action`` -> ``task_complete_return``;
 * ``TOOLTEST`` -> a Bash command that needs the person's permission;
+* ``SLOWTEST`` -> a text answer held back for ``SLOW_S`` seconds (a turn a test
+  can watch while it runs);
 * a ``transition_claim`` result whose brief says ``COMPLETE s :: n`` ->
   ``task_complete_return``; any other tool result -> a short closing text;
 * anything else -> a short text.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +42,8 @@ MODEL = "claude-standin-1"
 SWITCHBOARD_PREFIX = "mcp__switchboard__"
 TOOLTEST_WORD = "TOOLTEST"
 TOOLTEST_COMMAND = "touch standin-tooltest.txt"
+SLOW_WORD = "SLOWTEST"
+SLOW_S = 3.0
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _PUSH = re.compile(r"\bPUSH\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
 _COMPLETE = re.compile(r"\bCOMPLETE\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
@@ -77,6 +82,7 @@ class Reply:
 
     text: str
     tool: ToolCall | None = None
+    delay_s: float = 0.0
 
     @property
     def stop_reason(self) -> str:
@@ -207,25 +213,29 @@ def script(body: dict[str, Any]) -> Reply:
     if TOOLTEST_WORD in text:
         return _call(offered, "Bash", {"command": TOOLTEST_COMMAND,
                                        "description": "Create a marker file"}, builtin=True)
+    if SLOW_WORD in text:
+        return Reply("STANDIN-SLOW done", delay_s=SLOW_S)
     return Reply(f"STANDIN-OK: {text[:40]}")
 
 
 # --- the wire ---------------------------------------------------------------
 
 
-def _message(reply: Reply, message_id: str, tool_id: str) -> dict[str, Any]:
+def _message(reply: Reply, message_id: str, tool_id: str, model: str = MODEL
+             ) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}]
     if reply.tool:
         content.append({"type": "tool_use", "id": tool_id, "name": reply.tool.name,
                         "input": reply.tool.arguments})
-    return {"id": message_id, "type": "message", "role": "assistant", "model": MODEL,
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": reply.stop_reason, "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 10}}
 
 
-def sse_events(reply: Reply, message_id: str, tool_id: str) -> Iterator[tuple[str, dict]]:
+def sse_events(reply: Reply, message_id: str, tool_id: str, model: str = MODEL
+               ) -> Iterator[tuple[str, dict]]:
     """The streamed form of one reply, event by event."""
-    start = _message(reply, message_id, tool_id)
+    start = _message(reply, message_id, tool_id, model)
     start.update(content=[], stop_reason=None, usage={"input_tokens": 10, "output_tokens": 1})
     yield "message_start", {"type": "message_start", "message": start}
     yield "content_block_start", {"type": "content_block_start", "index": 0,
@@ -302,17 +312,21 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = script(body)
         self.server.journal.answered(item, reply)
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
         message_id = f"msg_{uuid.uuid4().hex[:24]}"
         tool_id = f"toolu_{uuid.uuid4().hex[:24]}"
+        # Answer as the model asked for: a resumed session restores it by name.
+        model = str(body.get("model") or MODEL)
         if not body.get("stream"):
-            self._json(200, _message(reply, message_id, tool_id))
+            self._json(200, _message(reply, message_id, tool_id, model))
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        for event, data in sse_events(reply, message_id, tool_id):
+        for event, data in sse_events(reply, message_id, tool_id, model):
             self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
         self.close_connection = True

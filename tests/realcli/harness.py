@@ -1,0 +1,75 @@
+"""A real Switchboard home on a private tmux server whose providers are real CLIs.
+
+The same registry and engine as the fake-agent journeys
+(``tests/integration/journey_env.py``); only the provider commands differ. A
+command is an argv prefix, so a test points a CLI at its isolated ``HOME`` and
+loopback model stand-in with ``env NAME=VALUE ... /path/to/cli``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from core.config import ProviderConfig, TmuxConfig
+from core.engine import Engine
+from core.enums import Provider
+from core.home import Home
+from core.registry import init_registry
+from core.session import open_engine
+from tests.factories import project_config
+
+
+def make_real_engine(root: Path, socket: Path,
+                     commands: Mapping[Provider, tuple[str, ...]]) -> Engine:
+    """A registry under ``root`` (projects ``root/src/alpha`` and ``beta``) whose
+    providers run ``commands``, on the tmux server at ``socket``."""
+    home = Home(root=root, config_path=root / "config.toml")
+    template = project_config(root / "src")
+    template = replace(template,
+                       providers={p: ProviderConfig(command=tuple(c), version_timeout_seconds=60)
+                                  for p, c in commands.items()},
+                       tmux=TmuxConfig(socket_path=str(socket)))
+    init_registry(home, template=template)
+    return open_engine(home, with_stage=True)
+
+
+def one(engine: Engine, sql: str, *args: object) -> tuple | None:
+    row = engine.conn.execute(sql, args).fetchone()
+    return None if row is None else tuple(row)
+
+
+def screen(socket: Path, pane: str) -> str:
+    """The pane's text with wrapped lines joined (a long prompt stays one line)."""
+    return subprocess.run(["tmux", "-S", str(socket), "capture-pane", "-p", "-J", "-S", "-300",
+                           "-t", pane], capture_output=True, text=True).stdout
+
+
+def type_prompt(socket: Path, pane: str, text: str, timeout: float = 60.0) -> None:
+    """Type a line as a person does: the words, and Enter once they are on screen.
+
+    A real CLI reads keys arriving in one burst as a paste and does not submit on
+    an Enter inside it, so the Enter waits until the text has been drawn."""
+    tmux = ["tmux", "-S", str(socket)]
+    subprocess.run([*tmux, "send-keys", "-t", pane, "-l", text], check=True)
+    deadline = time.monotonic() + timeout
+    while text not in screen(socket, pane) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.1)
+    subprocess.run([*tmux, "send-keys", "-t", pane, "Enter"], check=True)
+
+
+def main_pane(engine: Engine) -> str:
+    row = one(engine, "SELECT main_pane_id FROM user_views")
+    assert row is not None
+    return str(row[0])
+
+
+def activity(engine: Engine, frame_id: str) -> str | None:
+    row = one(engine, "SELECT s.activity FROM provider_sessions s JOIN frames f"
+                      " ON f.current_session_key = s.session_key WHERE f.frame_id = ?",
+              frame_id)
+    return None if row is None else row[0]

@@ -1,0 +1,330 @@
+"""The whole journey with the real Claude Code CLI in real panes.
+
+The pinned CLI runs in an isolated HOME against a loopback Anthropic Messages
+stand-in scripted by the prompt text (``tests/realcli/anthropic_standin.py``);
+Switchboard is a real home on a private tmux server, exactly as a person runs
+it: the launch argv, the per-launch settings (hooks, permissions) and the
+per-launch MCP config are the ones the engine builds.
+
+start -> working -> ready; a permission prompt -> needs input -> approved ->
+ready; push -> the child claims its brief (one submission, the fixed line once)
+-> complete-return -> the parent claims the handoff, the child closes
+completed; back, focus and a human close; stop and resume by the exact session
+id; tmux server killed -> the project opened again -> resume.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.client import EngineClient
+from core.control_line import CONTROL_TEMPLATE
+from core.engine import Engine
+from core.enums import Provider
+from core.home import Home
+from core.hooks_install import claude_tool_names
+from core.requests import new_request_id
+from tests.integration.journey_env import tmux, wait_for
+from tests.realcli.anthropic_standin import TOOLTEST_COMMAND, AnthropicStandin
+from tests.realcli.harness import (
+    activity,
+    main_pane,
+    make_real_engine,
+    one,
+    screen,
+    type_prompt,
+)
+from tests.realcli.harness_claude import claude_command, seed_home, transcript, transcripts
+from tests.realcli.install import RealClis
+
+PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL = (f"mcp__switchboard__{name}" for name in (
+    "task_push", "task_complete_return", "transition_claim"))
+SLOW = 60.0  # generous: the CLI starts in a second or two, but the machine is shared
+
+
+@dataclass
+class World:
+    engine: Engine
+    socket: Path
+    root: Path
+    home: Path
+    api: AnthropicStandin
+
+    @property
+    def project(self) -> Path:
+        return self.root / "src" / "alpha"
+
+    @property
+    def view_id(self) -> str:
+        return str(one(self.engine, "SELECT view_id FROM user_views")[0])
+
+    def pane_of(self, frame_id: str) -> str | None:
+        row = one(self.engine, "SELECT s.pane_id FROM surfaces s JOIN frames f ON"
+                               " f.current_session_key = s.session_key WHERE f.frame_id = ?"
+                               " AND s.lifecycle_state = 'live'", frame_id)
+        return None if row is None else row[0]
+
+    def frame(self, title: str) -> str:
+        return str(one(self.engine, "SELECT frame_id FROM frames WHERE title = ?", title)[0])
+
+    def session_id(self, frame_id: str) -> str:
+        key = one(self.engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+                  frame_id)[0]
+        return str(key).rsplit(":", 1)[1]
+
+    def wait_prompt(self, pane: str) -> None:
+        """The CLI is at its input box (so typed keys go to the prompt)."""
+        assert wait_for(lambda: "? for shortcuts" in screen(self.socket, pane), SLOW), \
+            screen(self.socket, pane)
+
+    def wait_activity(self, frame_id: str, wanted: str) -> None:
+        assert wait_for(lambda: activity(self.engine, frame_id) == wanted, SLOW), (
+            activity(self.engine, frame_id), screen(self.socket, main_pane(self.engine)))
+
+    def transition(self, kind: str, nth: int = 1) -> tuple | None:
+        rows = self.engine.conn.execute(
+            "SELECT state, target_frame_id FROM view_transitions WHERE kind = ?"
+            " ORDER BY created_at, rowid", (kind,)).fetchall()
+        return tuple(rows[nth - 1]) if len(rows) >= nth else None
+
+    def dump(self) -> str:
+        """What the registry says, for a failing wait's message."""
+        out = []
+        for sql in ("SELECT kind, state, phase, target_frame_id FROM view_transitions",
+                    "SELECT kind, transport, state, submission_count FROM control_turns",
+                    "SELECT session_key, activity, runtime_presence FROM provider_sessions",
+                    "SELECT kind, subject_type, state FROM recoveries"):
+            try:
+                out.append(repr([tuple(r) for r in self.engine.conn.execute(sql)]))
+            except Exception as exc:  # noqa: BLE001 - a diagnostic only
+                out.append(f"{sql}: {exc}")
+        return "\n".join(out)
+
+    def panes(self) -> list[str]:
+        return tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+
+
+@pytest.fixture
+def world(tmp_path: Path, tmux_socket: Path, real_clis: RealClis,
+          monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    root = tmp_path / "sb"
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(root))
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.delenv("TMUX_PANE", raising=False)
+    home = seed_home(tmp_path / "claude-home", [root / "src" / "alpha", root / "src" / "beta"])
+    with AnthropicStandin() as api:
+        command = claude_command(real_clis.claude, home, api.url)
+        engine = make_real_engine(root, tmux_socket, {Provider.CLAUDE: command,
+                                                      Provider.CODEX: (str(real_clis.codex),)})
+        try:
+            yield World(engine, tmux_socket, root, home, api)
+        finally:
+            engine.conn.close()
+
+
+def _offered_ours(api: AnthropicStandin) -> bool:
+    """Every Switchboard tool, under the exact name Claude gives it, reached the model."""
+    ours = set(claude_tool_names())
+    return {PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL} <= ours and any(
+        ours <= set(turn.tool_names) for turn in api.turns())
+
+
+def test_real_claude_completes_the_whole_journey(world: World) -> None:
+    engine, socket = world.engine, world.socket
+    route = engine.project_enter(new_request_id(), "alpha")
+    parent = route.frame_id
+    started = engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
+    assert wait_for(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                started.launch_id) == ("bound",), SLOW)
+    main = main_pane(engine)
+    world.wait_prompt(main)
+    parent_id = world.session_id(parent)
+
+    # start -> working -> ready, from the CLI's own hooks
+    type_prompt(socket, main, "SLOWTEST say something")
+    world.wait_activity(parent, "working")
+    world.wait_activity(parent, "ready")
+    assert "STANDIN-SLOW done" in screen(socket, main)
+
+    # a tool the person's rules do not allow asks; the pane needs input until approved
+    type_prompt(socket, main, "TOOLTEST please")
+    world.wait_activity(parent, "needs_input")
+    assert wait_for(lambda: "Do you want to proceed?" in screen(socket, main), SLOW), \
+        screen(socket, main)
+    marker = world.project / TOOLTEST_COMMAND.split()[-1]
+    assert not marker.exists()
+    tmux(socket, "send-keys", "-t", main, "Enter")  # 1. Yes
+    world.wait_activity(parent, "ready")
+    assert marker.exists()
+
+    # push: Switchboard's own tools run without asking, by the names the CLI gave them
+    type_prompt(socket, main, "PUSH Fix the bug :: Make test_foo pass")
+    assert wait_for(lambda: world.transition("push") is not None
+                    and world.transition("push")[0] == "completed", SLOW), \
+        screen(socket, main)
+    child = world.frame("Fix the bug")
+    child_pane = main_pane(engine)
+    assert child_pane != main
+    assert f"{main} 1" in tmux(socket, "list-panes", "-a", "-F",
+                               "#{pane_id} #{pane_input_off}").splitlines()
+    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+                    is not None, SLOW), screen(socket, child_pane)
+    world.wait_activity(child, "ready")
+    turn = one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                       " WHERE kind = 'claim_brief'")
+    assert turn == ("resume_initial", "settled", 1)
+    child_screen = screen(socket, child_pane)
+    assert child_screen.count(CONTROL_TEMPLATE) == 1, child_screen
+    assert "STANDIN-CLAIMED brief: Fix the bug" in child_screen
+    assert _offered_ours(world.api)
+    assert world.api.journal.tool_calls()[:3] == ["Bash", PUSH_TOOL, CLAIM_TOOL]
+
+    # complete-return: the parent, live and ready, gets the fixed line typed once
+    type_prompt(socket, child_pane, "COMPLETE Fixed foo :: review and merge")
+    assert wait_for(lambda: world.transition("complete_return") is not None
+                    and world.transition("complete_return")[0] == "completed", SLOW), \
+        world.dump() + screen(socket, main)
+    assert main_pane(engine) == main
+    assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
+               child) == ("closed", "completed")
+    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                    is not None, SLOW), screen(socket, main)
+    world.wait_activity(parent, "ready")
+    turn = one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                       " WHERE kind = 'claim_handoff'")
+    assert turn == ("live_input", "settled", 1)
+    parent_screen = screen(socket, main)
+    assert parent_screen.count(CONTROL_TEMPLATE) == 1, parent_screen
+    assert "STANDIN-CLAIMED handoff: Fix the bug" in parent_screen
+    assert wait_for(lambda: child_pane not in world.panes(), SLOW)
+    assert world.api.journal.tool_calls()[3:] == [COMPLETE_TOOL, CLAIM_TOOL]
+
+    # back, focus and a human close
+    type_prompt(socket, main, "PUSH Second look :: look around")
+    assert wait_for(lambda: world.transition("push", 2) is not None
+                    and world.transition("push", 2)[0] == "completed", SLOW), \
+        screen(socket, main)
+    second = world.frame("Second look")
+    second_pane = main_pane(engine)
+    world.wait_activity(second, "ready")
+    engine.frame_back(new_request_id(), world.view_id)
+    assert main_pane(engine) == main
+    assert world.pane_of(second) == second_pane  # parked, still running
+    engine.view_focus(new_request_id(), world.view_id, second)
+    assert main_pane(engine) == second_pane
+    engine.frame_close(new_request_id(), second)
+    assert main_pane(engine) == main
+    assert one(engine, "SELECT lifecycle_state FROM frames WHERE frame_id = ?",
+               second) == ("closed",)
+    assert wait_for(lambda: second_pane not in world.panes(), SLOW)
+
+    # stop, then start again: the exact same Claude session, in the CLI's own files
+    sessions_before = transcripts(world.home)
+    own = transcript(world.home, parent_id)
+    assert own is not None and own in sessions_before
+    engine.frame_stop(new_request_id(), parent)
+    assert wait_for(lambda: main not in world.panes(), SLOW)
+    again = engine.frame_start(new_request_id(), parent)
+    assert again.session_key == started.session_key
+    assert one(engine, "SELECT action FROM launch_intents WHERE launch_id = ?",
+               again.launch_id) == ("resume",)
+    resumed = main_pane(engine)
+    world.wait_prompt(resumed)
+    type_prompt(socket, resumed, "after the stop")
+    assert wait_for(lambda: "STANDIN-OK: after the stop" in screen(socket, resumed), SLOW), \
+        screen(socket, resumed)
+    world.wait_activity(parent, "ready")
+    assert wait_for(lambda: "after the stop" in own.read_text(), SLOW)
+    assert transcripts(world.home) == sessions_before  # no new session file
+
+    # the tmux server dies; opening the project again rebuilds it; n resumes
+    pid = int(tmux(socket, "display-message", "-p", "#{pid}").strip())
+    tmux(socket, "kill-server")
+    assert wait_for(lambda: not _alive(pid), SLOW)
+    EngineClient(engine=engine, home=Home(root=world.root,
+                                          config_path=world.root / "config.toml")
+                 ).enter_project("alpha")
+    restarted = engine.frame_start(new_request_id(), parent)
+    assert restarted.session_key == started.session_key
+    pane = main_pane(engine)
+    world.wait_prompt(pane)
+    type_prompt(socket, pane, "after the restart")
+    assert wait_for(lambda: "STANDIN-OK: after the restart" in screen(socket, pane), SLOW), \
+        screen(socket, pane)
+    world.wait_activity(parent, "ready")
+    assert wait_for(lambda: "after the restart" in own.read_text(), SLOW)
+    assert transcripts(world.home) == sessions_before
+
+
+def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude submits a prompt without waiting for MCP servers; the launch's hook
+    holds it until Switchboard's server has listed its tools, so the very first
+    request already offers them."""
+    slow = ("/bin/sh", "-c", f"sleep 4; exec {sys.executable} -m navigator.cli mcp")
+    monkeypatch.setattr("core.launcher.MCP_SERVER_ARGV", slow)
+    engine, socket = world.engine, world.socket
+    route = engine.project_enter(new_request_id(), "alpha")
+    engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+    main = main_pane(engine)
+    world.wait_prompt(main)
+    type_prompt(socket, main, "PUSH Early :: typed before the tools were listed")
+    submitted = time.time()
+    assert wait_for(lambda: world.transition("push") is not None, SLOW), screen(socket, main)
+    ready = list((world.root / "run").glob("*/claude-mcp-ready-*"))
+    assert len(ready) == 1 and ready[0].stat().st_mtime > submitted  # listed after Enter
+    first = world.api.turns()[0]
+    assert PUSH_TOOL in first.tool_names, first.tool_names
+    assert world.api.journal.tool_calls()[0] == PUSH_TOOL
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(world: World) -> None:
+    """``claude --resume ID ... -- "<fixed line>"``: the prompt is a prompt, and the
+    resumed parent claims its handoff with one submission."""
+    engine, socket = world.engine, world.socket
+    route = engine.project_enter(new_request_id(), "alpha")
+    parent = route.frame_id
+    started = engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
+    main = main_pane(engine)
+    world.wait_prompt(main)
+    type_prompt(socket, main, "PUSH Child :: the child's brief")
+    assert wait_for(lambda: world.transition("push") is not None
+                    and world.transition("push")[0] == "completed", SLOW), world.dump()
+    child = world.frame("Child")
+    child_pane = main_pane(engine)
+    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+                    is not None, SLOW), screen(socket, child_pane)
+    world.wait_activity(child, "ready")
+    engine.frame_stop(new_request_id(), parent)  # the parked parent stops
+    assert wait_for(lambda: main not in world.panes(), SLOW)
+    type_prompt(socket, child_pane, "COMPLETE done it :: merge")
+    assert wait_for(lambda: world.transition("complete_return") is not None
+                    and world.transition("complete_return")[0] == "completed", SLOW), \
+        world.dump() + screen(socket, child_pane)
+    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                    is not None, SLOW), world.dump() + screen(socket, main_pane(engine))
+    world.wait_activity(parent, "ready")
+    assert one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                       " WHERE kind = 'claim_handoff'") == ("resume_initial", "settled", 1)
+    assert one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+               parent) == (started.session_key,)
+    parent_screen = screen(socket, main_pane(engine))
+    assert parent_screen.count(CONTROL_TEMPLATE) == 1, parent_screen
+    assert "STANDIN-CLAIMED handoff: Child" in parent_screen
+    assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
+               child) == ("closed", "completed")
