@@ -28,13 +28,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
@@ -52,25 +53,36 @@ REPO = Path(__file__).resolve().parents[2]
 BASELINE = f"{sys.executable} -c pass"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Series:
+    """Wall time (what the agent waits) and CPU time (user + system of the process
+    tree: steadier than wall on a loaded machine) of each run, in milliseconds."""
+
     name: str
-    samples: list[float]
+    samples: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
 
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
 
-def _timed(command: str, env: dict[str, str], stdin: bytes) -> float:
-    """One ``sh -c COMMAND`` run, spawn to exit, in milliseconds; a failure stops the run."""
-    start = time.perf_counter()
-    done = subprocess.run(["/bin/sh", "-c", command], input=stdin, env=env, cwd=REPO,
-                          capture_output=True)
-    elapsed = (time.perf_counter() - start) * 1000
-    if done.returncode != 0:
-        raise SystemExit(f"{command} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
-    return elapsed
+    def add(self, command: str, env: dict[str, str], stdin: bytes) -> None:
+        """One ``sh -c COMMAND`` run, spawn to exit; a failure stops the benchmark."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(["/bin/sh", "-c", command], input=stdin, env=env, cwd=REPO,
+                              capture_output=True)
+        self.samples.append((time.perf_counter() - start) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+                        * 1000)
+        if done.returncode != 0:
+            raise SystemExit(f"{command} exited {done.returncode}: "
+                             f"{done.stderr.decode()[-2000:]}")
 
 
 def hook_commands(engine) -> dict[str, str]:
@@ -136,38 +148,38 @@ def run(runs: int, push_runs: int) -> tuple[list[Series], Series, Series]:
                                    env=env, cwd=REPO, capture_output=True, check=True)
             assert json.loads(check.stdout)["handled"] is handled, check
 
-        for _ in range(3):  # warm-up (page cache, .pyc)
-            _timed(commands["Stop"], pane_env, stop)
-            _timed(BASELINE, base_env, b"")
+        warm = Series("warm-up")
+        for _ in range(3):  # page cache, .pyc
+            warm.add(commands["Stop"], pane_env, stop)
+            warm.add(BASELINE, base_env, b"")
 
-        series = {name: [] for name in ("python -c pass", "UserPromptSubmit (managed)",
-                                        "Stop (managed)", "Stop (unmanaged)")}
+        base, prompts, stops, unmanaged = (Series(name) for name in (
+            "python -c pass", "UserPromptSubmit (managed)", "Stop (managed)",
+            "Stop (unmanaged)"))
         for _ in range(runs):
-            series["python -c pass"].append(_timed(BASELINE, base_env, b""))
-            series["UserPromptSubmit (managed)"].append(
-                _timed(commands["UserPromptSubmit"], pane_env, prompt))
-            series["Stop (managed)"].append(_timed(commands["Stop"], pane_env, stop))
-            series["Stop (unmanaged)"].append(_timed(commands["Stop"], base_env, stop))
+            base.add(BASELINE, base_env, b"")
+            prompts.add(commands["UserPromptSubmit"], pane_env, prompt)
+            stops.add(commands["Stop"], pane_env, stop)
+            unmanaged.add(commands["Stop"], base_env, stop)
 
         route = live.engine.conn.execute(
             "SELECT f.frame_id, v.view_id FROM frames f JOIN user_views v"
             " ON v.active_frame_id = f.frame_id WHERE f.role = 'workspace'").fetchone()
-        hook_ms, worker_ms = [], []
+        push_hook, push_worker = Series("Stop starting a push (hook)"), \
+            Series("push done by the worker")
         for number in range(push_runs):
             transition_id = _push_waiting(live, pane_env, route[0], route[1], number)
             started = time.perf_counter()
-            hook_ms.append(_timed(commands["Stop"], pane_env, stop))
+            push_hook.add(commands["Stop"], pane_env, stop)
             _wait_state(live, transition_id, ("awaiting_claim", "completed"), 60)
-            worker_ms.append((time.perf_counter() - started) * 1000)
+            push_worker.samples.append((time.perf_counter() - started) * 1000)
             _wait_state(live, transition_id, ("completed",), 60)  # the child claimed it
             live.engine.frame_back(new_request_id(), route[1])
         live.engine.conn.close()
     finally:
         subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
-    return ([Series(name, samples) for name, samples in series.items()],
-            Series("Stop starting a push (hook)", hook_ms),
-            Series("push done by the worker", worker_ms))
+    return [base, prompts, stops, unmanaged], push_hook, push_worker
 
 
 def main() -> int:
@@ -176,7 +188,8 @@ def main() -> int:
     parser.add_argument("--push-runs", type=int, default=5)
     args = parser.parse_args()
     plain, push_hook, push_worker = run(args.runs, args.push_runs)
-    base = plain[0].median
+    # (ratios are of medians; the cpu ratio is the steadier figure on a loaded machine)
+    base, base_cpu = plain[0].median, plain[0].cpu_median
     print(f"hook command: sh -c '{sys.executable} -m navigator.cli hook --provider claude EVENT'"
           f"  ({args.runs} runs, load average {os.getloadavg()[0]:.2f})")
     targets = {"Stop (managed)": MANAGED_STOP_RATIO, "Stop (unmanaged)": UNMANAGED_RATIO}
@@ -186,7 +199,8 @@ def main() -> int:
         verdict = "" if target is None else \
             f"  target <= {target:.1f}x: {'OK' if ratio <= target else 'OVER'}"
         print(f"{series.name:28s} median {series.median:7.1f} ms  max {max(series.samples):7.1f}"
-              f" ms  {ratio:4.2f}x{verdict}")
+              f" ms  {ratio:4.2f}x{verdict}   (cpu {series.cpu_median:5.1f} ms ="
+              f" {series.cpu_median / base_cpu:4.2f}x)")
     if push_hook.samples:
         verdict = "OK" if push_hook.median < PUSH_STOP_MS else "OVER"
         print(f"{push_hook.name:28s} median {push_hook.median:7.1f} ms  max "
