@@ -15,8 +15,8 @@ server's stale environment or a provider's cleared environment.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 ENV_HOME = "SWITCHBOARD_HOME"
 ENV_CONFIG = "SWITCHBOARD_CONFIG"
@@ -41,8 +41,7 @@ def _xdg_dir(env: dict[str, str], name: str, fallback: tuple[str, ...]) -> Path:
     return Path(_user_home(env), *fallback)
 
 
-@dataclass(frozen=True)
-class Home:
+class Home(NamedTuple):
     root: Path
     config_path: Path
 

@@ -5,6 +5,11 @@ check the generation marker, authenticate the capability, record activity in
 one short transaction, and on a trusted Stop run whatever transition was
 waiting for it. An unmanaged session, or a stale generation, is a successful
 no-op; forged or partial markers fail closed without writing.
+
+The records of the hook path (HookOutcome here, HookEvent, HookRegistry, Home,
+Authority) are NamedTuples, not dataclasses: importing ``dataclasses`` (it
+pulls in ``inspect``) was the largest single cost of a plain turn's hook
+process, which every prompt and every turn end of every agent pays.
 """
 
 from __future__ import annotations
@@ -13,8 +18,7 @@ import os
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
 from core.enums import Activity, ActivityReason, Provider, RuntimePresence
@@ -27,8 +31,7 @@ if TYPE_CHECKING:
     from core.ports import Clock
 
 
-@dataclass(frozen=True)
-class HookOutcome:
+class HookOutcome(NamedTuple):
     handled: bool
     reason: str
     session_key: str | None = None
@@ -41,11 +44,15 @@ class HookOutcome:
 
 def handle_hook(provider: str, event: str, payload: bytes | str,
                 env: dict[str, str] | None = None, *,
-                clock: Clock | None = None) -> HookOutcome:
+                clock: Clock | None = None, detach_stop_work: bool = False) -> HookOutcome:
     """Record one hook invocation; raise (writing nothing) when it cannot be trusted.
 
     Order matters: markers and the generation pointer are checked before the
     payload is even parsed, so a stale pane is a no-op whatever it sends.
+
+    ``detach_stop_work``: a trusted Stop's waiting push/return runs in a detached
+    worker (``core.stop_worker``) instead of here, so the provider's hook returns
+    at once; in-process callers that want the result keep the default.
     """
     env = dict(os.environ if env is None else env)
     raw = env.get(ENV_CAPABILITY)
@@ -74,12 +81,17 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         _lift_fences(home, generation, recorded.observed_controls)
     if not recorded.stop_work:
         return recorded.outcome
+    if detach_stop_work:
+        from core import stop_worker
+
+        stop_worker.start(home, generation, recorded.frame_id)
+        reason = recorded.outcome.reason + "; waiting work handed to a worker"
+        return recorded.outcome._replace(reason=reason)
     executed = _after_trusted_stop(home, generation, recorded.frame_id)
-    return replace(recorded.outcome, executed_transitions=tuple(executed))
+    return recorded.outcome._replace(executed_transitions=tuple(executed))
 
 
-@dataclass(frozen=True)
-class _Recorded:
+class _Recorded(NamedTuple):
     outcome: HookOutcome
     authenticated: bool
     frame_id: str = ""

@@ -16,8 +16,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.home import Home
 from storage.uri import sqlite_uri
@@ -52,8 +51,7 @@ def open_engine(home: Home | None = None, *, with_stage: bool = False,
     return engine
 
 
-@dataclass(frozen=True)
-class HookRegistry:
+class HookRegistry(NamedTuple):
     """A read-write connection to the current generation, identity verified.
 
     ``verified`` is the cache record to persist once the caller has proven it

@@ -81,7 +81,9 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
     # is never buffered.
     payload = args.payload if args.payload is not None \
         else sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
-    outcome = handle_hook(args.provider, args.event, payload)
+    # The provider waits for this process: a trusted Stop's waiting push/return
+    # (engine, tmux, a new pane) runs in a detached worker instead.
+    outcome = handle_hook(args.provider, args.event, payload, detach_stop_work=True)
     if outcome.claim_reminder and args.provider == "claude" and not args.json:
         # Claude adds a UserPromptSubmit hook's additionalContext to the turn: the
         # fixed line, nothing interpolated (the handoff itself comes from the claim).
