@@ -201,8 +201,6 @@ class EngineClient:
         return value if isinstance(value, dict) else {}
 
     def save_ui_state(self, state: dict[str, Any]) -> None:
-        path = self._ui_state_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        from core.files import write_private
+
+        write_private(self._ui_state_path, json.dumps(state, sort_keys=True))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from core.config import Config, default_config, load_config, parse_config, render_config
 from core.errors import RegistryUnavailable, SwitchboardError
+from core.files import write_private
 from core.home import Home
 from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
 from storage.registry_file import create_registry, open_registry, publish_pointer
@@ -28,10 +29,7 @@ class InitResult:
 
 
 def _write_config(home: Home, config: Config) -> None:
-    home.config_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = home.config_path.with_name(home.config_path.name + ".tmp")
-    tmp.write_text(render_config(config), encoding="utf-8")
-    tmp.replace(home.config_path)
+    write_private(home.config_path, render_config(config))
 
 
 def init_registry(home: Home, *, template: Config | None = None, clock: Clock | None = None,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -97,13 +96,14 @@ def remember_hook_open(opened: HookRegistry) -> None:
     """
     if opened.verified is None:
         return
+    from core.errors import EnvironmentFailure
+    from core.files import write_private
+
     target = opened.home.state_dir / opened.generation_id / HOOK_OPEN_CACHE
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(opened.verified, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, target)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+        write_private(target, json.dumps(opened.verified, sort_keys=True))
+    except (OSError, EnvironmentFailure):
+        pass
 
 
 def _read_cache(home: Home, generation_id: str) -> dict[str, Any] | None:

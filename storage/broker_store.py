@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from core.files import create_private_file, private_dir
 from storage.broker_schema import (
     APPLICATION_ID,
     KNOWN_DDL,
@@ -224,7 +225,8 @@ def open_store(path: Path, *, create: bool = True, readonly: bool = False) -> Br
     path = canonical(path)
     diagnosis = diagnose(path)
     if diagnosis.verdict is Verdict.MISSING and create and not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        create_private_file(path)  # an empty file diagnoses as EMPTY; -wal/-shm follow its mode
         diagnosis = Diagnosis(Verdict.EMPTY, "is new")
     if diagnosis.verdict is Verdict.EMPTY and (readonly or not create):
         raise FormatRefused(path, Diagnosis(Verdict.EMPTY, "is not initialized yet"))
