@@ -54,7 +54,15 @@ def init_registry(home: Home, *, template: Config | None = None, clock: Clock | 
 
 def _load_template(home: Home) -> Config:
     """A config to publish: its generation_id may be absent (init binds a new one)."""
-    text = home.config_path.read_text(encoding="utf-8")
+    from core.config import MAX_CONFIG_BYTES
+    from core.files import read_bounded
+
+    data = read_bounded(home.config_path, MAX_CONFIG_BYTES, "config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SwitchboardError(f"{home.config_path}: is not UTF-8 text (byte {exc.start}); "
+                               "fix or remove it, then retry", code="config_syntax") from None
     return parse_config(text, source=str(home.config_path), allow_missing_generation=True)
 
 
