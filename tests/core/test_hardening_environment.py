@@ -156,3 +156,28 @@ def test_private_write_on_a_full_disk_keeps_the_old_file(small_disk: Path) -> No
     assert target.read_text() == "old"
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
     filler.unlink()
+
+
+def test_a_registry_locked_past_the_timeout_is_named_in_words(tmp_path: Path) -> None:
+    import sqlite3
+
+    from core.errors import RegistryUnavailable
+
+    engine = make_engine(tmp_path / "home")
+    holder = sqlite3.connect(str(tmp_path / "home" / "state" / engine.generation_id
+                                 / "registry.sqlite3"), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another process mid-write, for too long
+        engine.conn.execute("PRAGMA busy_timeout = 200")  # the wait itself is not under test
+        before = dump_registry(engine.conn)
+        with pytest.raises(RegistryUnavailable) as refused:
+            engine.project_enter(rid(1), "alpha")
+        assert refused.value.code == "registry_busy"
+        assert refused.value.message.endswith(
+            "registry.sqlite3 stayed locked by another Switchboard process for 5 s: retry "
+            "in a moment; nothing was changed")
+        holder.execute("ROLLBACK")
+        assert dump_registry(engine.conn) == before
+    finally:
+        holder.close()
+        engine.conn.close()
