@@ -90,13 +90,22 @@ def diagnose(path: Path) -> Diagnosis:
     try:
         conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True, isolation_level=None)
     except sqlite3.Error as exc:
+        _raise_if_environment(exc, path)
         return Diagnosis(Verdict.NOT_SQLITE, f"cannot be opened as SQLite ({exc})")
     try:
         return diagnose_connection(conn)
     except sqlite3.DatabaseError as exc:
+        _raise_if_environment(exc, path)
         return Diagnosis(Verdict.NOT_SQLITE, f"is not a SQLite database ({exc})")
     finally:
         conn.close()
+
+
+def _raise_if_environment(exc: sqlite3.Error, path: Path) -> None:
+    """A read-only mount or a locked file is the machine, not a foreign file format."""
+    failure = environment_failure(exc, path)
+    if failure is not None:
+        raise failure from exc
 
 
 def diagnose_connection(conn: sqlite3.Connection) -> Diagnosis:

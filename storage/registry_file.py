@@ -18,6 +18,7 @@ from core.enums import ActivationState
 from core.errors import RegistryUnavailable
 from core.files import create_private_file, private_dir, write_private
 from storage.connection import connect
+from storage.environment import environment_failure
 from storage.schema import APPLICATION_ID, PROTOCOL_VERSION, REQUIRED_TABLES, SCHEMA_VERSION, ddl
 from storage.uri import sqlite_uri
 
@@ -121,6 +122,9 @@ def _diagnose_once(path: Path) -> RegistryMetadata:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        failure = environment_failure(exc, path)
+        if failure is not None:  # a read-only mount or a lock, not a damaged file
+            raise failure from exc
         raise RegistryUnavailable(
             f"{path} is not a readable SQLite registry ({exc}); it was left unchanged",
             code=TRANSIENT_CODE) from exc

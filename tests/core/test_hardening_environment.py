@@ -181,3 +181,20 @@ def test_a_registry_locked_past_the_timeout_is_named_in_words(tmp_path: Path) ->
     finally:
         holder.close()
         engine.conn.close()
+
+
+def test_broker_on_a_read_only_disk_says_so(small_disk: Path) -> None:
+    from core.broker import open_broker
+
+    path = small_disk / "broker.sqlite3"
+    open_broker(path).close()
+    before = path.read_bytes()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        with pytest.raises(EnvironmentFailure) as failed:
+            open_broker(path)
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    assert failed.value.code == "read_only"
+    assert failed.value.message.startswith(f"{path} is read-only")
+    assert path.read_bytes() == before
