@@ -176,8 +176,20 @@ def _create(path: Path, now_ms: int) -> None:
 
 def open_session_db(path: Path, *, now_ms: int | None = None,
                     create: bool = True) -> sqlite3.Connection:
-    """A read-write connection to a diagnosed session file (created when missing)."""
-    path = Path(path)
+    """A read-write connection to a diagnosed session file (created when missing).
+
+    A full or read-only disk while creating or opening it is said as such.
+    """
+    try:
+        return _open_session_db(Path(path), now_ms, create)
+    except sqlite3.OperationalError as exc:
+        failure = environment_failure(exc, path)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+def _open_session_db(path: Path, now_ms: int | None, create: bool) -> sqlite3.Connection:
     if not path.exists():
         if not create:
             raise SessionDbRefused(f"no session file at {path}", code="session_db_missing")

@@ -23,6 +23,7 @@ from tests.core.engines import dump as dump_registry
 from tests.core.engines import rid
 from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
 from tests.factories import make_engine
+from tests.integration.journey_env import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,6 +82,17 @@ def run_hook(live: LiveSurface, payload: bytes) -> subprocess.CompletedProcess[s
         capture_output=True, text=True, timeout=120)
 
 
+def empty_wal(conn, database: Path) -> bool:
+    """Checkpoint and truncate the WAL; False while a reader (the agent's hook) blocks it.
+
+    With frames left in a checkpointed WAL, SQLite reuses that space and a write
+    would not need new disk blocks: not the full-disk case under test.
+    """
+    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    wal = Path(f"{database}-wal")
+    return busy == 0 and (not wal.exists() or wal.stat().st_size == 0)
+
+
 def activity(live: LiveSurface) -> str:
     return live.engine.conn.execute(
         "SELECT activity FROM provider_sessions WHERE session_key = ?",
@@ -92,12 +104,12 @@ def test_hook_on_a_full_disk_says_so_in_one_line_and_writes_nothing(
     live = live_on_small_disk
     # The navigator keeps the registry open (so -shm exists); an emptied WAL means
     # the hook's commit needs new disk blocks, as on a real full disk.
-    live.engine.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    registry = live.root / "state" / live.engine.generation_id / "registry.sqlite3"
+    assert wait_for(lambda: empty_wal(live.engine.conn, registry), 30)
     assert activity(live) != "working"
     before = dump(live)
     filler = fill(live.root.parent)
     done = run_hook(live, payload_for(live, "UserPromptSubmit", prompt="hello"))
-    registry = live.root / "state" / live.engine.generation_id / "registry.sqlite3"
     assert done.returncode == 3, done.stderr
     assert done.stderr == (f"switchboard: disk_full: disk full while writing {registry}: "
                            "free space and retry; nothing was changed\n")
