@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import RegistryUnavailable
+from core.files import create_private_file, private_dir
 from storage.environment import environment_failure
 from storage.uri import sqlite_uri
 
@@ -143,9 +144,10 @@ def _create(path: Path, now_ms: int) -> None:
     """Build the file beside ``path`` and link it into place (never over an existing one)."""
     from storage.session_schema import ddl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.creating")
     try:
+        create_private_file(tmp)  # -wal/-shm take the database file's mode
         conn = sqlite3.connect(sqlite_uri(tmp, mode="rwc"), uri=True, isolation_level=None)
         try:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -174,8 +176,20 @@ def _create(path: Path, now_ms: int) -> None:
 
 def open_session_db(path: Path, *, now_ms: int | None = None,
                     create: bool = True) -> sqlite3.Connection:
-    """A read-write connection to a diagnosed session file (created when missing)."""
-    path = Path(path)
+    """A read-write connection to a diagnosed session file (created when missing).
+
+    A full or read-only disk while creating or opening it is said as such.
+    """
+    try:
+        return _open_session_db(Path(path), now_ms, create)
+    except sqlite3.OperationalError as exc:
+        failure = environment_failure(exc, path)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+def _open_session_db(path: Path, now_ms: int | None, create: bool) -> sqlite3.Connection:
     if not path.exists():
         if not create:
             raise SessionDbRefused(f"no session file at {path}", code="session_db_missing")
