@@ -696,7 +696,9 @@ class SwitchboardApp(App[None]):
         if self._remote(view.host_id):
             return
         other = "direct" if view.mode == "navigator" else "navigator"
-        self.request("Mode", f"{view.title}: {other} mode",
+        done = f"{view.title}: {other} mode" + (
+            " (tmux prefix + S brings the navigator back)" if other == "direct" else "")
+        self.request("Mode", done,
                      partial(self.client.toggle_mode, view.view_id))
 
     def action_recover(self) -> None:

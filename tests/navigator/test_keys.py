@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.widgets import Static
+
 from core.requests import new_request_id
 from navigator.app import SwitchboardApp
 from navigator.screens.complete import CompleteReturnScreen
@@ -189,6 +191,8 @@ async def test_m_toggles_the_view_mode(demo: Scenario) -> None:
         await pilot.press("m")
         await settle(pilot)
         assert demo.view_row("alpha")["mode"] == "direct"
+        # direct mode hides the navigator: the toast says how to get it back
+        assert any("prefix + S" in m for _, m in notices(app))
         await pilot.press("m")
         await settle(pilot)
         assert demo.view_row("alpha")["mode"] == "navigator"
@@ -279,3 +283,14 @@ async def test_s_stops_the_frames_agent_after_confirmation(demo: Scenario) -> No
         "SELECT state FROM launch_intents WHERE session_key = ?", (key,)).fetchone()
     assert launch["state"] == "superseded"  # the planned start never ran
     assert demo.frame_row("beta")["current_session_key"] == key  # session kept for resume
+
+
+async def test_help_says_how_to_reach_the_agent_pane_and_come_back(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#tmux-keys", Static).render())
+        assert "prefix + S" in text and "prefix + arrow" in text
