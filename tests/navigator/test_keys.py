@@ -153,6 +153,23 @@ async def test_x_closes_the_task_after_confirmation(demo: Scenario) -> None:
     assert frame["lifecycle_state"] in ("closing", "closed")
 
 
+async def test_confirm_dialog_arrows_move_between_its_buttons(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Write docs")
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "no"  # the safe default
+        await pilot.press("left")
+        assert app.focused is not None and app.focused.id == "yes"
+        await pilot.press("right")
+        assert app.focused is not None and app.focused.id == "no"
+        await pilot.press("left", "enter")
+        await settle(pilot)
+    assert demo.frame_row("Write docs")["close_reason"] == "dismissed"
+
+
 async def test_x_then_no_keeps_the_task(demo: Scenario) -> None:
     app = SwitchboardApp(demo.client)
     async with app.run_test(size=SIZE) as pilot:
