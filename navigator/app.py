@@ -125,6 +125,7 @@ class SwitchboardApp(App[None]):
                 tooltip="run the selected recovery (safe_auto ones only)"),
         Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
         Binding("slash", "search", "Search", key_display="/"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -906,7 +907,14 @@ class SwitchboardApp(App[None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
-            self.query_one(FrameTree).focus()
+            frames = self.query_one(FrameTree)
+            frames.focus()
+            frames.select_first_match()  # enter jumps to the match; the filter stays
+
+    def action_clear_filter(self) -> None:
+        """Escape after a search: the whole tree again (escape in the box does the same)."""
+        if self.query_one(FrameTree).filter_text:
+            self.query_one(SearchBox).action_clear_search()
 
     def on_search_box_cleared(self, message: SearchBox.Cleared) -> None:
         self.query_one(SearchBox).remove_class("-visible")

@@ -255,11 +255,16 @@ async def test_slash_filters_the_tree_and_escape_clears(demo: Scenario) -> None:
         assert frame_key(demo.frames["Write docs"]) in keys
         assert frame_key(demo.frames["Fix login"]) not in keys
         assert frame_key(demo.frames["beta"]) not in keys
-        await pilot.press("enter")  # keep the filter, back to the tree
+        await pilot.press("enter")  # keep the filter, back to the tree, on the match
         assert app.focused is tree(app)
-        await pilot.press("slash", "escape")
+        assert tree(app).selected_ref is not None
+        assert tree(app).selected_ref.key == frame_key(demo.frames["Write docs"])
+        await pilot.press("escape")  # escape in the tree clears the kept filter too
         await pilot.pause()
         assert frame_key(demo.frames["Fix login"]) in tree(app).frame_nodes()
+        await pilot.press("slash", *"login", "escape")
+        await pilot.pause()
+        assert frame_key(demo.frames["Write docs"]) in tree(app).frame_nodes()
 
 
 async def test_question_mark_shows_every_key(demo: Scenario) -> None:
