@@ -102,8 +102,7 @@ class _Recorded(NamedTuple):
     attention: Attention | None = None
 
 
-@dataclass(frozen=True)
-class Attention:
+class Attention(NamedTuple):
     """What the person should learn outside the view: new counts, maybe a nudge."""
 
     segment: str
@@ -185,23 +184,23 @@ def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
     """New counts when the activity changed; a nudge for needs-input and finished turns."""
     if after is None or after.value == before:
         return None
-    from core.attention import AttentionKind, read_counts
+    from core.attention_counts import NEEDS_INPUT, TURN_FINISHED, read_counts
 
-    kind = AttentionKind.NEEDS_INPUT if after is Activity.NEEDS_INPUT else \
-        AttentionKind.TURN_FINISHED if turn_stopped and after is Activity.READY else None
-    return Attention(read_counts(conn).segment(), kind.value if kind else None)
+    kind = NEEDS_INPUT if after is Activity.NEEDS_INPUT else \
+        TURN_FINISHED if turn_stopped and after is Activity.READY else None
+    return Attention(read_counts(conn).segment(), kind)
 
 
 def _publish_attention(env: dict[str, str], frame_id: str, attention: Attention) -> None:
     """Detached, never waited for: the status option straight through tmux (no Python
     start-up per hook); the publisher process only when someone may need a nudge."""
-    from core.attention import AttentionKind, spawn_publish, spawn_segment
+    from core.attention_counts import spawn_publish, spawn_segment
 
     socket = env.get("SWITCHBOARD_TMUX_SOCKET")
     if socket:
         spawn_segment(socket, attention.segment)
     if attention.kind is not None:
-        spawn_publish(env, frame_id, AttentionKind(attention.kind))
+        spawn_publish(env, frame_id, attention.kind)
 
 
 def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int) -> None:
