@@ -112,3 +112,23 @@ def test_storage_creates_private_files_without_a_umask(tmp_path: Path) -> None:
             store.close()
     finally:
         os.umask(person)
+
+
+def test_per_launch_files_are_private_without_umask_help(tmp_path: Path) -> None:
+    """The launcher's run folder, MCP file and hook state are 0700/0600 even when an
+    in-process caller runs under a permissive umask."""
+    from core.files import private_dir
+    from core.hooks_install import HookTarget, install
+    from core.launcher import _mcp_config
+
+    old = os.umask(0o022)
+    try:
+        run_dir = private_dir(tmp_path / "run" / "h_claude_x")
+        mcp = _mcp_config(run_dir)
+        install(HookTarget.claude_settings(run_dir / "settings.json"), ["sb", "hook"],
+                state_dir=run_dir / "hook-state")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(mcp.stat().st_mode) == 0o600
+    assert stat.S_IMODE((run_dir / "hook-state").stat().st_mode) == 0o700
