@@ -39,6 +39,7 @@ from navigator.lookup import (
     frame_by_id,
     frame_with_project,
     host_of_frame,
+    humanize,
     live_views,
     project_by_id,
     view_by_id,
@@ -502,7 +503,8 @@ class SwitchboardApp(App[None]):
     def on_switchboard_app_request_finished(self, message: RequestFinished) -> None:
         state = getattr(message.result, "state", None)
         if message.problem is not None:
-            self.notify(message.problem, title=f"{message.description} refused",
+            self.notify(humanize(message.problem, self.navigator_state),
+                        title=f"{message.description} refused",
                         severity="error", markup=False, timeout=8)
         elif state in ("failed", "cancelled", "superseded"):
             self.notify(f"The {message.description.lower()} transition {state}; nothing "
