@@ -35,8 +35,11 @@ CODEX_FIXTURE = FIXTURES / "codex-0.171.0.tsv"
 CLAUDE_TOOL_USE_ID = "toolu_edac0b05e4c64ff8a0d6"
 
 PROMPT = "TOOLTEST please run it"
-SECRETS = (PROMPT, "tooltest_ran", "fake tool call", "FAKE-OK", "transcript_path",
-           "/home/dev/.claude", "Claude needs your permission", "permission_suggestions")
+#: Never kept anywhere: the transcript, tool descriptions, replies, notification text.
+SECRETS = ("fake tool call", "FAKE-OK", "transcript_path", "/home/dev/.claude",
+           "Claude needs your permission", "permission_suggestions")
+#: Kept only in the session's own file (messages, command_runs), never elsewhere.
+SESSION_ONLY = (PROMPT, "tooltest_ran")
 
 
 def own_lines(live: LiveSurface, path: Path | None = None) -> list[tuple[str, dict]]:  # noqa: F811
@@ -146,6 +149,24 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
     data = db_bytes(path)
     for secret in SECRETS:
         assert secret.encode() not in data, secret
+    for kept in SESSION_ONLY:
+        assert kept.encode() in data, kept
+        elsewhere = [p for p in live.root.rglob("*") if p.is_file()
+                     and not p.is_relative_to(path.parent) and kept.encode() in p.read_bytes()]
+        assert elsewhere == [], (kept, elsewhere)
+    conn = sqlite3.connect(path)
+    try:
+        assert [json.loads(r[0])[0]["text"] for r in conn.execute(
+            "SELECT content_json FROM messages WHERE role = 'user'")][:1] == [PROMPT]
+        (command,) = conn.execute("SELECT command, cwd, exit_code, duration_ms,"
+                                  " json_extract(metadata_json, '$.exit_code'),"
+                                  " json_extract(metadata_json, '$.outcome'),"
+                                  " tool_run_id, stdout_artifact_id FROM command_runs")
+        assert command[:6] == ("touch /home/dev/src/demo/tooltest_ran", "/home/dev/src/demo",
+                               None, 63, "unknown", "passed")
+        assert command[6] == run_id and command[7] is None  # empty output: no artifact
+    finally:
+        conn.close()
 
     detail = session_detail(Home.from_env({"SWITCHBOARD_HOME": str(live.root)}),
                             live.session_key)
