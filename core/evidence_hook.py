@@ -117,6 +117,12 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
     path = session_db.session_db_path(home.root, key)
     conn = session_db.open_session_db(path, now_ms=now)
     try:
+        try:
+            from core.evidence_tasks import attempt_from_hook
+
+            attempt_from_hook(home, conn, facts, hook.provider.value, now)
+        except Exception as exc:  # the hook's own event is still worth recording
+            print(f"switchboard: session attempt not recorded: {exc}", file=sys.stderr)
         task_id = _task_of(conn, facts.frame_id)
         prepared = prepare_command(conn, path.parent, key, command) if command else None
         try:
