@@ -106,8 +106,12 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
     replay(live)
     conn = sqlite3.connect(path)
     try:
+        # The first hook of the (recreated) file also records the attempt (engine kind).
+        assert [r[0] for r in conn.execute("SELECT type FROM events WHERE source_kind ="
+                                           " 'engine'")] == ["attempt_started"]
         types = [(r[0], r[1]) for r in conn.execute(
-            "SELECT source_id, type FROM events ORDER BY timestamp, rowid")]
+            "SELECT source_id, type FROM events WHERE source_kind = 'hook'"
+            " ORDER BY timestamp, rowid")]
         assert types == [
             ("UserPromptSubmit", "prompt_submitted"), ("PreToolUse", "tool_started"),
             ("PermissionRequest", "permission_requested"), ("Notification", "notification"),
@@ -122,7 +126,8 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
         name, status, tool_input, output, error, duration = runs[0]
         assert (name, status, tool_input, output, error) == ("Bash", "ok", "{}", None, None)
         assert duration is not None and duration >= 0
-        payloads = [json.loads(r[0]) for r in conn.execute("SELECT payload_json FROM events")]
+        payloads = [json.loads(r[0]) for r in conn.execute("SELECT payload_json FROM events"
+                                                           " WHERE source_kind = 'hook'")]
         allowed = {"event", "kind", "tool_name", "tool_use_id", "turn_id", "notification_type",
                    "activity"}
         assert all(set(p) <= allowed for p in payloads)
@@ -135,7 +140,8 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
         assert linked == {"PreToolUse": run_id, "PostToolUse": run_id,
                           "PermissionRequest": None}
         first = conn.execute("SELECT agent_type, source_kind, route_text, route_json"
-                             " FROM events ORDER BY timestamp, rowid LIMIT 1").fetchone()
+                             " FROM events WHERE source_kind = 'hook'"
+                             " ORDER BY timestamp, rowid LIMIT 1").fetchone()
         assert first[:2] == ("claude", "hook")
         assert first[2] == (f"session/{live.session_key}/turn/"
                             "b4a98e45-d406-48c3-98ef-7380eacddfaf")
@@ -170,7 +176,7 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
 
     detail = session_detail(Home.from_env({"SWITCHBOARD_HOME": str(live.root)}),
                             live.session_key)
-    assert detail.recorded and detail.counts.events == 12
+    assert detail.recorded and detail.counts.events == 13  # 12 hooks + the attempt
     assert detail.counts.tool_runs == 1 and detail.counts.ok == 1
     assert detail.events[0].type == "session_ended"  # newest first
     assert detail.tool_runs[0].tool_name == "Bash" and detail.tool_runs[0].status == "ok"

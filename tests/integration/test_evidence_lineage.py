@@ -60,7 +60,7 @@ def _hook(env: dict[str, str], event: str, document: dict) -> None:
 
 
 def test_push_claim_complete_records_task_attempt_workspace_summary_and_refs(
-        tmp_path: Path, tmux_socket: Path, monkeypatch) -> None:
+        tmp_path: Path, tmux_socket: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
     checkout = tmp_path / "src" / "alpha"
     engine = make_live_engine(tmp_path, tmux_socket)
@@ -182,3 +182,26 @@ def test_push_claim_complete_records_task_attempt_workspace_summary_and_refs(
     assert record["task_id"] == child_id
     assert record["failure_signature"] == diagnostic["semantic_signature"]
     assert json.loads(record["metadata_json"])["handoff"]["summary"] == "Fixed calc.add"
+
+    # `switchboard session show` prints the same timeline, text and JSON.
+    from navigator.cli import main
+
+    capsys.readouterr()
+    assert main(["session", "show", child_id, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    commands = [c for c in shown["commands"] if c["command"] == command]
+    assert [(c["outcome"], c["exit_code"]) for c in commands] == [("failed", 1),
+                                                                  ("passed", None)]
+    assert commands[0]["artifacts"][0]["stream"] == "output"
+    assert shown["workspace"]["base_ref"] == base
+    assert "calc.py" in shown["workspace"]["changes"]  # add() was fixed since the start
+    assert shown["handoff"]["summary"] == "Fixed calc.add"
+    assert [(g["toolchain"], g["fixed"]) for g in shown["diagnostics"]] == [("pytest", True)]
+    kinds = [e["kind"] for e in shown["timeline"]]
+    assert kinds[0] == "task" and "command" in kinds and kinds[-1] == "handoff"
+    assert main(["session", "show", child_id, "--only", "failures"]) == 0
+    text = capsys.readouterr().out
+    assert f"command  {command}  failed exit 1" in text
+    assert "passed" not in text.split("timeline:")[1].split("failures by signature:")[0]
+    assert "[fixed] pytest test_calc.py test_add" in text
+    assert "calc.py | 2 +-" in text and "Fixed calc.add" in text
