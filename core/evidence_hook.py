@@ -15,7 +15,6 @@ payload a second time (``parse_hook`` keeps no content). Output larger than
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -117,12 +116,13 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
     path = session_db.session_db_path(home.root, key)
     conn = session_db.open_session_db(path, now_ms=now)
     try:
-        try:
-            from core.evidence_tasks import attempt_from_hook
+        if facts.frame_id and not _has_attempt(conn, key):  # once per session
+            try:
+                from core.evidence_tasks import attempt_from_hook
 
-            attempt_from_hook(home, conn, facts, hook.provider.value, now)
-        except Exception as exc:  # the hook's own event is still worth recording
-            print(f"switchboard: session attempt not recorded: {exc}", file=sys.stderr)
+                attempt_from_hook(home, conn, facts, hook.provider.value, now)
+            except Exception as exc:  # the hook's own event is still worth recording
+                print(f"switchboard: session attempt not recorded: {exc}", file=sys.stderr)
         task_id = _task_of(conn, facts.frame_id)
         prepared = prepare_command(conn, path.parent, key, command) if command else None
         try:
@@ -153,6 +153,13 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
         conn.close()
 
 
+def _has_attempt(conn: sqlite3.Connection, key: str) -> bool:
+    """The session's lineage is recorded (see ``storage.session_lineage.has_attempt``;
+    asked here so a plain hook imports none of the lineage code)."""
+    return conn.execute("SELECT 1 FROM events WHERE session_id = ? AND type = ? LIMIT 1",
+                        (key, "attempt_started")).fetchone() is not None
+
+
 def _task_of(conn: sqlite3.Connection, frame_id: str | None) -> str | None:
     """The frame's task id when its attempt was recorded (tasks.id is the frame id)."""
     if not frame_id:
@@ -163,6 +170,8 @@ def _task_of(conn: sqlite3.Connection, frame_id: str | None) -> str | None:
 
 def spawn_worker(home: Home, session_key: str, run_id: str, facts: HookFacts) -> None:
     """Parse a big output in a detached process: the agent's hook returns now."""
+    import subprocess
+
     env = dict(os.environ)
     env.update(home.child_env())
     argv = [sys.executable, "-m", WORKER_MODULE, session_key, run_id, facts.project_id,

@@ -20,9 +20,7 @@ logged, the request it follows has already succeeded):
 from __future__ import annotations
 
 import hashlib
-import logging
 import sqlite3
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +31,6 @@ if TYPE_CHECKING:
     from core.evidence_hook import HookFacts
     from core.home import Home
 
-log = logging.getLogger("switchboard.evidence")
 GIT_TIMEOUT_S = 5.0
 
 
@@ -42,6 +39,8 @@ GIT_TIMEOUT_S = 5.0
 
 def git(path: Path, *args: str) -> str | None:
     """One git read in ``path``; None when it is not a repository or git fails."""
+    import subprocess
+
     try:
         done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
                               timeout=GIT_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
@@ -102,7 +101,10 @@ def _best_effort(what: str, action: Callable[[], None]) -> None:
     try:
         action()
     except Exception as exc:  # evidence never undoes or fails the request it follows
-        log.warning("session evidence not recorded (%s): %s", what, exc)
+        import logging
+
+        logging.getLogger("switchboard.evidence").warning(
+            "session evidence not recorded (%s): %s", what, exc)
 
 
 def _home(engine: Any) -> Home | None:
