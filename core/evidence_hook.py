@@ -139,6 +139,10 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
             for artifact in prepared.artifacts if prepared else ():
                 Path(artifact.path).unlink(missing_ok=True)  # never a file without its row
             raise
+        if hook.kind.value == "session_ended":
+            from storage.session_evidence import sweep_orphans
+
+            sweep_orphans(conn, path.parent, now / 1000)
         if prepared is None or not prepared.finished:
             return
         run_id = conn.execute("SELECT command_run_id FROM events WHERE id = ?",

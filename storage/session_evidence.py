@@ -14,7 +14,9 @@ The spec's rules, kept here in one place:
   metadata says so).
 - **One transaction**: the command run, its artifact rows and its diagnostics
   commit with the hook event that carried them (``session_db.record_hook_event``
-  calls ``write_command`` inside its transaction).
+  calls ``write_command`` inside its transaction). A hook that dies between
+  the rename and the commit leaves an unnamed file; the session's end sweeps
+  those (``sweep_orphans``).
 
 Stdlib only (the hook path imports it on tool events).
 """
@@ -32,6 +34,7 @@ ARTIFACT_CAP = 256 * 1024
 SESSION_CAP = 16 * 1024 * 1024
 HEAD_KEEP = 32 * 1024
 ARTIFACTS_DIR = "artifacts"
+ORPHAN_GRACE_S = 60.0
 ARTIFACT_LOG = "log"  # ArtifactType.LOG
 SEVERITY_BY_DIAGNOSTIC = {"error": "error", "warning": "warning", "note": "info"}
 #: parsed_diagnostics_json "state": parsed inline, waiting for the detached parser, or
@@ -138,18 +141,25 @@ def session_artifact_bytes(conn: sqlite3.Connection, session_id: str) -> int:
     return int(row[0])
 
 
-def sweep_orphans(conn: sqlite3.Connection, session_dir: Path) -> list[str]:
-    """Remove artifact files no row names (a write whose transaction rolled back)."""
+def sweep_orphans(conn: sqlite3.Connection, session_dir: Path, now_s: float,
+                  grace_s: float = ORPHAN_GRACE_S) -> list[str]:
+    """Remove artifact files no row names (a hook that died between the rename and its
+    commit). Files younger than ``grace_s`` are left: a parallel hook may be about to
+    commit the row that names them."""
     folder = Path(session_dir) / ARTIFACTS_DIR
     if not folder.is_dir():
         return []
     known = {r[0] for r in conn.execute("SELECT path FROM artifacts")}
     removed = []
     for path in folder.iterdir():
-        if str(path) not in known:
+        try:
+            young = now_s - path.stat().st_mtime < grace_s
+        except FileNotFoundError:
+            continue
+        if str(path) not in known and not young:
             path.unlink(missing_ok=True)
             removed.append(path.name)
-    return removed
+    return sorted(removed)
 
 
 # --------------------------------------------------------------------------- rows

@@ -325,3 +325,70 @@ def test_project_file_has_the_spec_schema_and_closed_enums(tmp_path: Path) -> No
         assert {"idx_debug_records_signature", "idx_debug_records_task"} <= indexes
     finally:
         conn.close()
+
+
+def _command(conn: sqlite3.Connection, session_dir: Path, at: int, tool_use_id: str,
+             output: str, code: int) -> str:
+    """One finished command through the same writers the hook uses; its run id."""
+    from core.evidence_capture import CommandFacts, Outcome
+    from core.evidence_hook import prepare_command
+    from storage.session_db import record_hook_event
+
+    facts = CommandFacts("pytest -q", "/src", True, stdout=output, exit_code=code,
+                         exit_source="tool_response",
+                         outcome=Outcome.PASSED if code == 0 else Outcome.FAILED)
+    record = prepare_command(conn, session_dir, "k", facts)
+    event = record_hook_event(conn, session_key="k", provider="claude", project_id="proj",
+                              project_root="/src", event="PostToolUse", kind="tool_finished",
+                              now_ms=at, tool_name="Bash", tool_use_id=tool_use_id,
+                              command=record, frame_id="frame-1")
+    return conn.execute("SELECT command_run_id FROM events WHERE id = ?", (event,)).fetchone()[0]
+
+
+def test_memory_enabled_adds_candidates_never_promoted(tmp_path: Path) -> None:
+    from core.evidence_debug import record_fixes
+    from core.home import Home
+    from storage.session_db import open_session_db
+
+    home = Home(root=tmp_path, config_path=tmp_path / "missing.toml")
+    path = session_db_path(tmp_path, "k")
+    conn = open_session_db(path, now_ms=1_000)
+    try:
+        _command(conn, path.parent, 2_000, "u1", "FAILED t.py::test_x - assert 0\n", 1)
+        passed = _command(conn, path.parent, 3_000, "u2", "1 passed\n", 0)
+        # Unreadable config: memory is off, only the debug record is written.
+        assert record_fixes(home, "proj", conn, "k", passed, "frame-1", 4_000) == 1
+        assert not project_db_path(tmp_path, "proj", LEARNED_MEMORY).exists()
+        _command(conn, path.parent, 5_000, "u3", "FAILED t.py::test_y - assert 1\n", 1)
+        again = _command(conn, path.parent, 6_000, "u4", "1 passed\n", 0)
+        assert record_fixes(home, "proj", conn, "k", again, "frame-1", 7_000,
+                            memory_enabled=True) == 1
+    finally:
+        conn.close()
+    (memory,) = rows(project_db_path(tmp_path, "proj", LEARNED_MEMORY),
+                     "SELECT * FROM learned_memories")
+    assert (memory["memory_type"], memory["status"], memory["source_entity_type"]) == \
+        ("debug_experience", "candidate", "debug_record")
+    records = rows(project_db_path(tmp_path, "proj", DEBUG_RECORDS),
+                   "SELECT id, summary FROM debug_records ORDER BY created_at")
+    assert memory["source_entity_id"] == records[1]["id"]
+    assert "test_y" not in records[0]["summary"]
+
+
+def test_session_end_sweeps_unnamed_artifact_files_after_a_grace(tmp_path: Path) -> None:
+    from storage.session_db import open_session_db
+    from storage.session_evidence import artifacts_dir, sweep_orphans
+
+    path = session_db_path(tmp_path, "k")
+    conn = open_session_db(path, now_ms=1_000)
+    try:
+        _command(conn, path.parent, 2_000, "u1", "some output\n", 0)
+        orphan = artifacts_dir(path.parent) / "dead.stdout.log"
+        orphan.write_text("a hook died before its commit")
+        named = rows(path, "SELECT path FROM artifacts")[0][0]
+        mtime = orphan.stat().st_mtime
+        assert sweep_orphans(conn, path.parent, mtime + 1) == []  # maybe still committing
+        assert sweep_orphans(conn, path.parent, mtime + 120) == ["dead.stdout.log"]
+        assert Path(named).exists() and not orphan.exists()
+    finally:
+        conn.close()

@@ -246,3 +246,19 @@ def test_pager_argv_defaults_to_less() -> None:
 
     assert pager_argv(["/x"], {}) == ["less", "-R", "/x"]
     assert pager_argv(["/x", "/y"], {"PAGER": "most -s"}) == ["most", "-s", "/x", "/y"]
+
+
+def test_prompts_and_outputs_stay_out_of_host_and_navigator_state(demo: Scenario) -> None:
+    """Only the session's own file holds them: the states shared with frontends and
+    other hosts never read it."""
+    import json
+
+    from core.state_builder import build_host_state
+    from navigator.commands.output import to_plain
+
+    record_frame_work(demo, "Fix login")
+    for state in (demo.client.state(), build_host_state(demo.engine)):
+        text = json.dumps(to_plain(state))
+        for secret in ("Make the login test pass", "assert -1 == 5", "Login fixed",
+                       "python -m pytest"):
+            assert secret not in text, (type(state).__name__, secret)
