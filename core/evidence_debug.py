@@ -63,6 +63,24 @@ def _signatures(conn: sqlite3.Connection, run_ids: list[str]) -> dict[str, dict[
     return found
 
 
+def _parse_pending(row: sqlite3.Row) -> bool:
+    try:
+        return json.loads(row["parsed_diagnostics_json"] or "{}").get("state") == "pending"
+    except ValueError:
+        return False
+
+
+def later_pass(conn: sqlite3.Connection, session_key: str, run_id: str) -> str | None:
+    """The first passing run of the same command after ``run_id`` (a detached parse of a
+    failing run that finished after its fix had already been seen)."""
+    row = conn.execute(
+        "SELECT p.id FROM command_runs p JOIN command_runs f ON f.id = ?"
+        " WHERE p.session_id = ? AND p.command = f.command AND p.started_at >= f.started_at"
+        " AND p.id != f.id AND json_extract(p.metadata_json, '$.outcome') = 'passed'"
+        " ORDER BY p.started_at, p.rowid LIMIT 1", (run_id, session_key)).fetchone()
+    return row[0] if row else None
+
+
 def fixes(conn: sqlite3.Connection, session_key: str, run_id: str,
           frame_id: str | None) -> list[DebugRecord]:
     """The debug records the passing run ``run_id`` proves (none unless it passed)."""
@@ -80,8 +98,8 @@ def fixes(conn: sqlite3.Connection, session_key: str, run_id: str,
             break  # failures before an earlier pass were that pass's to record
         if outcome == "failed":
             failing.append(row)
-    if not failing:
-        return []
+    if not failing or any(_parse_pending(r) for r in failing):
+        return []  # a detached parse is still running: its worker decides (later_pass)
     failing_ids = [r["id"] for r in failing]
     before = _signatures(conn, failing_ids)
     if not before:

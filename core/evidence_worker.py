@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def run(session_key: str, run_id: str, project_id: str, frame_id: str | None) -> int:
-    from core.evidence_debug import record_fixes
+    from core.evidence_debug import later_pass, record_fixes
     from core.evidence_hook import diagnostic_rows
     from core.home import Home
     from storage import session_db
@@ -37,7 +37,10 @@ def run(session_key: str, run_id: str, project_id: str, frame_id: str | None) ->
         now = time.time_ns() // 1_000_000
         if complete_parse(conn, session_key, run_id, rows, session_db.iso(now),
                           session_db.new_id):
-            record_fixes(home, project_id, conn, session_key, run_id, frame_id or None, now)
+            # A passing run fixes what failed before it; a failing one may already have
+            # been fixed by a run the hook saw while this parse was pending.
+            passing = later_pass(conn, session_key, run_id) or run_id
+            record_fixes(home, project_id, conn, session_key, passing, frame_id or None, now)
     finally:
         conn.close()
     return 0

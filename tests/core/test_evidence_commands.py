@@ -392,3 +392,37 @@ def test_session_end_sweeps_unnamed_artifact_files_after_a_grace(tmp_path: Path)
         assert Path(named).exists() and not orphan.exists()
     finally:
         conn.close()
+
+
+def test_a_fix_seen_while_the_failure_is_still_parsing_is_recorded_by_its_worker(
+        tmp_path: Path) -> None:
+    """Big failing output (parse deferred), then a quick pass: the pass does not record a
+    guess; the failing run's worker records the fix with the real signature."""
+    from core.evidence_debug import later_pass, record_fixes
+    from core.evidence_hook import diagnostic_rows
+    from core.home import Home
+    from storage.session_db import iso, new_id, open_session_db
+    from storage.session_evidence import complete_parse
+
+    home = Home(root=tmp_path, config_path=tmp_path / "missing.toml")
+    path = session_db_path(tmp_path, "k")
+    conn = open_session_db(path, now_ms=1_000)
+    try:
+        big = "x" * 70_000 + "\nFAILED t.py::test_x - assert 0\n"
+        failed = _command(conn, path.parent, 2_000, "u1", big, 1)
+        assert json.loads(rows(path, "SELECT parsed_diagnostics_json FROM command_runs"
+                               " WHERE id = ?", failed)[0][0])["state"] == "pending"
+        passed = _command(conn, path.parent, 3_000, "u2", "1 passed\n", 0)
+        assert record_fixes(home, "proj", conn, "k", passed, "frame-1", 3_500) == 0
+        # What the worker does for the failing run:
+        (artifact_id, artifact_path) = rows(path, "SELECT id, path FROM artifacts"
+                                            " WHERE command_run_id = ?", failed)[0]
+        parsed = diagnostic_rows(Path(artifact_path).read_text(), artifact_id)
+        assert complete_parse(conn, "k", failed, parsed, iso(4_000), new_id)
+        assert later_pass(conn, "k", failed) == passed
+        assert record_fixes(home, "proj", conn, "k", passed, "frame-1", 4_000) == 1
+    finally:
+        conn.close()
+    (record,) = rows(project_db_path(tmp_path, "proj", DEBUG_RECORDS),
+                     "SELECT failure_signature FROM debug_records")
+    assert record[0] == parsed[0].semantic_signature
