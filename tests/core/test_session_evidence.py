@@ -246,6 +246,13 @@ def test_codex_replay_records_its_model_and_pairs_by_call_id(
     (run,) = read(path, "SELECT tool_name, status, duration_ms, agent_id,"
                   " json_extract(metadata_json, '$.tool_use_id') FROM tool_runs")
     assert run == ("Bash", "ok", 2000, codex.session_key, "call_0458fa03c3b9")
+    # Codex's PostToolUse states no exit code and its output is empty: the command run says
+    # unknown (neither passed nor failed) and stores no artifact.
+    (command,) = read(path, "SELECT command, cwd, exit_code, json_extract(metadata_json,"
+                      " '$.exit_code'), json_extract(metadata_json, '$.outcome'),"
+                      " combined_artifact_id, duration_ms FROM command_runs")
+    assert command == ("touch /home/dev/src/demo/codex_tooltest_ran", "/home/dev/src/demo",
+                       None, "unknown", "unknown", None, 2000)
     detail = session_detail(Home.from_env({"SWITCHBOARD_HOME": str(codex.root)}),
                             codex.session_key)
     assert [(a.type, a.status, a.model_id) for a in detail.agents] == \
