@@ -36,7 +36,10 @@ from tests.core.test_hook_handler import (
     fixture_lines,
     live,  # noqa: F401  (fixture)
 )
-from tests.core.test_session_evidence import CODEX_FIXTURE
+from tests.core.test_session_evidence import (
+    CODEX_FIXTURE,
+    live_codex,  # noqa: F401  (fixture)
+)
 from tests.integration.journey_env import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -426,3 +429,21 @@ def test_a_fix_seen_while_the_failure_is_still_parsing_is_recorded_by_its_worker
     (record,) = rows(project_db_path(tmp_path, "proj", DEBUG_RECORDS),
                      "SELECT failure_signature FROM debug_records")
     assert record[0] == parsed[0].semantic_signature
+
+
+def test_a_stated_non_zero_exit_makes_the_tool_run_an_error(
+        live_codex: LiveSurface) -> None:  # noqa: F811
+    """Codex has no PostToolUseFailure: its ``Exit code: 2`` is what says the run failed."""
+    codex = live_codex
+    pre = dict(recorded("PreToolUse", CODEX_FIXTURE), tool_use_id="call_exit2")
+    post = dict(recorded("PostToolUse", CODEX_FIXTURE), tool_use_id="call_exit2",
+                tool_response="Exit code: 2\nWall time: 0.1 seconds\nOutput:\nno such file\n")
+    hook(codex, "PreToolUse", pre, provider="codex")
+    hook(codex, "PostToolUse", post, provider="codex")
+    path = session_db_path(codex.root, codex.session_key)
+    (run,) = rows(path, "SELECT c.exit_code, t.status, c.combined_artifact_id,"
+                  " json_extract(c.metadata_json, '$.exit_source') FROM command_runs c"
+                  " JOIN tool_runs t ON t.id = c.tool_run_id")
+    assert tuple(run)[:2] == (2, "error") and run[3] == "codex_header"
+    (artifact,) = rows(path, "SELECT path FROM artifacts WHERE id = ?", run[2])
+    assert Path(artifact[0]).read_text() == "no such file\n"

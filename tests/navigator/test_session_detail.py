@@ -123,7 +123,8 @@ def record_frame_work(scenario: Scenario, title: str) -> str:
                                          if kind == "tool_finished" else Outcome.UNKNOWN)
                     record = prepare_command(conn, path.parent, key, facts)
                 record_hook_event(conn, event=event, kind=kind, now_ms=T0 + at, tool_name=name,
-                                  tool_use_id=tool_use_id, command=record, **common)
+                                  tool_use_id=tool_use_id, command=record,
+                                  failed=bool(record and record.outcome == "failed"), **common)
         record_handoff(conn, session, row["frame_id"], "tr-2", "Login fixed: add() added",
                        "review and merge", None, T0 + 9_000)
     finally:
