@@ -178,7 +178,9 @@ def spawn_worker(home: Home, session_key: str, run_id: str, facts: HookFacts) ->
     """Parse a big output in a detached process: the agent's hook returns now."""
     import subprocess
 
-    env = dict(os.environ)
+    from core.capabilities import ENV_CAPABILITY
+
+    env = {k: v for k, v in os.environ.items() if k != ENV_CAPABILITY}  # it needs no authority
     env.update(home.child_env())
     argv = [sys.executable, "-m", WORKER_MODULE, session_key, run_id, facts.project_id,
             facts.frame_id or ""]
