@@ -10,7 +10,7 @@ one. No Textual here.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -221,8 +221,12 @@ def _event_row(row: sqlite3.Row) -> EventRow:
 
 
 def session_detail(home: Home, session_key: str, limit: int = 50) -> SessionDetail:
-    """Read one session's evidence; refuses (SessionDbRefused) a foreign or newer file."""
-    from storage import session_db
+    """Read one session's evidence; refuses (SessionDbRefused) a foreign or newer file.
+
+    The timeline, commands and failures also cover the frame's earlier sessions (named
+    by this session's attempt), so a frame that was restarted keeps its history.
+    """
+    from storage import session_db, session_lineage
 
     path = session_db.session_db_path(home.root, session_key)
     if not path.exists():
@@ -253,12 +257,16 @@ def session_detail(home: Home, session_key: str, limit: int = 50) -> SessionDeta
         commands = _commands(conn, session_key, limit)
         timeline = _timeline(conn, session_key, commands, limit)
         groups = _diagnostic_groups(conn, session_key)
+        earlier = session_lineage.earlier_sessions(conn, session_key)
         workspace = conn.execute(
             "SELECT path, strategy, base_ref, branch_name FROM workspaces WHERE session_id = ?"
             " ORDER BY created_at DESC, rowid DESC LIMIT 1", (session_key,)).fetchone()
         handoff = _handoff(conn, session_key)
     finally:
         conn.close()
+    if earlier:
+        timeline, commands, groups = _with_earlier(home, earlier, limit, timeline, commands,
+                                                   groups)
     counts = EvidenceCounts(events=total_events, tool_runs=sum(by_status.values()),
                             running=by_status.get("running", 0), ok=by_status.get("ok", 0),
                             error=by_status.get("error", 0),
@@ -393,6 +401,41 @@ def _diagnostic_groups(conn: sqlite3.Connection, key: str) -> tuple[DiagnosticGr
                                       d["code"], d["message"], row["n"], row["runs"],
                                       row["last_at"], bool(fixed)))
     return tuple(groups)
+
+
+def _with_earlier(home: Home, keys: list[str], limit: int,
+                  timeline: tuple[TimelineEntry, ...], commands: tuple[CommandRow, ...],
+                  groups: tuple[DiagnosticGroup, ...]
+                  ) -> tuple[tuple[TimelineEntry, ...], tuple[CommandRow, ...],
+                             tuple[DiagnosticGroup, ...]]:
+    """Merge the frame's earlier sessions in (a missing or refused file is skipped)."""
+    from storage import session_db
+
+    all_entries, all_commands = list(timeline), list(commands)
+    merged = {g.signature: g for g in groups}
+    for key in keys:
+        path = session_db.session_db_path(home.root, key)
+        if not path.exists():
+            continue
+        try:
+            conn = session_db.open_session_db_readonly(path)
+        except session_db.SessionDbRefused:
+            continue
+        try:
+            earlier_commands = _commands(conn, key, limit)
+            all_commands += earlier_commands
+            all_entries += _timeline(conn, key, earlier_commands, limit)
+            for group in _diagnostic_groups(conn, key):
+                seen = merged.get(group.signature)
+                merged[group.signature] = group if seen is None else replace(
+                    seen, count=seen.count + group.count, runs=seen.runs + group.runs,
+                    last_at=max(seen.last_at, group.last_at), fixed=seen.fixed or group.fixed)
+        finally:
+            conn.close()
+    all_entries.sort(key=lambda e: e.at)
+    all_commands.sort(key=lambda c: c.started_at)
+    ordered = sorted(merged.values(), key=lambda g: g.last_at, reverse=True)
+    return tuple(all_entries[-limit:]), tuple(all_commands[-limit:]), tuple(ordered)
 
 
 def _handoff(conn: sqlite3.Connection, key: str) -> HandoffRow | None:

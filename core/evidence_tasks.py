@@ -132,12 +132,17 @@ def attempt_from_hook(home: Home, conn: sqlite3.Connection, facts: HookFacts, pr
         ordinal = registry.execute(
             "SELECT ordinal FROM frame_sessions WHERE frame_id = ? AND session_key = ?",
             (facts.frame_id, facts.session_key)).fetchone()
+        earlier = [r[0] for r in registry.execute(
+            "SELECT session_key FROM frame_sessions WHERE frame_id = ? AND session_key != ?"
+            " AND ordinal < COALESCE((SELECT ordinal FROM frame_sessions WHERE frame_id = ?"
+            "   AND session_key = ?), 1 << 30) ORDER BY ordinal",
+            (facts.frame_id, facts.session_key, facts.frame_id, facts.session_key))]
     finally:
         registry.close()
     session = SessionFacts(facts.session_key, provider, facts.project_id, facts.project_root,
                            facts.frame_id)
     record_attempt(conn, session, task, ordinal[0] if ordinal else 1,
-                   workspace_facts(facts.project_root), now_ms)
+                   workspace_facts(facts.project_root), now_ms, earlier_sessions=earlier)
 
 
 def task_pushed(engine: Any, transition_id: str) -> None:

@@ -84,6 +84,18 @@ def _event(conn: sqlite3.Connection, session: SessionFacts, kind: str, at: str,
          f"session/{session.session_key}/frame/{session.frame_id}", _json(payload)))
 
 
+def earlier_sessions(conn: sqlite3.Connection, session_key: str) -> list[str]:
+    """The frame's sessions before this one, as its attempt recorded them."""
+    row = conn.execute("SELECT json_extract(payload_json, '$.earlier_sessions') FROM events"
+                       " WHERE session_id = ? AND type = ? ORDER BY timestamp LIMIT 1",
+                       (session_key, ATTEMPT_STARTED)).fetchone()
+    try:
+        keys = json.loads(row[0]) if row and row[0] else []
+    except ValueError:
+        return []
+    return [k for k in keys if isinstance(k, str)]
+
+
 def has_attempt(conn: sqlite3.Connection, session_key: str) -> bool:
     """Whether this session's lineage was recorded (its attempt_started event)."""
     return conn.execute("SELECT 1 FROM events WHERE session_id = ? AND type = ? LIMIT 1",
@@ -91,8 +103,12 @@ def has_attempt(conn: sqlite3.Connection, session_key: str) -> bool:
 
 
 def record_attempt(conn: sqlite3.Connection, session: SessionFacts, task: TaskFacts | None,
-                   attempt_index: int, workspace: WorkspaceFacts | None, now_ms: int) -> None:
-    """The session's start as an attempt of its frame's task, and its checkout."""
+                   attempt_index: int, workspace: WorkspaceFacts | None, now_ms: int, *,
+                   earlier_sessions: list[str] | tuple[str, ...] = ()) -> None:
+    """The session's start as an attempt of its frame's task, and its checkout.
+
+    ``earlier_sessions`` (the frame's sessions before this one, from the registry) let
+    a reader of this file show the whole frame's timeline without the registry."""
     at = iso(now_ms)
     key = session.session_key
     workspace_id = derived_id("workspace", session.frame_id, key) if workspace else None
@@ -132,7 +148,8 @@ def record_attempt(conn: sqlite3.Connection, session: SessionFacts, task: TaskFa
         _event(conn, session, ATTEMPT_STARTED, at, task.task_id if task else None,
                {"attempt_id": attempt_id, "attempt_index": attempt_index,
                 "workspace_id": workspace_id,
-                "base_ref": workspace.base_ref if workspace else None})
+                "base_ref": workspace.base_ref if workspace else None,
+                "earlier_sessions": list(earlier_sessions)})
 
 
 def record_task_pushed(conn: sqlite3.Connection, session: SessionFacts, task: TaskFacts,

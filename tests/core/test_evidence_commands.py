@@ -447,3 +447,45 @@ def test_a_stated_non_zero_exit_makes_the_tool_run_an_error(
     assert tuple(run)[:2] == (2, "error") and run[3] == "codex_header"
     (artifact,) = rows(path, "SELECT path FROM artifacts WHERE id = ?", run[2])
     assert Path(artifact[0]).read_text() == "no such file\n"
+
+
+def test_the_timeline_covers_the_frames_earlier_sessions(tmp_path: Path) -> None:
+    """A restarted frame keeps its history: the new session's attempt names the earlier
+    one, and the detail merges both (timeline, commands, failures by signature)."""
+    from core.evidence import session_detail
+    from core.home import Home
+    from storage.session_db import open_session_db
+    from storage.session_lineage import SessionFacts, record_attempt
+
+    home = Home(root=tmp_path, config_path=tmp_path / "config.toml")
+    for key, at, earlier, output, code in (
+            ("old", 10_000, [], "FAILED t.py::test_x - assert 0\n", 1),
+            ("new", 20_000, ["old"], "FAILED t.py::test_x - assert 0\n", 1)):
+        path = session_db_path(tmp_path, key)
+        conn = open_session_db(path, now_ms=at)
+        try:
+            record_attempt(conn, SessionFacts(key, "claude", "proj", "/src", "frame-1"), None,
+                           len(earlier) + 1, None, at, earlier_sessions=earlier)
+            from core.evidence_capture import CommandFacts, Outcome
+            from core.evidence_hook import prepare_command
+            from storage.session_db import record_hook_event
+
+            record = prepare_command(conn, path.parent, key, CommandFacts(
+                f"pytest # {key}", "/src", True, stdout=output, exit_code=code,
+                outcome=Outcome.FAILED))
+            record_hook_event(conn, session_key=key, provider="claude", project_id="proj",
+                              project_root="/src", event="PostToolUse", kind="tool_finished",
+                              now_ms=at + 1_000, tool_name="Bash", command=record,
+                              frame_id="frame-1")
+        finally:
+            conn.close()
+    detail = session_detail(home, "new")
+    assert [c.command for c in detail.commands] == ["pytest # old", "pytest # new"]
+    assert [e.text for e in detail.timeline] == ["attempt 1 started", "pytest # old",
+                                                 "attempt 2 started", "pytest # new"]
+    (group,) = detail.diagnostics
+    assert (group.count, group.runs) == (2, 2)
+    # A missing earlier file is skipped, not an error.
+    for leftover in session_db_path(tmp_path, "old").parent.glob("session.db*"):
+        leftover.unlink()
+    assert [c.command for c in session_detail(home, "new").commands] == ["pytest # new"]
