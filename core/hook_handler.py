@@ -74,7 +74,7 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     if recorded.authenticated:  # only a real pane's hook may leave the open cache behind
         remember_hook_open(opened)
     if recorded.outcome.handled:
-        _record_evidence(home, parsed, recorded, now)
+        _record_evidence(home, parsed, recorded, now, payload)
     if recorded.attention is not None:
         _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.observed_controls:
@@ -203,31 +203,19 @@ def _publish_attention(env: dict[str, str], frame_id: str, attention: Attention)
         spawn_publish(env, frame_id, attention.kind)
 
 
-def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int) -> None:
-    """The session's evidence, after the registry commit, in its own short transaction.
+def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int,
+                     payload: bytes | str) -> None:
+    """The session's evidence, after the registry commit (``core.evidence_hook``).
 
     Best effort by design: the activity is already committed, so a refused or
     busy evidence file is reported on stderr and the provider's hook still succeeds.
     """
     try:
-        from storage import session_db
+        from core.evidence_hook import HookFacts, record
 
-        key = recorded.outcome.session_key or ""
-        conn = session_db.open_session_db(session_db.session_db_path(home.root, key),
-                                          now_ms=now)
-        try:
-            # Only names, ids and closed values cross over; HookEvent holds no text.
-            session_db.record_hook_event(
-                conn, session_key=key, provider=hook.provider.value,
-                project_id=recorded.project_id, project_root=recorded.project_root,
-                frame_id=recorded.frame_id or None, event=hook.event, kind=hook.kind.value,
-                now_ms=now, turn_id=hook.turn_id, tool_name=hook.tool_name,
-                tool_use_id=hook.tool_use_id, model_id=hook.model,
-                notification_type=hook.notification_type,
-                activity=recorded.outcome.activity,
-                failed=hook.event == "PostToolUseFailure")
-        finally:
-            conn.close()
+        record(home, hook, HookFacts(recorded.outcome.session_key or "", recorded.project_id,
+                                     recorded.project_root, recorded.frame_id or None,
+                                     recorded.outcome.activity), payload, now)
     except Exception as exc:  # never break the provider over evidence
         print(f"switchboard: session evidence not recorded: {exc}", file=sys.stderr)
 

@@ -15,6 +15,7 @@ from textual.widgets import Input
 from navigator.app import SwitchboardApp
 from tests.navigator.helpers import select_frame, settle
 from tests.navigator.scenario import Scenario
+from tests.navigator.test_session_detail import record_frame_work, utc  # noqa: F401
 
 WIDE = (80, 24)
 SIDEBAR = (40, 40)
@@ -82,3 +83,12 @@ def test_bound_view_in_direct_mode(snap_compare, demo: Scenario) -> None:
     app = SwitchboardApp(demo.client, view_id=demo.views["alpha"])
     assert snap_compare(app, terminal_size=SIDEBAR,
                         run_before=loaded(demo, "Write docs", ["m"]))
+
+
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_session_timeline(snap_compare, demo: Scenario, utc: None,  # noqa: F811
+                          size: tuple[int, int]) -> None:
+    """The i screen on a frame that failed, fixed and handed off (fixed times, UTC)."""
+    record_frame_work(demo, "Fix login")
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
+                        run_before=loaded(demo, "Fix login", ["i"]))
