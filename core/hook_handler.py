@@ -44,7 +44,8 @@ class HookOutcome(NamedTuple):
 
 def handle_hook(provider: str, event: str, payload: bytes | str,
                 env: dict[str, str] | None = None, *,
-                clock: Clock | None = None, detach_stop_work: bool = False) -> HookOutcome:
+                clock: Clock | None = None,
+                detach_stop_work: bool | None = None) -> HookOutcome:
     """Record one hook invocation; raise (writing nothing) when it cannot be trusted.
 
     Order matters: markers and the generation pointer are checked before the
@@ -52,8 +53,13 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
 
     ``detach_stop_work``: a trusted Stop's waiting push/return runs in a detached
     worker (``core.stop_worker``) instead of here, so the provider's hook returns
-    at once; in-process callers that want the result keep the default.
+    at once. None (the default) detaches exactly when ``env`` is None, i.e. when
+    this process is the provider's hook (``switchboard hook`` reads its own
+    environment); a caller that passes an environment runs it inline and gets
+    the executed transitions back.
     """
+    if detach_stop_work is None:
+        detach_stop_work = env is None
     env = dict(os.environ if env is None else env)
     raw = env.get(ENV_CAPABILITY)
     generation = env.get(ENV_GENERATION)

@@ -78,12 +78,11 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
     from core.providers.hooks import MAX_PAYLOAD_BYTES
 
     # One byte past the bound is enough to refuse an oversized payload; the rest
-    # is never buffered.
+    # is never buffered. A trusted Stop's waiting push/return runs in a detached
+    # worker (the default when the hook reads its own environment).
     payload = args.payload if args.payload is not None \
         else sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
-    # The provider waits for this process: a trusted Stop's waiting push/return
-    # (engine, tmux, a new pane) runs in a detached worker instead.
-    outcome = handle_hook(args.provider, args.event, payload, detach_stop_work=True)
+    outcome = handle_hook(args.provider, args.event, payload)
     if outcome.claim_reminder and args.provider == "claude" and not args.json:
         # Claude adds a UserPromptSubmit hook's additionalContext to the turn: the
         # fixed line, nothing interpolated (the handoff itself comes from the claim).

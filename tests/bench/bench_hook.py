@@ -13,7 +13,9 @@ Payloads are the recorded Claude Code 2.1.197 lines of
 
 Series, interleaved run by run so load drift hits them alike:
 - baseline: ``python -c pass`` with the same interpreter, also through ``sh -c``;
-- managed UserPromptSubmit and Stop (a plain turn: record activity, nothing waits);
+- managed UserPromptSubmit and Stop (a plain turn: record activity, nothing waits),
+  and a managed Codex Stop (recorded Codex 0.171.0 payload, on a second home with a
+  launched fake Codex; its command from the rendered Codex hooks);
 - unmanaged Stop (no Switchboard markers: a person's own session).
 
 Then the Stop that carries work: a push waits for the parent's Stop; the hook
@@ -41,10 +43,15 @@ from pathlib import Path
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
 from core.home import ENV_CONFIG, ENV_HOME, Home
 from core.hook_handler import handle_hook
-from core.hooks_install import render_claude_settings
+from core.hooks_install import render_claude_settings, render_codex_hooks
 from core.launcher import hook_command
 from core.requests import new_request_id
-from tests.core.test_hook_handler import CLAUDE_FIXTURE, fixture_lines, launch_live_surface
+from tests.core.test_hook_handler import (
+    CLAUDE_FIXTURE,
+    FIXTURES,
+    fixture_lines,
+    launch_live_surface,
+)
 
 MANAGED_STOP_RATIO = 2.5
 UNMANAGED_RATIO = 1.5
@@ -85,18 +92,35 @@ class Series:
                              f"{done.stderr.decode()[-2000:]}")
 
 
-def hook_commands(engine) -> dict[str, str]:
-    """Event -> the exact shell command of the launch's Claude settings."""
-    settings = json.loads(render_claude_settings(hook_command(engine)))
+CODEX_FIXTURE = FIXTURES / "codex-0.171.0.tsv"
+
+
+def hook_commands(engine, provider: str = "claude") -> dict[str, str]:
+    """Event -> the exact shell command of the launch's hook settings."""
+    render = render_claude_settings if provider == "claude" else render_codex_hooks
+    settings = json.loads(render(hook_command(engine)))
     return {event: groups[0]["hooks"][0]["command"]
             for event, groups in settings["hooks"].items()}
 
 
-def recorded(event: str, session_id: str) -> bytes:
-    """The first recorded Claude payload of ``event``, as the launched session's."""
-    payload = next(body for name, body in fixture_lines(CLAUDE_FIXTURE) if name == event)
+def recorded(event: str, session_id: str, fixture: Path = CLAUDE_FIXTURE) -> bytes:
+    """The first recorded payload of ``event``, as the launched session's."""
+    payload = next(body for name, body in fixture_lines(fixture) if name == event)
     payload["session_id"] = session_id
     return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def codex_stop(folder: Path, base_env: dict[str, str]) -> tuple[str, dict[str, str], bytes]:
+    """A second home with a launched, bound fake Codex: its Stop command, env, payload."""
+    root = folder / "codex-home"
+    root.mkdir()
+    os.environ[ENV_HOME] = str(root)
+    live = launch_live_surface(root, folder / "codex-tmux.sock", "codex")
+    home = Home(root=root, config_path=root / "config.toml")
+    env = {**base_env, **live.env(), **home.child_env()}
+    command = hook_commands(live.engine, "codex")["Stop"]
+    live.engine.conn.close()
+    return command, env, recorded("Stop", live.provider_session_id, CODEX_FIXTURE)
 
 
 def _push_waiting(live, pane_env: dict[str, str], frame_id: str, view_id: str,
@@ -141,6 +165,8 @@ def run(runs: int, push_runs: int) -> tuple[list[Series], Series, Series]:
         commands = hook_commands(live.engine)
         stop = recorded("Stop", live.provider_session_id)
         prompt = recorded("UserPromptSubmit", live.provider_session_id)
+        codex_command, codex_env, codex_payload = codex_stop(folder, base_env)
+        os.environ[ENV_HOME] = str(root)
 
         # sanity: the managed calls are handled, the unmanaged one is a no-op
         for env, handled in ((pane_env, True), (base_env, False)):
@@ -153,13 +179,14 @@ def run(runs: int, push_runs: int) -> tuple[list[Series], Series, Series]:
             warm.add(commands["Stop"], pane_env, stop)
             warm.add(BASELINE, base_env, b"")
 
-        base, prompts, stops, unmanaged = (Series(name) for name in (
+        base, prompts, stops, codex, unmanaged = (Series(name) for name in (
             "python -c pass", "UserPromptSubmit (managed)", "Stop (managed)",
-            "Stop (unmanaged)"))
+            "Codex Stop (managed)", "Stop (unmanaged)"))
         for _ in range(runs):
             base.add(BASELINE, base_env, b"")
             prompts.add(commands["UserPromptSubmit"], pane_env, prompt)
             stops.add(commands["Stop"], pane_env, stop)
+            codex.add(codex_command, codex_env, codex_payload)
             unmanaged.add(commands["Stop"], base_env, stop)
 
         route = live.engine.conn.execute(
@@ -177,9 +204,10 @@ def run(runs: int, push_runs: int) -> tuple[list[Series], Series, Series]:
             live.engine.frame_back(new_request_id(), route[1])
         live.engine.conn.close()
     finally:
-        subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
+        for server in (socket, folder / "codex-tmux.sock"):
+            subprocess.run(["tmux", "-S", str(server), "kill-server"], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
-    return [base, prompts, stops, unmanaged], push_hook, push_worker
+    return [base, prompts, stops, codex, unmanaged], push_hook, push_worker
 
 
 def main() -> int:
@@ -192,7 +220,8 @@ def main() -> int:
     base, base_cpu = plain[0].median, plain[0].cpu_median
     print(f"hook command: sh -c '{sys.executable} -m navigator.cli hook --provider claude EVENT'"
           f"  ({args.runs} runs, load average {os.getloadavg()[0]:.2f})")
-    targets = {"Stop (managed)": MANAGED_STOP_RATIO, "Stop (unmanaged)": UNMANAGED_RATIO}
+    targets = {"Stop (managed)": MANAGED_STOP_RATIO, "Codex Stop (managed)": MANAGED_STOP_RATIO,
+               "Stop (unmanaged)": UNMANAGED_RATIO}
     for series in plain:
         ratio = series.median / base
         target = targets.get(series.name)
@@ -204,7 +233,9 @@ def main() -> int:
     if push_hook.samples:
         verdict = "OK" if push_hook.median < PUSH_STOP_MS else "OVER"
         print(f"{push_hook.name:28s} median {push_hook.median:7.1f} ms  max "
-              f"{max(push_hook.samples):7.1f} ms  target < {PUSH_STOP_MS:.0f} ms: {verdict}")
+              f"{max(push_hook.samples):7.1f} ms  {push_hook.median / base:4.2f}x  target < "
+              f"{PUSH_STOP_MS:.0f} ms: {verdict}   (cpu {push_hook.cpu_median:5.1f} ms ="
+              f" {push_hook.cpu_median / base_cpu:4.2f}x)")
         print(f"{push_worker.name:28s} median {push_worker.median:7.1f} ms  max "
               f"{max(push_worker.samples):7.1f} ms  (after the hook returned; no target)")
     return 0
