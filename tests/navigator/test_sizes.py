@@ -159,18 +159,20 @@ async def test_compact_keeps_the_selection_and_keys(demo: Scenario) -> None:
 
 async def test_dialogs_survive_any_size(demo: Scenario) -> None:
     """Help, the palette and the confirmation squeezed to a column and a row, and back."""
-    for keys in (["question_mark"], ["ctrl+p"], ["x"]):
-        app = SwitchboardApp(demo.client)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key in ("question_mark", "ctrl+p", "x"):
             await select_frame(pilot, demo, "Write docs")
-            for key in keys:
-                await pilot.press(key)
+            await pilot.press(key)
             await pilot.pause()
             dialog = app.screen
-            assert dialog is not app.screen_stack[0], keys
+            assert dialog is not app.screen_stack[0], key
             for size in ((1, 24), (1, 1), (10, 3), (20, 10), (80, 24)):
                 await _resize(pilot, *size)
-                assert app.screen is dialog, (keys, size)
-                if size[0] < MIN_COLUMNS or size[1] < MIN_ROWS:
-                    assert app.layout_kind is LayoutKind.TOO_SMALL
+                assert app.screen is dialog, (key, size)
+                too_small = size[0] < MIN_COLUMNS or size[1] < MIN_ROWS
+                assert (app.layout_kind is LayoutKind.TOO_SMALL) is too_small, (key, size)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is app.screen_stack[0], key
