@@ -272,3 +272,21 @@ def test_a_crashed_navigator_comes_back_at_its_width(tmp_path: Path,
     finally:
         terminal.close()
     assert problems(engine, view_id) == []
+
+
+def test_a_view_built_while_a_small_terminal_is_attached(tmp_path: Path,
+                                                         tmux_socket: Path) -> None:
+    """Entering another project from an 80x24 terminal: its new window is shown at the
+    terminal's size, and its navigator has the width for it from the start."""
+    engine, alpha = _start(tmp_path, tmux_socket)
+    terminal = Terminal(tmux_socket, engine.config.tmux.view_session, 80, 24)
+    try:
+        _check_size(engine, alpha, tmux_socket, 80, 24, None)
+        beta = engine.project_enter(new_request_id(), "beta").view_id
+        engine.stage.show_view(dict(engine.conn.execute(
+            "SELECT * FROM user_views WHERE view_id = ?", (beta,)).fetchone()))
+        _check_size(engine, beta, tmux_socket, 80, 24, None)
+        assert _navigator(engine, alpha).width == navigator_width_for(80, WIDTH)
+    finally:
+        terminal.close()
+    assert problems(engine, beta) == []
