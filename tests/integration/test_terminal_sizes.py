@@ -141,11 +141,12 @@ def _start(tmp_path: Path, socket: Path) -> tuple[Engine, str]:
 def _check_size(engine: Engine, view_id: str, socket: Path, columns: int, rows: int,
                 pid: int | None) -> None:
     nav = _navigator(engine, view_id).pane_id
-    assert wait_for(lambda: _fits(engine, view_id, socket, columns, rows, pid), 20), (
+    assert wait_for(lambda: _fits(engine, view_id, socket, columns, rows, pid), 45), (
         columns, rows, tmux(socket, "list-panes", "-t", nav, "-F",
-                            "#{pane_id} #{pane_width}x#{pane_height} dead=#{pane_dead}"))
+                            "#{pane_id} #{pane_width}x#{pane_height} dead=#{pane_dead} "
+                            "pid=#{pane_pid}"), pid)
     # the app redrew at its new size and still runs (no traceback, same process)
-    assert wait_for(lambda: _shows_navigator(socket, nav, WIDTH), 20), (
+    assert wait_for(lambda: _shows_navigator(socket, nav, WIDTH), 45), (
         columns, _pty_size(socket, nav), tmux(socket, "capture-pane", "-p", "-t", nav))
     pane = _navigator(engine, view_id)
     assert not pane.dead and (pid is None or pane.pane_pid == pid)
