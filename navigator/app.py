@@ -14,6 +14,7 @@ SQLite or tmux. Errors become notifications that say what to do next.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from functools import partial
@@ -205,6 +206,18 @@ class SwitchboardApp(App[None]):
             return int(self.client.engine.config.tmux.navigator_width)
         except (AttributeError, TypeError, ValueError):
             return DEFAULT_NAVIGATOR_WIDTH
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        """Run in this terminal, at the size its pty reports.
+
+        Textual reads the size with ``shutil.get_terminal_size``, which prefers
+        COLUMNS and LINES. A tmux pane inherits them from whoever started the
+        server (GNU readline exports them on import, some shells do too), so a
+        stale pair would pin the navigator to that size through every resize.
+        """
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+        return super().run(*args, **kwargs)
 
     def compose(self) -> ComposeResult:
         yield TooSmallNotice(id="too-small")

@@ -1,4 +1,5 @@
-"""Snapshots of the main screens at 80x24 and in a 40-column sidebar (40x40).
+"""Snapshots of the main screens at 80x24 and in a 40-column sidebar (40x40), plus the
+compact (26x23) and too-small (12x23) navigator panes.
 
 Registries come from the frozen scenario (fixed clock, sequential ids), so
 every pixel is deterministic. Update deliberately: ``pytest --snapshot-update``.
@@ -92,3 +93,20 @@ def test_session_timeline(snap_compare, demo: Scenario, utc: None,  # noqa: F811
     record_frame_work(demo, "Fix login")
     assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
                         run_before=loaded(demo, "Fix login", ["i"]))
+
+
+COMPACT = (26, 23)  # the navigator pane when an 80x24 terminal attaches to a view
+TOO_SMALL = (12, 23)
+
+
+def test_compact_sidebar(snap_compare, demo: Scenario) -> None:
+    """Narrower than the configured width: top-edge titles, the recovery kept in
+    sight, an idle inbox hidden, a one-row footer."""
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=COMPACT,
+                        run_before=loaded(demo, "Fix login"))
+
+
+def test_too_small_pane(snap_compare, demo: Scenario) -> None:
+    """Below the compact minimum: one line that says what the pane needs."""
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=TOO_SMALL,
+                        run_before=loaded(demo, "Fix login"))
