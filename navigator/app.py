@@ -65,7 +65,7 @@ from navigator.widgets.views import ViewList
 #: App keys that are off while a dialog, the help or the palette is open.
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_frame",
                                    "reopen", "toggle_mode", "recover", "search", "help",
-                                   "details"})
+                                   "details", "acknowledge_anywhere", "dismiss_anywhere"})
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
@@ -128,6 +128,9 @@ class SwitchboardApp(App[None]):
         Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        # a and d act in their panels; pressed anywhere else they say where (never silent)
+        Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
+        Binding("d", "dismiss_anywhere", "Dismiss", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -776,12 +779,15 @@ class SwitchboardApp(App[None]):
             assert isinstance(binding, Binding)
             yield SystemCommand(binding.description, binding.tooltip or binding.description,
                                 partial(self.run_action, binding.action))
-        yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
-                            "to its frame, or explain what to do", self._open_selected_recovery)
-        yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
-                            self._dismiss_selected_recovery)
-        yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
-                            self._acknowledge_selected_message)
+        if self.query_one(RecoveryList).selected_recovery is not None:
+            yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
+                                "to its frame, or explain what to do",
+                                self._open_selected_recovery)
+            yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
+                                self._dismiss_selected_recovery)
+        if self.query_one(InboxList).selected_message_id is not None:
+            yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
+                                self._acknowledge_selected_message)
 
     def _open_selected_recovery(self) -> None:
         panel = self.query_one(RecoveryList)
@@ -796,6 +802,24 @@ class SwitchboardApp(App[None]):
         if self._need(recovery, "No recovery selected."):
             assert recovery is not None
             self.post_message(RecoveryList.DismissRequested(recovery.recovery_id))
+
+    def action_acknowledge_anywhere(self) -> None:
+        """``a`` outside the Inbox: say where it works instead of acting on a message the
+        person is not looking at."""
+        if self.query_one(InboxList).selected_message_id is None:
+            self.notify("Nothing to acknowledge: the Inbox has no message for this view.",
+                        markup=False)
+        else:
+            self.notify("a acknowledges the selected message in the Inbox panel: move there "
+                        "(tab) first.", markup=False)
+
+    def action_dismiss_anywhere(self) -> None:
+        """``d`` outside Recoveries: the same, for dismissing a recovery."""
+        if self.query_one(RecoveryList).selected_recovery is None:
+            self.notify("Nothing to dismiss: no recovery is open.", markup=False)
+        else:
+            self.notify("d dismisses the selected recovery in the Recoveries panel: move "
+                        "there (tab) first.", markup=False)
 
     def _acknowledge_selected_message(self) -> None:
         message_id = self.query_one(InboxList).selected_message_id

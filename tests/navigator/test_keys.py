@@ -316,3 +316,25 @@ async def test_help_says_how_to_reach_the_agent_pane_and_come_back(demo: Scenari
         assert isinstance(app.screen, HelpScreen)
         text = str(app.screen.query_one("#tmux-keys", Static).render())
         assert "prefix + S" in text and "prefix + arrow" in text
+
+
+async def test_a_and_d_outside_their_panels_say_where_they_work(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        recovery_id = demo.recoveries[0]
+        await pilot.press("d")
+        await pilot.press("a")
+        await pilot.pause()
+        said = [m for _, m in notices(app)]
+        assert any("Recoveries panel" in m for m in said), said
+        assert any("Nothing to acknowledge" in m for m in said), said
+        # nothing was dismissed from the tree
+        state = demo.client.state()
+        assert any(r.recovery_id == recovery_id and r.state == "open"
+                   for r in state.recoveries)
+        # the palette offers no acknowledging with an empty inbox
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Acknowledge message" not in commands
+        assert "Dismiss recovery" in commands
