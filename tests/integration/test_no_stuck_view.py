@@ -398,7 +398,7 @@ def test_a_claim_checks_the_callers_placement_generation(tmp_path: Path,
     ok = claim_for_frame(engine, str(world.child_id), authority.session_key,
                          authority=authority)
     assert ok.kind == "brief"
-    ahead = replace(authority, placement_generation=authority.placement_generation + 99)
+    ahead = authority._replace(placement_generation=authority.placement_generation + 99)
     with pytest.raises(Conflict) as refused:
         claim_for_frame(engine, str(world.child_id), authority.session_key, authority=ahead)
     assert refused.value.code == "stale_placement"
