@@ -25,7 +25,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from core.broker_delivery import DrainReport, Notifier, PaneLocks, PaneTarget, TmuxTyper
+from core.broker_delivery import (
+    DeliveryGate,
+    DrainReport,
+    Notifier,
+    PaneLocks,
+    PaneTarget,
+    TmuxTyper,
+)
 from core.errors import Conflict, NotFound, SwitchboardError, Unauthorized
 from core.ports import Clock, SystemClock
 from storage.broker_schema import (
@@ -357,11 +364,13 @@ class Broker:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, tmux_socket: str | os.PathLike[str] | None,
-             clock: Clock | None = None, create: bool = True) -> Broker:
+             clock: Clock | None = None, create: bool = True,
+             gate: DeliveryGate | None = None) -> Broker:
+        """``gate``: typing into Switchboard-launched members waits until shown and ready."""
         store = open_broker(path, create=create)
         locks = PaneLocks.beside(store.path)
-        return cls(store, clock=clock, notifier=Notifier(TmuxTyper(tmux_socket), locks),
-                   locks=locks)
+        return cls(store, clock=clock,
+                   notifier=Notifier(TmuxTyper(tmux_socket), locks, gate=gate), locks=locks)
 
     def close(self) -> None:
         self.store.close()

@@ -68,6 +68,9 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         remember_hook_open(opened)
     if recorded.outcome.handled:
         _record_evidence(home, parsed, recorded, now)
+    if recorded.trusted_stop:
+        from core.broker_kick import kick_after_stop
+        kick_after_stop(home.broker_path, recorded.frame_id, env)  # lines that waited for Stop
     if not recorded.stop_work:
         return recorded.outcome
     executed = _after_trusted_stop(home, generation, recorded.frame_id)
@@ -81,6 +84,7 @@ class _Recorded:
     frame_id: str = ""
     stop_work: bool = False
     project_id: str = ""
+    trusted_stop: bool = False
     project_root: str = ""
 
 
@@ -148,7 +152,7 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
     return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown,
                                  claim_reminder=reminder), True,
                      frame_id, stop_work, project[0] if project else "",
-                     (project[1] or "") if project else "")
+                     (project[1] or "") if project else "", trusted_stop)
 
 
 def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int) -> None:

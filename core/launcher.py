@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.agent_tools_broker import NAMES as BROKER_TOOL_NAMES
 from core.capabilities import (
     AGENT_TOOL_ENV,
     CAPABILITY_TTL_MS,
@@ -147,6 +148,8 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
                    " WHERE session_key = ?", (engine.now(), launch["session_key"]))
         sessions_ops.record_provider_version(tx, launch["session_key"], version.text,
                                              engine.now())
+    from core.broker_membership import after_launch
+    after_launch(engine, launch["frame_id"])  # a broker member from its first pane on
     if present:
         _present_started(engine, launch["frame_id"], pane.pane_id, launch_id)
     # Otherwise the gate stays shut: the saga (push) or a later focus presents the
@@ -205,6 +208,7 @@ MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
 """The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
 AGENT_TOOL_NAMES = ("task_push", "task_complete_return", "transition_claim")
 """The MCP server's tools (core.mcp_server.TOOLS); Codex runs them without asking."""
+AGENT_TOOL_NAMES += BROKER_TOOL_NAMES  # message_send, ..._broadcast, _poll, _ack, _wait
 
 
 def _mcp_config(run_dir: Path) -> Path:

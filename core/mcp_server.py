@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from core import agent_tools_broker as _broker_tools
 from core.errors import SwitchboardError
 
 # Newest first; an initialize asking for one of these gets it back, anything
@@ -51,6 +52,7 @@ TOOLS: list[dict[str, Any]] = [
      "description": "Claim your brief or handoff and follow the returned instructions.",
      "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
 ]
+TOOLS += _broker_tools.TOOLS  # message_send, message_broadcast, message_poll, ack, wait
 _SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
 
@@ -74,6 +76,9 @@ def _check_arguments(name: str, arguments: Any) -> dict[str, Any]:
         raise ToolArgumentError(f"missing required argument(s): {', '.join(missing)}")
     for key, value in arguments.items():
         spec = properties[key]
+        if spec.get("type") in ("integer", "number"):
+            _check_number(key, value, spec)
+            continue
         if not isinstance(value, str):
             raise ToolArgumentError(f"{key} must be a string")
         if len(value) < spec.get("minLength", 0):
@@ -83,8 +88,20 @@ def _check_arguments(name: str, arguments: Any) -> dict[str, Any]:
     return arguments
 
 
+def _check_number(key: str, value: Any, spec: dict[str, Any]) -> None:
+    whole = spec["type"] == "integer"
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            (whole and not float(value).is_integer()):
+        raise ToolArgumentError(f"{key} must be {'an integer' if whole else 'a number'}")
+    if value < spec.get("minimum", float("-inf")):
+        raise ToolArgumentError(f"{key} must be at least {spec['minimum']}")
+
+
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     from core import agent_tools
+
+    if name in _broker_tools.NAMES:
+        return _broker_tools.call(name, arguments)
 
     if name == "task_push":
         return agent_tools.task_push(arguments["title"], arguments["brief"],

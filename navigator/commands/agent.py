@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = ags.add_parser("transition-claim", help="claim your brief or handoff")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_claim)
+    from navigator.commands.agent_broker import register as register_broker_tools
+    register_broker_tools(ags)
     mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
     mcp.set_defaults(handler=_mcp)
 

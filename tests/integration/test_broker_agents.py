@@ -1,0 +1,124 @@
+"""Agents talk through the broker, on a real private tmux server with fake agents.
+
+A task agent sends its (parked) workspace agent a message through MCP (fake
+Codex) or the CLI (fake Claude). Nothing is typed while the workspace pane is
+parked; showing it again (a focus, no second send) types the one notification
+line, the workspace agent polls and ACKs it. The person, a member without a
+pane, gets a message too and sees it in the view's Inbox and in the read-only
+stream running in its own tmux pane.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.enums import Provider
+from core.requests import new_request_id
+from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
+
+
+def _one(engine, sql: str, *args) -> tuple | None:
+    row = engine.conn.execute(sql, args).fetchone()
+    return None if row is None else tuple(row)
+
+
+def _broker(path: Path, sql: str, *args) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [tuple(r) for r in conn.execute(sql, args).fetchall()]
+    finally:
+        conn.close()
+
+
+def _screen(socket: Path, pane: str) -> str:
+    return tmux(socket, "capture-pane", "-p", "-J", "-S", "-200", "-t", pane)
+
+
+def _activity(engine, frame_id: str) -> str | None:
+    row = _one(engine, "SELECT activity FROM provider_sessions WHERE session_key ="
+                       " (SELECT current_session_key FROM frames WHERE frame_id = ?)", frame_id)
+    return row[0] if row else None
+
+
+@pytest.mark.parametrize("provider", [Provider.CODEX, Provider.CLAUDE])
+def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path, monkeypatch,
+                                              provider: Provider) -> None:
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    broker_db = tmp_path / "broker.sqlite3"
+    route = engine.project_enter(new_request_id(), "alpha")
+    engine.frame_start(new_request_id(), route.frame_id, provider)
+    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    view_id = _one(engine, "SELECT view_id FROM user_views")[0]
+    assert wait_for(lambda: ">" in _screen(tmux_socket, main).split())
+
+    # Launched means registered: one fleet for the project, the workspace its Director,
+    # the person a member without a pane.
+    fleets = _broker(broker_db, "SELECT fleet_id, name, director_member_id FROM fleets")
+    assert len(fleets) == 1 and fleets[0][1].startswith("project:")
+    members = _broker(broker_db, "SELECT m.member_id, m.name, m.description, p.mux_pane_id"
+                                 " FROM members m JOIN member_placements p USING (member_id)"
+                                 " ORDER BY m.member_id")
+    assert members[0][0] == fleets[0][2] and members[0][3] == main
+    assert members[0][2] == f"switchboard-frame:{route.frame_id}"
+    assert [m[1] for m in members[1:]] == ["person"] and members[1][3] is None
+
+    type_line(tmux_socket, main, "hello")
+    assert wait_for(lambda: _activity(engine, route.frame_id) == "ready")
+    type_line(tmux_socket, main, "/push Fix the bug :: Make test_foo pass")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
+                                         " WHERE kind = 'push'") == ("completed",), 30)
+    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    child_frame = _one(engine, "SELECT frame_id FROM frames WHERE title = 'Fix the bug'")[0]
+    assert child_pane != main
+    assert wait_for(lambda: _broker(
+        broker_db, "SELECT p.mux_pane_id FROM members m JOIN member_placements p"
+                   " USING (member_id) WHERE m.description = ?",
+        f"switchboard-frame:{child_frame}") == [(child_pane,)])
+    assert wait_for(lambda: _activity(engine, child_frame) == "ready", 30)
+
+    # The child (task agent) messages its parked parent and the person.
+    type_line(tmux_socket, child_pane, "/msg workspace :: please review the diff")
+    assert wait_for(lambda: _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(1,)], 30)
+    type_line(tmux_socket, child_pane, "/msg person :: tests pass now")
+    assert wait_for(lambda: _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(2,)], 30)
+    tool = "switchboard.message_send(" if provider is Provider.CODEX else "message-send"
+    assert tool in _screen(tmux_socket, child_pane)
+    to_parent = _broker(broker_db, "SELECT message_id, notified_at, status_state FROM messages"
+                                   " WHERE text = 'please review the diff'")[0]
+    assert to_parent[1] is None and to_parent[2] == "input_required"
+    assert "[switchboard] message" not in _screen(tmux_socket, main)  # parked: not typed
+
+    # The person sees its message in the view's Inbox...
+    from core.inbox_view import inbox_for_view
+
+    inbox = inbox_for_view(engine, engine.home, view_id)
+    rows = {(e.from_name, e.to_name, e.text) for e in inbox}
+    assert ("Fix the bug", "person", "tests pass now") in rows
+    # ... and in the read-only stream, in its own pane of the view.
+    person_id = members[1][0]
+    stream_pane = tmux(tmux_socket, "split-window", "-d", "-P", "-F", "#{pane_id}", "-t",
+                       child_pane, f"{sys.executable} -m navigator.cli inbox --stream "
+                       f"--member {person_id} --broker-db {broker_db}").strip()
+    assert wait_for(lambda: "tests pass now" in _screen(tmux_socket, stream_pane), 30), \
+        _screen(tmux_socket, stream_pane)
+    tmux(tmux_socket, "kill-pane", "-t", stream_pane)
+
+    # Showing the workspace again delivers: no second send.
+    engine.view_focus(new_request_id(), view_id, route.frame_id)
+    assert wait_for(lambda: _one(engine, "SELECT main_pane_id FROM user_views")[0] == main, 30)
+    line = f"[switchboard] message {to_parent[0]} from Fix the bug"
+    assert wait_for(lambda: line in _screen(tmux_socket, main), 30), _screen(tmux_socket, main)
+    assert wait_for(lambda: f"message {to_parent[0]}: please review the diff"
+                    in _screen(tmux_socket, main), 30), _screen(tmux_socket, main)
+    assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages"
+                                               " WHERE message_id = ?", to_parent[0])
+                    == [("completed",)], 30), _screen(tmux_socket, main)
+    assert _screen(tmux_socket, main).count(line) == 1
+    # The person's message is never typed anywhere (no pane) and stays pending for them.
+    assert _broker(broker_db, "SELECT status_state FROM messages WHERE text = 'tests pass now'"
+                   ) == [("input_required",)]
