@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.agent_tools_broker import NAMES as BROKER_TOOL_NAMES
+from core.agent_tools_context import NAMES as CONTEXT_TOOL_NAMES
 from core.capabilities import (
     AGENT_TOOL_ENV,
     CAPABILITY_TTL_MS,
@@ -208,7 +209,7 @@ MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
 """The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
 AGENT_TOOL_NAMES = ("task_push", "task_complete_return", "transition_claim")
 """The MCP server's tools (core.mcp_server.TOOLS); Codex runs them without asking."""
-AGENT_TOOL_NAMES += BROKER_TOOL_NAMES  # message_send, ..._broadcast, _poll, _ack, _wait
+AGENT_TOOL_NAMES += BROKER_TOOL_NAMES + CONTEXT_TOOL_NAMES  # messages; current, context, ...
 
 
 def _mcp_config(run_dir: Path) -> Path:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from core import agent_tools_broker as _broker_tools
+from core import agent_tools_context as _context_tools
 from core.errors import SwitchboardError
 
 # Newest first; an initialize asking for one of these gets it back, anything
@@ -52,7 +53,7 @@ TOOLS: list[dict[str, Any]] = [
      "description": "Claim your brief or handoff and follow the returned instructions.",
      "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
 ]
-TOOLS += _broker_tools.TOOLS  # message_send, message_broadcast, message_poll, ack, wait
+TOOLS += _broker_tools.TOOLS + _context_tools.TOOLS  # messages; current, context, history...
 _SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
 
@@ -102,6 +103,8 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
     if name in _broker_tools.NAMES:
         return _broker_tools.call(name, arguments)
+    if name in _context_tools.NAMES:
+        return _context_tools.call(name, arguments)
 
     if name == "task_push":
         return agent_tools.task_push(arguments["title"], arguments["brief"],

@@ -1,4 +1,4 @@
-"""`switchboard agent message-*`: the broker agent tools as CLI commands (JSON out).
+"""`switchboard agent message-*`, `switchboard-current`, ...: broker and context tools (JSON out).
 
 The same functions the MCP server calls (core.agent_tools_broker), so both
 paths share the engine, the capability checks and the idempotency rules.
@@ -33,6 +33,12 @@ def register(ags: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_wait)
+    from core.agent_tools_context import TOOLS
+
+    for tool in TOOLS:
+        p = ags.add_parser(tool["name"].replace("_", "-"), help=tool["description"])
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(handler=_context, tool=tool["name"])
 
 
 def _print(value: dict) -> int:
@@ -69,3 +75,9 @@ def _wait(args: argparse.Namespace) -> int:
     from core.agent_tools_broker import message_wait
 
     return _print(message_wait(args.timeout))
+
+
+def _context(args: argparse.Namespace) -> int:
+    from core.agent_tools_context import call
+
+    return _print(call(args.tool, {}))

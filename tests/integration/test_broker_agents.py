@@ -122,3 +122,99 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
     # The person's message is never typed anywhere (no pane) and stays pending for them.
     assert _broker(broker_db, "SELECT status_state FROM messages WHERE text = 'tests pass now'"
                    ) == [("input_required",)]
+
+
+def _pane_env(socket: Path, pane: str) -> dict[str, str]:
+    """The environment the agent in ``pane`` (and so its MCP server) runs with."""
+    pid = tmux(socket, "display-message", "-p", "-t", pane, "#{pane_pid}").strip()
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+    env["TMUX_PANE"] = pane
+    return env
+
+
+def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
+                                           monkeypatch) -> None:
+    from tests.core.test_mcp_server import McpProcess, error_text, ok_output
+
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    broker_db = tmp_path / "broker.sqlite3"
+    route = engine.project_enter(new_request_id(), "alpha")
+    engine.frame_start(new_request_id(), route.frame_id, Provider.CODEX)
+    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert wait_for(lambda: ">" in _screen(tmux_socket, main).split())
+    type_line(tmux_socket, main, "hello")
+    assert wait_for(lambda: _activity(engine, route.frame_id) == "ready")
+    type_line(tmux_socket, main, "/push Fix the bug :: Make test_foo pass")
+    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
+                                         " WHERE kind = 'push'") == ("completed",), 30)
+    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    child_frame = _one(engine, "SELECT frame_id FROM frames WHERE title = 'Fix the bug'")[0]
+    assert wait_for(lambda: _activity(engine, child_frame) == "ready", 30)
+
+    child = McpProcess(_pane_env(tmux_socket, child_pane))
+    try:
+        current = ok_output(child.call("switchboard_current", {}))
+        assert current["frame"]["title"] == "Fix the bug" and current["view"]["i_am_shown"]
+        assert current["parent"]["frame_id"] == route.frame_id
+        assert current["project"] == "alpha" and current["unread_messages"] == 0
+        context = ok_output(child.call("switchboard_context", {}))
+        assert {f["title"] for f in context["frames"]} == {"Fix the bug",
+                                                           _one(engine, "SELECT title FROM"
+                                                                " frames WHERE frame_id = ?",
+                                                                route.frame_id)[0]}
+        text = repr(current) + repr(context)
+        assert child_pane not in text and str(tmp_path) not in text  # no panes, no paths
+        # Sending is idempotent while unread; a bad recipient is a clear tool error.
+        first = ok_output(child.call("message_send", {"to": "parent", "text": "look"}))
+        again = ok_output(child.call("message_send", {"to": "parent", "text": "look"}))
+        assert again["message_id"] == first["message_id"] and again["duplicate"]
+        assert first["delivery"].startswith("pending: its pane is not shown")
+        assert "no member 'nobody'" in error_text(
+            child.call("message_send", {"to": "nobody", "text": "x"}))
+        # task_back shows the parent; the parent is ready, so its line is typed at once.
+        back = ok_output(child.call("task_back", {}))
+        assert back["already"] is False
+        assert wait_for(lambda: _one(engine, "SELECT main_pane_id FROM user_views")[0] == main)
+        assert ok_output(child.call("task_back", {}))["already"] is True
+        status = ok_output(child.call("transition_status", {}))
+        assert [t["kind"] for t in status["transitions"]][:2] == ["back", "push"]
+        assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages")
+                        == [("completed",)], 30), _screen(tmux_socket, main)
+
+        # A shown agent that is working is not typed into: the line waits for its Stop.
+        engine.conn.execute("UPDATE provider_sessions SET activity = 'working'"
+                            " WHERE session_key = (SELECT current_session_key FROM frames"
+                            " WHERE frame_id = ?)", (route.frame_id,))
+        engine.conn.commit()
+        busy = ok_output(child.call("message_send", {"to": "workspace", "text": "second"}))
+        assert busy["delivery"] == "pending: its agent is working; it is typed at the " \
+                                   "agent's next Stop"
+        line = f"[switchboard] message {busy['message_id']} from"
+        assert line not in _screen(tmux_socket, main)
+        type_line(tmux_socket, main, "hello again")  # a turn, then its trusted Stop
+        assert wait_for(lambda: line in _screen(tmux_socket, main), 30), \
+            _screen(tmux_socket, main)
+        assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages"
+                                                   " WHERE message_id = ?", busy["message_id"])
+                        == [("completed",)], 30), _screen(tmux_socket, main)
+        history = ok_output(child.call("switchboard_history", {}))
+        assert history["closed"] == []
+    finally:
+        child.close()
+
+    # Closing the task deregisters its member; its messages are kept.
+    engine.view_focus(new_request_id(), _one(engine, "SELECT view_id FROM user_views")[0],
+                      child_frame)
+    assert wait_for(lambda: _one(engine, "SELECT main_pane_id FROM user_views")[0]
+                    == child_pane)
+    type_line(tmux_socket, child_pane, "/complete Fixed foo :: review")
+    assert wait_for(lambda: _one(engine, "SELECT lifecycle_state FROM frames WHERE"
+                                         " frame_id = ?", child_frame) == ("closed",), 40)
+    from core.broker_membership import after_launch
+
+    after_launch(engine, route.frame_id)  # any later reconcile sees the closed frame
+    assert _broker(broker_db, "SELECT status FROM members WHERE description = ?",
+                   f"switchboard-frame:{child_frame}") == [("deregistered",)]
+    assert _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(2,)]
