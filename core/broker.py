@@ -589,6 +589,42 @@ class Broker:
             self.store.ack_message(message_id, member_id, self.now())
         return _message(self.store.get_message(message_id))
 
+    def get_message(self, message_id: int) -> Message:
+        row = self.store.get_message(message_id)
+        if row is None:
+            raise UnknownMessage(f"no message {message_id}")
+        return _message(row)
+
+    def cancel(self, sender_id: int, message_id: int) -> Message:
+        """The sender withdraws an unread message: it leaves the recipient's pending set.
+
+        The format knows only pending and completed, so a withdrawn message is
+        completed with the withdrawal time (it is kept, like every message).
+        """
+        with self.store.transaction():
+            message = self.get_message(message_id)
+            self.get_member(sender_id)
+            if message.from_member_id != sender_id:
+                raise NotRecipient(
+                    f"message {message_id} was sent by member {message.from_member_id}, "
+                    f"not member {sender_id}; only its sender can cancel it",
+                    code="not_sender")
+            if message.status is MessageState.COMPLETED:
+                raise AlreadyAcked(
+                    f"message {message_id} was already ACKed at {message.status_timestamp}; "
+                    "there is nothing to cancel")
+            self.store.ack_message(message_id, message.to_member_id, self.now())
+        return self.get_message(message_id)
+
+    def broadcast(self, fleet_id: int, from_member_id: int, text: str) -> list[SendResult]:
+        """The same text to every other active member of the fleet, one message each."""
+        _require_text(text, "message text")
+        self._live_fleet(fleet_id)
+        others = [e.member_id for e in self.roster(fleet_id) if e.member_id != from_member_id]
+        if not others:
+            raise InvalidRequest(f"fleet {fleet_id} has no other active member to message")
+        return [self.send(fleet_id, from_member_id, to, text) for to in others]
+
     def wait(self, member_id: int, timeout_s: float) -> WaitResult:
         """Block until the member has pending messages (or timeout), retrying its notifications.
 
