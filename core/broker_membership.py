@@ -275,6 +275,40 @@ def after_launch(engine: Engine, frame_id: str) -> None:
         print(f"switchboard: broker membership not updated: {exc}", file=sys.stderr)
 
 
+@dataclass(frozen=True)
+class PersonSent:
+    """What the navigator tells the person after composing a message."""
+
+    message_id: int
+    to_name: str
+    delivery: str
+
+
+def person_send(engine: Engine, frame_id: str, text: str) -> PersonSent:
+    """The person messages a frame's agent: same broker, same gate as agent sends."""
+    if not text or not text.strip():
+        raise InvalidRequest("the message is empty; type what the agent should read")
+    row = engine.conn.execute("SELECT project_id, title FROM frames WHERE frame_id = ?",
+                              (frame_id,)).fetchone()
+    if row is None:
+        raise InvalidRequest(f"no frame {frame_id}")
+    with open_managed_broker(engine) as broker:
+        fleet = sync_project(engine, broker, row["project_id"])
+        to = fleet.member_for(frame_id) if fleet is not None else None
+        if fleet is None or to is None or fleet.person_id is None:
+            raise InvalidRequest(f"“{row['title']}” has no running agent to message; "
+                                 "start it first (n)")
+        result = broker.send(fleet.fleet.fleet_id, fleet.person_id, to, text)
+    report = result.delivery
+    if report is not None and report.notified:
+        delivery = "typed into its pane"
+    else:
+        why = report and (report.deferred or report.skipped
+                          or (report.not_notified.reason if report.not_notified else None))
+        delivery = f"pending: {why}" if why else "pending"
+    return PersonSent(result.message.message_id, row["title"], delivery)
+
+
 # --------------------------------------------------------------------------- the Stop kick
 # (the hook's side is core.broker_kick: stdlib only)
 

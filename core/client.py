@@ -194,6 +194,13 @@ class EngineClient:
 
         return inbox_view.ack(self.home, message_id, member_id)
 
+    def message_frame(self, frame_id: str, text: str) -> Any:
+        """The person's message to a frame's agent (core.broker_membership.person_send)."""
+        from core.broker_membership import person_send
+
+        with self._lock:
+            return person_send(self.engine, frame_id, text)
+
     # --------------------------------------------------------------- ui state
 
     @property

@@ -43,6 +43,7 @@ from navigator.lookup import (
 )
 from navigator.palette import PlacesProvider
 from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
+from navigator.screens.compose import ComposeMessageScreen
 from navigator.screens.confirm import ConfirmScreen
 from navigator.screens.help import HelpScreen
 from navigator.screens.recovery import RecoveryExplanationScreen
@@ -98,6 +99,7 @@ class SwitchboardApp(App[None]):
         Binding("R", "recover", "Recover", key_display="R",
                 tooltip="run the selected recovery (safe_auto ones only)"),
         Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
+        Binding("t", "message", "Message", tooltip="message the frame's agent (replies: Inbox)"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
@@ -551,6 +553,18 @@ class SwitchboardApp(App[None]):
             return
         self.request("Back", "Showing the parent; the task stays open",
                      partial(self.client.back, view.view_id))
+
+    def action_message(self) -> None:
+        frame = self._local_frame("Select a frame whose agent should get a message.")
+        if frame is None:
+            return
+
+        def answered(text: str | None) -> None:
+            if text:
+                self.request("Message", f"Message for {frame.title} sent",
+                             partial(self.client.message_frame, frame.frame_id, text))
+
+        self.push_screen(ComposeMessageScreen(frame.title), answered)
 
     def _task_target(self, verb: str) -> FrameSummary | None:
         frame = self.target_frame()

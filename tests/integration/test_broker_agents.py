@@ -108,6 +108,17 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
         _screen(tmux_socket, stream_pane)
     tmux(tmux_socket, "kill-pane", "-t", stream_pane)
 
+    # The person answers from the navigator: the shown, ready child gets it typed at once.
+    from core.broker_membership import person_send
+
+    assert wait_for(lambda: _activity(engine, child_frame) == "ready", 30)
+    sent = person_send(engine, child_frame, "thanks, carry on")
+    assert sent.delivery == "typed into its pane" and sent.to_name == "Fix the bug"
+    assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages"
+                                               " WHERE message_id = ?", sent.message_id)
+                    == [("completed",)], 30), _screen(tmux_socket, child_pane)
+    assert f"message {sent.message_id}: thanks, carry on" in _screen(tmux_socket, child_pane)
+
     # Showing the workspace again delivers: no second send.
     engine.view_focus(new_request_id(), view_id, route.frame_id)
     assert wait_for(lambda: _one(engine, "SELECT main_pane_id FROM user_views")[0] == main, 30)
