@@ -44,6 +44,7 @@ GROUPS: dict[str, str] = {
     "open": "navigator.commands.open",
     "worktree": "navigator.commands.worktree",
     "attention": "navigator.commands.attention",
+    "doctor": "navigator.commands.doctor",
 }
 
 
