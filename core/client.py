@@ -201,6 +201,13 @@ class EngineClient:
         with self._lock:
             return person_send(self.engine, frame_id, text)
 
+    def toggle_inbox_stream(self, view_id: str) -> Any:
+        """Open or close the view's read-only inbox stream pane (core.inbox_pane)."""
+        from core.inbox_pane import toggle_inbox_stream
+
+        with self._lock:
+            return toggle_inbox_stream(self.engine, view_id)
+
     # --------------------------------------------------------------- ui state
 
     @property

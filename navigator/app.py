@@ -100,6 +100,8 @@ class SwitchboardApp(App[None]):
                 tooltip="run the selected recovery (safe_auto ones only)"),
         Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
         Binding("t", "message", "Message", tooltip="message the frame's agent (replies: Inbox)"),
+        Binding("w", "inbox_stream", "Stream",
+                tooltip="open/close the read-only inbox stream pane in the view"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
@@ -565,6 +567,16 @@ class SwitchboardApp(App[None]):
                              partial(self.client.message_frame, frame.frame_id, text))
 
         self.push_screen(ComposeMessageScreen(frame.title), answered)
+
+    def action_inbox_stream(self) -> None:
+        view = self.target_view()
+        if not self._need(view, "No view yet: select a project and press enter."):
+            return
+        assert view is not None
+        if self._remote(view.host_id):
+            return
+        self.request("Inbox stream", "Inbox stream toggled",
+                     partial(self.client.toggle_inbox_stream, view.view_id))
 
     def _task_target(self, verb: str) -> FrameSummary | None:
         frame = self.target_frame()

@@ -11,7 +11,6 @@ stream running in its own tmux pane.
 from __future__ import annotations
 
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -99,14 +98,19 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
     inbox = inbox_for_view(engine, engine.home, view_id)
     rows = {(e.from_name, e.to_name, e.text) for e in inbox}
     assert ("Fix the bug", "person", "tests pass now") in rows
-    # ... and in the read-only stream, in its own pane of the view.
-    person_id = members[1][0]
-    stream_pane = tmux(tmux_socket, "split-window", "-d", "-P", "-F", "#{pane_id}", "-t",
-                       child_pane, f"{sys.executable} -m navigator.cli inbox --stream "
-                       f"--member {person_id} --broker-db {broker_db}").strip()
+    # ... and in the read-only stream, opened as its own pane of the view (key w).
+    from core.inbox_pane import OPT_INBOX, StreamPane, toggle_inbox_stream
+
+    def stream_panes() -> list[str]:
+        return [line.split()[0] for line in tmux(
+            tmux_socket, "list-panes", "-a", "-F", f"#{{pane_id}} #{{{OPT_INBOX}}}"
+        ).splitlines() if line.split()[1:] == [view_id]]
+
+    assert toggle_inbox_stream(engine, view_id) is StreamPane.OPENED
+    assert len(stream_panes()) == 1
+    stream_pane = stream_panes()[0]
     assert wait_for(lambda: "tests pass now" in _screen(tmux_socket, stream_pane), 30), \
         _screen(tmux_socket, stream_pane)
-    tmux(tmux_socket, "kill-pane", "-t", stream_pane)
 
     # The person answers from the navigator: the shown, ready child gets it typed at once.
     from core.broker_membership import person_send
@@ -130,6 +134,10 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
                                                " WHERE message_id = ?", to_parent[0])
                     == [("completed",)], 30), _screen(tmux_socket, main)
     assert _screen(tmux_socket, main).count(line) == 1
+    # The stream pane stayed through the swap; the same key closes it.
+    assert stream_panes() == [stream_pane]
+    assert toggle_inbox_stream(engine, view_id) is StreamPane.CLOSED
+    assert wait_for(lambda: stream_panes() == [])
     # The person's message is never typed anywhere (no pane) and stays pending for them.
     assert _broker(broker_db, "SELECT status_state FROM messages WHERE text = 'tests pass now'"
                    ) == [("input_required",)]
