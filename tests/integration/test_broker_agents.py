@@ -237,3 +237,38 @@ def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
     assert _broker(broker_db, "SELECT status FROM members WHERE description = ?",
                    f"switchboard-frame:{child_frame}") == [("deregistered",)]
     assert _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(2,)]
+
+
+def test_resumed_agent_keeps_its_member_and_gets_what_waited(
+        tmp_path: Path, tmux_socket: Path, monkeypatch) -> None:
+    """Stop, send while stopped, resume: same member, new pane, the line arrives
+    after the resumed agent's first Stop without a second send."""
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    broker_db = tmp_path / "broker.sqlite3"
+    route = engine.project_enter(new_request_id(), "alpha")
+    engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+    first_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert wait_for(lambda: _activity(engine, route.frame_id) is not None)
+    member = _broker(broker_db, "SELECT member_id FROM members WHERE description = ?",
+                     f"switchboard-frame:{route.frame_id}")
+    engine.frame_stop(new_request_id(), route.frame_id)
+    assert wait_for(lambda: first_pane not in tmux(tmux_socket, "list-panes", "-a", "-F",
+                                                   "#{pane_id}").split())
+
+    from core.broker_membership import person_send
+
+    sent = person_send(engine, route.frame_id, "welcome back")
+    assert sent.delivery.startswith("pending: its agent is not running")
+    engine.frame_start(new_request_id(), route.frame_id)
+    pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert pane != first_pane
+    assert _broker(broker_db, "SELECT m.member_id, p.mux_pane_id FROM members m"
+                              " JOIN member_placements p USING (member_id)"
+                              " WHERE m.description = ?",
+                   f"switchboard-frame:{route.frame_id}") == [(member[0][0], pane)]
+    type_line(tmux_socket, pane, "hello")  # a turn and its Stop
+    assert wait_for(lambda: f"message {sent.message_id}: welcome back"
+                    in _screen(tmux_socket, pane), 30), _screen(tmux_socket, pane)
+    assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages")
+                    == [("completed",)], 30)
