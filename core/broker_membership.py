@@ -81,6 +81,35 @@ class RegistryGate:
         return blocked_reason(row, target.pane)
 
 
+class LazyRegistryGate:
+    """The gate for the broker CLI: opens the current registry only when a managed
+    member is about to be typed to. Without a registry nothing can say the agent
+    is ready, so the message waits (safe: poll and ACK stay authoritative)."""
+
+    def __init__(self, home: object | None = None) -> None:
+        self._home = home
+        self._gate: RegistryGate | None = None
+        self._problem: str | None = None
+
+    def blocked(self, frame_id: str, target: PaneTarget) -> str | None:
+        if self._gate is None and self._problem is None:
+            from core.home import Home
+            from core.session import open_engine
+
+            try:
+                engine = open_engine(self._home or Home.from_env())  # type: ignore[arg-type]
+                self._gate = RegistryGate(engine.conn)
+            except (SwitchboardError, sqlite3.Error, OSError) as exc:
+                self._problem = f"the Switchboard registry cannot say whether it is ready ({exc})"
+        if self._gate is None:
+            return self._problem
+        return self._gate.blocked(frame_id, target)
+
+    def close(self) -> None:
+        if self._gate is not None:
+            self._gate.conn.close()
+
+
 def blocked_reason(row: sqlite3.Row | None, pane: str) -> str | None:
     """Why a pane cannot take a notification now, or None (pure, for tests and the gate)."""
     if row is None:

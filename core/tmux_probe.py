@@ -6,7 +6,6 @@ Exact pane ids only (``%N``), on an explicit socket; nothing here types or moves
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 
 from core.errors import SwitchboardError
@@ -19,14 +18,25 @@ class ProbeFailed(SwitchboardError):
     code = "tmux_unavailable"
 
 
-def _run(socket: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class _Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(socket: str | None, *args: str) -> _Done:
+    """One counted tmux process through the project's runner (never the default server)."""
+    from core.tmux.errors import TmuxError
+    from core.tmux.runner import TmuxRunner
+
     if socket is None:
         raise ProbeFailed("no tmux socket (pass --tmux-socket or set SWITCHBOARD_TMUX_SOCKET)")
     try:
-        return subprocess.run(["tmux", "-S", socket, *args], capture_output=True, text=True,
-                              timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        out = TmuxRunner(socket).run([tuple(args)], check=False)
+    except TmuxError as exc:
         raise ProbeFailed(f"tmux did not answer on {socket}: {exc}") from None
+    return _Done(out.returncode, "\n".join(out.stdout) + "\n", "\n".join(out.stderr))
 
 
 def _exact(pane: str) -> str:

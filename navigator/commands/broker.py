@@ -64,7 +64,12 @@ def _tmux_socket(args: argparse.Namespace) -> str | None:
 
 
 def _open(args: argparse.Namespace, *, create: bool = True) -> Broker:
-    return Broker.open(_broker_path(args), tmux_socket=_tmux_socket(args), create=create)
+    """Agents Switchboard launched are typed to only when shown and ready (the registry's
+    gate, opened lazily); hand-registered members keep the plain rules."""
+    from core.broker_membership import LazyRegistryGate
+
+    return Broker.open(_broker_path(args), tmux_socket=_tmux_socket(args), create=create,
+                       gate=LazyRegistryGate())
 
 
 def _fleet_id(broker: Broker, ref: str | None) -> int | None:

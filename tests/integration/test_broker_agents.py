@@ -260,6 +260,15 @@ def test_resumed_agent_keeps_its_member_and_gets_what_waited(
 
     sent = person_send(engine, route.frame_id, "welcome back")
     assert sent.delivery.startswith("pending: its agent is not running")
+    # The shell CLI, by names, goes through the same gate.
+    from navigator.cli import main
+
+    project = _one(engine, "SELECT project_id FROM frames WHERE frame_id = ?",
+                   route.frame_id)[0]
+    title = _one(engine, "SELECT title FROM frames WHERE frame_id = ?", route.frame_id)[0]
+    monkeypatch.setenv("SWITCHBOARD_TMUX_SOCKET", str(tmux_socket))
+    assert main(["message", "send", "--fleet", f"project:{project}", "--from", "person",
+                 "--to", title, "from the shell"]) == 0
     engine.frame_start(new_request_id(), route.frame_id)
     pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
     assert pane != first_pane
@@ -271,4 +280,5 @@ def test_resumed_agent_keeps_its_member_and_gets_what_waited(
     assert wait_for(lambda: f"message {sent.message_id}: welcome back"
                     in _screen(tmux_socket, pane), 30), _screen(tmux_socket, pane)
     assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages")
-                    == [("completed",)], 30)
+                    == [("completed",), ("completed",)], 30)
+    assert "message 2: from the shell" in _screen(tmux_socket, pane)
