@@ -25,7 +25,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from core.broker_delivery import DrainReport, Notifier, PaneLocks, PaneTarget, TmuxTyper
+from core.broker_delivery import (
+    DeliveryGate,
+    DrainReport,
+    Notifier,
+    PaneLocks,
+    PaneTarget,
+    TmuxTyper,
+)
 from core.errors import Conflict, NotFound, SwitchboardError, Unauthorized
 from core.ports import Clock, SystemClock
 from storage.broker_schema import (
@@ -363,11 +370,13 @@ class Broker:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, tmux_socket: str | os.PathLike[str] | None,
-             clock: Clock | None = None, create: bool = True) -> Broker:
+             clock: Clock | None = None, create: bool = True,
+             gate: DeliveryGate | None = None) -> Broker:
+        """``gate``: typing into Switchboard-launched members waits until shown and ready."""
         store = open_broker(path, create=create)
         locks = PaneLocks.beside(store.path)
-        return cls(store, clock=clock, notifier=Notifier(TmuxTyper(tmux_socket), locks),
-                   locks=locks)
+        return cls(store, clock=clock,
+                   notifier=Notifier(TmuxTyper(tmux_socket), locks, gate=gate), locks=locks)
 
     def close(self) -> None:
         self.store.close()
@@ -585,6 +594,42 @@ class Broker:
                     f"message {message_id} was already ACKed at {message.status_timestamp}")
             self.store.ack_message(message_id, member_id, self.now())
         return _message(self.store.get_message(message_id))
+
+    def get_message(self, message_id: int) -> Message:
+        row = self.store.get_message(message_id)
+        if row is None:
+            raise UnknownMessage(f"no message {message_id}")
+        return _message(row)
+
+    def cancel(self, sender_id: int, message_id: int) -> Message:
+        """The sender withdraws an unread message: it leaves the recipient's pending set.
+
+        The format knows only pending and completed, so a withdrawn message is
+        completed with the withdrawal time (it is kept, like every message).
+        """
+        with self.store.transaction():
+            message = self.get_message(message_id)
+            self.get_member(sender_id)
+            if message.from_member_id != sender_id:
+                raise NotRecipient(
+                    f"message {message_id} was sent by member {message.from_member_id}, "
+                    f"not member {sender_id}; only its sender can cancel it",
+                    code="not_sender")
+            if message.status is MessageState.COMPLETED:
+                raise AlreadyAcked(
+                    f"message {message_id} was already ACKed at {message.status_timestamp}; "
+                    "there is nothing to cancel")
+            self.store.ack_message(message_id, message.to_member_id, self.now())
+        return self.get_message(message_id)
+
+    def broadcast(self, fleet_id: int, from_member_id: int, text: str) -> list[SendResult]:
+        """The same text to every other active member of the fleet, one message each."""
+        _require_text(text, "message text")
+        self._live_fleet(fleet_id)
+        others = [e.member_id for e in self.roster(fleet_id) if e.member_id != from_member_id]
+        if not others:
+            raise InvalidRequest(f"fleet {fleet_id} has no other active member to message")
+        return [self.send(fleet_id, from_member_id, to, text) for to in others]
 
     def wait(self, member_id: int, timeout_s: float) -> WaitResult:
         """Block until the member has pending messages (or timeout), retrying its notifications.

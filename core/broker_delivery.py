@@ -34,6 +34,7 @@ from typing import Protocol
 
 import libtmux
 
+from core.broker_kick import MANAGED_PREFIX
 from core.tmux.commands import Check, equals, guarded, outcome
 from core.tmux.errors import PaneNotFound
 from storage.broker_schema import (
@@ -183,6 +184,33 @@ def notification_line(message_id: int, sender_name: str, from_member_id: int,
             f" run `switchboard message poll --member {to_member_id}`, then ack {message_id}")
 
 
+def managed_line(message_id: int, sender_name: str) -> str:
+    """The line typed to a Switchboard-launched agent: its tools, not the broker CLI."""
+    name = _UNSAFE.sub("?", sender_name)[:40]
+    return (f"[switchboard] message {message_id} from {name}: call message_poll() to read it,"
+            f" then message_ack({message_id})")
+
+
+class DeliveryGate(Protocol):
+    """Decides, for a Switchboard-launched member, whether its pane may be typed into now.
+
+    ``blocked`` returns why not (the message stays pending, unstamped, and is
+    typed when the reason clears: the agent's Stop, its presentation, its
+    unfencing), or None when the pane is shown, takes input and the agent is
+    ready with no prompt open. Members the gate does not manage keep the
+    format's plain rules.
+    """
+
+    def blocked(self, frame_id: str, target: PaneTarget) -> str | None: ...
+
+
+def managed_frame(description: str | None) -> str | None:
+    """The frame id a managed member stands for, or None for a hand-registered member."""
+    if description and description.startswith(MANAGED_PREFIX):
+        return description[len(MANAGED_PREFIX):] or None
+    return None
+
+
 @dataclass(frozen=True)
 class NotNotified:
     """Why a pending message was not typed this time (it stays pending and unstamped)."""
@@ -195,8 +223,16 @@ class NotNotified:
     def diagnostic(self) -> str:
         where = f" into pane {self.pane}" if self.pane else ""
         return (f"message {self.message_id} to member {self.to_member_id} is stored but was "
-                f"not typed{where}: {self.reason}; it stays pending, and the next send to "
-                f"that member or a wait retries it")
+                f"not typed{where}: {_without_tail(self.reason)}; it stays pending, and the "
+                f"next send to that member or a wait retries it")
+
+
+def _without_tail(reason: str) -> str:
+    """Reasons may already say the message stays pending; say it once."""
+    for tail in ("; the message stays pending", "; it stays pending"):
+        if reason.endswith(tail):
+            return reason[: -len(tail)]
+    return reason
 
 
 @dataclass(frozen=True)
@@ -205,9 +241,11 @@ class DrainReport:
     notified: tuple[int, ...] = ()
     skipped: str | None = None  # why the recipient gets no pane notifications at all
     not_notified: NotNotified | None = None
+    deferred: str | None = None  # managed recipient not ready/shown: typed later, not failed
 
 
-def _eligible_target(row: sqlite3.Row | None) -> tuple[PaneTarget | None, str | None]:
+def _eligible_target(row: sqlite3.Row | None, gate: DeliveryGate | None = None
+                     ) -> tuple[PaneTarget | None, str | None]:
     """A concrete pane for an active ordinary member of a live fleet, or the reason not."""
     if row is None:
         return None, "recipient no longer exists"
@@ -216,7 +254,8 @@ def _eligible_target(row: sqlite3.Row | None) -> tuple[PaneTarget | None, str | 
         return None, "recipient is deregistered"
     if row["fleet_deleted_at"] is not None:
         return None, "recipient's fleet is deleted"
-    if row["director_member_id"] == row["member_id"]:
+    managed = gate is not None and managed_frame(row["description"]) is not None
+    if row["director_member_id"] == row["member_id"] and not managed:
         return None, "the root Director is notified through wait/poll, never its pane"
     if row["backend"] is None:
         return None, "recipient has no placement"
@@ -228,7 +267,8 @@ def _eligible_target(row: sqlite3.Row | None) -> tuple[PaneTarget | None, str | 
 
 def _target_row(store: BrokerStore, member_id: int) -> sqlite3.Row | None:
     return store.conn.execute(
-        "SELECT m.member_id, m.status, f.director_member_id, f.deleted_at AS fleet_deleted_at,"
+        "SELECT m.member_id, m.status, m.description, f.director_member_id,"
+        " f.deleted_at AS fleet_deleted_at,"
         " p.backend, p.mux_session, p.mux_window_id, p.mux_pane_id"
         " FROM members m JOIN fleets f ON f.fleet_id = m.fleet_id"
         " LEFT JOIN member_placements p ON p.member_id = m.member_id"
@@ -243,6 +283,8 @@ class Notifier:
     locks: PaneLocks
     # Test seam: runs after a line is submitted and before the stamp.
     after_submit: Callable[[int], None] | None = field(default=None, repr=False)
+    # Switchboard-launched members: typed only when shown and ready (one line per ready turn).
+    gate: DeliveryGate | None = None
 
     def drain(self, store: BrokerStore, to_member_id: int, *, now: Callable[[], str],
               attempted: set[int]) -> DrainReport:
@@ -250,7 +292,7 @@ class Notifier:
         notified: list[int] = []
         races = 0
         while True:
-            target, why_not = _eligible_target(_target_row(store, to_member_id))
+            target, why_not = _eligible_target(_target_row(store, to_member_id), self.gate)
             if target is None:
                 return DrainReport(to_member_id, tuple(notified), skipped=why_not)
             candidate = store.next_notification_candidate(to_member_id, attempted)
@@ -260,7 +302,8 @@ class Notifier:
             try:
                 with self.locks.hold(target):
                     # Revalidate eligibility, placement and the message under the lock.
-                    locked_target, why_not = _eligible_target(_target_row(store, to_member_id))
+                    locked_row = _target_row(store, to_member_id)
+                    locked_target, why_not = _eligible_target(locked_row, self.gate)
                     if locked_target is None:
                         return DrainReport(to_member_id, tuple(notified), skipped=why_not)
                     if locked_target.lock_name != target.lock_name:
@@ -278,9 +321,22 @@ class Notifier:
                             is not MessageState.INPUT_REQUIRED
                             or row["notified_at"] is not None):
                         continue  # another drain stamped it, or it was ACKed: done
+                    frame_id = managed_frame(locked_row["description"]) if self.gate else None
+                    if frame_id is not None:
+                        # A ready agent that gets a line starts working: one line per
+                        # ready period; its next Stop (or presentation) types the next.
+                        if notified:
+                            attempted.discard(message_id)
+                            return DrainReport(to_member_id, tuple(notified))
+                        blocked = self.gate.blocked(frame_id, target)
+                        if blocked is not None:
+                            attempted.discard(message_id)
+                            return DrainReport(to_member_id, tuple(notified), deferred=blocked)
                     sender = store.get_member(row["from_member_id"])
-                    line = notification_line(message_id, sender["name"] if sender else "?",
-                                             row["from_member_id"], to_member_id)
+                    sender_name = sender["name"] if sender else "?"
+                    line = (managed_line(message_id, sender_name) if frame_id is not None
+                            else notification_line(message_id, sender_name,
+                                                   row["from_member_id"], to_member_id))
                     self.typer.type_line(target, line)
                     if self.after_submit is not None:
                         self.after_submit(message_id)

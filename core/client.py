@@ -201,6 +201,20 @@ class EngineClient:
 
         return inbox_view.ack(self.home, message_id, member_id)
 
+    def message_frame(self, frame_id: str, text: str) -> Any:
+        """The person's message to a frame's agent (core.broker_membership.person_send)."""
+        from core.broker_membership import person_send
+
+        with self._lock:
+            return person_send(self.engine, frame_id, text)
+
+    def toggle_inbox_stream(self, view_id: str) -> Any:
+        """Open or close the view's read-only inbox stream pane (core.inbox_pane)."""
+        from core.inbox_pane import toggle_inbox_stream
+
+        with self._lock:
+            return toggle_inbox_stream(self.engine, view_id)
+
     # --------------------------------------------------------------- ui state
 
     @property

@@ -83,6 +83,9 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         _record_evidence(home, parsed, recorded, now, payload)
     if recorded.attention is not None:
         _publish_attention(env, recorded.frame_id, recorded.attention)
+    if recorded.trusted_stop:
+        from core.broker_kick import kick_after_stop
+        kick_after_stop(home.broker_path, recorded.frame_id, env)  # lines that waited for Stop
     if recorded.observed_controls:
         _lift_fences(home, generation, recorded.observed_controls)
     if not recorded.stop_work:
@@ -106,6 +109,7 @@ class _Recorded(NamedTuple):
     project_root: str = ""
     observed_controls: tuple[str, ...] = ()
     attention: Attention | None = None
+    trusted_stop: bool = False
 
 
 class Attention(NamedTuple):
@@ -182,7 +186,7 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
     return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown,
                                  claim_reminder=reminder), True,
                      frame_id, stop_work, project[0] if project else "",
-                     (project[1] or "") if project else "", observed, attention)
+                     (project[1] or "") if project else "", observed, attention, trusted_stop)
 
 
 def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,

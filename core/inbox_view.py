@@ -25,9 +25,16 @@ def inbox_for_view(engine: Engine, home: Home, view_id: str | None) -> list[Any]
             "SELECT s.pane_id FROM frame_placements p JOIN surfaces s"
             " ON s.surface_id = p.surface_id WHERE p.view_id = ?"
             " AND s.lifecycle_state = 'live'", (view_id,))}
+    project = None if view_id is None else engine.conn.execute(
+        "SELECT project_id FROM user_views WHERE view_id = ?", (view_id,)).fetchone()
+    fleet_name = f"project:{project[0]}" if project and project[0] else None
     with Broker.open(home.broker_path, tmux_socket=None, create=False) as broker:
+        # The project's own fleet (its agents and the person, who has no pane), plus
+        # hand-registered members whose pane is one of this view's.
+        fleets = {f.fleet_id for f in broker.list_fleets() if f.name == fleet_name}
         members = [e.member_id for e in broker.roster()
-                   if panes is None or _pane_of(broker, e.member_id) in panes]
+                   if panes is None or e.fleet_id in fleets
+                   or _pane_of(broker, e.member_id) in panes]
         return broker.inbox(members) if members else []
 
 

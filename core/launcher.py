@@ -157,6 +157,8 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
                    " WHERE session_key = ?", (engine.now(), launch["session_key"]))
         sessions_ops.record_provider_version(tx, launch["session_key"], version.text,
                                              engine.now())
+    from core.broker_membership import after_launch
+    after_launch(engine, launch["frame_id"])  # a broker member from its first pane on
     if present:
         _present_started(engine, launch["frame_id"], pane.pane_id, launch_id)
     # Otherwise the gate stays shut: the saga (push) or a later focus presents the

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from core import agent_tools_broker as _broker_tools
+from core import agent_tools_context as _context_tools
 from core.errors import SwitchboardError
 
 # Newest first; an initialize asking for one of these gets it back, anything
@@ -62,6 +64,7 @@ TOOLS: list[dict[str, Any]] = [
      "description": "Withdraw your push or return while it still waits for your Stop.",
      "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
 ]
+TOOLS += _broker_tools.TOOLS + _context_tools.TOOLS  # messages; current, context, history...
 _SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
 
@@ -85,6 +88,9 @@ def _check_arguments(name: str, arguments: Any) -> dict[str, Any]:
         raise ToolArgumentError(f"missing required argument(s): {', '.join(missing)}")
     for key, value in arguments.items():
         spec = properties[key]
+        if spec.get("type") in ("integer", "number"):
+            _check_number(key, value, spec)
+            continue
         if not isinstance(value, str):
             raise ToolArgumentError(f"{key} must be a string")
         if len(value) < spec.get("minLength", 0):
@@ -94,8 +100,22 @@ def _check_arguments(name: str, arguments: Any) -> dict[str, Any]:
     return arguments
 
 
+def _check_number(key: str, value: Any, spec: dict[str, Any]) -> None:
+    whole = spec["type"] == "integer"
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            (whole and not float(value).is_integer()):
+        raise ToolArgumentError(f"{key} must be {'an integer' if whole else 'a number'}")
+    if value < spec.get("minimum", float("-inf")):
+        raise ToolArgumentError(f"{key} must be at least {spec['minimum']}")
+
+
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     from core import agent_tools
+
+    if name in _broker_tools.NAMES:
+        return _broker_tools.call(name, arguments)
+    if name in _context_tools.NAMES:
+        return _context_tools.call(name, arguments)
 
     if name == "task_push":
         return agent_tools.task_push(arguments["title"], arguments["brief"],

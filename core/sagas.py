@@ -115,6 +115,8 @@ def execute(engine: Engine, transition_id: str) -> None:
     for pane in stop_first:  # resume_only: the idle parent's old runtime goes first
         engine.stage.kill(pane)
     _move(engine, transition_id)
+    from core.broker_membership import after_presentation
+    after_presentation(engine, row["view_id"])  # a newly shown, ready agent gets its lines
 
 
 def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,

@@ -48,6 +48,7 @@ from navigator.lookup import (
 )
 from navigator.palette import PlacesProvider
 from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
+from navigator.screens.compose import ComposeMessageScreen
 from navigator.screens.confirm import ConfirmScreen
 from navigator.screens.help import HelpScreen
 from navigator.screens.recovery import RecoveryExplanationScreen
@@ -126,6 +127,9 @@ class SwitchboardApp(App[None]):
         Binding("R", "recover", "Recover", key_display="R",
                 tooltip="run the selected recovery (safe_auto ones only)"),
         Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
+        Binding("t", "message", "Message", tooltip="message the frame's agent (replies: Inbox)"),
+        Binding("l", "inbox_stream", "Stream",
+                tooltip="open/close the read-only inbox stream pane in the view"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         # a and d act in their panels; pressed anywhere else they say where (never silent)
@@ -649,6 +653,28 @@ class SwitchboardApp(App[None]):
             return
         self.request("Withdraw", "The waiting transition is cancelled; nothing moved",
                      partial(self.client.cancel_transition, view.view_id))
+
+    def action_message(self) -> None:
+        frame = self._local_frame("Select a frame whose agent should get a message.")
+        if frame is None:
+            return
+
+        def answered(text: str | None) -> None:
+            if text:
+                self.request("Message", f"Message for {frame.title} sent",
+                             partial(self.client.message_frame, frame.frame_id, text))
+
+        self.push_screen(ComposeMessageScreen(frame.title), answered)
+
+    def action_inbox_stream(self) -> None:
+        view = self.target_view()
+        if not self._need(view, "No view yet: select a project and press enter."):
+            return
+        assert view is not None
+        if self._remote(view.host_id):
+            return
+        self.request("Inbox stream", "Inbox stream toggled",
+                     partial(self.client.toggle_inbox_stream, view.view_id))
 
     def _task_target(self, verb: str) -> FrameSummary | None:
         frame = self.target_frame()

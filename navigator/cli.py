@@ -47,6 +47,7 @@ GROUPS: dict[str, str] = {
     "open": "navigator.commands.open",
     "worktree": "navigator.commands.worktree",
     "attention": "navigator.commands.attention",
+    "doctor": "navigator.commands.doctor",
 }
 
 

@@ -522,6 +522,12 @@ class FakeAgent:
         elif stripped.startswith("/push "):
             title, brief = _split_pair(stripped[len("/push "):])
             self._agent_tool("task_push", {"title": title, "brief": brief})
+        elif stripped.startswith("/msg "):
+            to, text = _split_pair(stripped[len("/msg "):])
+            self._agent_tool("message_send", {"to": to, "text": text})
+        elif stripped.startswith("[switchboard] message ") and "message_poll()" in stripped:
+            # A broker notification: a model reads its messages and ACKs each one.
+            self._read_messages()
         elif stripped.startswith("/complete "):
             summary, next_action = _split_pair(stripped[len("/complete "):])
             self._agent_tool("task_complete_return",
@@ -557,8 +563,18 @@ class FakeAgent:
         self.hooks.fire("PostToolUse", self.session.tool_event(
             "PostToolUse", command, "fake tool call", tool_use_id), match="Bash")
 
-    def _agent_tool(self, tool: str, arguments: dict[str, str], *,
-                    show_instructions: bool = False) -> None:
+    def _read_messages(self) -> None:
+        code, stdout, _ = self._agent_tool("message_poll", {})
+        try:
+            messages = json.loads(stdout)["messages"] if code == 0 else []
+        except (ValueError, KeyError, TypeError):
+            messages = []
+        for message in messages:
+            self.say(f"  message {message['message_id']}: {message['text']}")
+            self._agent_tool("message_ack", {"id": int(message["message_id"])})
+
+    def _agent_tool(self, tool: str, arguments: dict[str, object], *,
+                    show_instructions: bool = False) -> tuple[int, str, str]:
         """One agent tool call: over the configured MCP server (fake Codex with
         ``-c mcp_servers.switchboard...``; no hook fires, the fixtures hold none
         for MCP calls), else as a Bash command, with its Pre/PostToolUse hooks."""
@@ -566,10 +582,10 @@ class FakeAgent:
             self.say(f"● switchboard.{tool}({json.dumps(arguments, ensure_ascii=False)})")
             code, stdout, stderr = self._retrying(lambda: self.mcp.call(tool, arguments))
             self._show(code, stdout, stderr, show_instructions)
-            return
+            return code, stdout, stderr
         words = [tool.replace("_", "-")]
         for key, value in arguments.items():
-            words += ["--" + key.replace("_", "-"), value]
+            words += ["--" + key.replace("_", "-"), str(value)]
         argv = [*self.agent_command, *words, "--json"]
         command = shlex.join(argv)
         tool_use_id = self.session.new_tool_use_id()
@@ -587,6 +603,7 @@ class FakeAgent:
         self.hooks.fire("PostToolUse", self.session.tool_event(
             "PostToolUse", command, "switchboard agent tool", tool_use_id,
             tool_response=response, duration_ms=elapsed), match="Bash")
+        return code, stdout, stderr
 
     def _run_cli(self, argv: list[str]) -> tuple[int, str, str]:
         try:

@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--request-id", help="retry-safe id (the same id changes nothing twice)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cancel)
+    from navigator.commands.agent_broker import register as register_broker_tools
+    register_broker_tools(ags)
     mcp = sub.add_parser("mcp", help="serve the agent tools over MCP (stdio)")
     mcp.set_defaults(handler=_mcp)
 

@@ -16,8 +16,11 @@ from typing import Any
 
 from core.broker import (
     Broker,
+    InvalidRequest,
     Message,
     PlacementSpec,
+    UnknownFleet,
+    UnknownMember,
     inbox_for_members,
 )
 from core.broker_delivery import DrainReport
@@ -61,7 +64,45 @@ def _tmux_socket(args: argparse.Namespace) -> str | None:
 
 
 def _open(args: argparse.Namespace, *, create: bool = True) -> Broker:
-    return Broker.open(_broker_path(args), tmux_socket=_tmux_socket(args), create=create)
+    """Agents Switchboard launched are typed to only when shown and ready (the registry's
+    gate, opened lazily); hand-registered members keep the plain rules."""
+    from core.broker_membership import LazyRegistryGate
+
+    return Broker.open(_broker_path(args), tmux_socket=_tmux_socket(args), create=create,
+                       gate=LazyRegistryGate())
+
+
+def _fleet_id(broker: Broker, ref: str | None) -> int | None:
+    """A fleet named by id or by name (live fleets; a name must be unique)."""
+    if ref is None:
+        return None
+    ref = ref.strip()
+    if ref.isdigit():
+        return int(ref)
+    found = [f for f in broker.list_fleets() if f.name == ref]
+    if len(found) > 1:
+        raise InvalidRequest(f"fleet name {ref!r} is used by fleets "
+                             f"{', '.join(str(f.fleet_id) for f in found)}; use the id")
+    if not found:
+        raise UnknownFleet(f"no live fleet named {ref!r}; `switchboard fleet list` shows fleets")
+    return found[0].fleet_id
+
+
+def _member_id(broker: Broker, ref: str, fleet_id: int | None = None) -> int:
+    """A member named by id or by name (active members, in ``fleet_id`` when given)."""
+    ref = ref.strip()
+    if ref.isdigit():
+        return int(ref)
+    found = [e for e in broker.roster(fleet_id) if e.name == ref]
+    if len(found) > 1:
+        raise InvalidRequest(f"member name {ref!r} is used by members "
+                             f"{', '.join(str(e.member_id) for e in found)}; use the id "
+                             "or --fleet")
+    if not found:
+        where = f" in fleet {fleet_id}" if fleet_id is not None else ""
+        raise UnknownMember(f"no active member named {ref!r}{where}; "
+                            "`switchboard member list` shows members")
+    return found[0].member_id
 
 
 def _missing(args: argparse.Namespace) -> bool:
@@ -117,9 +158,10 @@ def _fleet_list(args: argparse.Namespace) -> int:
 
 def _fleet_delete(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
-        deletion = broker.delete_fleet(args.fleet_id)
+        fleet_id = _fleet_id(broker, args.fleet_id)
+        deletion = broker.delete_fleet(fleet_id)
     emit(deletion, as_json=args.json,
-         text=f"fleet {args.fleet_id} deleted; {deletion.deregistered_members} members "
+         text=f"fleet {fleet_id} deleted; {deletion.deregistered_members} members "
               "deregistered; messages kept")
     return 0
 
@@ -129,18 +171,20 @@ def _fleet_delete(args: argparse.Namespace) -> int:
 
 def _member_register(args: argparse.Namespace) -> int:
     with _open(args) as broker:
+        fleet_id = _fleet_id(broker, args.fleet)
         detail = broker.register_member(
-            args.fleet, args.name, description=args.description,
+            fleet_id, args.name, description=args.description,
             placement=PlacementSpec(args.session, args.window, args.pane, args.coding_agent,
                                     args.backend))
     emit(detail, as_json=args.json,
          text=f"member {detail.member.member_id} ({detail.member.name}) registered "
-              f"in fleet {args.fleet}")
+              f"in fleet {fleet_id}")
     return 0
 
 
 def _member_place(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
+        args.member_id = _member_id(broker, args.member_id)
         current = broker.member_detail(args.member_id)
         agent = args.coding_agent or (current.placement.coding_agent
                                       if current.placement else None)
@@ -154,6 +198,7 @@ def _member_place(args: argparse.Namespace) -> int:
 
 def _member_deregister(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
+        args.member_id = _member_id(broker, args.member_id)
         member = broker.deregister_member(args.member_id)
     emit(member, as_json=args.json, text=f"member {args.member_id} deregistered")
     return 0
@@ -161,6 +206,7 @@ def _member_deregister(args: argparse.Namespace) -> int:
 
 def _member_delete(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
+        args.member_id = _member_id(broker, args.member_id)
         member = broker.delete_member(args.member_id)
     emit(member, as_json=args.json, text=f"member {args.member_id} deleted")
     return 0
@@ -170,7 +216,7 @@ def _member_list(args: argparse.Namespace) -> int:
     roster: list[Any] = []
     if not _missing(args):
         with _open(args, create=False) as broker:
-            roster = broker.roster(args.fleet)
+            roster = broker.roster(_fleet_id(broker, args.fleet))
     emit(roster, as_json=args.json, text=_lines([
         f"{e.member_id}\tfleet {e.fleet_id}\t{e.kind.value}\t{e.name}\t"
         f"{e.coding_agent or '-'}\t{e.mux_pane_id or '-'}\t"
@@ -181,6 +227,7 @@ def _member_list(args: argparse.Namespace) -> int:
 
 def _member_show(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
+        args.member_id = _member_id(broker, args.member_id)
         detail = broker.member_detail(args.member_id)
     m, p = detail.member, detail.placement
     text = "\n".join([
@@ -202,7 +249,10 @@ def _member_show(args: argparse.Namespace) -> int:
 
 def _message_send(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
-        result = broker.send(args.fleet, args.sender, args.recipient, args.text)
+        fleet_id = _fleet_id(broker, args.fleet)
+        sender = _member_id(broker, args.sender, fleet_id)
+        args.recipient = _member_id(broker, args.recipient, fleet_id)
+        result = broker.send(fleet_id, sender, args.recipient, args.text)
     delivery = result.delivery
     state = ("stored" if delivery is None
              else "notified" if result.message.message_id in delivery.notified
@@ -215,21 +265,21 @@ def _message_send(args: argparse.Namespace) -> int:
 
 def _message_poll(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
-        messages = broker.poll(args.member)
+        messages = broker.poll(_member_id(broker, args.member))
     emit(messages, as_json=args.json, text=_lines([_message_line(m) for m in messages]))
     return 0
 
 
 def _message_ack(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
-        message = broker.ack(args.member, args.message_id)
+        message = broker.ack(_member_id(broker, args.member), args.message_id)
     emit(message, as_json=args.json, text=f"message {args.message_id} ACKed")
     return 0
 
 
 def _message_wait(args: argparse.Namespace) -> int:
     with _open(args, create=False) as broker:
-        result = broker.wait(args.member, args.timeout)
+        result = broker.wait(_member_id(broker, args.member), args.timeout)
     emit(result, as_json=args.json,
          text="(timed out)" if result.timed_out
          else _lines([_message_line(m) for m in result.messages]))
@@ -242,6 +292,11 @@ def _message_wait(args: argparse.Namespace) -> int:
 
 
 def _inbox(args: argparse.Namespace) -> int:
+    if any(not ref.strip().isdigit() for ref in args.member) and not _missing(args):
+        with _open(args, create=False) as broker:
+            args.member = [_member_id(broker, ref) for ref in args.member]
+    args.member = [int(ref) if isinstance(ref, str) and ref.strip().isdigit() else ref
+                   for ref in args.member]
     if args.stream:
         if len(args.member) != 1:
             print("switchboard: invalid_request: --stream follows exactly one --member",
@@ -265,6 +320,77 @@ def _inbox(args: argparse.Namespace) -> int:
     return 0
 
 
+def _message_show(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        message = broker.get_message(args.message_id)
+        sender = broker.get_member(message.from_member_id).name
+        recipient = broker.get_member(message.to_member_id).name
+    emit(message, as_json=args.json, text="\n".join([
+        f"message {message.message_id} from {sender} (member {message.from_member_id}) "
+        f"to {recipient} (member {message.to_member_id})",
+        f"sent {message.created_at}; {message.status.value} since {message.status_timestamp}",
+        message.text]))
+    return 0
+
+
+def _message_cancel(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        message = broker.cancel(_member_id(broker, args.sender), args.message_id)
+    emit(message, as_json=args.json,
+         text=f"message {args.message_id} cancelled; its recipient no longer sees it pending")
+    return 0
+
+
+def _message_broadcast(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as broker:
+        fleet_id = _fleet_id(broker, args.fleet)
+        results = broker.broadcast(fleet_id, _member_id(broker, args.sender, fleet_id),
+                                   args.text)
+    emit(results, as_json=args.json, text=_lines([
+        f"message {r.message.message_id} sent to member {r.message.to_member_id}"
+        for r in results]))
+    for result in results:
+        _report_delivery(result.delivery)
+    return 0
+
+
+def _pane_of(broker: Broker, member_id: int) -> str:
+    detail = broker.member_detail(member_id)
+    if detail.placement is None or detail.placement.mux_pane_id is None:
+        raise InvalidRequest(f"member {member_id} ({detail.member.name}) has no pane; "
+                             "there is nothing to capture or ping")
+    return detail.placement.mux_pane_id
+
+
+def _member_capture(args: argparse.Namespace) -> int:
+    from core.tmux_probe import capture_lines
+
+    with _open(args, create=False) as broker:
+        member_id = _member_id(broker, args.member_id)
+        pane = _pane_of(broker, member_id)
+    lines = capture_lines(_tmux_socket(args), pane, args.lines)
+    emit({"member_id": member_id, "pane": pane, "lines": lines}, as_json=args.json,
+         text="\n".join(lines))
+    return 0
+
+
+def _member_ping(args: argparse.Namespace) -> int:
+    from core.tmux_probe import probe_pane
+
+    with _open(args, create=False) as broker:
+        member_id = _member_id(broker, args.member_id)
+        name = broker.get_member(member_id).name
+        pane = _pane_of(broker, member_id)
+    probe = probe_pane(_tmux_socket(args), pane)
+    emit({"member_id": member_id, "pane": pane, "alive": probe.alive,
+          "takes_input": probe.takes_input, "command": probe.command, "problem": probe.problem},
+         as_json=args.json,
+         text=f"member {member_id} ({name}) pane {pane}: " + (
+             probe.problem or f"alive, {'takes input' if probe.takes_input else 'parked'}"
+                              f", running {probe.command}"))
+    return 0 if probe.alive else 1
+
+
 # --------------------------------------------------------------------------- registration
 
 
@@ -286,13 +412,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_fleet_list)
     p = fleet_sub.add_parser("delete", parents=[common],
                              help="soft delete: deregister members, keep messages")
-    p.add_argument("fleet_id", type=int)
+    p.add_argument("fleet_id", metavar="FLEET", help="fleet id or name")
     p.set_defaults(handler=_fleet_delete)
 
     member = subparsers.add_parser("member", help="broker members and their placements")
     member_sub = member.add_subparsers(dest="member_command", metavar="ACTION", required=True)
     p = member_sub.add_parser("register", parents=[common], help="add a member to a fleet")
-    p.add_argument("--fleet", type=int, required=True)
+    p.add_argument("--fleet", required=True, help="fleet id or name")
     p.add_argument("--name", required=True)
     p.add_argument("--description", default="")
     _placement_options(p, pane_required=False)
@@ -300,7 +426,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_member_register)
     p = member_sub.add_parser("place", parents=[common],
                               help="set or move a member's placement (takes the pane locks)")
-    p.add_argument("member_id", type=int)
+    p.add_argument("member_id", metavar="MEMBER", help="member id or name")
     _placement_options(p, pane_required=False)
     p.add_argument("--coding-agent", default=None)
     p.set_defaults(handler=_member_place)
@@ -310,11 +436,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("show", _member_show, "registration, description, placement and activity"),
     ):
         p = member_sub.add_parser(name, parents=[common], help=text)
-        p.add_argument("member_id", type=int)
+        p.add_argument("member_id", metavar="MEMBER", help="member id or name")
         p.set_defaults(handler=handler)
+    p = member_sub.add_parser("capture", parents=[common],
+                              help="the last lines of a member's pane (one tmux process)")
+    p.add_argument("member_id", metavar="MEMBER", help="member id or name")
+    p.add_argument("--lines", type=int, default=40, help="how many lines (default 40)")
+    p.set_defaults(handler=_member_capture)
+    p = member_sub.add_parser("ping", parents=[common],
+                              help="is the member's pane alive and taking input?")
+    p.add_argument("member_id", metavar="MEMBER", help="member id or name")
+    p.set_defaults(handler=_member_ping)
     p = member_sub.add_parser("list", parents=[common],
                               help="active members of live fleets with idle time")
-    p.add_argument("--fleet", type=int, default=None)
+    p.add_argument("--fleet", default=None, help="fleet id or name")
     p.set_defaults(handler=_member_list)
 
     message = subparsers.add_parser("message", help="send, poll, ACK and wait for messages")
@@ -322,27 +457,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          required=True)
     p = message_sub.add_parser("send", parents=[common],
                                help="store a message and notify the recipient's pane")
-    p.add_argument("--fleet", type=int, required=True)
-    p.add_argument("--from", dest="sender", type=int, required=True, metavar="MEMBER")
-    p.add_argument("--to", dest="recipient", type=int, required=True, metavar="MEMBER")
+    p.add_argument("--fleet", required=True, help="fleet id or name")
+    p.add_argument("--from", dest="sender", required=True, metavar="MEMBER",
+                   help="member id or name")
+    p.add_argument("--to", dest="recipient", required=True, metavar="MEMBER",
+                   help="member id or name")
     p.add_argument("text")
     p.set_defaults(handler=_message_send)
+    p = message_sub.add_parser("broadcast", parents=[common],
+                               help="the same message to every other active member")
+    p.add_argument("--fleet", required=True, help="fleet id or name")
+    p.add_argument("--from", dest="sender", required=True, metavar="MEMBER",
+                   help="member id or name")
+    p.add_argument("text")
+    p.set_defaults(handler=_message_broadcast)
+    p = message_sub.add_parser("show", parents=[common], help="one message, in full")
+    p.add_argument("message_id", type=int)
+    p.set_defaults(handler=_message_show)
+    p = message_sub.add_parser("cancel", parents=[common],
+                               help="withdraw an unread message you sent")
+    p.add_argument("--from", dest="sender", required=True, metavar="MEMBER",
+                   help="the sender's member id or name")
+    p.add_argument("message_id", type=int)
+    p.set_defaults(handler=_message_cancel)
     p = message_sub.add_parser("poll", parents=[common], help="pending messages, oldest first")
-    p.add_argument("--member", type=int, required=True)
+    p.add_argument("--member", required=True, help="member id or name")
     p.set_defaults(handler=_message_poll)
     p = message_sub.add_parser("ack", parents=[common], help="consume a message")
-    p.add_argument("--member", type=int, required=True)
+    p.add_argument("--member", required=True, help="member id or name")
     p.add_argument("message_id", type=int)
     p.set_defaults(handler=_message_ack)
     p = message_sub.add_parser("wait", parents=[common],
                                help="block until messages are pending (exit 1 on timeout)")
-    p.add_argument("--member", type=int, required=True)
+    p.add_argument("--member", required=True, help="member id or name")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS")
     p.set_defaults(handler=_message_wait)
 
     p = subparsers.add_parser("inbox", parents=[common],
                               help="members' messages; --stream follows one member read-only")
-    p.add_argument("--member", type=int, action="append", required=True)
+    p.add_argument("--member", action="append", required=True,
+                   help="member id or name (repeatable)")
     p.add_argument("--stream", action="store_true")
     p.add_argument("--max-seconds", type=float, default=None, help="stop streaming after this")
     p.add_argument("--include-completed", action="store_true")

@@ -36,6 +36,20 @@ def _sender(item: Any) -> str:
     return "?"
 
 
+def _recipient(item: Any) -> str | None:
+    for name in ("to_name", "recipient", "to_member"):
+        value = getattr(item, name, None)
+        if value:
+            return str(value)
+    return None
+
+
+def _who(item: Any) -> str:
+    """``sender -> recipient``: in a project inbox both matter (who asked whom)."""
+    recipient = _recipient(item)
+    return f"{_sender(item)} -> {recipient}" if recipient else _sender(item)
+
+
 class InboxList(RowList):
     """Data in: ``messages`` (or ``unavailable``); intent out: ``AckRequested``."""
 
@@ -93,7 +107,7 @@ class InboxList(RowList):
             self._by_key[key] = item
             text = " ".join(str(item.text).split())[:MAX_PREVIEW_CHARS]
             sender_style = self.get_component_rich_style("inbox--sender", partial=True)
-            rows.append(Row(key, Text.assemble((_sender(item), sender_style), ": ", text)))
+            rows.append(Row(key, Text.assemble((_who(item), sender_style), ": ", text)))
         count = len(rows)
         self.border_title = f"Inbox ({count})" if count else "Inbox"
         self.set_class(count > 0, "-has-messages")  # the compact layout shows it only then
