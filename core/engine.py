@@ -268,8 +268,19 @@ class Engine:
                                    "fresh": fresh}, body, build, build)
         if self.stage is not None:
             from core import sagas
-            sagas.launch(self, result.launch_id)
+            sagas.launch(self, result.launch_id,
+                         initial_prompt_for=self._undelivered_brief(frame_id))
         return result
+
+    def _undelivered_brief(self, frame_id: str) -> str | None:
+        """A push to this task that failed before its agent ran: the start carries the
+        fixed claim line so the agent claims the brief it was never given."""
+        row = self.conn.execute(
+            "SELECT t.transition_id FROM view_transitions t JOIN transition_briefs b"
+            " ON b.transition_id = t.transition_id WHERE t.target_frame_id = ?"
+            " AND t.kind = 'push' AND t.state = 'failed' AND b.first_claimed_at IS NULL"
+            " ORDER BY t.created_at DESC LIMIT 1", (frame_id,)).fetchone()
+        return row[0] if row is not None else None
 
     def _show_for_start(self, request_id: str, frame_id: str) -> None:
         """n on a frame the view does not show: show it first (a focus), so the started

@@ -211,6 +211,13 @@ def _move(engine: Engine, transition_id: str) -> None:
     if stage is not None:
         if row["kind"] == TransitionKind.PUSH:
             child_placement = views_ops.placement_of_frame(conn, row["target_frame_id"])
+            if child_placement is None or child_placement["surface_id"] is None:
+                # Its start was interrupted and failed before a pane existed (reconcile
+                # never retries a launch by inference): nothing moved, roll back.
+                _roll_back(engine, transition_id, "the task's agent start was interrupted "
+                           "before its pane existed; nothing launched. Select the task and "
+                           "press n to start it")
+                return
             surface = sessions_ops.get_surface(conn, child_placement["surface_id"])
             try:
                 launch(engine, surface["launch_id"], present=False,

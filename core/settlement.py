@@ -87,6 +87,17 @@ def sweep(engine: Engine, now: int) -> SweepReport:
 
     conn = engine.conn
     ran = completed = stalled = 0
+    with write_transaction(conn) as tx:
+        # A model-free transition runs in the request that prepared it; one still
+        # prepared after the grace period lost its process before it started. Nothing
+        # moved, so it simply ends (the key can be pressed again).
+        for row in tx.execute(
+                "SELECT transition_id FROM view_transitions WHERE state = 'prepared'"
+                " AND kind NOT IN ('push', 'complete_return') AND updated_at < ?",
+                (now - PREPARED_GRACE_MS,)).fetchall():
+            transitions_ops.move_transition(
+                tx, row["transition_id"], T.PREPARED, T.FAILED, now,
+                failure="its request ended before it started; nothing moved")
     for row in conn.execute(
             "SELECT transition_id FROM view_transitions WHERE state = 'prepared'"
             " AND kind IN ('push', 'complete_return') AND updated_at < ?"
