@@ -307,7 +307,10 @@ class Engine:
                 raise Conflict(f"frame {frame_id} has no running agent", code="not_running")
             view = views_ops.get_view(conn, placement["view_id"])
             _require_live_view(view)
-            if transitions_ops.pending_for_view(conn, view["view_id"]) is not None:
+            pending = transitions_ops.pending_for_view(conn, view["view_id"])
+            if pending is not None and pending["state"] != "prepared":
+                # A prepared one has moved nothing yet: stopping the agent it waits for
+                # is the way to run it now (it runs right after the stop).
                 raise Conflict("a transition is in flight in this view; let it settle first",
                                code="transition_in_flight")
             if placement["state"] == PlacementState.ACTIVE and self.stage is not None:
@@ -325,7 +328,20 @@ class Engine:
         for pane in stopped:
             if self.stage is not None:
                 self.stage.kill(pane)
+        self._run_unblocked(frame_id)
         return result
+
+    def _run_unblocked(self, frame_id: str) -> None:
+        """A prepared push/return that waited for this frame's agent runs once it stopped."""
+        from core import sagas
+
+        rows = self.conn.execute(
+            "SELECT transition_id FROM view_transitions WHERE state = 'prepared' AND kind IN"
+            " ('push', 'complete_return') AND (source_frame_id = ? OR target_frame_id = ?)"
+            " ORDER BY created_at", (frame_id, frame_id)).fetchall()
+        for row in rows:
+            if not sagas.waits_for_stop(self, row["transition_id"]):
+                sagas.execute(self, row["transition_id"])
 
     def _source_provider(self, conn: sqlite3.Connection,
                          source: sqlite3.Row) -> Provider | None:

@@ -275,9 +275,10 @@ def _settle_pending(engine: Engine, view_id: str) -> bool:
             who = pending["source_frame_id"] if settlement.agent_working(
                 engine.conn, pending["source_frame_id"]) else pending["target_frame_id"]
             title = frames_ops.get_frame(engine.conn, who)["title"]
+            way_out = "press w (Withdraw) to cancel it" if pending["kind"] == "push" else \
+                f"select “{title}” and press s to stop that agent so it runs now"
             raise Conflict(f"the {pending['kind']} still waits for “{title}” to finish its "
-                           "turn; press w (Withdraw) to cancel it, or run this again after "
-                           "that Stop",
+                           f"turn; {way_out}, or run this again after that Stop",
                            code="transition_in_flight")
         sagas.execute(engine, pending["transition_id"])
         row = transitions_ops.get_transition(engine.conn, pending["transition_id"])

@@ -420,3 +420,28 @@ def test_reconcile_resolves_stale_uncertain_records_of_settled_turns(
     reconcile(engine)
     assert [r for r in recovery.list_recoveries(engine)
             if r.kind == "control_submit_uncertain"] == []
+
+
+def test_a_waiting_return_is_run_now_by_stopping_the_agent_it_waits_for(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """A return cannot be withdrawn (its task is closing with the handoff stored); the
+    refusal names the key that works instead: s on the busy agent runs it at once."""
+    engine, world = build_world(tmp_path, tmux_socket)
+    child = str(world.child_id)
+    _mark_working(engine, child)
+    mark_ready(engine, world.workspace_id)
+    waiting = engine.frame_complete(new_request_id(), child, "Fixed foo", "merge it")
+    assert waiting.state == "prepared"
+    with pytest.raises(Conflict) as refused:
+        engine.transition_cancel(new_request_id(), view_id=world.view_id)
+    assert refused.value.code == "not_cancellable" and "press s" in refused.value.message
+    assert "“Task”" in refused.value.message
+    engine.frame_stop(new_request_id(), child)  # s on the task
+    assert _pending(engine, world.view_id) == ("complete_return", "awaiting_claim")
+    assert engine.conn.execute("SELECT active_frame_id FROM user_views").fetchone()[0] == \
+        world.workspace_id
+    claimed = claim_for_frame(engine, world.workspace_id,
+                              session_of(engine, world.workspace_id))
+    assert (claimed.kind, claimed.summary) == ("handoff", "Fixed foo")
+    assert wait_for(lambda: problems(engine, world.view_id) == [], 10), \
+        problems(engine, world.view_id)
