@@ -535,6 +535,41 @@ def spawn_watchdog(engine: Engine, control_turn_id: str) -> None:
         pass  # reconcile's watchdog pass still marks it uncertain and lifts the fence
 
 
+def submit_after_stop(engine: Engine, transition_id: str) -> bool:
+    """Type the held-back claim line into a shown parent after its trusted Stop.
+
+    The return was presented while the parent was not proven idle, so its turn
+    stayed prepared (and a recovery said so). The Stop proves it idle: the pane
+    in main is fenced first (the control turn needs an input-off pane), the
+    line goes in once, and its UserPromptSubmit or the watchdog lifts the
+    fence. The recovery that said "not typed" is resolved by this evidence.
+    """
+    conn = engine.conn
+    control = transitions_ops.control_turn_of(conn, transition_id)
+    row = transitions_ops.get_transition(conn, transition_id)
+    if control is None or control["state"] != "prepared" or \
+            control["transport"] != ControlTransport.LIVE_INPUT or \
+            row["state"] != T.AWAITING_CLAIM or engine.stage is None:
+        return False
+    surface_id, pane = _live_pane(conn, row["target_frame_id"])
+    key = frames_ops.get_frame(conn, row["target_frame_id"])["current_session_key"]
+    if pane is None or surface_id is None or not _proven_idle(conn, key):
+        return False
+    try:
+        engine.stage.fence(pane, surface_id)
+    except SwitchboardError:
+        return False  # nothing typed; the recovery still explains the wait
+    with write_transaction(conn) as tx:
+        if control["target_session_key"] != key:
+            tx.execute("UPDATE control_turns SET target_session_key = ? WHERE"
+                       " control_turn_id = ? AND state = 'prepared'",
+                       (key, control["control_turn_id"]))
+        recoveries_ops.resolve_for_subject(tx, RecoveryKind.TRANSITION_INTERRUPTED, "view",
+                                           row["view_id"], engine.now())
+    _submit_control_turn(engine, transition_id)
+    return True
+
+
 def launch(engine: Engine, launch_id: str, *, present: bool = True,
            initial_prompt_for: str | None = None) -> None:
     """Drive a planned launch to started with its exact pane placed (see core.launcher)."""

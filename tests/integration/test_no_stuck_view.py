@@ -445,3 +445,27 @@ def test_a_waiting_return_is_run_now_by_stopping_the_agent_it_waits_for(
     assert (claimed.kind, claimed.summary) == ("handoff", "Fixed foo")
     assert wait_for(lambda: problems(engine, world.view_id) == [], 10), \
         problems(engine, world.view_id)
+
+
+def test_an_unproven_parents_next_turn_claims_the_returned_handoff(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The return is shown to a parent of unknown activity with no line typed; the
+    person's next prompt to it carries the fixed line as context (Claude), the parent
+    claims, and the recovery that explained the wait is resolved by that claim."""
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine, world = build_world(tmp_path, tmux_socket, quiet=False)
+    assert _activity(engine, world.workspace_id) != "ready"
+    done = engine.frame_complete(new_request_id(), str(world.child_id), "Fixed foo", "m")
+    assert done.state == "awaiting_claim" and _turn(engine) == ("prepared", 0)
+    assert _view_recoveries(engine, world.view_id)
+    parent = str(pane_of(engine, world.workspace_id))
+    tmux(tmux_socket, "send-keys", "-t", parent, "-l", "what next?")
+    tmux(tmux_socket, "send-keys", "-t", parent, "Enter")
+    assert wait_for(lambda: engine.conn.execute(
+        "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs WHERE transition_id = ?",
+        (done.transition_id,)).fetchone()[0] == 1, 30)
+    assert wait_for(lambda: _pending(engine, world.view_id) is None, 30)
+    assert _view_recoveries(engine, world.view_id) == []
+    assert _view_state(engine, world.view_id) == "ready"
+    assert screen(tmux_socket, parent).count(CONTROL_TEMPLATE) <= 1
+    assert invariant_problems(engine) == []
