@@ -100,6 +100,10 @@ def execute(engine: Engine, transition_id: str) -> None:
             raise Conflict(f"transition could not start: {failure}", code="stale_transition")
         transitions_ops.claim_execution(conn, transition_id, engine.owner,
                                         now + LEASE_MS, now)
+        if row["kind"] in (TransitionKind.PUSH, TransitionKind.COMPLETE_RETURN):
+            # A recovery that said this transition waits for a Stop is answered now.
+            recoveries_ops.resolve_for_subject(conn, RecoveryKind.TRANSITION_INTERRUPTED,
+                                               "view", row["view_id"], now)
         if row["kind"] == TransitionKind.PUSH:
             child = frames_ops.get_frame(conn, row["target_frame_id"])
             engine._start_bundle(conn, row["request_id"], child["frame_id"],

@@ -325,6 +325,7 @@ def _runtime_faults(chaos: Chaos) -> None:
     chaos.heal()
 
 
+@pytest.mark.timeout(600)  # ~150 s on two loaded cores; headroom for a slower CI host
 def test_no_view_is_stuck_after_any_fault(tmp_path: Path, tmux_socket: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     started = time.monotonic()
