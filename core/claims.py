@@ -56,10 +56,14 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
     with write_transaction(engine.conn) as conn:
         if authority is not None:
             _check_placement(conn, frame_id, authority)
+        # A push that failed before its task's agent ran still owes the task its brief:
+        # the task's next start (n) carries the claim line, and this claim returns it.
         row = conn.execute(
-            "SELECT * FROM view_transitions WHERE target_frame_id = ? AND kind IN"
+            "SELECT * FROM view_transitions t WHERE target_frame_id = ? AND (kind IN"
             " ('push', 'complete_return') AND state IN"
-            " ('presented', 'awaiting_claim', 'settling', 'completed')"
+            " ('presented', 'awaiting_claim', 'settling', 'completed') OR (kind = 'push'"
+            " AND state = 'failed' AND EXISTS (SELECT 1 FROM transition_briefs b"
+            " WHERE b.transition_id = t.transition_id AND b.first_claimed_at IS NULL)))"
             " ORDER BY created_at DESC, transition_id DESC LIMIT 1", (frame_id,)).fetchone()
         frame = frames_ops.get_frame(conn, frame_id)
         early = conn.execute(

@@ -269,8 +269,19 @@ class Engine:
                                    "fresh": fresh}, body, build, build)
         if self.stage is not None:
             from core import sagas
-            sagas.launch(self, result.launch_id)
+            sagas.launch(self, result.launch_id,
+                         initial_prompt_for=self._undelivered_brief(frame_id))
         return result
+
+    def _undelivered_brief(self, frame_id: str) -> str | None:
+        """A push to this task that failed before its agent ran: the start carries the
+        fixed claim line so the agent claims the brief it was never given."""
+        row = self.conn.execute(
+            "SELECT t.transition_id FROM view_transitions t JOIN transition_briefs b"
+            " ON b.transition_id = t.transition_id WHERE t.target_frame_id = ?"
+            " AND t.kind = 'push' AND t.state = 'failed' AND b.first_claimed_at IS NULL"
+            " ORDER BY t.created_at DESC LIMIT 1", (frame_id,)).fetchone()
+        return row[0] if row is not None else None
 
     def _show_for_start(self, request_id: str, frame_id: str) -> None:
         """n on a frame the view does not show: show it first (a focus), so the started
@@ -297,7 +308,10 @@ class Engine:
                 raise Conflict(f"frame {frame_id} has no running agent", code="not_running")
             view = views_ops.get_view(conn, placement["view_id"])
             _require_live_view(view)
-            if transitions_ops.pending_for_view(conn, view["view_id"]) is not None:
+            pending = transitions_ops.pending_for_view(conn, view["view_id"])
+            if pending is not None and pending["state"] != "prepared":
+                # A prepared one has moved nothing yet: stopping the agent it waits for
+                # is the way to run it now (it runs right after the stop).
                 raise Conflict("a transition is in flight in this view; let it settle first",
                                code="transition_in_flight")
             if placement["state"] == PlacementState.ACTIVE and self.stage is not None:
@@ -315,7 +329,20 @@ class Engine:
         for pane in stopped:
             if self.stage is not None:
                 self.stage.kill(pane)
+        self._run_unblocked(frame_id)
         return result
+
+    def _run_unblocked(self, frame_id: str) -> None:
+        """A prepared push/return that waited for this frame's agent runs once it stopped."""
+        from core import sagas
+
+        rows = self.conn.execute(
+            "SELECT transition_id FROM view_transitions WHERE state = 'prepared' AND kind IN"
+            " ('push', 'complete_return') AND (source_frame_id = ? OR target_frame_id = ?)"
+            " ORDER BY created_at", (frame_id, frame_id)).fetchall()
+        for row in rows:
+            if not sagas.waits_for_stop(self, row["transition_id"]):
+                sagas.execute(self, row["transition_id"])
 
     def _source_provider(self, conn: sqlite3.Connection,
                          source: sqlite3.Row) -> Provider | None:

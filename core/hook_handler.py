@@ -240,8 +240,12 @@ def _waiting_for_stop(conn: sqlite3.Connection, frame_id: str) -> bool:
         "SELECT EXISTS (SELECT 1 FROM view_transitions WHERE source_frame_id = ?"
         "   AND state = 'prepared' AND kind IN ('push', 'complete_return'))"
         " OR EXISTS (SELECT 1 FROM view_transitions WHERE target_frame_id = ?"
-        "   AND state IN ('prepared', 'settling') AND kind = 'complete_return')",
-        (frame_id, frame_id)).fetchone()
+        "   AND state IN ('prepared', 'settling') AND kind = 'complete_return')"
+        " OR EXISTS (SELECT 1 FROM view_transitions t JOIN control_turns c"
+        "   ON c.transition_id = t.transition_id WHERE t.target_frame_id = ?"
+        "   AND t.state = 'awaiting_claim' AND c.state = 'prepared'"
+        "   AND c.transport = 'live_input')",
+        (frame_id, frame_id, frame_id)).fetchone()
     return bool(row[0])
 
 
@@ -331,6 +335,18 @@ def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]
         for transition_id in runnable:
             sagas.execute(engine, transition_id)
             executed.append(transition_id)
+        # A return shown to this parent before it was proven idle: this Stop proves it,
+        # so the fixed line is typed now (once; the turn was left prepared for this).
+        for row in engine.conn.execute(
+                "SELECT t.transition_id FROM view_transitions t JOIN control_turns c"
+                " ON c.transition_id = t.transition_id WHERE t.target_frame_id = ?"
+                " AND t.state = 'awaiting_claim' AND c.state = 'prepared'"
+                " AND c.transport = 'live_input'", (frame_id,)).fetchall():
+            if engine.stage is None:
+                from core.stage import attach_stage
+                attach_stage(engine, home)
+            sagas.submit_after_stop(engine, row["transition_id"])
+            executed.append(row["transition_id"])
         return executed
     finally:
         engine.conn.close()

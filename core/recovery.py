@@ -275,9 +275,10 @@ def _settle_pending(engine: Engine, view_id: str) -> bool:
             who = pending["source_frame_id"] if settlement.agent_working(
                 engine.conn, pending["source_frame_id"]) else pending["target_frame_id"]
             title = frames_ops.get_frame(engine.conn, who)["title"]
+            way_out = "press w (Withdraw) to cancel it" if pending["kind"] == "push" else \
+                f"select “{title}” and press s to stop that agent so it runs now"
             raise Conflict(f"the {pending['kind']} still waits for “{title}” to finish its "
-                           "turn; press w (Withdraw) to cancel it, or run this again after "
-                           "that Stop",
+                           f"turn; {way_out}, or run this again after that Stop",
                            code="transition_in_flight")
         sagas.execute(engine, pending["transition_id"])
         row = transitions_ops.get_transition(engine.conn, pending["transition_id"])
@@ -388,6 +389,8 @@ def reconcile(engine: Engine) -> ReconcileReport:
         finished += outcome == "finished"
         resumed += outcome == "resumed"
         rolled += outcome == "rolled_back"
+        if outcome in ("finished", "resumed"):
+            _orphaned_wait(engine, t["transition_id"], now)
     uncertain = _watchdog(engine, now)
     swept = settlement.sweep(engine, now)
     resolve_settled_controls(engine, now)
@@ -401,6 +404,17 @@ def reconcile(engine: Engine) -> ReconcileReport:
                            uncertain, opened, resumed, repaired, stopped, aged, adopted,
                            failed, exited, overdue, found, revived, swept.ran,
                            swept.completed, swept.stalled, restored)
+
+
+def _orphaned_wait(engine: Engine, transition_id: str, now: int) -> None:
+    """A dead executor's push/return that reconcile carried to ``awaiting_claim`` now
+    waits for an agent nobody is watching for: it becomes a recovery at once (Enter
+    settles it; the claim, if it still comes, resolves it), with the turn uncertain
+    if the line may have been typed."""
+    with write_transaction(engine.conn) as conn:
+        row = transitions_ops.get_transition(conn, transition_id)
+        if row["state"] in ("presented", "awaiting_claim"):
+            settlement.open_unclaimed(engine, conn, row, now)
 
 
 def _busy_views(conn: sqlite3.Connection, now: int) -> set[str]:
@@ -459,11 +473,12 @@ def _check_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapsh
         if placement is not None:
             row = frames_ops.get_frame(conn, placement["frame_id"])
             title = f"“{row['title']}”"
-            if same_server:
-                # The pane is gone on the server that runs: its runtime is over. The frame
-                # becomes empty (stopped), so n resumes its session by exact id.
-                from core.sagas import _stop_runtime
-                _stop_runtime(conn, placement["frame_id"], now)
+            # The pane is gone from the server that runs, or its server is gone (one
+            # socket, one server: another identity answering means the old one died):
+            # the runtime is over. The frame becomes empty (stopped), so its badge no
+            # longer says live and n resumes its session by exact id.
+            from core.sagas import _stop_runtime
+            _stop_runtime(conn, placement["frame_id"], now)
         recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
             kind=RecoveryKind.PANE_VANISHED if same_server else RecoveryKind.SERVER_RESTARTED,
@@ -629,6 +644,8 @@ def _interrupted(engine: Engine, t: sqlite3.Row, snap: ServerSnapshot | None,
         return _fail(engine, t, f"interrupted at {phase}; the tmux server restarted",
                      RecoveryKind.SERVER_RESTARTED, Actionability.SAFE_AUTO)
     layout = snap.view(t["view_id"])
+    if t["kind"] == TransitionKind.MODE and layout is not None:
+        return _interrupted_mode(engine, t, layout, now)
     target = views_ops.placement_of_frame(conn, t["target_frame_id"])
     target_pane = None
     if target is not None and target["surface_id"]:
@@ -667,6 +684,28 @@ def _interrupted(engine: Engine, t: sqlite3.Row, snap: ServerSnapshot | None,
                      "placement", RecoveryKind.TRANSITION_INTERRUPTED, Actionability.OPEN_VIEW)
     return _fail(engine, t, f"interrupted at {phase}; main shows neither the target nor the "
                  "committed placement", RecoveryKind.PLACEMENT_ORPHANED, Actionability.SAFE_AUTO)
+
+
+def _interrupted_mode(engine: Engine, t: sqlite3.Row, layout: ViewLayout, now: int) -> str:
+    """A mode toggle is model-free and tmux is its physical truth: the layout tmux
+    shows either is the target mode (commit it) or is not (nothing moved: it ends
+    failed, and the view keeps the mode it shows; no recovery is needed)."""
+    from core import sagas
+
+    transition_id, phase = t["transition_id"], t["transport_phase"]
+    if layout.mode == t["target_mode"]:
+        with write_transaction(engine.conn) as tx:
+            if phase in ("intent", "moved"):
+                transitions_ops.advance_phase(tx, transition_id, phase, "inspected", now)
+        sagas.commit(engine, transition_id)
+        return "finished"
+    with write_transaction(engine.conn) as tx:
+        if phase in ("moved", "inspected"):
+            transitions_ops.advance_phase(tx, transition_id, phase, "rolled_back", now)
+        transitions_ops.move_transition(tx, transition_id, _ts("executing"), _ts("failed"),
+                                        now, failure="interrupted before the mode changed; "
+                                                     "nothing moved")
+    return "rolled_back"
 
 
 def _fail(engine: Engine, t: sqlite3.Row, why: str, kind: RecoveryKind,

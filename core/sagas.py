@@ -100,6 +100,10 @@ def execute(engine: Engine, transition_id: str) -> None:
             raise Conflict(f"transition could not start: {failure}", code="stale_transition")
         transitions_ops.claim_execution(conn, transition_id, engine.owner,
                                         now + LEASE_MS, now)
+        if row["kind"] in (TransitionKind.PUSH, TransitionKind.COMPLETE_RETURN):
+            # A recovery that said this transition waits for a Stop is answered now.
+            recoveries_ops.resolve_for_subject(conn, RecoveryKind.TRANSITION_INTERRUPTED,
+                                               "view", row["view_id"], now)
         if row["kind"] == TransitionKind.PUSH:
             child = frames_ops.get_frame(conn, row["target_frame_id"])
             engine._start_bundle(conn, row["request_id"], child["frame_id"],
@@ -213,6 +217,13 @@ def _move(engine: Engine, transition_id: str) -> None:
     if stage is not None:
         if row["kind"] == TransitionKind.PUSH:
             child_placement = views_ops.placement_of_frame(conn, row["target_frame_id"])
+            if child_placement is None or child_placement["surface_id"] is None:
+                # Its start was interrupted and failed before a pane existed (reconcile
+                # never retries a launch by inference): nothing moved, roll back.
+                _roll_back(engine, transition_id, "the task's agent start was interrupted "
+                           "before its pane existed; nothing launched. Select the task and "
+                           "press n to start it")
+                return
             surface = sessions_ops.get_surface(conn, child_placement["surface_id"])
             try:
                 launch(engine, surface["launch_id"], present=False,
@@ -528,6 +539,41 @@ def spawn_watchdog(engine: Engine, control_turn_id: str) -> None:
             start_new_session=True)
     except OSError:
         pass  # reconcile's watchdog pass still marks it uncertain and lifts the fence
+
+
+def submit_after_stop(engine: Engine, transition_id: str) -> bool:
+    """Type the held-back claim line into a shown parent after its trusted Stop.
+
+    The return was presented while the parent was not proven idle, so its turn
+    stayed prepared (and a recovery said so). The Stop proves it idle: the pane
+    in main is fenced first (the control turn needs an input-off pane), the
+    line goes in once, and its UserPromptSubmit or the watchdog lifts the
+    fence. The recovery that said "not typed" is resolved by this evidence.
+    """
+    conn = engine.conn
+    control = transitions_ops.control_turn_of(conn, transition_id)
+    row = transitions_ops.get_transition(conn, transition_id)
+    if control is None or control["state"] != "prepared" or \
+            control["transport"] != ControlTransport.LIVE_INPUT or \
+            row["state"] != T.AWAITING_CLAIM or engine.stage is None:
+        return False
+    surface_id, pane = _live_pane(conn, row["target_frame_id"])
+    key = frames_ops.get_frame(conn, row["target_frame_id"])["current_session_key"]
+    if pane is None or surface_id is None or not _proven_idle(conn, key):
+        return False
+    try:
+        engine.stage.fence(pane, surface_id)
+    except SwitchboardError:
+        return False  # nothing typed; the recovery still explains the wait
+    with write_transaction(conn) as tx:
+        if control["target_session_key"] != key:
+            tx.execute("UPDATE control_turns SET target_session_key = ? WHERE"
+                       " control_turn_id = ? AND state = 'prepared'",
+                       (key, control["control_turn_id"]))
+        recoveries_ops.resolve_for_subject(tx, RecoveryKind.TRANSITION_INTERRUPTED, "view",
+                                           row["view_id"], engine.now())
+    _submit_control_turn(engine, transition_id)
+    return True
 
 
 def launch(engine: Engine, launch_id: str, *, present: bool = True,

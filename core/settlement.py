@@ -87,6 +87,17 @@ def sweep(engine: Engine, now: int) -> SweepReport:
 
     conn = engine.conn
     ran = completed = stalled = 0
+    with write_transaction(conn) as tx:
+        # A model-free transition runs in the request that prepared it; one still
+        # prepared after the grace period lost its process before it started. Nothing
+        # moved, so it simply ends (the key can be pressed again).
+        for row in tx.execute(
+                "SELECT transition_id FROM view_transitions WHERE state = 'prepared'"
+                " AND kind NOT IN ('push', 'complete_return') AND updated_at < ?",
+                (now - PREPARED_GRACE_MS,)).fetchall():
+            transitions_ops.move_transition(
+                tx, row["transition_id"], T.PREPARED, T.FAILED, now,
+                failure="its request ended before it started; nothing moved")
     for row in conn.execute(
             "SELECT transition_id FROM view_transitions WHERE state = 'prepared'"
             " AND kind IN ('push', 'complete_return') AND updated_at < ?"
@@ -196,14 +207,16 @@ def _note_waiting(engine: Engine, transition_id: str, now: int) -> int:
             return 0
         waiting_on = row["source_frame_id"] if agent_working(conn, row["source_frame_id"]) \
             else row["target_frame_id"]
+        title = _title(conn, waiting_on)
+        way_out = "press w (Withdraw) to cancel it" if row["kind"] == TransitionKind.PUSH \
+            else f"select {title} and press s to stop that agent so it runs now"
         recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
             kind=RecoveryKind.TRANSITION_INTERRUPTED, subject_type="view",
             subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
-            explanation=f"A {row['kind'].replace('_', '-')} waits for "
-                        f"{_title(conn, waiting_on)} to finish its turn (its Stop runs it). "
-                        f"Press w (Withdraw) to cancel it, or {SETTLE_KEY} (R) to run it once that "
-                        "agent is idle.", now=now)
+            explanation=f"A {row['kind'].replace('_', '-')} waits for {title} to finish its "
+                        f"turn (its Stop runs it). To act now, {way_out}; {SETTLE_KEY} (R) "
+                        "runs it once that agent is idle.", now=now)
     return 1
 
 
@@ -276,8 +289,8 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
 
     Only prepared may be cancelled (the contract's edge); anything later is
     refused by name. A cancelled push closes its never-started child
-    (dismissed); a cancelled return reopens its child (``closing -> open``),
-    whose handoff stays as an unclaimed record of a withdrawn return. With
+    (dismissed). A complete-return is refused: its task is already closing
+    with its handoff stored, and ``closing`` only leads to ``closed``. With
     ``by_frame`` (an agent), only a transition that frame made may be cancelled.
     Returns the transition id; a retry of the same request changes nothing.
     """
@@ -304,6 +317,15 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
                 f"the {row['kind']} transition is {row['state']}; only a prepared one (still "
                 "waiting for an agent's Stop) can be cancelled. A later one settles or is "
                 "recovered (`switchboard recovery list`)", code="not_cancellable")
+        if row["kind"] == TransitionKind.COMPLETE_RETURN:
+            # Its task is closing with the handoff stored, and a closing frame has only
+            # one way on (closed): the return is never withdrawn, only run sooner.
+            waiting = _title(conn, row["source_frame_id"] if agent_working(
+                conn, row["source_frame_id"]) else row["target_frame_id"])
+            raise Conflict(f"a complete-return cannot be withdrawn: its task is closing with "
+                           f"the handoff stored. It runs when {waiting} ends its turn; select "
+                           f"{waiting} and press s to stop that agent and run it now",
+                           code="not_cancellable")
         transitions_ops.move_transition(conn, row["transition_id"], T.PREPARED, T.CANCELLED,
                                         now, failure=f"cancelled by request {request_id}")
         control = transitions_ops.control_turn_of(conn, row["transition_id"])
@@ -316,8 +338,6 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
                     child["current_session_key"] is None:
                 frames_ops.begin_close(conn, child["frame_id"], CloseReason.DISMISSED, now)
                 frames_ops.finish_close(conn, child["frame_id"], now)
-        elif row["kind"] == TransitionKind.COMPLETE_RETURN and row["source_frame_id"]:
-            frames_ops.cancel_close(conn, row["source_frame_id"], now)
         recoveries_ops.resolve_for_subject(conn, RecoveryKind.TRANSITION_INTERRUPTED, "view",
                                            row["view_id"], now)
         return "transition", row["transition_id"]

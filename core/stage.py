@@ -573,6 +573,11 @@ class TmuxStage:
         surface, server = self._surface_for(pane_id, surface_id, ("live",))
         self.adapter_for(server).enable_input(pane_id=pane_id, surface_id=surface)
 
+    def fence(self, pane_id: str, surface_id: str) -> None:
+        """Disable input of a managed pane (before a control turn into a shown pane)."""
+        surface, server = self._surface_for(pane_id, surface_id, ("live",))
+        self.adapter_for(server).disable_input(pane_id=pane_id, surface_id=surface)
+
     def lift_fence(self, pane_id: str, surface_id: str) -> bool:
         """Re-enable input of a managed pane shown in main (never a parked one: every
         holding pane stays fenced). True if its input is on afterwards."""

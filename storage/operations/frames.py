@@ -59,14 +59,6 @@ def finish_close(conn: sqlite3.Connection, frame_id: str, now: int) -> None:
         f"frame {frame_id}")
 
 
-def cancel_close(conn: sqlite3.Connection, frame_id: str, now: int) -> None:
-    """closing -> open: the complete-return that began the close was cancelled before it
-    ran (the frame never left the view), so the task is simply open again."""
-    conn.execute("UPDATE frames SET lifecycle_state = 'open', close_reason = NULL,"
-                 " updated_at = ? WHERE frame_id = ? AND lifecycle_state = 'closing'",
-                 (now, frame_id))
-
-
 def reopen(conn: sqlite3.Connection, frame_id: str, now: int) -> None:
     state = get_frame(conn, frame_id)["lifecycle_state"]
     if state != FrameLifecycle.CLOSED:

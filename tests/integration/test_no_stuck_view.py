@@ -420,3 +420,52 @@ def test_reconcile_resolves_stale_uncertain_records_of_settled_turns(
     reconcile(engine)
     assert [r for r in recovery.list_recoveries(engine)
             if r.kind == "control_submit_uncertain"] == []
+
+
+def test_a_waiting_return_is_run_now_by_stopping_the_agent_it_waits_for(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """A return cannot be withdrawn (its task is closing with the handoff stored); the
+    refusal names the key that works instead: s on the busy agent runs it at once."""
+    engine, world = build_world(tmp_path, tmux_socket)
+    child = str(world.child_id)
+    _mark_working(engine, child)
+    mark_ready(engine, world.workspace_id)
+    waiting = engine.frame_complete(new_request_id(), child, "Fixed foo", "merge it")
+    assert waiting.state == "prepared"
+    with pytest.raises(Conflict) as refused:
+        engine.transition_cancel(new_request_id(), view_id=world.view_id)
+    assert refused.value.code == "not_cancellable" and "press s" in refused.value.message
+    assert "“Task”" in refused.value.message
+    engine.frame_stop(new_request_id(), child)  # s on the task
+    assert _pending(engine, world.view_id) == ("complete_return", "awaiting_claim")
+    assert engine.conn.execute("SELECT active_frame_id FROM user_views").fetchone()[0] == \
+        world.workspace_id
+    claimed = claim_for_frame(engine, world.workspace_id,
+                              session_of(engine, world.workspace_id))
+    assert (claimed.kind, claimed.summary) == ("handoff", "Fixed foo")
+    assert wait_for(lambda: problems(engine, world.view_id) == [], 10), \
+        problems(engine, world.view_id)
+
+
+def test_an_unproven_parents_next_turn_claims_the_returned_handoff(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The return is shown to a parent of unknown activity with no line typed; the
+    person's next prompt to it carries the fixed line as context (Claude), the parent
+    claims, and the recovery that explained the wait is resolved by that claim."""
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine, world = build_world(tmp_path, tmux_socket, quiet=False)
+    assert _activity(engine, world.workspace_id) != "ready"
+    done = engine.frame_complete(new_request_id(), str(world.child_id), "Fixed foo", "m")
+    assert done.state == "awaiting_claim" and _turn(engine) == ("prepared", 0)
+    assert _view_recoveries(engine, world.view_id)
+    parent = str(pane_of(engine, world.workspace_id))
+    tmux(tmux_socket, "send-keys", "-t", parent, "-l", "what next?")
+    tmux(tmux_socket, "send-keys", "-t", parent, "Enter")
+    assert wait_for(lambda: engine.conn.execute(
+        "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs WHERE transition_id = ?",
+        (done.transition_id,)).fetchone()[0] == 1, 30)
+    assert wait_for(lambda: _pending(engine, world.view_id) is None, 30)
+    assert _view_recoveries(engine, world.view_id) == []
+    assert _view_state(engine, world.view_id) == "ready"
+    assert screen(tmux_socket, parent).count(CONTROL_TEMPLATE) <= 1
+    assert invariant_problems(engine) == []

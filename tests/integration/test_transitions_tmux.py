@@ -332,8 +332,10 @@ def test_a_pane_id_reused_after_a_server_restart_is_rejected(
     kinds = {(r.kind, r.subject_type, r.actionability) for r in recovery.list_recoveries(engine)}
     assert kinds == {("server_restarted", "view", "safe_auto"),
                      ("server_restarted", "surface", "manual")}
+    # The old server is gone (one socket, one server), so its runtime is over: stopped,
+    # its surface retired, the session resumable with n; the reused pane is never touched.
     assert engine.conn.execute("SELECT lifecycle_state FROM surfaces WHERE surface_id = ?",
-                               (surface,)).fetchone()[0] == "orphaned"
+                               (surface,)).fetchone()[0] == "retired"
     untouched()
     assert engine.stage.kill(old_pane) is False
     untouched()

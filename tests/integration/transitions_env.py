@@ -262,9 +262,11 @@ def problems(engine: Engine, view_id: str) -> list[str]:
         for row in conn.execute(
                 f"SELECT r.first_claimed_at, t.state, t.view_id FROM {table} r"
                 " JOIN view_transitions t ON t.transition_id = r.transition_id"):
-            # A cancelled transition's record was withdrawn on purpose, not lost.
+            # A cancelled transition's record was withdrawn on purpose, not lost; a failed
+            # push's brief is claimed by its task's next start (core.claims).
             claimable = row["state"] in ("presented", "awaiting_claim", "settling", "completed",
-                                         "cancelled")
+                                         "cancelled") or \
+                (table == "transition_briefs" and row["state"] == "failed")
             if row["first_claimed_at"] is None and not claimable and \
                     not _open_recovery(conn, row["view_id"]):
                 found.append(f"a {table[:-1]} can no longer be claimed and no recovery says so")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from core.enums import Activity
 from core.requests import new_request_id
 from navigator.app import SwitchboardApp
 from navigator.screens.complete import CompleteReturnScreen
@@ -12,7 +13,7 @@ from navigator.screens.help import HelpScreen
 from navigator.widgets.frames import frame_key
 from navigator.widgets.recoveries import RecoveryList
 from tests.navigator.helpers import notices, select_frame, select_project, settle, tree
-from tests.navigator.scenario import Scenario
+from tests.navigator.scenario import Scenario, set_activity
 
 SIZE = (80, 24)
 
@@ -275,7 +276,8 @@ async def test_question_mark_shows_every_key(demo: Scenario) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         listed = dict(app.screen.keys)
-        for key in ("n", "s", "b", "c", "x", "r", "m", "R", "i", "/", "?", "enter", "d", "a"):
+        for key in ("n", "s", "b", "c", "x", "w", "r", "m", "R", "i", "/", "?", "enter", "d",
+                    "a"):
             assert key in listed, key
         await pilot.press("b")  # engine keys are off while the help is open
         await pilot.press("escape")
@@ -338,3 +340,41 @@ async def test_a_and_d_outside_their_panels_say_where_they_work(demo: Scenario) 
         commands = [c.title for c in app.get_system_commands(app.screen)]
         assert "Acknowledge message" not in commands
         assert "Dismiss recovery" in commands
+
+
+async def test_w_withdraws_a_push_that_waits_for_its_agents_stop(demo: Scenario) -> None:
+    """alpha's agent is working, so its push waits (prepared) for its Stop; w cancels it:
+    the never-started task is closed and the view takes navigation again."""
+    demo.engine.frame_start(new_request_id(), demo.frames["alpha"])
+    set_activity(demo, "alpha", Activity.WORKING, "live")
+    waiting = demo.engine.frame_push(new_request_id(), demo.frames["alpha"], "Later",
+                                     "do it later")
+    assert waiting.state == "prepared"
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "alpha")
+        await pilot.press("w")
+        await settle(pilot)
+        assert not [m for severity, m in notices(app) if severity == "error"]
+    state = demo.engine.conn.execute("SELECT state FROM view_transitions WHERE"
+                                     " transition_id = ?", (waiting.transition_id,)).fetchone()
+    assert state[0] == "cancelled"
+    child = demo.engine.conn.execute("SELECT lifecycle_state, close_reason FROM frames"
+                                     " WHERE frame_id = ?", (waiting.target_frame_id,)).fetchone()
+    assert tuple(child) == ("closed", "dismissed")
+    demo.engine.view_focus(new_request_id(), demo.views["alpha"], demo.frames["Write docs"])
+
+
+async def test_w_on_a_waiting_return_says_how_to_run_it_instead(demo: Scenario) -> None:
+    waiting = demo.engine.frame_complete(new_request_id(), demo.frames["Fix login"],
+                                         "half done", "finish it")
+    assert waiting.state == "prepared"  # 'Fix login' is working: it waits for its Stop
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press("w")
+        await settle(pilot)
+        errors = [m for severity, m in notices(app) if severity == "error"]
+        assert errors and "press s" in errors[-1] and "Fix login" in errors[-1]
