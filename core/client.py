@@ -156,6 +156,10 @@ class EngineClient:
         with self._lock:
             show_view(self.engine, view_id)
 
+    def push(self, frame_id: str, title: str, brief: str):
+        """A person's push: the same transition an agent's task_push prepares."""
+        return self._call("frame_push", frame_id, title, brief)
+
     def complete(self, frame_id: str, summary: str, next_action: str):
         return self._call("frame_complete", frame_id, summary, next_action)
 

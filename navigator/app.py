@@ -51,6 +51,7 @@ from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
 from navigator.screens.compose import ComposeMessageScreen
 from navigator.screens.confirm import ConfirmScreen
 from navigator.screens.help import HelpScreen
+from navigator.screens.new_task import NewTask, NewTaskScreen
 from navigator.screens.recovery import RecoveryExplanationScreen
 from navigator.screens.session_detail import SessionDetailScreen
 from navigator.ui_state import UiStateStore
@@ -66,7 +67,8 @@ from navigator.widgets.views import ViewList
 #: App keys that are off while a dialog, the help or the palette is open.
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_frame",
                                    "reopen", "toggle_mode", "recover", "search", "help",
-                                   "details", "acknowledge_anywhere", "dismiss_anywhere"})
+                                   "details", "acknowledge_anywhere", "dismiss_anywhere",
+                                   "new_task"})
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
@@ -127,6 +129,8 @@ class SwitchboardApp(App[None]):
         Binding("R", "recover", "Recover", key_display="R",
                 tooltip="run the selected recovery (safe_auto ones only)"),
         Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
+        Binding("p", "new_task", "Task",
+                tooltip="push a new task under the selected frame (title and brief)"),
         Binding("t", "message", "Message", tooltip="message the frame's agent (replies: Inbox)"),
         Binding("l", "inbox_stream", "Stream",
                 tooltip="open/close the read-only inbox stream pane in the view"),
@@ -653,6 +657,23 @@ class SwitchboardApp(App[None]):
             return
         self.request("Withdraw", "The waiting transition is cancelled; nothing moved",
                      partial(self.client.cancel_transition, view.view_id))
+
+    def action_new_task(self) -> None:
+        frame = self._local_frame("Select the frame the new task goes under.")
+        if frame is None:
+            return
+        if frame.lifecycle_state != "open":
+            self.notify(f"“{frame.title}” is {frame.lifecycle_state}; press r to reopen it "
+                        "first.", severity="warning", markup=False)
+            return
+
+        def answered(task: NewTask | None) -> None:
+            if task is not None:
+                self.request("New task", f"Pushing “{task.title}” under {frame.title}",
+                             partial(self.client.push, frame.frame_id, task.title,
+                                     task.brief))
+
+        self.push_screen(NewTaskScreen(frame.title), answered)
 
     def action_message(self) -> None:
         frame = self._local_frame("Select a frame whose agent should get a message.")

@@ -378,3 +378,28 @@ async def test_w_on_a_waiting_return_says_how_to_run_it_instead(demo: Scenario) 
         await settle(pilot)
         errors = [m for severity, m in notices(app) if severity == "error"]
         assert errors and "press s" in errors[-1] and "Fix login" in errors[-1]
+
+
+async def test_p_pushes_a_new_task_under_the_selected_frame(demo: Scenario) -> None:
+    from navigator.screens.new_task import NewTaskScreen
+
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "beta")
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, NewTaskScreen)
+        await pilot.press("ctrl+s")  # nothing typed: refused in the dialog, nothing sent
+        await pilot.pause()
+        assert isinstance(app.screen, NewTaskScreen)
+        await pilot.press(*"Add docs", "enter", *"Write the README section.", "ctrl+s")
+        await settle(pilot)
+        assert not isinstance(app.screen, NewTaskScreen)
+    row = demo.engine.conn.execute(
+        "SELECT f.title, f.parent_frame_id, t.kind, b.brief FROM frames f"
+        " JOIN view_transitions t ON t.target_frame_id = f.frame_id"
+        " JOIN transition_briefs b ON b.transition_id = t.transition_id"
+        " WHERE f.title = 'Add docs'").fetchone()
+    assert tuple(row) == ("Add docs", demo.frames["beta"], "push",
+                          "Write the README section.")

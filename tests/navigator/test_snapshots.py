@@ -63,6 +63,13 @@ def test_complete_dialog(snap_compare, demo: Scenario, size: tuple[int, int]) ->
                         run_before=loaded(demo, "Fix login", ["c", *"login fixed"]))
 
 
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_new_task_dialog(snap_compare, demo: Scenario, size: tuple[int, int]) -> None:
+    keys = ["p", *"Add docs", "enter", *"Write the README section for worktrees."]
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
+                        run_before=loaded(demo, "beta", keys))
+
+
 def test_close_confirmation(snap_compare, demo: Scenario) -> None:
     assert snap_compare(SwitchboardApp(demo.client), terminal_size=SIDEBAR,
                         run_before=loaded(demo, "Write docs", ["x"]))
