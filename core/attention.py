@@ -25,48 +25,36 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the hook imports this module: nothing heavy at import time
+from core.attention_counts import (
+    NEEDS_INPUT,
+    OPTION,
+    TURN_FINISHED,
+    AttentionCounts,
+    read_counts,
+    spawn_publish,
+    spawn_segment,
+)
+
+__all__ = ["AttentionCounts", "read_counts", "spawn_publish", "spawn_segment"]
+
+if TYPE_CHECKING:  # the navigator CLI imports this module: nothing heavy at import time
     import sqlite3
 
     from core.config import AttentionConfig
 
-OPTION = "@sb_attention"
 SEGMENT_FORMAT = "#{" + OPTION + "}"
 TMUX_TIMEOUT_S = 5.0
 
 
 class AttentionKind(StrEnum):
-    NEEDS_INPUT = "needs_input"
-    TURN_FINISHED = "turn_finished"
-
-
-@dataclass(frozen=True)
-class AttentionCounts:
-    """Live agents on this host by what they ask of the person."""
-
-    needs_input: int = 0
-    ready: int = 0
-    working: int = 0
-
-    def segment(self) -> str:
-        """The status-line text (tmux style markup), empty when no agent is live."""
-        if not (self.needs_input or self.ready or self.working):
-            return ""
-        parts = []
-        if self.needs_input:
-            parts.append(f"#[fg=yellow,bold]! {self.needs_input} input#[default]")
-        if self.ready:
-            parts.append(f"#[fg=green]✓ {self.ready} ready#[default]")
-        if self.working:
-            parts.append(f"~ {self.working} working")
-        return "sb " + " ".join(parts) + " | "
+    NEEDS_INPUT = NEEDS_INPUT
+    TURN_FINISHED = TURN_FINISHED
 
 
 @dataclass(frozen=True)
@@ -93,17 +81,6 @@ class Notice:
 
     client: Client
     text: str
-
-
-def read_counts(conn: sqlite3.Connection) -> AttentionCounts:
-    """One SELECT over live sessions; a frame counts once (its current session)."""
-    rows = conn.execute(
-        "SELECT s.activity, COUNT(*) FROM frames f JOIN provider_sessions s"
-        " ON s.session_key = f.current_session_key WHERE f.lifecycle_state = 'open'"
-        " AND s.runtime_presence = 'live' GROUP BY s.activity").fetchall()
-    by = {row[0]: row[1] for row in rows}
-    return AttentionCounts(needs_input=by.get("needs_input", 0), ready=by.get("ready", 0),
-                           working=by.get("working", 0))
 
 
 def read_subject(conn: sqlite3.Connection, frame_id: str) -> Subject | None:
@@ -281,28 +258,4 @@ def _notify_send(text: str) -> None:
         subprocess.run([tool, "--app-name=Switchboard", "Switchboard", text],
                        capture_output=True, timeout=TMUX_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
-        pass
-
-
-def spawn_publish(env: Mapping[str, str], frame_id: str, kind: AttentionKind | None) -> None:
-    """Start the detached publisher and return at once (the hook never waits on it)."""
-    argv = [sys.executable, "-m", "navigator.cli", "attention", "--publish",
-            "--frame", frame_id]
-    if kind is not None:
-        argv += ["--event", kind.value]
-    try:
-        subprocess.Popen(argv, env=dict(env), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
-    except OSError:
-        pass  # attention is best effort; the badge in the view stays exact
-
-
-def spawn_segment(socket: str, segment: str) -> None:
-    """Set the status option with one detached tmux process (the hook's path)."""
-    try:
-        subprocess.Popen(["tmux", "-S", socket, "set-option", "-g", OPTION, segment],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
-    except OSError:
         pass

@@ -295,6 +295,12 @@ def open_broker(path: str | os.PathLike[str], *, create: bool = True,
             f"broker file {path} {diagnosis.detail}; it was left unchanged",
             code=f"broker_{diagnosis.verdict.value}") from None
     except (OSError, sqlite3.Error) as exc:
+        from core.files import os_failure
+        from storage.environment import environment_failure
+
+        failure = os_failure(exc, path) or environment_failure(exc, path)
+        if failure is not None:  # a full or read-only disk, said as such
+            raise failure from None
         raise BrokerUnavailable(f"cannot open broker file {path}: {exc}") from None
 
 

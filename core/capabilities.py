@@ -8,9 +8,8 @@ pane, placement generation) it may act for.
 from __future__ import annotations
 
 import hashlib
-import secrets
 import sqlite3
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from core.errors import Unauthorized
 from core.home import ENV_CONFIG, ENV_HOME
@@ -31,6 +30,8 @@ __all__ = ["ENV_CAPABILITY", "ENV_CONFIG", "ENV_GENERATION", "ENV_HOME", "AGENT_
 
 
 def new_raw_capability() -> str:
+    import secrets  # only a launch mints one: the hook path never pays for this import
+
     return "sbcap1_" + secrets.token_urlsafe(32)
 
 
@@ -38,8 +39,7 @@ def digest(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class Authority:
+class Authority(NamedTuple):
     capability_id: str
     view_id: str
     frame_id: str

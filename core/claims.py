@@ -138,6 +138,9 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
     for pane in stop_panes:
         if engine.stage is not None:
             _kill_soon(engine.stage, pane)
+    if result.kind == "handoff" and result.first_claim and result.transition_id:
+        from core import evidence_tasks  # after the commit, best effort
+        evidence_tasks.handoff_claimed(engine, result.transition_id, session_key)
     return result
 
 

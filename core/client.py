@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.engine import Engine
+from core.errors import SwitchboardError
 from core.home import Home
 from core.requests import new_request_id
 from core.state_types import NavigatorState
+
+# The navigator's remembered layout is a few hundred bytes; never read more than this.
+UI_STATE_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -204,15 +208,16 @@ class EngineClient:
         return self.home.root / "ui_state.json"
 
     def load_ui_state(self) -> dict[str, Any]:
+        from core.files import read_bounded
+
         try:
-            value = json.loads(self._ui_state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
+            value = json.loads(read_bounded(self._ui_state_path, UI_STATE_MAX_BYTES,
+                                            "ui state file"))
+        except (OSError, ValueError, SwitchboardError):
+            return {}  # the navigator starts from defaults rather than refuse to open
         return value if isinstance(value, dict) else {}
 
     def save_ui_state(self, state: dict[str, Any]) -> None:
-        path = self._ui_state_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        from core.files import write_private
+
+        write_private(self._ui_state_path, json.dumps(state, sort_keys=True))

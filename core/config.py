@@ -32,6 +32,9 @@ NIL_UUID = "00000000-0000-0000-0000-000000000000"
 MAX_NAME_CHARS = 128
 MAX_PATH_CHARS = 4096
 MAX_URL_CHARS = 2048
+# A config names a few hundred projects at most; anything near this is not one
+# (and is never read whole).
+MAX_CONFIG_BYTES = 1024 * 1024
 MAX_SOCKET_PATH_BYTES = 100  # sun_path is 104-108 bytes including the NUL
 MAX_ARGV_ITEMS = 32
 MAX_ARGV_ITEM_CHARS = 1024
@@ -708,8 +711,10 @@ def _raise_problems(reader: _Reader, source: str) -> None:
 
 def load_config(path: Path) -> Config:
     """Read the stored config; a missing file says how to create one."""
+    from core.files import read_bounded
+
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_CONFIG_BYTES, "config file")
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: no config file; run `switchboard init` to create one",

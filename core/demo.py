@@ -17,6 +17,7 @@ from pathlib import Path
 
 from core.config import CheckoutConfig, ProjectConfig, ProviderConfig, TmuxConfig, default_config
 from core.enums import Provider
+from core.files import private_dir
 from core.home import Home
 from core.registry import init_registry
 from core.requests import new_request_id
@@ -52,7 +53,7 @@ def build(root: Path) -> DemoSession:
     """Create the demo home on first run; start its agents; return how to attach."""
     from core.session import open_engine
 
-    root.mkdir(parents=True, exist_ok=True)
+    private_dir(root)
     os.environ["SWITCHBOARD_HOME"] = str(root)
     os.environ["SWITCHBOARD_CONFIG"] = str(root / "config.toml")
     home = Home(root=root, config_path=root / "config.toml")

@@ -457,6 +457,8 @@ class Engine:
         result = self._idempotent(request_id, "frame.push", semantic, body,
                                   self._transition_result(request_id),
                                   self._transition_result(request_id))
+        from core import evidence_tasks  # after the commit, best effort
+        evidence_tasks.task_pushed(self, result.transition_id)
         return self._maybe_execute(result)
 
     def frame_complete(self, request_id: str, frame_id: str, summary: str, next_action: str,
@@ -512,6 +514,8 @@ class Engine:
             request_id, "frame.complete",
             {"frame_id": frame_id, "summary": summary, "next_action": next_action},
             body, self._transition_result(request_id), self._transition_result(request_id))
+        from core import evidence_tasks  # after the commit, best effort
+        evidence_tasks.task_completed(self, result.transition_id)
         return self._maybe_execute(result)
 
     def transition_cancel(self, request_id: str, *, view_id: str | None = None,

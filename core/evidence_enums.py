@@ -137,6 +137,7 @@ class EventSourceKind(StrEnum):
     a StrEnum so writers cannot misspell it."""
 
     HOOK = "hook"
+    ENGINE = "engine"  # task lineage written after an engine request (push, complete, claim)
 
 
 #: (table, column) -> its closed set, exactly the spec's inventory for session.db.

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import EnvironmentFailure, SwitchboardError
@@ -23,9 +26,67 @@ PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
 
 
+# The umask the person ran Switchboard with, while ``set_private_umask`` is in force.
+_person_umask: int | None = None
+_umask_lock = threading.RLock()
+
+
 def set_private_umask() -> int:
-    """Make everything this process creates owner-only; returns the old umask."""
-    return os.umask(PRIVATE_UMASK)
+    """Make everything this process creates owner-only; returns the old umask.
+
+    The old value is kept for ``person_umask``: processes that run the
+    person's own work (a tmux server and the agents in its panes) must create
+    the person's files with the person's umask, not Switchboard's.
+    """
+    global _person_umask
+    with _umask_lock:
+        old = os.umask(PRIVATE_UMASK)
+        if _person_umask is None:
+            _person_umask = old
+    return old
+
+
+def restore_umask(old: int) -> None:
+    """Undo ``set_private_umask`` (an in-process caller such as a test returns)."""
+    global _person_umask
+    with _umask_lock:
+        os.umask(old)
+        _person_umask = None
+
+
+@contextmanager
+def person_umask() -> Iterator[None]:
+    """Run a child process (tmux: it may start the server the agents run in) under
+    the person's own umask. Switchboard's files keep their explicit 0600/0700
+    modes meanwhile, so the brief window costs them nothing."""
+    with _umask_lock:
+        if _person_umask is None:
+            yield
+            return
+        os.umask(_person_umask)
+        try:
+            yield
+        finally:
+            os.umask(PRIVATE_UMASK)
+
+
+def create_private_file(path: str | os.PathLike[str]) -> bool:
+    """Create an empty 0600 file if missing (True when this call created it).
+
+    SQLite gives a database's -wal and -shm files the database file's own
+    mode, so a database created this way stays private with its companions.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise os_failure(exc, path) or exc from None
+    try:
+        os.fchmod(fd, PRIVATE_FILE_MODE)
+    finally:
+        os.close(fd)
+    return True
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:

@@ -15,11 +15,14 @@ server's stale environment or a provider's cleared environment.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 ENV_HOME = "SWITCHBOARD_HOME"
 ENV_CONFIG = "SWITCHBOARD_CONFIG"
+
+# ``state/current`` holds one generation id (a UUID and a newline).
+MAX_POINTER_BYTES = 4096
 
 
 def _user_home(env: dict[str, str]) -> str:
@@ -41,8 +44,7 @@ def _xdg_dir(env: dict[str, str], name: str, fallback: tuple[str, ...]) -> Path:
     return Path(_user_home(env), *fallback)
 
 
-@dataclass(frozen=True)
-class Home:
+class Home(NamedTuple):
     root: Path
     config_path: Path
 
@@ -91,8 +93,18 @@ class Home:
         return self.root / "run"
 
     def read_current_generation(self) -> str | None:
+        """The generation ``state/current`` names; read with a bound (it holds one id)."""
         try:
-            text = self.current_pointer.read_text(encoding="utf-8").strip()
+            with open(self.current_pointer, "rb") as handle:
+                data = handle.read(MAX_POINTER_BYTES + 1)
         except FileNotFoundError:
             return None
+        if len(data) > MAX_POINTER_BYTES:
+            from core.errors import RegistryUnavailable
+
+            raise RegistryUnavailable(
+                f"{self.current_pointer} is larger than {MAX_POINTER_BYTES} bytes, so it is "
+                "not a generation pointer; restore it (it holds one generation id) or run "
+                "`switchboard reset`", code="pointer_invalid")
+        text = data.decode("utf-8", errors="replace").strip()
         return text or None

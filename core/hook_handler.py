@@ -5,6 +5,11 @@ check the generation marker, authenticate the capability, record activity in
 one short transaction, and on a trusted Stop run whatever transition was
 waiting for it. An unmanaged session, or a stale generation, is a successful
 no-op; forged or partial markers fail closed without writing.
+
+The records of the hook path (HookOutcome here, HookEvent, HookRegistry, Home,
+Authority) are NamedTuples, not dataclasses: importing ``dataclasses`` (it
+pulls in ``inspect``) was the largest single cost of a plain turn's hook
+process, which every prompt and every turn end of every agent pays.
 """
 
 from __future__ import annotations
@@ -13,8 +18,7 @@ import os
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
 from core.enums import Activity, ActivityReason, Provider, RuntimePresence
@@ -27,8 +31,7 @@ if TYPE_CHECKING:
     from core.ports import Clock
 
 
-@dataclass(frozen=True)
-class HookOutcome:
+class HookOutcome(NamedTuple):
     handled: bool
     reason: str
     session_key: str | None = None
@@ -41,12 +44,22 @@ class HookOutcome:
 
 def handle_hook(provider: str, event: str, payload: bytes | str,
                 env: dict[str, str] | None = None, *,
-                clock: Clock | None = None) -> HookOutcome:
+                clock: Clock | None = None,
+                detach_stop_work: bool | None = None) -> HookOutcome:
     """Record one hook invocation; raise (writing nothing) when it cannot be trusted.
 
     Order matters: markers and the generation pointer are checked before the
     payload is even parsed, so a stale pane is a no-op whatever it sends.
+
+    ``detach_stop_work``: a trusted Stop's waiting push/return runs in a detached
+    worker (``core.stop_worker``) instead of here, so the provider's hook returns
+    at once. None (the default) detaches exactly when ``env`` is None, i.e. when
+    this process is the provider's hook (``switchboard hook`` reads its own
+    environment); a caller that passes an environment runs it inline and gets
+    the executed transitions back.
     """
+    if detach_stop_work is None:
+        detach_stop_work = env is None
     env = dict(os.environ if env is None else env)
     raw = env.get(ENV_CAPABILITY)
     generation = env.get(ENV_GENERATION)
@@ -67,19 +80,24 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     if recorded.authenticated:  # only a real pane's hook may leave the open cache behind
         remember_hook_open(opened)
     if recorded.outcome.handled:
-        _record_evidence(home, parsed, recorded, now)
+        _record_evidence(home, parsed, recorded, now, payload)
     if recorded.attention is not None:
         _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.observed_controls:
         _lift_fences(home, generation, recorded.observed_controls)
     if not recorded.stop_work:
         return recorded.outcome
+    if detach_stop_work:
+        from core import stop_worker
+
+        stop_worker.start(home, generation, recorded.frame_id)
+        reason = recorded.outcome.reason + "; waiting work handed to a worker"
+        return recorded.outcome._replace(reason=reason)
     executed = _after_trusted_stop(home, generation, recorded.frame_id)
-    return replace(recorded.outcome, executed_transitions=tuple(executed))
+    return recorded.outcome._replace(executed_transitions=tuple(executed))
 
 
-@dataclass(frozen=True)
-class _Recorded:
+class _Recorded(NamedTuple):
     outcome: HookOutcome
     authenticated: bool
     frame_id: str = ""
@@ -90,8 +108,7 @@ class _Recorded:
     attention: Attention | None = None
 
 
-@dataclass(frozen=True)
-class Attention:
+class Attention(NamedTuple):
     """What the person should learn outside the view: new counts, maybe a nudge."""
 
     segment: str
@@ -173,50 +190,38 @@ def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
     """New counts when the activity changed; a nudge for needs-input and finished turns."""
     if after is None or after.value == before:
         return None
-    from core.attention import AttentionKind, read_counts
+    from core.attention_counts import NEEDS_INPUT, TURN_FINISHED, read_counts
 
-    kind = AttentionKind.NEEDS_INPUT if after is Activity.NEEDS_INPUT else \
-        AttentionKind.TURN_FINISHED if turn_stopped and after is Activity.READY else None
-    return Attention(read_counts(conn).segment(), kind.value if kind else None)
+    kind = NEEDS_INPUT if after is Activity.NEEDS_INPUT else \
+        TURN_FINISHED if turn_stopped and after is Activity.READY else None
+    return Attention(read_counts(conn).segment(), kind)
 
 
 def _publish_attention(env: dict[str, str], frame_id: str, attention: Attention) -> None:
     """Detached, never waited for: the status option straight through tmux (no Python
     start-up per hook); the publisher process only when someone may need a nudge."""
-    from core.attention import AttentionKind, spawn_publish, spawn_segment
+    from core.attention_counts import spawn_publish, spawn_segment
 
     socket = env.get("SWITCHBOARD_TMUX_SOCKET")
     if socket:
         spawn_segment(socket, attention.segment)
     if attention.kind is not None:
-        spawn_publish(env, frame_id, AttentionKind(attention.kind))
+        spawn_publish(env, frame_id, attention.kind)
 
 
-def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int) -> None:
-    """The session's evidence, after the registry commit, in its own short transaction.
+def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int,
+                     payload: bytes | str) -> None:
+    """The session's evidence, after the registry commit (``core.evidence_hook``).
 
     Best effort by design: the activity is already committed, so a refused or
     busy evidence file is reported on stderr and the provider's hook still succeeds.
     """
     try:
-        from storage import session_db
+        from core.evidence_hook import HookFacts, record
 
-        key = recorded.outcome.session_key or ""
-        conn = session_db.open_session_db(session_db.session_db_path(home.root, key),
-                                          now_ms=now)
-        try:
-            # Only names, ids and closed values cross over; HookEvent holds no text.
-            session_db.record_hook_event(
-                conn, session_key=key, provider=hook.provider.value,
-                project_id=recorded.project_id, project_root=recorded.project_root,
-                frame_id=recorded.frame_id or None, event=hook.event, kind=hook.kind.value,
-                now_ms=now, turn_id=hook.turn_id, tool_name=hook.tool_name,
-                tool_use_id=hook.tool_use_id, model_id=hook.model,
-                notification_type=hook.notification_type,
-                activity=recorded.outcome.activity,
-                failed=hook.event == "PostToolUseFailure")
-        finally:
-            conn.close()
+        record(home, hook, HookFacts(recorded.outcome.session_key or "", recorded.project_id,
+                                     recorded.project_root, recorded.frame_id or None,
+                                     recorded.outcome.activity), payload, now)
     except Exception as exc:  # never break the provider over evidence
         print(f"switchboard: session evidence not recorded: {exc}", file=sys.stderr)
 

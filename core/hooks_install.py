@@ -35,6 +35,7 @@ from pathlib import Path
 
 from core.enums import Provider
 from core.errors import Conflict, ProviderError
+from core.files import private_dir
 from core.providers.codex import SessionHooks, toml_string
 from core.providers.hooks import CLAUDE_HOOK_EVENTS, CODEX_HOOK_EVENTS, CODEX_NOTIFY_EVENT
 
@@ -345,7 +346,7 @@ def _state_folder(state_dir: Path, target: HookTarget) -> Path:
 
 @contextlib.contextmanager
 def _locked(state_dir: Path, target: HookTarget) -> Iterator[Path]:
-    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    private_dir(state_dir)  # Switchboard's own folder, never the person's
     lock_path = Path(state_dir) / f"{target.key}.lock"
     with open(lock_path, "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
@@ -376,7 +377,7 @@ def _load_manifest(folder: Path) -> dict | None:
 
 
 def _save_manifest(folder: Path, manifest: dict) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     body = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
     _write_atomic(folder / "manifest.json", body, 0o600)
 

@@ -11,6 +11,7 @@ first hook arrives.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,8 @@ from core.capabilities import (
 )
 from core.enums import LaunchAction, PlacementState, Provider
 from core.errors import Conflict, ProviderError, SwitchboardError
+from core.files import private_dir, write_private
+from core.mcp_server import TOOLS as MCP_TOOLS
 from core.provider_checks import check_provider
 from core.providers.codex import McpServer
 from core.stage import CONTROL_TEMPLATE, gate_name
@@ -199,7 +202,7 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
     home = getattr(engine, "home", None)
     run_dir = (home.run_dir if home is not None else engine_tmp()) / session["session_key"] \
         .replace(":", "_")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(run_dir)
     env: dict[str, str] = {}
     if provider is Provider.CLAUDE:
         ready = _fresh_ready_file(run_dir, launch_id)
@@ -221,8 +224,8 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
 
 MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
 """The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
-AGENT_TOOL_NAMES = ("task_push", "task_complete_return", "transition_claim")
-"""The MCP server's tools (core.mcp_server.TOOLS); Codex runs them without asking."""
+AGENT_TOOL_NAMES = tuple(tool["name"] for tool in MCP_TOOLS)
+"""The MCP server's tools, each by name; Codex runs them without asking."""
 
 
 READY_PREFIX = "claude-mcp-ready-"
@@ -252,12 +255,11 @@ def _mcp_config(run_dir: Path, ready_file: Path | None = None) -> Path:
     body = {"mcpServers": {CLAUDE_MCP_SERVER: server}}
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_private(path, text)
     return path
 
 
 def engine_tmp() -> Path:
+    """Per-user, private: a shared /tmp folder could be made first by someone else."""
     import tempfile
-    return Path(tempfile.gettempdir()) / "switchboard-run"
+    return private_dir(Path(tempfile.gettempdir()) / f"switchboard-run-{os.getuid()}")

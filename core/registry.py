@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from core.config import Config, default_config, load_config, parse_config, render_config
 from core.errors import RegistryUnavailable, SwitchboardError
+from core.files import write_private
 from core.home import Home
 from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
 from storage.registry_file import create_registry, open_registry, publish_pointer
@@ -28,10 +29,7 @@ class InitResult:
 
 
 def _write_config(home: Home, config: Config) -> None:
-    home.config_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = home.config_path.with_name(home.config_path.name + ".tmp")
-    tmp.write_text(render_config(config), encoding="utf-8")
-    tmp.replace(home.config_path)
+    write_private(home.config_path, render_config(config))
 
 
 def init_registry(home: Home, *, template: Config | None = None, clock: Clock | None = None,
@@ -56,7 +54,15 @@ def init_registry(home: Home, *, template: Config | None = None, clock: Clock | 
 
 def _load_template(home: Home) -> Config:
     """A config to publish: its generation_id may be absent (init binds a new one)."""
-    text = home.config_path.read_text(encoding="utf-8")
+    from core.config import MAX_CONFIG_BYTES
+    from core.files import read_bounded
+
+    data = read_bounded(home.config_path, MAX_CONFIG_BYTES, "config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SwitchboardError(f"{home.config_path}: is not UTF-8 text (byte {exc.start}); "
+                               "fix or remove it, then retry", code="config_syntax") from None
     return parse_config(text, source=str(home.config_path), allow_missing_generation=True)
 
 

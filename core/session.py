@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.home import Home
 from storage.uri import sqlite_uri
@@ -52,8 +50,7 @@ def open_engine(home: Home | None = None, *, with_stage: bool = False,
     return engine
 
 
-@dataclass(frozen=True)
-class HookRegistry:
+class HookRegistry(NamedTuple):
     """A read-write connection to the current generation, identity verified.
 
     ``verified`` is the cache record to persist once the caller has proven it
@@ -77,8 +74,8 @@ def open_for_hook(home: Home, generation_id: str) -> HookRegistry:
     generation and the config's host. Nothing is written here.
     """
     try:
-        config_digest = hashlib.sha256(home.config_path.read_bytes()).hexdigest()
-    except OSError:
+        config_digest = hashlib.sha256(_config_bytes(home)).hexdigest()
+    except (OSError, ValueError):
         return _full_open(home, generation_id, None)  # it says what is wrong with the config
     cached = _read_cache(home, generation_id)
     if cached is not None and cached.get("config_sha256") == config_digest:
@@ -97,19 +94,38 @@ def remember_hook_open(opened: HookRegistry) -> None:
     """
     if opened.verified is None:
         return
+    from core.errors import EnvironmentFailure
+    from core.files import write_private
+
     target = opened.home.state_dir / opened.generation_id / HOOK_OPEN_CACHE
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(opened.verified, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, target)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+        write_private(target, json.dumps(opened.verified, sort_keys=True))
+    except (OSError, EnvironmentFailure):
+        pass
+
+
+# Pinned copy of core.config.MAX_CONFIG_BYTES (the hook path does not import the
+# config module); a larger config takes the full open, which refuses it in words.
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_CACHE_BYTES = 64 * 1024
+
+
+def _config_bytes(home: Home) -> bytes:
+    """The config's bytes for the digest, read with a bound (ValueError when larger)."""
+    with open(home.config_path, "rb") as handle:
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError("config file too large")
+    return data
 
 
 def _read_cache(home: Home, generation_id: str) -> dict[str, Any] | None:
     try:
-        text = (home.state_dir / generation_id / HOOK_OPEN_CACHE).read_text(encoding="utf-8")
-        cached = json.loads(text)
+        with open(home.state_dir / generation_id / HOOK_OPEN_CACHE, "rb") as handle:
+            data = handle.read(MAX_CACHE_BYTES + 1)
+        if len(data) > MAX_CACHE_BYTES:
+            return None
+        cached = json.loads(data.decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(cached, dict) or cached.get("format") != HOOK_OPEN_FORMAT \
@@ -180,8 +196,8 @@ def _full_open(home: Home, generation_id: str, config_digest: str | None) -> Hoo
     cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
     try:
         unchanged = config_digest is not None and \
-            hashlib.sha256(home.config_path.read_bytes()).hexdigest() == config_digest
-    except OSError:
+            hashlib.sha256(_config_bytes(home)).hexdigest() == config_digest
+    except (OSError, ValueError):
         unchanged = False
     if not unchanged:  # the config moved under us: valid now, but not what we digested
         return HookRegistry(home, conn, generation_id, host_id, None)

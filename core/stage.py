@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from core.enums import ViewMode
 from core.errors import Conflict, TmuxError
+from core.files import create_private_file, private_dir
 from core.tmux import topology
 from core.tmux.adapter import TmuxAdapter
 from core.tmux.commands import Check, both, equals, gated, guarded, outcome, outcomes
@@ -127,7 +128,7 @@ class TmuxStage:
             try:
                 live = read_identity(self.runner)
             except TmuxUnavailable:
-                Path(self.socket_path).parent.mkdir(parents=True, exist_ok=True)
+                private_dir(Path(self.socket_path).parent)
                 topology.ensure_holding_session(self.runner,
                                                 holding_session=self.holding_session)
                 live = read_identity(self.runner)
@@ -211,7 +212,8 @@ class TmuxStage:
     def view_lock(self, timeout: float = 10.0) -> Iterator[None]:
         """Serialize view-window creation across processes on this socket (flock)."""
         path = Path(f"{self.socket_path}.views.lock")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        create_private_file(path)
         with open(path, "a") as handle:
             deadline = time.monotonic() + timeout
             while True:

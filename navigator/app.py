@@ -14,6 +14,7 @@ SQLite or tmux. Errors become notifications that say what to do next.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from functools import partial
@@ -39,6 +40,7 @@ from navigator.lookup import (
     frame_by_id,
     frame_with_project,
     host_of_frame,
+    humanize,
     live_views,
     project_by_id,
     view_by_id,
@@ -63,7 +65,7 @@ from navigator.widgets.views import ViewList
 #: App keys that are off while a dialog, the help or the palette is open.
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_frame",
                                    "reopen", "toggle_mode", "recover", "search", "help",
-                                   "details"})
+                                   "details", "acknowledge_anywhere", "dismiss_anywhere"})
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
@@ -125,6 +127,10 @@ class SwitchboardApp(App[None]):
                 tooltip="run the selected recovery (safe_auto ones only)"),
         Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
         Binding("slash", "search", "Search", key_display="/"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        # a and d act in their panels; pressed anywhere else they say where (never silent)
+        Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
+        Binding("d", "dismiss_anywhere", "Dismiss", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -203,6 +209,18 @@ class SwitchboardApp(App[None]):
             return int(self.client.engine.config.tmux.navigator_width)
         except (AttributeError, TypeError, ValueError):
             return DEFAULT_NAVIGATOR_WIDTH
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        """Run in this terminal, at the size its pty reports.
+
+        Textual reads the size with ``shutil.get_terminal_size``, which prefers
+        COLUMNS and LINES. A tmux pane inherits them from whoever started the
+        server (GNU readline exports them on import, some shells do too), so a
+        stale pair would pin the navigator to that size through every resize.
+        """
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+        return super().run(*args, **kwargs)
 
     def compose(self) -> ComposeResult:
         yield TooSmallNotice(id="too-small")
@@ -501,7 +519,8 @@ class SwitchboardApp(App[None]):
     def on_switchboard_app_request_finished(self, message: RequestFinished) -> None:
         state = getattr(message.result, "state", None)
         if message.problem is not None:
-            self.notify(message.problem, title=f"{message.description} refused",
+            self.notify(humanize(message.problem, self.navigator_state),
+                        title=f"{message.description} refused",
                         severity="error", markup=False, timeout=8)
         elif state in ("failed", "cancelled", "superseded"):
             self.notify(f"The {message.description.lower()} transition {state}; nothing "
@@ -696,7 +715,9 @@ class SwitchboardApp(App[None]):
         if self._remote(view.host_id):
             return
         other = "direct" if view.mode == "navigator" else "navigator"
-        self.request("Mode", f"{view.title}: {other} mode",
+        done = f"{view.title}: {other} mode" + (
+            " (tmux prefix + S brings the navigator back)" if other == "direct" else "")
+        self.request("Mode", done,
                      partial(self.client.toggle_mode, view.view_id))
 
     def action_recover(self) -> None:
@@ -758,12 +779,15 @@ class SwitchboardApp(App[None]):
             assert isinstance(binding, Binding)
             yield SystemCommand(binding.description, binding.tooltip or binding.description,
                                 partial(self.run_action, binding.action))
-        yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
-                            "to its frame, or explain what to do", self._open_selected_recovery)
-        yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
-                            self._dismiss_selected_recovery)
-        yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
-                            self._acknowledge_selected_message)
+        if self.query_one(RecoveryList).selected_recovery is not None:
+            yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
+                                "to its frame, or explain what to do",
+                                self._open_selected_recovery)
+            yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
+                                self._dismiss_selected_recovery)
+        if self.query_one(InboxList).selected_message_id is not None:
+            yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
+                                self._acknowledge_selected_message)
 
     def _open_selected_recovery(self) -> None:
         panel = self.query_one(RecoveryList)
@@ -778,6 +802,24 @@ class SwitchboardApp(App[None]):
         if self._need(recovery, "No recovery selected."):
             assert recovery is not None
             self.post_message(RecoveryList.DismissRequested(recovery.recovery_id))
+
+    def action_acknowledge_anywhere(self) -> None:
+        """``a`` outside the Inbox: say where it works instead of acting on a message the
+        person is not looking at."""
+        if self.query_one(InboxList).selected_message_id is None:
+            self.notify("Nothing to acknowledge: the Inbox has no message for this view.",
+                        markup=False)
+        else:
+            self.notify("a acknowledges the selected message in the Inbox panel: move there "
+                        "(tab) first.", markup=False)
+
+    def action_dismiss_anywhere(self) -> None:
+        """``d`` outside Recoveries: the same, for dismissing a recovery."""
+        if self.query_one(RecoveryList).selected_recovery is None:
+            self.notify("Nothing to dismiss: no recovery is open.", markup=False)
+        else:
+            self.notify("d dismisses the selected recovery in the Recoveries panel: move "
+                        "there (tab) first.", markup=False)
 
     def _acknowledge_selected_message(self) -> None:
         message_id = self.query_one(InboxList).selected_message_id
@@ -904,7 +946,14 @@ class SwitchboardApp(App[None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
-            self.query_one(FrameTree).focus()
+            frames = self.query_one(FrameTree)
+            frames.focus()
+            frames.select_first_match()  # enter jumps to the match; the filter stays
+
+    def action_clear_filter(self) -> None:
+        """Escape after a search: the whole tree again (escape in the box does the same)."""
+        if self.query_one(FrameTree).filter_text:
+            self.query_one(SearchBox).action_clear_search()
 
     def on_search_box_cleared(self, message: SearchBox.Cleared) -> None:
         self.query_one(SearchBox).remove_class("-visible")

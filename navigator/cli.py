@@ -73,7 +73,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     # Everything Switchboard creates (registry, session files, -wal/-shm, config,
     # per-launch files, logs) is the person's alone: owner-only from the start.
-    os.umask(0o077)
+    from core.files import restore_umask, set_private_umask
+
+    old_umask = set_private_umask()
+    try:
+        return _main(argv)
+    finally:
+        restore_umask(old_umask)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["hook"]:
         # Providers call this on every prompt and turn end: skip argparse and every

@@ -6,6 +6,8 @@ derive presentation fields (core does that).
 
 from __future__ import annotations
 
+import re
+
 from core.state_types import FrameSummary, NavigatorState, ProjectRow, ViewRow
 
 
@@ -46,3 +48,26 @@ def frame_by_id(state: NavigatorState | None, frame_id: str | None) -> FrameSumm
 def host_of_frame(state: NavigatorState | None, frame_id: str | None) -> str | None:
     found = frame_with_project(state, frame_id)
     return found[1].host_id if found is not None else None
+
+
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def humanize(text: str, state: NavigatorState | None) -> str:
+    """Engine messages name rows by id; a person knows them by name. Every UUID of a
+    frame, project or view in ``state`` becomes its quoted title; an unknown one is
+    shortened to its first 8 characters (still enough to find it in the CLI)."""
+    names: dict[str, str] = {}
+    if state is not None:
+        for project in state.projects:
+            names[project.project_id] = project.name
+            for frame in project.frames:
+                names[frame.frame_id] = frame.title
+        for view in state.views:
+            names.setdefault(view.view_id, view.title)
+
+    def name(match: re.Match[str]) -> str:
+        found = names.get(match.group(0))
+        return f"“{found}”" if found is not None else match.group(0)[:8]
+
+    return _UUID.sub(name, text)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from core.files import create_private_file, private_dir
 from storage.broker_schema import (
     APPLICATION_ID,
     KNOWN_DDL,
@@ -89,13 +90,22 @@ def diagnose(path: Path) -> Diagnosis:
     try:
         conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True, isolation_level=None)
     except sqlite3.Error as exc:
+        _raise_if_environment(exc, path)
         return Diagnosis(Verdict.NOT_SQLITE, f"cannot be opened as SQLite ({exc})")
     try:
         return diagnose_connection(conn)
     except sqlite3.DatabaseError as exc:
+        _raise_if_environment(exc, path)
         return Diagnosis(Verdict.NOT_SQLITE, f"is not a SQLite database ({exc})")
     finally:
         conn.close()
+
+
+def _raise_if_environment(exc: sqlite3.Error, path: Path) -> None:
+    """A read-only mount or a locked file is the machine, not a foreign file format."""
+    failure = environment_failure(exc, path)
+    if failure is not None:
+        raise failure from exc
 
 
 def diagnose_connection(conn: sqlite3.Connection) -> Diagnosis:
@@ -224,7 +234,8 @@ def open_store(path: Path, *, create: bool = True, readonly: bool = False) -> Br
     path = canonical(path)
     diagnosis = diagnose(path)
     if diagnosis.verdict is Verdict.MISSING and create and not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        create_private_file(path)  # an empty file diagnoses as EMPTY; -wal/-shm follow its mode
         diagnosis = Diagnosis(Verdict.EMPTY, "is new")
     if diagnosis.verdict is Verdict.EMPTY and (readonly or not create):
         raise FormatRefused(path, Diagnosis(Verdict.EMPTY, "is not initialized yet"))

@@ -58,6 +58,13 @@ def _disk_is_full(where: str) -> bool:
     return stats.f_bavail * stats.f_frsize < FULL_BELOW_BYTES
 
 
+def _read_only_fs(where: str) -> bool:
+    try:
+        return bool(os.statvfs(os.path.dirname(where) or ".").f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def environment_failure(exc: BaseException, path: str | Path | None = None,
                         conn: sqlite3.Connection | None = None, *,
                         tail: str = "; nothing was changed") -> EnvironmentFailure | None:
@@ -78,7 +85,10 @@ def environment_failure(exc: BaseException, path: str | Path | None = None,
         if not primary:
             return None
     where = str(path) if path is not None else database_path(conn)
-    if primary == SQLITE_IOERR and _disk_is_full(where):
+    if primary in (SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_READONLY) and _read_only_fs(where):
+        # SQLite cannot make -shm/-wal on a read-only mount and says "unable to open".
+        primary = SQLITE_READONLY
+    elif primary == SQLITE_IOERR and _disk_is_full(where):
         # A full disk often surfaces as an I/O error (growing the -shm or -wal
         # file failed): the free space tells the person the real cause.
         primary = SQLITE_FULL

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from core.enums import ActivationState
 from core.errors import RegistryUnavailable
+from core.files import create_private_file, private_dir, write_private
 from storage.connection import connect
+from storage.environment import environment_failure
 from storage.schema import APPLICATION_ID, PROTOCOL_VERSION, REQUIRED_TABLES, SCHEMA_VERSION, ddl
 from storage.uri import sqlite_uri
 
@@ -120,6 +122,9 @@ def _diagnose_once(path: Path) -> RegistryMetadata:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        failure = environment_failure(exc, path)
+        if failure is not None:  # a read-only mount or a lock, not a damaged file
+            raise failure from exc
         raise RegistryUnavailable(
             f"{path} is not a readable SQLite registry ({exc}); it was left unchanged",
             code=TRANSIENT_CODE) from exc
@@ -141,10 +146,11 @@ def create_registry(path: Path, *, generation_id: str, host_id: str, now_ms: int
     """Build a committed empty registry at ``path`` (which must not exist)."""
     if path.exists():
         raise RegistryUnavailable(f"refusing to overwrite existing registry {path}")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(path.name + ".creating")
     if tmp.exists():
         tmp.unlink()
+    create_private_file(tmp)  # -wal/-shm take the database file's mode
     conn = sqlite3.connect(sqlite_uri(tmp, mode="rwc"), uri=True, isolation_level=None)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
@@ -182,7 +188,4 @@ def open_registry(path: Path, *, expected_generation: str, expected_host: str,
 
 def publish_pointer(pointer: Path, generation_id: str) -> None:
     """Atomically point ``state/current`` at a generation."""
-    pointer.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pointer.with_name(pointer.name + ".tmp")
-    tmp.write_text(generation_id + "\n", encoding="utf-8")
-    os.replace(tmp, pointer)
+    write_private(pointer, generation_id + "\n")

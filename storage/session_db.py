@@ -1,8 +1,10 @@
 """Create, diagnose and write one provider session's evidence file.
 
 ``$SWITCHBOARD_HOME/sessions/<safe session key>/session.db`` holds what the
-spec's session DB holds; today the hook path fills ``sessions``, ``agents``,
-``events`` and ``tool_runs``. Why this shape:
+spec's session DB holds: the hook path fills ``sessions``, ``agents``,
+``events``, ``messages``, ``tool_runs`` and (through ``storage.session_evidence``)
+``command_runs``, ``artifacts`` and ``diagnostics``; ``core.evidence_tasks`` the
+task lineage. Why this shape:
 
 - Diagnosis before any write, like the registry and the broker: the 100-byte
   header (magic, application_id, user_version, WAL flag) is read with plain
@@ -16,8 +18,9 @@ spec's session DB holds; today the hook path fills ``sessions``, ``agents``,
   (the spec's settings) so no caller forgets them.
 - Writers are named operations; ``record_hook_event`` owns the transaction so
   the event insert and its domain updates (agent row, tool run start/finish)
-  commit together (spec transaction rule). Nothing here accepts prompt, reply, tool
-  input or transcript text: the parameters are identifiers and closed values.
+  commit together (spec transaction rule). Content (a prompt's text, a shell
+  command, its output and diagnostics) is written only here, in the session's own
+  0600 file and 0700 folder; never the transcript, never the registry.
 
 Stdlib only and no Textual: the hook imports this on every provider event,
 so the closed values it writes are the StrEnum values of
@@ -34,10 +37,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import RegistryUnavailable
+from core.files import create_private_file, private_dir
 from storage.environment import environment_failure
 from storage.uri import sqlite_uri
+
+if TYPE_CHECKING:
+    from storage.session_evidence import CommandRecord
 
 APPLICATION_ID = 0x53575345  # "SWSE": a Switchboard session evidence file
 SCHEMA_VERSION = 1
@@ -50,6 +58,7 @@ BUSY_TIMEOUT_MS = 2000
 RUNNING, OK, ERROR, CANCELLED = "running", "ok", "error", "cancelled"
 AGENT_STARTING, AGENT_RUNNING, AGENT_COMPLETED = "starting", "running", "completed"
 SESSION_ACTIVE = "active"
+MESSAGE_USER, FORMAT_ANTHROPIC = "user", "anthropic"
 SOURCE_HOOK = "hook"
 #: payload_json keys: the only hook facts that are ever stored.
 PAYLOAD_KEYS = ("event", "kind", "tool_name", "tool_use_id", "turn_id", "notification_type",
@@ -85,43 +94,49 @@ def session_db_path(root: Path, session_key: str) -> Path:
 # --------------------------------------------------------------------------- diagnosis
 
 
-def _check_header(path: Path) -> None:
-    """Refuse from the header alone, before SQLite opens (and could change) the file."""
+def _check_header(path: Path, application_id: int = APPLICATION_ID,
+                  what: str = "session", refused: type[RegistryUnavailable] = SessionDbRefused
+                  ) -> None:
+    """Refuse from the header alone, before SQLite opens (and could change) the file.
+
+    ``storage.project_db`` reuses this for the project-level files, with their own
+    application id and wording."""
     with path.open("rb") as handle:
         header = handle.read(100)
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
-        raise SessionDbRefused(f"{path} is not a SQLite session file; it was left unchanged")
+        raise refused(f"{path} is not a SQLite {what} file; it was left unchanged")
     app_id = int.from_bytes(header[68:72], "big", signed=True)
     user_version = int.from_bytes(header[60:64], "big", signed=True)
-    if app_id != APPLICATION_ID:
-        raise SessionDbRefused(f"{path} belongs to another application (application_id "
-                               f"{app_id}); it was left unchanged")
+    if app_id != application_id:
+        raise refused(f"{path} belongs to another application (application_id "
+                      f"{app_id}); it was left unchanged")
     if user_version > SCHEMA_VERSION:
-        raise SessionDbRefused(f"{path} has session schema v{user_version}, newer than this "
-                               f"Switchboard (v{SCHEMA_VERSION}); upgrade Switchboard. The "
-                               "file was left unchanged")
+        raise refused(f"{path} has {what} schema v{user_version}, newer than this "
+                      f"Switchboard (v{SCHEMA_VERSION}); upgrade Switchboard. The "
+                      "file was left unchanged")
     if user_version != SCHEMA_VERSION or header[18:20] != b"\x02\x02":
-        raise SessionDbRefused(f"{path} is not a v{SCHEMA_VERSION} WAL session file "
-                               f"(user_version {user_version}); it was left unchanged")
+        raise refused(f"{path} is not a v{SCHEMA_VERSION} WAL {what} file "
+                      f"(user_version {user_version}); it was left unchanged")
 
 
-def _check_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
+def _check_meta(conn: sqlite3.Connection, path: Path, what: str = "session",
+                refused: type[RegistryUnavailable] = SessionDbRefused) -> dict[str, str]:
     """schema_meta (read through the WAL, so it is the newest committed truth)."""
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         meta = dict(conn.execute("SELECT key, value FROM schema_meta").fetchall())
     except sqlite3.DatabaseError as exc:
-        raise SessionDbRefused(f"{path} has no readable schema_meta ({exc}); it was left "
-                               "unchanged") from exc
+        raise refused(f"{path} has no readable schema_meta ({exc}); it was left "
+                      "unchanged") from exc
     if meta.get("created_by") != CREATED_BY:
-        raise SessionDbRefused(f"{path} was created by {meta.get('created_by')!r}, not "
-                               f"{CREATED_BY!r}; it was left unchanged")
+        raise refused(f"{path} was created by {meta.get('created_by')!r}, not "
+                      f"{CREATED_BY!r}; it was left unchanged")
     recorded = meta.get("schema_version", "")
     if version != SCHEMA_VERSION or recorded != str(SCHEMA_VERSION):
         newer = recorded.isdigit() and int(recorded) > SCHEMA_VERSION or \
             version > SCHEMA_VERSION
-        raise SessionDbRefused(
-            f"{path} has session schema v{recorded or version}"
+        raise refused(
+            f"{path} has {what} schema v{recorded or version}"
             + ("; upgrade Switchboard" if newer else "") + ". The file was left unchanged")
     return meta
 
@@ -143,9 +158,11 @@ def _create(path: Path, now_ms: int) -> None:
     """Build the file beside ``path`` and link it into place (never over an existing one)."""
     from storage.session_schema import ddl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The folder holds prompts and command output: the person's own eyes only.
+    private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.creating")
     try:
+        create_private_file(tmp)  # -wal/-shm take the database file's mode
         conn = sqlite3.connect(sqlite_uri(tmp, mode="rwc"), uri=True, isolation_level=None)
         try:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -174,8 +191,20 @@ def _create(path: Path, now_ms: int) -> None:
 
 def open_session_db(path: Path, *, now_ms: int | None = None,
                     create: bool = True) -> sqlite3.Connection:
-    """A read-write connection to a diagnosed session file (created when missing)."""
-    path = Path(path)
+    """A read-write connection to a diagnosed session file (created when missing).
+
+    A full or read-only disk while creating or opening it is said as such.
+    """
+    try:
+        return _open_session_db(Path(path), now_ms, create)
+    except sqlite3.OperationalError as exc:
+        failure = environment_failure(exc, path)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+def _open_session_db(path: Path, now_ms: int | None, create: bool) -> sqlite3.Connection:
     if not path.exists():
         if not create:
             raise SessionDbRefused(f"no session file at {path}", code="session_db_missing")
@@ -405,13 +434,19 @@ def record_hook_event(conn: sqlite3.Connection, *, session_key: str, provider: s
                       now_ms: int, frame_id: str | None = None, turn_id: str | None = None,
                       tool_name: str | None = None, tool_use_id: str | None = None,
                       model_id: str | None = None, notification_type: str | None = None,
-                      activity: str | None = None, failed: bool = False) -> str:
+                      activity: str | None = None, failed: bool = False,
+                      command: CommandRecord | None = None, prompt: str | None = None,
+                      task_id: str | None = None) -> str:
     """One hook event and its domain updates, in one transaction; returns the event id.
 
     ``type`` is the normalized hook kind; ``payload_json`` holds only the
     PAYLOAD_KEYS facts (names, ids, closed values), whatever the caller had.
     The session's agent (``agents.id`` = the session key: one provider session
     is one agent) is upserted and linked from the event and its tool run.
+    A tool event's ``command`` (its artifact files already renamed into place)
+    becomes the tool run's command run, with its artifact and diagnostic rows;
+    a prompt's text becomes a ``messages`` row: both in this same transaction,
+    and only in this session's own file.
     """
     at = iso(now_ms)
     key = agent_id = session_key
@@ -437,11 +472,28 @@ def record_hook_event(conn: sqlite3.Connection, *, session_key: str, provider: s
             tool_run_id = row[0] if row is not None else None
         elif kind in TURN_ENDS:
             _cancel_running(conn, key, at)
+        command_run_id = None
+        if command is not None and kind in (TOOL_STARTED, TOOL_FINISHED):
+            from storage.session_evidence import write_command
+
+            command_run_id = write_command(conn, session_id=key, agent_id=agent_id,
+                                           tool_run_id=tool_run_id, task_id=task_id,
+                                           record=command, at_ms=now_ms, iso=iso,
+                                           new_id=new_id)
+        if prompt is not None and kind == "prompt_submitted":
+            conn.execute(
+                "INSERT INTO messages (id, session_id, role, canonical_format, content_json,"
+                " route_json, created_at, metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (new_id(), key, MESSAGE_USER, FORMAT_ANTHROPIC,
+                 json.dumps([{"type": "text", "text": prompt}], ensure_ascii=False),
+                 json.dumps(route, separators=(",", ":")), at,
+                 json.dumps({"event_id": event_id, "turn_id": turn_id}, sort_keys=True)))
         conn.execute(
             "INSERT INTO events (id, session_id, type, version, timestamp, source_kind,"
-            " source_id, agent_type, agent_id, tool_run_id, route_json, route_text,"
-            " payload_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (event_id, key, kind, EVENT_VERSION, at, SOURCE_HOOK, event, provider, agent_id,
-             tool_run_id, json.dumps(route, separators=(",", ":")), route_text,
-             json.dumps(payload, separators=(",", ":"), sort_keys=True)))
+            " source_id, agent_type, task_id, agent_id, tool_run_id, command_run_id,"
+            " route_json, route_text, payload_json)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_id, key, kind, EVENT_VERSION, at, SOURCE_HOOK, event, provider, task_id,
+             agent_id, tool_run_id, command_run_id, json.dumps(route, separators=(",", ":")),
+             route_text, json.dumps(payload, separators=(",", ":"), sort_keys=True)))
     return event_id

@@ -503,6 +503,9 @@ class FakeAgent:
     env: dict[str, str]
     write: Callable[[str], None]
     mcp: McpClient | None = None
+    ask: Callable[[str], str | None] | None = None
+    """Reads the person's answer to a question on the terminal; None without one
+    (print mode), where a tool that needs permission is denied, as the real CLIs do."""
 
     def say(self, text: str) -> None:
         self.write(text + "\n")
@@ -544,7 +547,13 @@ class FakeAgent:
         if self.session.provider == "claude":
             self.hooks.fire("Notification", self.session.notification(
                 "Claude needs your permission", "permission_prompt"))
-        self.say("  ⎿ (fake) permission granted")
+        # Like the real CLIs, wait for the person: the needs-input badge lasts until
+        # they answer in the pane.
+        answer = self.ask(f"  Allow Bash({command})? [y/n] ") if self.ask else None
+        if answer is None or answer.strip().lower() not in ("", "y", "yes"):
+            self.say("  ⎿ permission denied")
+            return
+        self.say("  ⎿ permission granted")
         self.hooks.fire("PostToolUse", self.session.tool_event(
             "PostToolUse", command, "fake tool call", tool_use_id), match="Bash")
 
@@ -775,6 +784,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     report(f"  cwd: {cwd}")
     end_reason = "prompt_input_exit"
     with PromptReader(sys.stdin.fileno(), write) as reader:
+        if not args.print_mode:
+            def ask(question: str) -> str | None:
+                write(question)
+                return reader.read_line()
+            agent.ask = ask
         try:
             agent.hooks.fire("SessionStart", session.session_start())
             if initial_prompt is not None:

@@ -336,6 +336,9 @@ def _claude_checks(args: CliArgs) -> None:
     """What Claude Code refuses after parsing and before its first request."""
     if args.get("help") or args.get("version"):
         return
+    if args.get("continue_"):
+        raise ArgvError("fake_agent: --continue is not emulated (the fake keeps no saved "
+                        "sessions); give --resume SESSION_ID", 1)
     session_id = args.get("session_id")
     if isinstance(session_id, str) and session_id:
         if not _is_uuid(session_id):

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from core.control_line import CONTROL_TEMPLATE
 from core.enums import Activity, ActivityReason, Provider, RuntimePresence
@@ -62,8 +62,7 @@ class HookKind(StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True)
-class HookEvent:
+class HookEvent(NamedTuple):
     """One hook invocation, reduced to identity and state evidence.
 
     ``activity``/``activity_reason``/``runtime`` of ``None`` mean "this event

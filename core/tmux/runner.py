@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import libtmux
 
+from core.files import person_umask
 from core.tmux.errors import (
     PaneNotFound,
     TargetNotFound,
@@ -95,7 +96,10 @@ class TmuxRunner:
             argv.extend(escape_arg(str(part)) for part in command)
         with self._lock:
             self._invocations += 1
-        result = self.server.cmd(argv[0], *argv[1:])
+        # This tmux client may start the server the agents run in: it gets the
+        # person's umask, so their files are not made private by Switchboard's.
+        with person_umask():
+            result = self.server.cmd(argv[0], *argv[1:])
         output = BatchOutput(
             stdout=tuple(result.stdout),
             stderr=tuple(result.stderr),

@@ -34,28 +34,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     mcp.set_defaults(handler=_mcp)
 
 
-def _print(value: dict) -> int:
-    json.dump(value, sys.stdout, sort_keys=True)
-    sys.stdout.write("\n")
+def _print(value: dict, args: argparse.Namespace) -> int:
+    """JSON with ``--json`` (what agents parse), ``key: value`` lines otherwise."""
+    if args.json:
+        json.dump(value, sys.stdout, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        from navigator.commands.output import readable
+
+        sys.stdout.write(readable(value) + "\n")
     return 0
 
 
 def _push(args: argparse.Namespace) -> int:
     from core.agent_tools import task_push
 
-    return _print(task_push(args.title, args.brief, args.purpose, args.provider))
+    return _print(task_push(args.title, args.brief, args.purpose, args.provider), args)
 
 
 def _complete(args: argparse.Namespace) -> int:
     from core.agent_tools import task_complete_return
 
-    return _print(task_complete_return(args.summary, args.next_action))
+    return _print(task_complete_return(args.summary, args.next_action), args)
 
 
 def _claim(args: argparse.Namespace) -> int:
     from core.agent_tools import transition_claim
 
-    return _print(transition_claim())
+    return _print(transition_claim(), args)
 
 
 def _cancel(args: argparse.Namespace) -> int:

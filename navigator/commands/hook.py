@@ -78,7 +78,8 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
     from core.providers.hooks import MAX_PAYLOAD_BYTES
 
     # One byte past the bound is enough to refuse an oversized payload; the rest
-    # is never buffered.
+    # is never buffered. A trusted Stop's waiting push/return runs in a detached
+    # worker (the default when the hook reads its own environment).
     payload = args.payload if args.payload is not None \
         else sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     outcome = handle_hook(args.provider, args.event, payload)

@@ -22,12 +22,64 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, dict | list)
+
+
+def _render(value: Any, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(value, dict):
+        if not value:
+            lines.append(pad + "-")
+        for key, item in value.items():
+            if _is_scalar(item):
+                text = _scalar(item).splitlines() or [""]
+                lines.append(f"{pad}{key}: {text[0]}")
+                lines.extend(f"{pad}  {more}" for more in text[1:])
+            elif isinstance(item, list) and all(_is_scalar(v) for v in item):
+                lines.append(f"{pad}{key}: {', '.join(_scalar(v) for v in item) or '-'}")
+            else:
+                lines.append(f"{pad}{key}:")
+                _render(item, indent + 2, lines)
+    elif isinstance(value, list):
+        if not value:
+            lines.append(pad + "(none)")
+        for index, item in enumerate(value):
+            if _is_scalar(item):
+                lines.append(f"{pad}- {_scalar(item)}")
+            else:
+                if index:
+                    lines.append("")
+                _render(item, indent, lines)
+    else:
+        lines.extend(pad + line for line in (_scalar(value).splitlines() or [""]))
+
+
+def readable(value: Any) -> str:
+    """A result as ``key: value`` lines for a person (nested values indented).
+
+    The default for any command that has no sentence of its own, so no
+    command ever prints a Python repr; the keys are the ``--json`` keys.
+    """
+    lines: list[str] = []
+    _render(to_plain(value), 0, lines)
+    return "\n".join(lines)
+
+
 def emit(value: Any, *, as_json: bool, text: str | None = None) -> None:
     if as_json:
         json.dump(to_plain(value), sys.stdout, sort_keys=True, separators=(",", ":"))
         sys.stdout.write("\n")
     else:
-        sys.stdout.write((text if text is not None else str(to_plain(value))) + "\n")
+        sys.stdout.write((text if text is not None else readable(value)) + "\n")
 
 
 def request_id_from(args) -> str:

@@ -32,8 +32,19 @@ def _reconcile(args: argparse.Namespace) -> int:
     from core.session import open_engine
 
     report = reconcile(open_engine(with_stage=True))
-    emit(report, as_json=args.json, text=str(report))
+    emit(report, as_json=args.json, text=reconcile_text(report))
     return 0
+
+
+def reconcile_text(report) -> str:
+    """One line: what reconcile looked at and every count that is not zero."""
+    import dataclasses
+
+    done = [f"{value} {field.name.replace('_', ' ')}"
+            for field in dataclasses.fields(report) if field.name != "panes_seen"
+            for value in [getattr(report, field.name)] if value]
+    return (f"reconcile: {report.panes_seen} panes seen; "
+            + (", ".join(done) if done else "nothing to repair"))
 
 
 def _list(args: argparse.Namespace) -> int:

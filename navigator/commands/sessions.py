@@ -14,9 +14,12 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     session = sub.add_parser("session", help="provider sessions: recorded evidence")
     ss = session.add_subparsers(dest="session_command", metavar="ACTION", required=True)
-    p = ss.add_parser("show", help="a frame's session: its agent, recent tool runs and events")
+    p = ss.add_parser("show", help="a frame's session: its timeline (prompts, tools, commands "
+                      "with exit status), failures by signature, changes and handoff")
     p.add_argument("frame_id")
     p.add_argument("--limit", type=int, default=50, help="newest N events and tool runs")
+    p.add_argument("--only", choices=["all", "commands", "failures", "tools"], default="all",
+                   help="which timeline lines to print (the i screen's a/c/f/t)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_show)
 
@@ -31,18 +34,63 @@ def _show(args: argparse.Namespace) -> int:
     finally:
         engine.conn.close()
     detail = session_detail(engine.home, key, limit=args.limit)  # type: ignore[attr-defined]
+    if args.only != "all":
+        from dataclasses import replace
+
+        from core.evidence import TimelineFilter, filter_timeline
+        detail = replace(detail, timeline=tuple(
+            filter_timeline(detail.timeline, TimelineFilter(args.only))))
     emit(detail, as_json=args.json, text=render_text(detail))
     return 0
 
 
 def render_text(detail: SessionDetail) -> str:
-    """Short lines for people: counts, then the agent, tool runs and events, newest
-    first."""
+    """Short lines for people: counts, the checkout and what changed, the timeline
+    (oldest first), failures by signature, the handoff, then the agent, tool runs and
+    events, newest first."""
     if not detail.recorded:
         return f"{detail.session_key}: no evidence recorded yet"
     c = detail.counts
-    lines = [f"{detail.session_key}: {c.events} events, {c.tool_runs} tool runs "
+    failed = sum(1 for command in detail.commands if command.outcome == "failed")
+    lines = [f"{detail.session_key}: {c.events} events, {len(detail.commands)} commands "
+             f"({failed} failed), {c.tool_runs} tool runs "
              f"({c.running} running, {c.ok} ok, {c.error} error, {c.cancelled} cancelled)"]
+    if detail.workspace is not None:
+        w = detail.workspace
+        branch = f" on {w.branch_name}" if w.branch_name else ""
+        lines.append(f"checkout: {w.path} ({w.strategy}{branch})")
+        if w.base_ref:
+            lines.append(f"changes since {w.base_ref[:12]}:")
+            lines += [f"  {line.strip()}" for line in (w.changes or "git could not say")
+                      .splitlines()]
+    if detail.timeline:
+        exits = {cmd.command_run_id: cmd.exit_code for cmd in detail.commands}
+        outputs = {cmd.command_run_id: cmd.artifacts for cmd in detail.commands}
+        lines.append("timeline:")
+        for entry in detail.timeline:
+            status = entry.status or ""
+            code = exits.get(entry.command_run_id or "")
+            if code is not None:
+                status += f" exit {code}"
+            took = f" {entry.duration_ms} ms" if entry.duration_ms is not None else ""
+            lines.append(f"  {entry.at}  {entry.kind.value:<8} {entry.text}"
+                         f"{'  ' + status if status else ''}{took}".rstrip())
+            for artifact in outputs.get(entry.command_run_id or "", ()):
+                cut = ", cut" if artifact.truncated else ""
+                lines.append(f"    {artifact.stream}: {artifact.path} "
+                             f"({artifact.size_bytes} bytes{cut})")
+    if detail.diagnostics:
+        lines.append("failures by signature:")
+        for group in detail.diagnostics:
+            where = " ".join(x for x in (group.file, group.code) if x)
+            state = "fixed" if group.fixed else "open"
+            lines.append(f"  [{state}] {group.toolchain} {where}: {group.message} "
+                         f"(x{group.count} in {group.runs} run(s); {group.signature[:12]})")
+    if detail.handoff is not None:
+        lines.append(f"handoff ({detail.handoff.evidence_refs} evidence refs):")
+        lines.append(f"  {detail.handoff.summary}")
+        if detail.handoff.next_action:
+            lines.append(f"  next: {detail.handoff.next_action}")
     if detail.agents:
         lines.append("agents:")
         for agent in detail.agents:

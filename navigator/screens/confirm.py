@@ -15,6 +15,9 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "answer(True)", "Yes"),
         Binding("n,escape", "answer(False)", "No"),
+        # Buttons sit side by side: the arrows move between them as they look.
+        Binding("left", "app.focus_previous", "Previous", show=False),
+        Binding("right", "app.focus_next", "Next", show=False),
     ]
 
     def __init__(self, question: str, *, confirm_label: str = "Yes") -> None:

@@ -13,6 +13,14 @@ from textual.widgets import Label, Static
 
 from navigator.widgets.badges import BadgeLegend
 
+TMUX_HINTS = (
+    "The agent runs in the pane to the right: tmux prefix + arrow (or a click) moves "
+    "there, prefix + arrow back here.\n"
+    "m (direct mode) hides this navigator so the agent has the whole window; "
+    "tmux prefix + S brings it back.\n"
+    "Detach with prefix + d: every agent keeps running; `switchboard` reattaches."
+)
+
 
 class HelpScreen(ModalScreen[None]):
     """Built from the app's own bindings so it can never drift from the keys."""
@@ -32,6 +40,8 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="dialog", classes="dialog help"):
             yield Label("Keys", classes="heading")
             yield Static(table, id="keys")
+            yield Label("tmux", classes="heading")
+            yield Static(TMUX_HINTS, id="tmux-keys")
             yield Label("Badges", classes="heading")
             yield BadgeLegend()
             yield Label("Every key is a request to the same engine the CLI uses.",

@@ -1,12 +1,19 @@
-"""The i screen: what a frame's agent session recorded (agent, tool runs, hook events).
+"""The i screen: the frame's timeline (prompts, tools, commands, lineage), what failed
+grouped by signature, what changed in the checkout, and its handoff.
 
 Given an already-loaded SessionDetail (the app reads it in a worker through
-EngineClient), so opening the screen never touches SQLite on the event loop.
+EngineClient), so opening the screen never touches SQLite or git on the event
+loop. a / c / f / t show all, commands, failures or tool runs; enter on a
+command opens its stored output in ``$PAGER`` (less) with the app suspended.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
 from datetime import datetime
+from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
@@ -14,9 +21,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Label, Static
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
 
-from core.evidence import SessionDetail
+from core.evidence import (
+    SessionDetail,
+    TimelineEntry,
+    TimelineFilter,
+    TimelineKind,
+    filter_timeline,
+)
+
+MARKS = {TimelineKind.PROMPT: "›", TimelineKind.TOOL: "·", TimelineKind.COMMAND: "$",
+         TimelineKind.TASK: "◆", TimelineKind.HANDOFF: "↩"}
+STATUS_STYLE = {"failed": "bold red", "error": "bold red", "passed": "green", "ok": "green",
+                "running": "yellow", "cancelled": "dim", "unknown": "dim"}
 
 
 def local_time(stamp: str | None) -> str:
@@ -29,16 +48,53 @@ def local_time(stamp: str | None) -> str:
         return stamp
 
 
-class SessionDetailScreen(ModalScreen[None]):
-    """Read-only: the agent's lifecycle, recent tool runs with status and duration,
-    then recent events."""
+def took(duration_ms: int | None) -> str:
+    if duration_ms is None:
+        return ""
+    return f"{duration_ms} ms" if duration_ms < 10_000 else f"{duration_ms / 1000:.1f} s"
 
-    BINDINGS = [Binding("escape,q,i", "close", "Close")]
+
+def entry_line(entry: TimelineEntry, exit_code: int | None = None) -> Text:
+    """One timeline line: time, mark, what, then status and duration."""
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(f"{local_time(entry.at)} ", style="dim")
+    line.append(f"{MARKS[entry.kind]} ", style="bold")
+    line.append(entry.text, style="red" if entry.failed else "")
+    if entry.status:
+        code = f" exit {exit_code}" if exit_code is not None else ""
+        line.append(f"  {entry.status}{code}", style=STATUS_STYLE.get(entry.status, ""))
+    if entry.duration_ms is not None:
+        line.append(f"  {took(entry.duration_ms)}", style="dim")
+    return line
+
+
+class SessionDetailScreen(ModalScreen[None]):
+    """Read-only evidence of the frame's current session."""
+
+    DEFAULT_CSS = """
+    SessionDetailScreen { align: center middle; background: $background 60%; }
+    SessionDetailScreen .session-detail { height: 100%; }
+    SessionDetailScreen #timeline { height: auto; max-height: 14; border: none; padding: 0; }
+    SessionDetailScreen #filters { color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("escape,q,i", "close", "Close"),
+        Binding("a", "show('all')", "All"),
+        Binding("c", "show('commands')", "Commands"),
+        Binding("f", "show('failures')", "Failures"),
+        Binding("t", "show('tools')", "Tools"),
+        Binding("o", "open_output", "Output", show=False),
+    ]
 
     def __init__(self, frame_title: str, detail: SessionDetail) -> None:
         super().__init__()
         self.frame_title = frame_title
         self.detail = detail
+        self.showing = TimelineFilter.ALL
+        self.shown: list[TimelineEntry] = list(detail.timeline)
+        self._exit_codes = {c.command_run_id: c.exit_code for c in detail.commands}
+        self._outputs = {c.command_run_id: tuple(a.path for a in c.artifacts)
+                         for c in detail.commands}
 
     def compose(self) -> ComposeResult:
         detail = self.detail
@@ -48,38 +104,159 @@ class SessionDetailScreen(ModalScreen[None]):
                 yield Label("No evidence recorded yet: hooks write here once the agent "
                             "works.", classes="hint")
                 return
-            counts = detail.counts
-            # Static, not Label: these lines wrap in a narrow dialog instead of being cut.
-            yield Static(f"{counts.events} events · {counts.tool_runs} tool runs "
-                         f"({counts.ok} ok, {counts.error} error, {counts.running} running, "
-                         f"{counts.cancelled} cancelled)", id="counts")
+            yield Static(self._summary(), id="counts")
+            if detail.workspace is not None:
+                yield Static(self._workspace(), id="changes")
+            yield Label("Timeline", classes="heading")
+            yield Static(self._filters(), id="filters")
+            yield OptionList(*self._options(), id="timeline")
+            yield Label("Failures by signature", classes="heading")
+            yield Static(self._diagnostics(), id="diagnostics")
+            if detail.handoff is not None:
+                yield Label("Handoff", classes="heading")
+                yield Static(self._handoff(), id="handoff")
             yield Label("Agent", classes="heading")
-            agents = Table.grid(padding=(0, 2))
-            for column in range(5):  # only the model column gives way when narrow
-                agents.add_column(no_wrap=column != 3)
-            for agent in detail.agents:
-                model = Text(agent.model_id or "-", no_wrap=True, overflow="ellipsis")
-                agents.add_row(local_time(agent.started_at), agent.type, agent.status, model,
-                               f"seen {local_time(agent.last_heartbeat_at)}")
-            yield Static(agents if detail.agents else "none", id="agents")
-            yield Label("Tool runs", classes="heading")
-            runs = Table.grid(padding=(0, 2))
-            for _ in range(4):
-                runs.add_column(no_wrap=True)
-            for run in detail.tool_runs:
-                took = f"{run.duration_ms} ms" if run.duration_ms is not None else "-"
-                runs.add_row(local_time(run.started_at), run.tool_name, run.status, took)
-            yield Static(runs if detail.tool_runs else "none", id="tool-runs")
+            yield Static(self._agents() if detail.agents else "none", id="agents")
             yield Label("Events", classes="heading")
-            events = Table.grid(padding=(0, 2))
-            for _ in range(3):
-                events.add_column(no_wrap=True)
-            for event in detail.events:
-                events.add_row(local_time(event.timestamp), event.source or event.type,
-                               event.tool_name or event.notification_type or "")
-            yield Static(events if detail.events else "none", id="events")
-            yield Static("Only names, ids and states are kept; never prompts or tool input.",
+            yield Static(self._events() if detail.events else "none", id="events")
+            yield Static("enter: a command's output in $PAGER · a c f t: filter · esc: close",
                          classes="hint")
+
+    # ------------------------------------------------------------------ sections
+
+    def _summary(self) -> Text:
+        counts, commands = self.detail.counts, self.detail.commands
+        failed = sum(1 for c in commands if c.outcome == "failed")
+        return Text(f"{counts.events} events · {len(commands)} commands ({failed} failed) · "
+                    f"{counts.tool_runs} tool runs ({counts.error} error)")
+
+    def _workspace(self) -> Text:
+        workspace = self.detail.workspace
+        assert workspace is not None
+        text = Text(f"Checkout {Path(workspace.path).name}"
+                    + (" (worktree)" if workspace.strategy == "worktree" else "")
+                    + (f" on {workspace.branch_name}" if workspace.branch_name else ""))
+        if workspace.base_ref:
+            text.append(f" since {workspace.base_ref[:8]}: ")
+            text.append(workspace.changes or "git could not say", style="dim")
+        else:
+            text.append(": no starting commit (not a git checkout)", style="dim")
+        return text
+
+    def _filters(self) -> Text:
+        text = Text()
+        for key, which in (("a", TimelineFilter.ALL), ("c", TimelineFilter.COMMANDS),
+                           ("f", TimelineFilter.FAILURES), ("t", TimelineFilter.TOOLS)):
+            style = "bold reverse" if which is self.showing else ""
+            text.append(f" {key} {which.value} ", style=style)
+        return text
+
+    def _options(self) -> list[Option]:
+        if not self.shown:
+            return [Option(Text(f"nothing to show ({self.showing.value})", style="dim"),
+                           disabled=True)]
+        return [Option(entry_line(e, self._exit_codes.get(e.command_run_id or "")))
+                for e in self.shown]
+
+    def _diagnostics(self) -> Text | str:
+        if not self.detail.diagnostics:
+            return "none recognised"
+        text = Text()
+        for index, group in enumerate(self.detail.diagnostics):
+            if index:
+                text.append("\n")
+            where = " ".join(x for x in (group.file, group.code) if x)
+            text.append("✓ " if group.fixed else "✗ ", style="green" if group.fixed else "red")
+            text.append(f"{group.toolchain} {where}: ", style="bold")
+            text.append(group.message)
+            text.append(f"  ×{group.count} in {group.runs} run(s)"
+                        + (", fixed" if group.fixed else ""), style="dim")
+        return text
+
+    def _handoff(self) -> Text:
+        handoff = self.detail.handoff
+        assert handoff is not None
+        text = Text(handoff.summary)
+        if handoff.next_action:
+            text.append(f"\nnext: {handoff.next_action}", style="dim")
+        text.append(f"\n{handoff.evidence_refs} evidence refs · {local_time(handoff.at)}",
+                    style="dim")
+        return text
+
+    def _agents(self) -> Table:
+        agents = Table.grid(padding=(0, 2))
+        for column in range(5):  # only the model column gives way when narrow
+            agents.add_column(no_wrap=column != 3)
+        for agent in self.detail.agents:
+            model = Text(agent.model_id or "-", no_wrap=True, overflow="ellipsis")
+            agents.add_row(local_time(agent.started_at), agent.type, agent.status, model,
+                           f"seen {local_time(agent.last_heartbeat_at)}")
+        return agents
+
+    def _events(self) -> Table:
+        events = Table.grid(padding=(0, 2))
+        for _ in range(3):
+            events.add_column(no_wrap=True)
+        for event in self.detail.events:
+            events.add_row(local_time(event.timestamp), event.source or event.type,
+                           event.tool_name or event.notification_type or "")
+        return events
+
+    # ------------------------------------------------------------------ actions
+
+    def action_show(self, which: str) -> None:
+        """Filter the timeline (keys a, c, f, t)."""
+        if not self.detail.recorded:
+            return
+        self.showing = TimelineFilter(which)
+        self.shown = filter_timeline(self.detail.timeline, self.showing)
+        timeline = self.query_one("#timeline", OptionList)
+        timeline.clear_options()
+        timeline.add_options(self._options())
+        self.query_one("#filters", Static).update(self._filters())
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._open(event.option_index)
+
+    def action_open_output(self) -> None:
+        if not self.detail.recorded:
+            return
+        highlighted = self.query_one("#timeline", OptionList).highlighted
+        if highlighted is not None:
+            self._open(highlighted)
+
+    def _open(self, index: int) -> None:
+        if not 0 <= index < len(self.shown):
+            return
+        entry = self.shown[index]
+        paths = [p for p in self._outputs.get(entry.command_run_id or "", ()) if Path(p).exists()]
+        if not paths:
+            self.notify("No stored output for this line (only commands with output have "
+                        "one).", title="Output", severity="warning")
+            return
+        open_in_pager(self, paths)
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def pager_argv(paths: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """``$PAGER`` (with its own arguments) or ``less -R``, then the files."""
+    pager = (env if env is not None else os.environ).get("PAGER", "").strip()
+    return [*(shlex.split(pager) if pager else ["less", "-R"]), *paths]
+
+
+def open_in_pager(screen: ModalScreen, paths: list[str]) -> None:
+    """Hand the terminal to the pager and take it back (the files are the session's own)."""
+    from textual.app import SuspendNotSupported
+
+    try:
+        with screen.app.suspend():
+            subprocess.run(pager_argv(paths), check=False)
+    except SuspendNotSupported:
+        screen.notify(f"This terminal cannot hand over to a pager; the output is at {paths[0]}",
+                      title="Output", severity="warning", markup=False)
+    except OSError as exc:
+        screen.notify(f"Could not start the pager ({exc}); set $PAGER. The output is at "
+                      f"{paths[0]}", title="Output", severity="error", markup=False)

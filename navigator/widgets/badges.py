@@ -27,6 +27,7 @@ class BadgeKind(StrEnum):
     CLOSED = "closed"
     IN_FLIGHT = "in_flight"
     UNCERTAIN = "uncertain"
+    DEGRADED = "degraded"
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ BADGES: dict[BadgeKind, Badge] = {
     BadgeKind.CLOSED: Badge("·", "closed"),
     BadgeKind.IN_FLIGHT: Badge("⇄", "moving"),
     BadgeKind.UNCERTAIN: Badge("?", "uncertain"),
+    # a view with an open recovery: not the same glyph as an agent asking for input
+    BadgeKind.DEGRADED: Badge("⚠", "degraded"),
 }
 
 #: Component classes a badge-rendering widget must declare.

@@ -388,6 +388,20 @@ class FrameTree(Tree[NodeRef]):
             if node is not None and node.is_expanded:
                 node.collapse()
 
+    def select_first_match(self) -> bool:
+        """After a search: put the cursor on the first frame whose title matches the
+        filter (tree order), else the first project that does."""
+        needle = self.filter_text.strip().casefold()
+        if not needle:
+            return False
+        frames = [(k, n.data) for k, n in self._node_by_key.items() if n.data is not None]
+        for want_frame in (True, False):
+            for key, ref in frames:
+                title = ref.frame.title if ref.frame is not None else ref.project_name
+                if (ref.frame is not None) == want_frame and needle in title.casefold():
+                    return self.select_key(key)
+        return False
+
     def frame_nodes(self) -> dict[str, TreeNode[NodeRef]]:
         return dict(self._node_by_key)
 

@@ -32,7 +32,11 @@ def view_badge(view: ViewRow, host: HostRow | None,
         return BadgeKind.UNCERTAIN
     if view.transition_state in _NONTERMINAL:
         return BadgeKind.IN_FLIGHT
-    if view.attention or view.activity == "needs_input":
+    if view.activity == "needs_input":
+        return BadgeKind.NEEDS_INPUT
+    if view.state == "degraded":
+        return BadgeKind.DEGRADED  # a recovery is open about it: see Recoveries
+    if view.attention:
         return BadgeKind.NEEDS_INPUT
     session = active.current_session if active is not None else None
     return badge_kind(activity=view.activity,

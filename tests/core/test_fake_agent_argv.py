@@ -96,8 +96,10 @@ def test_values_optional_values_and_short_clusters() -> None:
     assert claude("-d", "api", "hello").get("debug") == "api"
     assert claude("--debug", "hello").prompt is None  # [filter] took the word
     assert claude("--debug", "--", "hello").prompt == "hello"
-    parsed = claude("-pc", "hello")
-    assert (parsed.get("print"), parsed.get("continue_"), parsed.prompt) == (True, True, "hello")
+    parsed = claude("-pnfoo", "hello")
+    assert (parsed.get("print"), parsed.get("name"), parsed.prompt) == (True, "foo", "hello")
+    assert refused("--provider", "claude", "-pc", "hello")[1].startswith(
+        "fake_agent: --continue is not emulated")
     assert claude("-nfoo", "hello").get("name") == "foo"
     assert claude("hello", "extra").prompt == "hello"  # extra operands are ignored
 

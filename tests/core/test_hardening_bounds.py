@@ -88,3 +88,50 @@ def test_mcp_server_refuses_an_oversized_line_and_keeps_serving(tmp_path: Path) 
         assert peak_kib / 1024 < 60, f"MCP server peaked at {peak_kib / 1024:.0f} MiB"
     finally:
         server.close()
+
+
+def _init_home(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    env = base_env(SWITCHBOARD_HOME=str(home), SWITCHBOARD_CONFIG=str(home / "config.toml"))
+    subprocess.run([sys.executable, "-m", "navigator.cli", "init", "--private-tmux"],
+                   cwd=REPO, env=env, check=True, capture_output=True)
+    return env
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "navigator.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_an_oversized_config_is_refused_in_one_line(tmp_path: Path) -> None:
+    from core.config import MAX_CONFIG_BYTES
+
+    env = _init_home(tmp_path)
+    config = Path(env["SWITCHBOARD_CONFIG"])
+    original = config.read_bytes()
+    with config.open("ab") as handle:  # still valid TOML: a comment 2 MiB long
+        handle.write(b"# " + b"x" * (2 * MAX_CONFIG_BYTES) + b"\n")
+    done = _cli(env, "view", "list")
+    assert done.returncode == 2
+    assert done.stderr == (f"switchboard: file_too_large: config file {config} is larger "
+                           f"than {MAX_CONFIG_BYTES} bytes; it cannot be a valid config file: "
+                           "check what wrote it (nothing was changed)\n")
+    config.write_bytes(original)
+    assert _cli(env, "view", "list").returncode == 0
+
+
+def test_an_oversized_generation_pointer_is_refused_in_words(tmp_path: Path) -> None:
+    env = _init_home(tmp_path)
+    pointer = Path(env["SWITCHBOARD_HOME"]) / "state" / "current"
+    pointer.write_text(pointer.read_text().strip() + "\n" + " " * 100_000)
+    done = _cli(env, "view", "list")
+    assert done.returncode == 2
+    line, = done.stderr.splitlines()
+    assert line.startswith(f"switchboard: pointer_invalid: {pointer} is larger than 4096 bytes")
+    assert "Traceback" not in done.stderr
+
+
+def test_hook_path_pins_the_config_bound() -> None:
+    from core import config, session
+
+    assert session.MAX_CONFIG_BYTES == config.MAX_CONFIG_BYTES

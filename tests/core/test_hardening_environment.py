@@ -23,6 +23,7 @@ from tests.core.engines import dump as dump_registry
 from tests.core.engines import rid
 from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
 from tests.factories import make_engine
+from tests.integration.journey_env import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,6 +82,17 @@ def run_hook(live: LiveSurface, payload: bytes) -> subprocess.CompletedProcess[s
         capture_output=True, text=True, timeout=120)
 
 
+def empty_wal(conn, database: Path) -> bool:
+    """Checkpoint and truncate the WAL; False while a reader (the agent's hook) blocks it.
+
+    With frames left in a checkpointed WAL, SQLite reuses that space and a write
+    would not need new disk blocks: not the full-disk case under test.
+    """
+    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    wal = Path(f"{database}-wal")
+    return busy == 0 and (not wal.exists() or wal.stat().st_size == 0)
+
+
 def activity(live: LiveSurface) -> str:
     return live.engine.conn.execute(
         "SELECT activity FROM provider_sessions WHERE session_key = ?",
@@ -92,12 +104,12 @@ def test_hook_on_a_full_disk_says_so_in_one_line_and_writes_nothing(
     live = live_on_small_disk
     # The navigator keeps the registry open (so -shm exists); an emptied WAL means
     # the hook's commit needs new disk blocks, as on a real full disk.
-    live.engine.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    registry = live.root / "state" / live.engine.generation_id / "registry.sqlite3"
+    assert wait_for(lambda: empty_wal(live.engine.conn, registry), 30)
     assert activity(live) != "working"
     before = dump(live)
     filler = fill(live.root.parent)
     done = run_hook(live, payload_for(live, "UserPromptSubmit", prompt="hello"))
-    registry = live.root / "state" / live.engine.generation_id / "registry.sqlite3"
     assert done.returncode == 3, done.stderr
     assert done.stderr == (f"switchboard: disk_full: disk full while writing {registry}: "
                            "free space and retry; nothing was changed\n")
@@ -156,3 +168,45 @@ def test_private_write_on_a_full_disk_keeps_the_old_file(small_disk: Path) -> No
     assert target.read_text() == "old"
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
     filler.unlink()
+
+
+def test_a_registry_locked_past_the_timeout_is_named_in_words(tmp_path: Path) -> None:
+    import sqlite3
+
+    from core.errors import RegistryUnavailable
+
+    engine = make_engine(tmp_path / "home")
+    holder = sqlite3.connect(str(tmp_path / "home" / "state" / engine.generation_id
+                                 / "registry.sqlite3"), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another process mid-write, for too long
+        engine.conn.execute("PRAGMA busy_timeout = 200")  # the wait itself is not under test
+        before = dump_registry(engine.conn)
+        with pytest.raises(RegistryUnavailable) as refused:
+            engine.project_enter(rid(1), "alpha")
+        assert refused.value.code == "registry_busy"
+        assert refused.value.message.endswith(
+            "registry.sqlite3 stayed locked by another Switchboard process for 5 s: retry "
+            "in a moment; nothing was changed")
+        holder.execute("ROLLBACK")
+        assert dump_registry(engine.conn) == before
+    finally:
+        holder.close()
+        engine.conn.close()
+
+
+def test_broker_on_a_read_only_disk_says_so(small_disk: Path) -> None:
+    from core.broker import open_broker
+
+    path = small_disk / "broker.sqlite3"
+    open_broker(path).close()
+    before = path.read_bytes()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        with pytest.raises(EnvironmentFailure) as failed:
+            open_broker(path)
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    assert failed.value.code == "read_only"
+    assert failed.value.message.startswith(f"{path} is read-only")
+    assert path.read_bytes() == before

@@ -18,7 +18,8 @@ from pathlib import Path
 def test_demo_attach_line_is_safe_to_paste(tmp_path: Path) -> None:
     marker = Path(tempfile.mkdtemp(prefix="sbm", dir="/tmp")) / "p"
     # Short (tmux socket paths are limited), and hostile when pasted unquoted.
-    home = Path(tempfile.mkdtemp(prefix="sb q'", dir="/tmp")) / f"h$(touch {marker})"
+    top = Path(tempfile.mkdtemp(prefix="sb q'", dir="/tmp"))
+    home = top / f"h$(touch {marker})"  # the marker's slashes make this a few folders deep
     socket = home / "tmux.sock"
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     env.update(SWITCHBOARD_HOME=str(home), SWITCHBOARD_CONFIG=str(home / "config.toml"))
@@ -42,4 +43,4 @@ def test_demo_attach_line_is_safe_to_paste(tmp_path: Path) -> None:
         assert not marker.exists()  # the $(...) in the path was never run
     finally:
         subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
-        subprocess.run(["rm", "-rf", str(home.parent), str(marker.parent)], check=False)
+        subprocess.run(["rm", "-rf", str(top), str(marker.parent)], check=False)

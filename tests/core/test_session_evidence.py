@@ -35,8 +35,11 @@ CODEX_FIXTURE = FIXTURES / "codex-0.171.0.tsv"
 CLAUDE_TOOL_USE_ID = "toolu_edac0b05e4c64ff8a0d6"
 
 PROMPT = "TOOLTEST please run it"
-SECRETS = (PROMPT, "tooltest_ran", "fake tool call", "FAKE-OK", "transcript_path",
-           "/home/dev/.claude", "Claude needs your permission", "permission_suggestions")
+#: Never kept anywhere: the transcript, tool descriptions, replies, notification text.
+SECRETS = ("fake tool call", "FAKE-OK", "transcript_path", "/home/dev/.claude",
+           "Claude needs your permission", "permission_suggestions")
+#: Kept only in the session's own file (messages, command_runs), never elsewhere.
+SESSION_ONLY = (PROMPT, "tooltest_ran")
 
 
 def own_lines(live: LiveSurface, path: Path | None = None) -> list[tuple[str, dict]]:  # noqa: F811
@@ -103,8 +106,12 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
     replay(live)
     conn = sqlite3.connect(path)
     try:
+        # The first hook of the (recreated) file also records the attempt (engine kind).
+        assert [r[0] for r in conn.execute("SELECT type FROM events WHERE source_kind ="
+                                           " 'engine'")] == ["attempt_started"]
         types = [(r[0], r[1]) for r in conn.execute(
-            "SELECT source_id, type FROM events ORDER BY timestamp, rowid")]
+            "SELECT source_id, type FROM events WHERE source_kind = 'hook'"
+            " ORDER BY timestamp, rowid")]
         assert types == [
             ("UserPromptSubmit", "prompt_submitted"), ("PreToolUse", "tool_started"),
             ("PermissionRequest", "permission_requested"), ("Notification", "notification"),
@@ -119,7 +126,8 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
         name, status, tool_input, output, error, duration = runs[0]
         assert (name, status, tool_input, output, error) == ("Bash", "ok", "{}", None, None)
         assert duration is not None and duration >= 0
-        payloads = [json.loads(r[0]) for r in conn.execute("SELECT payload_json FROM events")]
+        payloads = [json.loads(r[0]) for r in conn.execute("SELECT payload_json FROM events"
+                                                           " WHERE source_kind = 'hook'")]
         allowed = {"event", "kind", "tool_name", "tool_use_id", "turn_id", "notification_type",
                    "activity"}
         assert all(set(p) <= allowed for p in payloads)
@@ -132,7 +140,8 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
         assert linked == {"PreToolUse": run_id, "PostToolUse": run_id,
                           "PermissionRequest": None}
         first = conn.execute("SELECT agent_type, source_kind, route_text, route_json"
-                             " FROM events ORDER BY timestamp, rowid LIMIT 1").fetchone()
+                             " FROM events WHERE source_kind = 'hook'"
+                             " ORDER BY timestamp, rowid LIMIT 1").fetchone()
         assert first[:2] == ("claude", "hook")
         assert first[2] == (f"session/{live.session_key}/turn/"
                             "b4a98e45-d406-48c3-98ef-7380eacddfaf")
@@ -146,10 +155,28 @@ def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # n
     data = db_bytes(path)
     for secret in SECRETS:
         assert secret.encode() not in data, secret
+    for kept in SESSION_ONLY:
+        assert kept.encode() in data, kept
+        elsewhere = [p for p in live.root.rglob("*") if p.is_file()
+                     and not p.is_relative_to(path.parent) and kept.encode() in p.read_bytes()]
+        assert elsewhere == [], (kept, elsewhere)
+    conn = sqlite3.connect(path)
+    try:
+        assert [json.loads(r[0])[0]["text"] for r in conn.execute(
+            "SELECT content_json FROM messages WHERE role = 'user'")][:1] == [PROMPT]
+        (command,) = conn.execute("SELECT command, cwd, exit_code, duration_ms,"
+                                  " json_extract(metadata_json, '$.exit_code'),"
+                                  " json_extract(metadata_json, '$.outcome'),"
+                                  " tool_run_id, stdout_artifact_id FROM command_runs")
+        assert command[:6] == ("touch /home/dev/src/demo/tooltest_ran", "/home/dev/src/demo",
+                               None, 63, "unknown", "passed")
+        assert command[6] == run_id and command[7] is None  # empty output: no artifact
+    finally:
+        conn.close()
 
     detail = session_detail(Home.from_env({"SWITCHBOARD_HOME": str(live.root)}),
                             live.session_key)
-    assert detail.recorded and detail.counts.events == 12
+    assert detail.recorded and detail.counts.events == 13  # 12 hooks + the attempt
     assert detail.counts.tool_runs == 1 and detail.counts.ok == 1
     assert detail.events[0].type == "session_ended"  # newest first
     assert detail.tool_runs[0].tool_name == "Bash" and detail.tool_runs[0].status == "ok"
@@ -219,6 +246,13 @@ def test_codex_replay_records_its_model_and_pairs_by_call_id(
     (run,) = read(path, "SELECT tool_name, status, duration_ms, agent_id,"
                   " json_extract(metadata_json, '$.tool_use_id') FROM tool_runs")
     assert run == ("Bash", "ok", 2000, codex.session_key, "call_0458fa03c3b9")
+    # Codex's PostToolUse states no exit code and its output is empty: the command run says
+    # unknown (neither passed nor failed) and stores no artifact.
+    (command,) = read(path, "SELECT command, cwd, exit_code, json_extract(metadata_json,"
+                      " '$.exit_code'), json_extract(metadata_json, '$.outcome'),"
+                      " combined_artifact_id, duration_ms FROM command_runs")
+    assert command == ("touch /home/dev/src/demo/codex_tooltest_ran", "/home/dev/src/demo",
+                       None, "unknown", "unknown", None, 2000)
     detail = session_detail(Home.from_env({"SWITCHBOARD_HOME": str(codex.root)}),
                             codex.session_key)
     assert [(a.type, a.status, a.model_id) for a in detail.agents] == \

@@ -136,6 +136,11 @@ def test_claude_fake_in_tmux_pane(tmux_server, tmux_socket, recorder, tmp_path):
     pane.type_line("hello there")
     wait_for(lambda: events(log).count("Stop") == 1, "first Stop")
     pane.paste_line("TOOLTEST please run it")
+    wait_for(lambda: "Notification" in events(log) and "[y/n]" in pane.text(),
+             "the permission question")
+    time.sleep(0.5)
+    assert "PostToolUse" not in events(log)  # it waits for the person, as the CLIs do
+    pane.type_line("y")
     wait_for(lambda: events(log).count("Stop") == 2, "second Stop")
     pane.paste_line("first pasted line\nsecond pasted line")
     wait_for(lambda: events(log).count("Stop") == 3, "third Stop")
@@ -176,6 +181,8 @@ def test_codex_fake_in_tmux_pane(tmux_server, tmux_socket, recorder, tmp_path):
                                        "--hook-command", hook_command], tmp_path)
     wait_for(lambda: events(log) == ["SessionStart"] and "> " in pane.text(), "the prompt")
     pane.paste_line("TOOLTEST run it")
+    wait_for(lambda: "[y/n]" in pane.text(), "the approval question")
+    pane.type_line("y")
     wait_for(lambda: events(log).count("notify") == 1, "notify")
     pane.type_line("hello again")
     wait_for(lambda: events(log).count("notify") == 2, "second notify")
@@ -311,7 +318,7 @@ def test_hooks_come_from_installed_files(recorder, tmp_path):
     install(HookTarget.claude_settings(settings), command, state_dir=state)
     plan = get_adapter("claude", (*FAKE, "--provider", "claude")).launch_plan(
         LaunchAction.NEW, CLAUDE_SID, "TOOLTEST go", settings)
-    assert run_piped(list(plan.argv), [], tmp_path).returncode == 0
+    assert run_piped(list(plan.argv), ["y"], tmp_path).returncode == 0  # the person allows
     assert events(log) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
                            "Notification", "PostToolUse", "Stop", "SessionEnd"]
 
@@ -324,6 +331,20 @@ def test_hooks_come_from_installed_files(recorder, tmp_path):
     assert run_piped(list(plan.argv), [], tmp_path, env=env).returncode == 0
     assert events(log) == ["SessionStart", "UserPromptSubmit", "Stop", "notify"]
     assert records(log)[-1]["argv"][:3] == ["--provider", "codex", "notify"]
+
+
+def test_a_tool_needing_permission_waits_and_a_no_denies_it(recorder, tmp_path):
+    hook_command, log = recorder
+    settings = tmp_path / "run" / "claude.settings.json"
+    install(HookTarget.claude_settings(settings), shlex.split(hook_command),
+            state_dir=tmp_path / "state")
+    plan = get_adapter("claude", (*FAKE, "--provider", "claude")).launch_plan(
+        LaunchAction.NEW, CLAUDE_SID, "TOOLTEST go", settings)
+    done = run_piped(list(plan.argv), ["n"], tmp_path)
+    assert done.returncode == 0 and "permission denied" in done.stdout
+    assert events(log) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
+                           "Notification", "Stop", "SessionEnd"]
+    assert not (tmp_path / "tooltest_ran").exists()
 
 
 def test_sigterm_ends_the_session_with_reason_other(recorder, tmp_path):

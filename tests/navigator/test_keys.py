@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.widgets import Static
+
 from core.requests import new_request_id
 from navigator.app import SwitchboardApp
 from navigator.screens.complete import CompleteReturnScreen
@@ -151,6 +153,23 @@ async def test_x_closes_the_task_after_confirmation(demo: Scenario) -> None:
     assert frame["lifecycle_state"] in ("closing", "closed")
 
 
+async def test_confirm_dialog_arrows_move_between_its_buttons(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Write docs")
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "no"  # the safe default
+        await pilot.press("left")
+        assert app.focused is not None and app.focused.id == "yes"
+        await pilot.press("right")
+        assert app.focused is not None and app.focused.id == "no"
+        await pilot.press("left", "enter")
+        await settle(pilot)
+    assert demo.frame_row("Write docs")["close_reason"] == "dismissed"
+
+
 async def test_x_then_no_keeps_the_task(demo: Scenario) -> None:
     app = SwitchboardApp(demo.client)
     async with app.run_test(size=SIZE) as pilot:
@@ -189,6 +208,8 @@ async def test_m_toggles_the_view_mode(demo: Scenario) -> None:
         await pilot.press("m")
         await settle(pilot)
         assert demo.view_row("alpha")["mode"] == "direct"
+        # direct mode hides the navigator: the toast says how to get it back
+        assert any("prefix + S" in m for _, m in notices(app))
         await pilot.press("m")
         await settle(pilot)
         assert demo.view_row("alpha")["mode"] == "navigator"
@@ -234,11 +255,16 @@ async def test_slash_filters_the_tree_and_escape_clears(demo: Scenario) -> None:
         assert frame_key(demo.frames["Write docs"]) in keys
         assert frame_key(demo.frames["Fix login"]) not in keys
         assert frame_key(demo.frames["beta"]) not in keys
-        await pilot.press("enter")  # keep the filter, back to the tree
+        await pilot.press("enter")  # keep the filter, back to the tree, on the match
         assert app.focused is tree(app)
-        await pilot.press("slash", "escape")
+        assert tree(app).selected_ref is not None
+        assert tree(app).selected_ref.key == frame_key(demo.frames["Write docs"])
+        await pilot.press("escape")  # escape in the tree clears the kept filter too
         await pilot.pause()
         assert frame_key(demo.frames["Fix login"]) in tree(app).frame_nodes()
+        await pilot.press("slash", *"login", "escape")
+        await pilot.pause()
+        assert frame_key(demo.frames["Write docs"]) in tree(app).frame_nodes()
 
 
 async def test_question_mark_shows_every_key(demo: Scenario) -> None:
@@ -279,3 +305,36 @@ async def test_s_stops_the_frames_agent_after_confirmation(demo: Scenario) -> No
         "SELECT state FROM launch_intents WHERE session_key = ?", (key,)).fetchone()
     assert launch["state"] == "superseded"  # the planned start never ran
     assert demo.frame_row("beta")["current_session_key"] == key  # session kept for resume
+
+
+async def test_help_says_how_to_reach_the_agent_pane_and_come_back(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#tmux-keys", Static).render())
+        assert "prefix + S" in text and "prefix + arrow" in text
+
+
+async def test_a_and_d_outside_their_panels_say_where_they_work(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        recovery_id = demo.recoveries[0]
+        await pilot.press("d")
+        await pilot.press("a")
+        await pilot.pause()
+        said = [m for _, m in notices(app)]
+        assert any("Recoveries panel" in m for m in said), said
+        assert any("Nothing to acknowledge" in m for m in said), said
+        # nothing was dismissed from the tree
+        state = demo.client.state()
+        assert any(r.recovery_id == recovery_id and r.state == "open"
+                   for r in state.recoveries)
+        # the palette offers no acknowledging with an empty inbox
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Acknowledge message" not in commands
+        assert "Dismiss recovery" in commands

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rich.cells import cell_len
+from rich.text import Text
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
 
@@ -28,6 +30,7 @@ from navigator.widgets.footer import KeyFooter
 from navigator.widgets.frames import FrameTree
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.recoveries import RecoveryList
+from navigator.widgets.rows import Row, RowList
 from navigator.widgets.too_small import TooSmallNotice
 from navigator.widgets.views import ViewList
 from tests.navigator.helpers import select_frame, settle
@@ -159,18 +162,44 @@ async def test_compact_keeps_the_selection_and_keys(demo: Scenario) -> None:
 
 async def test_dialogs_survive_any_size(demo: Scenario) -> None:
     """Help, the palette and the confirmation squeezed to a column and a row, and back."""
-    for keys in (["question_mark"], ["ctrl+p"], ["x"]):
-        app = SwitchboardApp(demo.client)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key in ("question_mark", "ctrl+p", "x"):
             await select_frame(pilot, demo, "Write docs")
-            for key in keys:
-                await pilot.press(key)
+            await pilot.press(key)
             await pilot.pause()
             dialog = app.screen
-            assert dialog is not app.screen_stack[0], keys
+            assert dialog is not app.screen_stack[0], key
             for size in ((1, 24), (1, 1), (10, 3), (20, 10), (80, 24)):
                 await _resize(pilot, *size)
-                assert app.screen is dialog, (keys, size)
-                if size[0] < MIN_COLUMNS or size[1] < MIN_ROWS:
-                    assert app.layout_kind is LayoutKind.TOO_SMALL
+                assert app.screen is dialog, (key, size)
+                too_small = size[0] < MIN_COLUMNS or size[1] < MIN_ROWS
+                assert (app.layout_kind is LayoutKind.TOO_SMALL) is too_small, (key, size)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is app.screen_stack[0], key
+
+
+class _BareList(App[None]):
+    """One bordered, auto-height list and nothing else: no layout switching helps it."""
+
+    CSS = "RowList { border: round $accent; height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        yield RowList()
+
+    def on_mount(self) -> None:
+        self.query_one(RowList).sync_rows([
+            Row("a", Text("a row that wraps at any width above zero")),
+            Row("b", Text("↻ R fixes pane_vanished\nThe agent pane vanished."))])
+
+
+async def test_a_list_squeezed_to_its_borders_measures_rows_in_one_cell() -> None:
+    """The crash's root, guarded where it happens: Textual's OptionList wrapped each row
+    at its content width, 0 inside a 2-column border, and rich's chop_cells raised."""
+    app = _BareList()
+    async with app.run_test(size=(1, 10)) as pilot:
+        for width in (1, 2, 3, 4, 1, 30):
+            await _resize(pilot, width, 10)
+            assert app.query_one(RowList).option_count == 2

@@ -1,4 +1,5 @@
-"""Snapshots of the main screens at 80x24 and in a 40-column sidebar (40x40).
+"""Snapshots of the main screens at 80x24 and in a 40-column sidebar (40x40), plus the
+compact (26x23) and too-small (12x23) navigator panes.
 
 Registries come from the frozen scenario (fixed clock, sequential ids), so
 every pixel is deterministic. Update deliberately: ``pytest --snapshot-update``.
@@ -15,6 +16,7 @@ from textual.widgets import Input
 from navigator.app import SwitchboardApp
 from tests.navigator.helpers import select_frame, settle
 from tests.navigator.scenario import Scenario
+from tests.navigator.test_session_detail import record_frame_work, utc  # noqa: F401
 
 WIDE = (80, 24)
 SIDEBAR = (40, 40)
@@ -82,3 +84,29 @@ def test_bound_view_in_direct_mode(snap_compare, demo: Scenario) -> None:
     app = SwitchboardApp(demo.client, view_id=demo.views["alpha"])
     assert snap_compare(app, terminal_size=SIDEBAR,
                         run_before=loaded(demo, "Write docs", ["m"]))
+
+
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_session_timeline(snap_compare, demo: Scenario, utc: None,  # noqa: F811
+                          size: tuple[int, int]) -> None:
+    """The i screen on a frame that failed, fixed and handed off (fixed times, UTC)."""
+    record_frame_work(demo, "Fix login")
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
+                        run_before=loaded(demo, "Fix login", ["i"]))
+
+
+COMPACT = (26, 23)  # the navigator pane when an 80x24 terminal attaches to a view
+TOO_SMALL = (12, 23)
+
+
+def test_compact_sidebar(snap_compare, demo: Scenario) -> None:
+    """Narrower than the configured width: top-edge titles, the recovery kept in
+    sight, an idle inbox hidden, a one-row footer."""
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=COMPACT,
+                        run_before=loaded(demo, "Fix login"))
+
+
+def test_too_small_pane(snap_compare, demo: Scenario) -> None:
+    """Below the compact minimum: one line that says what the pane needs."""
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=TOO_SMALL,
+                        run_before=loaded(demo, "Fix login"))

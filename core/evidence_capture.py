@@ -1,0 +1,181 @@
+"""What a shell tool run said, read from the provider's own hook payload.
+
+``core.providers.hooks.parse_hook`` deliberately keeps no content; the session
+evidence needs some: the command, its directory, its output and, when the
+provider states one, its exit status. This module reads exactly those facts
+from the same payload, for tool events only, and only into the session's own
+evidence file (never the registry, HostState or NavigatorState).
+
+The recorded shapes (tests/fixtures/hooks):
+
+- Claude ``PreToolUse``/``PostToolUse``: ``tool_input.command``, top-level
+  ``cwd``; ``PostToolUse`` carries ``tool_response`` {stdout, stderr,
+  interrupted, ...} and ``duration_ms`` but no exit code;
+  ``PostToolUseFailure`` carries ``error`` (text) and ``is_interrupt``.
+- Codex ``PreToolUse``/``PostToolUse``: ``tool_input.command`` (a string or an
+  argv list), ``tool_response`` a string (the output the model saw).
+
+An exit code is recorded only where the provider states it: an integer field
+of the response, Codex's ``Exit code: N`` header, Claude's ``Exit code N``
+first line of a failure. Otherwise it stays unknown (``exit_code`` None and
+``exit_source`` None) and is never inferred from success or failure.
+Stdlib only: the hook imports this on tool events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+#: Events whose payload may describe a shell command.
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+MAX_COMMAND_CHARS = 8192
+MAX_CWD_CHARS = 4096
+_CODEX_EXIT = re.compile(r"\AExit code: (-?\d+)\s*$", re.MULTILINE)
+_CODEX_OUTPUT = re.compile(r"^Output:\n", re.MULTILINE)
+_CLAUDE_EXIT = re.compile(r"\AExit code (-?\d+)\b")
+
+
+class Outcome(StrEnum):
+    """What the provider says about the run: the basis for "failed, then passed"."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class CommandFacts:
+    """One shell command as its hook payload described it.
+
+    ``stdout``/``stderr`` are separate streams where the provider separates
+    them; ``combined`` is the one text a provider gave instead (Codex). A
+    ``PreToolUse`` has no output and ``finished`` False.
+    """
+
+    command: str
+    cwd: str
+    finished: bool
+    stdout: str = ""
+    stderr: str = ""
+    combined: str = ""
+    interrupted: bool = False
+    exit_code: int | None = None
+    exit_source: str | None = None
+    duration_ms: int | None = None
+    outcome: Outcome = Outcome.UNKNOWN
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(len(s.encode("utf-8", "replace"))
+                   for s in (self.stdout, self.stderr, self.combined))
+
+
+def _command_text(tool_input: object) -> str | None:
+    if not isinstance(tool_input, dict):
+        return None
+    command = tool_input.get("command")
+    if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+        import shlex
+        command = shlex.join(command)
+    if not isinstance(command, str) or not command.strip():
+        return None
+    return command[:MAX_COMMAND_CHARS]
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _codex_response(text: str) -> tuple[str, int | None, str | None]:
+    """(output, exit code, source) from Codex's tool output text."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            document = json.loads(stripped)
+        except ValueError:
+            document = None
+        if isinstance(document, dict) and isinstance(document.get("output"), str):
+            meta = document.get("metadata")
+            code = _int(meta.get("exit_code")) if isinstance(meta, dict) else None
+            return document["output"], code, "codex_metadata" if code is not None else None
+    match = _CODEX_EXIT.match(text)
+    if match:
+        body = _CODEX_OUTPUT.search(text)
+        output = text[body.end():] if body else text
+        return output, int(match.group(1)), "codex_header"
+    return text, None, None
+
+
+def command_facts(provider: str, event: str, document: dict[str, object]) -> CommandFacts | None:
+    """The command facts of one tool hook, or None when it did not run a command."""
+    if event not in TOOL_EVENTS:
+        return None
+    command = _command_text(document.get("tool_input"))
+    if command is None:
+        return None
+    cwd = document.get("cwd")
+    cwd = cwd[:MAX_CWD_CHARS] if isinstance(cwd, str) and cwd else "."
+    if event == "PreToolUse":
+        return CommandFacts(command, cwd, finished=False)
+    duration = _int(document.get("duration_ms"))
+    if event == "PostToolUseFailure":
+        error = document.get("error")
+        error = error if isinstance(error, str) else ""
+        match = _CLAUDE_EXIT.match(error)
+        interrupted = document.get("is_interrupt") is True
+        return CommandFacts(command, cwd, True, combined=error, interrupted=interrupted,
+                            exit_code=int(match.group(1)) if match else None,
+                            exit_source="claude_error_text" if match else None,
+                            duration_ms=duration, outcome=Outcome.FAILED)
+    response = document.get("tool_response")
+    if isinstance(response, dict):
+        stdout = response.get("stdout")
+        stderr = response.get("stderr")
+        code = _int(response.get("exit_code", response.get("exitCode")))
+        interrupted = response.get("interrupted") is True
+        facts = CommandFacts(
+            command, cwd, True, stdout=stdout if isinstance(stdout, str) else "",
+            stderr=stderr if isinstance(stderr, str) else "", interrupted=interrupted,
+            exit_code=code, exit_source="tool_response" if code is not None else None,
+            duration_ms=duration)
+    elif isinstance(response, str):
+        output, code, source = _codex_response(response)
+        facts = CommandFacts(command, cwd, True, combined=output, exit_code=code,
+                             exit_source=source, duration_ms=duration)
+    else:
+        facts = CommandFacts(command, cwd, True, duration_ms=duration)
+    return _with_outcome(provider, facts)
+
+
+def _with_outcome(provider: str, facts: CommandFacts) -> CommandFacts:
+    """An exit code decides; without one, only Claude's PostToolUse (its tool reports
+    a non-zero exit through PostToolUseFailure) says the run passed."""
+    from dataclasses import replace
+
+    if facts.interrupted:
+        outcome = Outcome.FAILED
+    elif facts.exit_code is not None:
+        outcome = Outcome.PASSED if facts.exit_code == 0 else Outcome.FAILED
+    elif provider == "claude":
+        outcome = Outcome.PASSED
+    else:
+        outcome = Outcome.UNKNOWN
+    return replace(facts, outcome=outcome)
+
+
+def decode(payload: bytes | str) -> dict[str, object] | None:
+    """The payload's JSON object (parse_hook already refused anything malformed)."""
+    try:
+        document = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def prompt_text(document: dict[str, object], limit: int = 16384) -> str | None:
+    """A submitted prompt's text (UserPromptSubmit), bounded."""
+    prompt = document.get("prompt")
+    return prompt[:limit] if isinstance(prompt, str) and prompt.strip() else None
