@@ -204,18 +204,21 @@ def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
     ``transition_claim`` yet. The tools it sends are read after the
     UserPromptSubmit hooks finish, so this hook waits until the server wrote
     ``ready_file`` (after answering ``tools/list``), but only while that server
-    is a running child of this Claude (``$PPID``) and at most ``limit_s``: a
-    CLI that never starts it costs no wait, a server that died half a second.
-    (A process can briefly vanish from ``pgrep -f`` while it execs, so one miss
-    is not a death.) Plain POSIX sh, silent (hook output would become prompt
+    is a child of this Claude (``$PPID``) and at most ``limit_s``. A server not
+    seen for a second (not spawned yet, or briefly invisible to ``pgrep -f``
+    while it execs) ends the wait; a CLI that never starts it (the fake agent)
+    pays that second once per launch (``<ready_file>.none`` remembers it). Plain
+    POSIX sh, silent (hook output would become prompt
     context), always exit 0.
     """
     ticks = int(limit_s * 10)
     alive = (f"pgrep -P \"$PPID\" -f {shlex.quote(MCP_SERVER_PATTERN)} >/dev/null 2>&1")
-    return (f"f={shlex.quote(str(ready_file))}; [ -e \"$f\" ] && exit 0; "
-            f"{alive} || exit 0; i=0; m=0; "
-            f"while [ ! -e \"$f\" ] && [ \"$i\" -lt {ticks} ] && [ \"$m\" -lt 5 ]; do "
-            f"sleep 0.1; i=$((i+1)); if {alive}; then m=0; else m=$((m+1)); fi; done; exit 0")
+    return (f"f={shlex.quote(str(ready_file))}; "
+            "[ -e \"$f\" ] || [ -e \"$f.none\" ] && exit 0; i=0; m=0; s=0; "
+            f"while [ ! -e \"$f\" ] && [ \"$i\" -lt {ticks} ]; do "
+            f"if {alive}; then s=1; m=0; else m=$((m+1)); fi; "
+            "if [ \"$m\" -ge 10 ]; then [ \"$s\" = 1 ] || : > \"$f.none\"; exit 0; fi; "
+            "sleep 0.1; i=$((i+1)); done; exit 0")
 
 
 def render_claude_launch_settings(hook_command: Sequence[str],

@@ -277,7 +277,9 @@ def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
     world.wait_prompt(main)
     type_prompt(socket, main, "PUSH Early :: typed before the tools were listed")
     submitted = time.time()
-    assert wait_for(lambda: world.transition("push") is not None, SLOW), screen(socket, main)
+    assert wait_for(lambda: world.transition("push") is not None, SLOW), (
+        screen(socket, main), [(r.path, len(r.tool_names)) for r in world.api.turns()],
+        [reply.text for _, reply in world.api.journal.replies])
     ready = list((world.root / "run").glob("*/claude-mcp-ready-*"))
     assert len(ready) == 1 and ready[0].stat().st_mtime > submitted  # listed after Enter
     first = world.api.turns()[0]
