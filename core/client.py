@@ -156,6 +156,13 @@ class EngineClient:
         with self._lock:
             show_view(self.engine, view_id)
 
+    def preview(self, frame_id: str) -> list[str] | None:
+        """Last lines of the frame's live agent pane (read-only, one tmux process)."""
+        from core.preview import preview_lines
+
+        with self._lock:
+            return preview_lines(self.engine, frame_id)
+
     def push(self, frame_id: str, title: str, brief: str):
         """A person's push: the same transition an agent's task_push prepares."""
         return self._call("frame_push", frame_id, title, brief)

@@ -59,6 +59,7 @@ from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.footer import KeyFooter
 from navigator.widgets.frames import FrameTree, NodeRef, frame_key
 from navigator.widgets.inbox import InboxList
+from navigator.widgets.preview import PanePreview
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.search import SearchBox
 from navigator.widgets.too_small import Shortfall, TooSmallNotice
@@ -241,6 +242,7 @@ class SwitchboardApp(App[None]):
             with Vertical(id="right"):
                 yield RecoveryList(id="recoveries")
                 yield InboxList(id="inbox")
+                yield PanePreview(id="preview")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -438,11 +440,13 @@ class SwitchboardApp(App[None]):
     def _host_of_frame(self, frame_id: str) -> str | None:
         return host_of_frame(self.navigator_state, frame_id)
 
-    def _remote(self, host_id: str | None) -> bool:
+    def _remote(self, host_id: str | None, *, quiet: bool = False) -> bool:
         """Cached state of another host is shown, never acted on from here."""
         state = self.navigator_state
         if state is None or host_id is None or host_id == state.local_host_id:
             return False
+        if quiet:
+            return True
         host = state.host_row(host_id)
         name = host.display_name if host is not None else host_id
         self.notify(f"This belongs to host {name}; its state here is a read-only cache. Run "
@@ -1010,6 +1014,48 @@ class SwitchboardApp(App[None]):
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
         self._update_breadcrumb()
         self._schedule_ui_save()
+        self._schedule_preview()
+
+    # ------------------------------------------------------------------ preview
+
+    PREVIEW_DELAY = 0.3
+    """Seconds the cursor rests on a frame before its pane is read (never a poll)."""
+
+    def _schedule_preview(self) -> None:
+        timer = getattr(self, "_preview_timer", None)
+        if timer is not None:
+            timer.stop()
+        self._preview_timer = self.set_timer(self.PREVIEW_DELAY, self._start_preview)
+
+    def _start_preview(self) -> None:
+        ref = self._tree_ref()
+        frame = ref.frame if ref is not None else None
+        session = frame.current_session if frame is not None else None
+        preview = self.query_one(PanePreview)
+        parked = (frame is not None and ref is not None and not ref.shown
+                  and session is not None and session.runtime_presence == "live"
+                  and not self._remote(self._host_of_frame(frame.frame_id), quiet=True))
+        if not parked:
+            preview.clear()
+            return
+        assert frame is not None
+        self._fetch_preview(frame.frame_id, frame.title)
+
+    @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
+    def _fetch_preview(self, frame_id: str, title: str) -> None:
+        try:
+            lines = self.client.preview(frame_id)
+        except Exception:  # a preview is a convenience: no toast for a failed read
+            lines = None
+        self.call_from_thread(self._show_preview, frame_id, title, lines)
+
+    def _show_preview(self, frame_id: str, title: str, lines: list[str] | None) -> None:
+        ref = self._tree_ref()
+        preview = self.query_one(PanePreview)
+        if lines is None or ref is None or ref.frame_id != frame_id:
+            preview.clear()  # the cursor moved on, or the pane is gone
+            return
+        preview.show_lines(frame_id, title, lines)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._update_breadcrumb()
