@@ -176,6 +176,16 @@ class EngineClient:
         with self._lock:
             return reconcile(self.engine)
 
+    def reconcile_if_due(self, interval: float):
+        """Reconcile when this host's turn is due (see ``core.reconcile_turn``), else None.
+
+        Each navigator calls this on its interval; one of them reconciles per
+        interval however many views are open."""
+        from core.reconcile_turn import host_turn
+
+        with host_turn(self.home.run_dir, interval) as mine:
+            return self.reconcile() if mine else None
+
     def recover(self, recovery_id: str):
         from core import recovery
 

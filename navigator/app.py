@@ -247,12 +247,14 @@ class SwitchboardApp(App[None]):
         """Watchdog, expired leases, exited providers, stale activity: what it writes
         changes data_version, so the next poll redraws (an aged badge included)."""
         try:
-            report = self.client.reconcile()
+            report = self.client.reconcile_if_due(self.reconcile_interval)
         except SwitchboardError as exc:
             self.post_message(self.ReconcileFinished(0, exc.message))
         except Exception as exc:  # the navigator still browses; the next tick retries
             self.post_message(self.ReconcileFinished(0, f"{type(exc).__name__}: {exc}"))
         else:
+            if report is None:
+                return  # another navigator of this host has the turn
             self.post_message(self.ReconcileFinished(
                 getattr(report, "recoveries_opened", 0), None))
 
