@@ -118,6 +118,33 @@ class EngineClient:
             broker = 0
         return hash((version, total, broker))
 
+    def change_stamp(self) -> tuple[tuple[int, int], ...]:
+        """Size and mtime of every file a registry or broker commit touches: no lock, no SQL.
+
+        The navigator compares this on its event loop every tick and starts a
+        ``data_version`` read only when it moved, so an idle navigator starts no
+        worker thread at all (a worker per tick cost ~20x the stats). In WAL mode
+        each commit appends to ``-wal`` and a checkpoint rewrites the database
+        file; the pointer file moves on a registry reset. A missing file reads
+        as (0, 0).
+        """
+        stamps = []
+        for path in self._change_files:
+            try:
+                info = os.stat(path)
+            except OSError:
+                stamps.append((0, 0))
+            else:
+                stamps.append((info.st_mtime_ns, info.st_size))
+        return tuple(stamps)
+
+    @property
+    def _change_files(self) -> tuple[str, ...]:
+        registry = os.fspath(self.home.registry_path(self.engine.generation_id))
+        broker = os.fspath(self.home.broker_path)
+        return (registry, f"{registry}-wal", broker, f"{broker}-wal",
+                os.fspath(self.home.current_pointer))
+
     # --------------------------------------------------------------- requests
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
