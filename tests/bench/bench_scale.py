@@ -42,7 +42,6 @@ from core.claims import claim_for_frame
 from core.config import ProviderConfig, TmuxConfig
 from core.enums import Provider
 from core.home import ENV_HOME, Home
-from core.reconcile_turn import STAMP_NAME
 from core.recovery import reconcile
 from core.registry import init_registry
 from core.requests import new_request_id
@@ -178,7 +177,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         nav_pids = [pid for nav in navigators for pid in _children(nav)]
 
         # idle
-        stamp = home.run_dir / STAMP_NAME
+        stamp = home.run_dir / "reconcile.stamp"  # core.reconcile_turn.STAMP_NAME
         turns, last_mtime = 0, None
         before = _cpu_ticks(nav_pids)
         started = time.monotonic()
@@ -197,6 +196,8 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         count = runner.invocations
         reconcile(engine)
         per_reconcile = runner.invocations - count
+        if last_mtime is None:  # no host turns (a build before them): each navigator
+            turns = int(idle_elapsed / RECONCILE_INTERVAL * views)  # reconciles on its own
         figures["turns_per_interval"] = turns / (idle_elapsed / RECONCILE_INTERVAL)
         figures["reconcile"] = figures["turns_per_interval"] * per_reconcile
         figures["per_reconcile"] = per_reconcile
