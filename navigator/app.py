@@ -133,7 +133,8 @@ class SwitchboardApp(App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
-    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
+    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
+                                                               repaint=False)
 
     # ------------------------------------------------------------------ messages
 
