@@ -358,6 +358,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
     now = engine.now()
     aged = len(reconcile_stale_activity(engine.conn, now))  # a lost Stop: working -> unknown
     stage: TmuxStage | None = engine.stage
+    seen = _others_commits(engine.conn)
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
     lost = finished = rolled = resumed = uncertain = repaired = stopped = 0
@@ -374,7 +375,8 @@ def reconcile(engine: Engine) -> ReconcileReport:
             # this reading is never older than the rows it is compared with (an older
             # one would call a just-launched pane vanished and orphan its surface).
             busy = _busy_views(tx, now)
-            snap = stage.snapshot()
+            if adopted or failed or exited or _others_commits(tx) != seen:
+                snap = stage.snapshot()
             lost = _check_surfaces(engine, tx, snap, server_id, now)
             restored = _restore_mains(engine, tx, snap, server_id, busy, now)
             if restored:
@@ -415,6 +417,16 @@ def _orphaned_wait(engine: Engine, transition_id: str, now: int) -> None:
         row = transitions_ops.get_transition(conn, transition_id)
         if row["state"] in ("presented", "awaiting_claim"):
             settlement.open_unclaimed(engine, conn, row, now)
+
+
+def _others_commits(conn: sqlite3.Connection) -> int:
+    """SQLite's count of commits by other connections, as this connection sees it.
+
+    Unchanged between the first tmux read and the write lock means no launch or
+    saga committed in between, so that read is not older than the rows it is
+    compared with and one `list-panes` serves the whole reconcile.
+    """
+    return conn.execute("PRAGMA data_version").fetchone()[0]
 
 
 def _busy_views(conn: sqlite3.Connection, now: int) -> set[str]:

@@ -261,6 +261,7 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
     projects.extend(ProjectRow(project_id=p.project_id, host_id=host_id, name=p.name)
                     for p in engine.config.projects if p.project_id not in known)
     projects = tuple(sorted(projects, key=_sort_key))
+    open_by_project = _open_frames_by_project(frames.values())
     views = []
     for v in _rows(conn, "SELECT * FROM user_views ORDER BY host_id, view_id"):
         active = frames.get(v["active_frame_id"])
@@ -270,20 +271,17 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
             crumbs.append(BreadcrumbItem(frame_id=cursor["frame_id"], title=cursor["title"]))
             cursor = frames.get(cursor["parent_frame_id"])
         crumbs.reverse()
-        in_view = [f for f in frames.values() if active is not None
-                   and f["project_id"] == active["project_id"]
-                   and f["lifecycle_state"] == "open"]
-        activities = [f["activity"] or "unknown" for f in in_view]
+        needs_input, last = (open_by_project.get(active["project_id"], _NO_OPEN_FRAMES)
+                             if active is not None else _NO_OPEN_FRAMES)
         activity = active["activity"] if active is not None and active["activity"] else "unknown"
         flight = pending.get(v["view_id"])
-        last = max((f["last_observed_at"] or 0 for f in in_view), default=0) or None
         views.append(ViewRow(
             view_id=v["view_id"], host_id=v["host_id"], mode=v["mode"], state=v["state"],
             revision=v["revision"], active_frame_id=v["active_frame_id"],
             active_project_id=active["project_id"] if active is not None else v["project_id"],
             title=active["title"] if active is not None else "(empty view)",
             breadcrumb=tuple(crumbs), activity=activity,
-            attention="needs_input" in activities or v["state"] == "degraded",
+            attention=needs_input or v["state"] == "degraded",
             transition_state=flight["state"] if flight else None,
             control_state=flight["control_state"] if flight else None,
             last_activity_at=last))
@@ -316,6 +314,27 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
 
 
 STALE_AFTER_MS = 5 * 60 * 1000
+
+#: A project without open frames: no attention, no last activity.
+_NO_OPEN_FRAMES: tuple[bool, int | None] = (False, None)
+
+
+def _open_frames_by_project(frames) -> dict[str, tuple[bool, int | None]]:
+    """Per project, whether an open frame needs input and its latest observation.
+
+    One pass over the frames, so the views loop looks its project up instead of
+    scanning every frame per view: 20 navigators each build this envelope on
+    every hook, and O(views x frames) was a third of a busy navigator's CPU.
+    """
+    needs: dict[str, bool] = {}
+    latest: dict[str, int] = {}
+    for f in frames:
+        if f["lifecycle_state"] != "open":
+            continue
+        project = f["project_id"]
+        needs[project] = needs.get(project, False) or f["activity"] == "needs_input"
+        latest[project] = max(latest.get(project, 0), f["last_observed_at"] or 0)
+    return {project: (needs[project], latest[project] or None) for project in needs}
 
 
 def _sort_key(row) -> tuple[str, ...]:

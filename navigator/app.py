@@ -73,6 +73,10 @@ BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_f
 PANELS = ("views", "projects", "recoveries", "inbox")
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
+#: Every this many poll ticks the navigator reads data_version even when no file moved
+#: (a backstop against a commit that left size and mtime as they were: 5 s at 4/s).
+FULL_CHECK_TICKS = 20
+
 #: Seconds between reconciles of tmux with the registry while the navigator runs.
 RECONCILE_INTERVAL = 10.0
 #: The navigator pane's width when the config names none (config `tmux.navigator_width`).
@@ -143,7 +147,8 @@ class SwitchboardApp(App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
-    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
+    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
+                                                               repaint=False)
 
     # ------------------------------------------------------------------ messages
 
@@ -202,6 +207,8 @@ class SwitchboardApp(App[None]):
         self.reconcile_interval = reconcile_interval
         self.current_view_id: str | None = view_id
         self.data_version: int | None = None
+        self._stamp: tuple | None = None
+        self._ticks = 0
         self._reconcile_problem: str | None = None
         self._restored = False
         self._ui_snapshot: dict[str, Any] = {}
@@ -274,12 +281,14 @@ class SwitchboardApp(App[None]):
         """Watchdog, expired leases, exited providers, stale activity: what it writes
         changes data_version, so the next poll redraws (an aged badge included)."""
         try:
-            report = self.client.reconcile()
+            report = self.client.reconcile_if_due(self.reconcile_interval)
         except SwitchboardError as exc:
             self.post_message(self.ReconcileFinished(0, exc.message))
         except Exception as exc:  # the navigator still browses; the next tick retries
             self.post_message(self.ReconcileFinished(0, f"{type(exc).__name__}: {exc}"))
         else:
+            if report is None:
+                return  # another navigator of this host has the turn
             self.post_message(self.ReconcileFinished(
                 getattr(report, "recoveries_opened", 0), None))
 
@@ -354,8 +363,26 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ loading
 
     def _poll(self) -> None:
+        """Start a load only when a registry or broker file moved (a few stats on the
+        event loop), or every ``FULL_CHECK_TICKS`` ticks as a backstop."""
+        self._ticks += 1
+        stamp = self._change_stamp()
+        if (stamp is not None and stamp == self._stamp and self.data_version is not None
+                and self._ticks % FULL_CHECK_TICKS):
+            return
         if not self._group_busy("load"):
+            self._stamp = stamp
             self._load(first=False)
+
+    def _change_stamp(self) -> tuple | None:
+        """The client's file stamp; None (always load) for a client without one."""
+        stamp = getattr(self.client, "change_stamp", None)
+        if stamp is None:
+            return None
+        try:
+            return stamp()
+        except Exception:  # a broken stamp must never stop loading
+            return None
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self, first: bool) -> None:

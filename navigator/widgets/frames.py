@@ -193,7 +193,8 @@ class FrameTree(Tree[NodeRef]):
         Binding("space", "toggle_node", "Fold", show=False),
     ]
 
-    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
+    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
+                                                               repaint=False)
     filter_text: reactive[str] = reactive("")
 
     class FocusRequested(Message):

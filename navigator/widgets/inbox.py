@@ -57,7 +57,7 @@ class InboxList(RowList):
     COMPONENT_CLASSES = {"inbox--sender", "inbox--unavailable"}
     BINDINGS = [Binding("enter,a", "select", "Acknowledge", show=True)]
 
-    messages: reactive[tuple[Any, ...]] = reactive((), always_update=True)
+    messages: reactive[tuple[Any, ...]] = reactive((), always_update=True, repaint=False)
     unavailable: reactive[str | None] = reactive(None)
 
     class AckRequested(Message):

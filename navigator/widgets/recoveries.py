@@ -41,7 +41,8 @@ class RecoveryList(RowList):
         Binding("d", "dismiss_recovery", "Dismiss", show=True),
     ]
 
-    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
+    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
+                                                               repaint=False)
 
     class RecoverRequested(Message):
         """Run this safe_auto recovery."""

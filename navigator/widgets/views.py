@@ -51,7 +51,8 @@ class ViewList(RowList):
     COMPONENT_CLASSES = BADGE_COMPONENT_CLASSES | {"view-list--mode", "view-list--current"}
     BINDINGS = [Binding("enter", "select", "Enter view", show=True)]
 
-    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True)
+    navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
+                                                               repaint=False)
     current_view_id: reactive[str | None] = reactive(None)
 
     class EnterRequested(Message):

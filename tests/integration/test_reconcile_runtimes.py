@@ -243,16 +243,23 @@ def test_a_reading_older_than_a_launch_does_not_orphan_its_pane(
     just after the launch recorded its pane, must not call that pane vanished."""
     engine, world = build_world(tmp_path, tmux_socket, with_child=False)
     observer = open_stage_engine(tmp_path)  # another process: the navigator
-    older = observer.stage.snapshot()  # read before the push launches the child
-    pushed = engine.frame_push(new_request_id(), world.workspace_id, "Task", "The brief")
-    child = _launch(engine, pushed.target_frame_id)
+    real = observer.stage.snapshot
+    launched: list[tuple] = []
+
+    def first_reading_then_launch():  # noqa: ANN202
+        """Reconcile's first tmux read, then the push launches before its write lock."""
+        if launched:
+            return real()
+        older = real()
+        pushed = engine.frame_push(new_request_id(), world.workspace_id, "Task", "The brief")
+        launched.append((older, pushed, _launch(engine, pushed.target_frame_id)))
+        return older
+
+    observer.stage.snapshot = first_reading_then_launch
+    report = reconcile(observer)
+    older, pushed, child = launched[0]
     assert child["lifecycle_state"] == "live"
     assert older.pane(child["pane_id"]) is None
-
-    real = observer.stage.snapshot
-    readings = iter([older])
-    observer.stage.snapshot = lambda: next(readings, None) or real()
-    report = reconcile(observer)
 
     assert (report.surfaces_lost, report.recoveries_opened) == (0, 0)
     assert _launch(engine, pushed.target_frame_id)["lifecycle_state"] == "live"
@@ -348,3 +355,31 @@ def test_a_view_is_degraded_while_a_recovery_about_it_is_open(
     assert recovery.execute(engine, new_request_id(), opened.recovery_id).state == "resolved"
     assert views_ops.get_view(engine.conn, world.view_id)["state"] == "ready"
     assert problems(engine, world.view_id) == []
+
+
+def test_an_idle_reconcile_reads_tmux_once(tmp_path: Path, tmux_socket: Path) -> None:
+    """Nothing committed and nothing to repair: one tmux process per reconcile, so one
+    reconciler per host costs one `list-panes -a` per interval; a commit by another
+    process between the first read and the write lock still gets a fresh read."""
+    engine, world = build_world(tmp_path, tmux_socket)
+    observer = open_stage_engine(tmp_path)  # another process: the navigator
+    reconcile(observer)  # settles whatever the launch left
+    runner = observer.stage.runner
+    before = runner.invocations
+    report = reconcile(observer)
+    assert runner.invocations - before == 1
+    assert report.recoveries_opened == 0
+
+    real = observer.stage.snapshot
+    readings: list[int] = []
+
+    def reading_then_commit():  # noqa: ANN202
+        readings.append(1)
+        snap = real()
+        if len(readings) == 1:
+            engine.view_focus(new_request_id(), world.view_id, world.workspace_id)
+        return snap
+
+    observer.stage.snapshot = reading_then_commit
+    reconcile(observer)
+    assert len(readings) >= 2

@@ -103,6 +103,13 @@ class _FlakyReconcile:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
+    def reconcile_if_due(self, interval: float) -> Any:
+        """The real client's turn-taking, around this stand-in's reconcile."""
+        from core.reconcile_turn import host_turn
+
+        with host_turn(self._client.home.run_dir, interval) as mine:
+            return self.reconcile() if mine else None
+
     def reconcile(self) -> Any:
         with self._count:
             self.calls += 1

@@ -1,0 +1,321 @@
+"""Scale benchmark: many views, each with its real navigator, and many live agents.
+
+Run: ``python -m tests.bench.bench_scale [--views 20] [--agents 10] [--idle 30] [--storm 30]``
+(``SB_BENCH_SCALE=5x4`` or ``--views 5 --agents 4`` for a quick run).
+
+A private tmux server and a real registry: N projects entered (one view each,
+its navigator pane running ``python -m navigator.cli ui --view``), each with M
+live fake agents (the workspace plus M-1 pushed, claimed and parked tasks; their
+own hooks are no-ops, so the benchmark decides when a hook runs). Then:
+
+- idle: every navigator's CPU over ``--idle`` seconds (``/proc/<pid>/stat`` of
+  the navigator and its children), in % of one core;
+- storm: ``--storm`` seconds of 5 hooks/s across the agents, each the exact
+  command of a launch's Claude settings (``sh -c``, recorded payloads, the
+  agent's own environment); hook wall p50/p99 against ``python -c pass`` timed
+  in the same run (20 runs before the storm and one per three hooks during it);
+  navigators' CPU during the storm, per hook and per view;
+- drain: from the last hook until no navigator used CPU for a second;
+- focus: ``view_focus`` between two parked tasks against a bare ``swap-pane``;
+- reconcile: host turns taken during the idle phase (the stamp file's mtime)
+  per interval, times tmux processes of one idle reconcile;
+- navigator RSS (largest).
+Targets are printed beside each figure; load average is printed too, since the
+machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from core.claims import claim_for_frame
+from core.config import ProviderConfig, TmuxConfig
+from core.enums import Provider
+from core.home import ENV_HOME, Home
+from core.recovery import reconcile
+from core.registry import init_registry
+from core.requests import new_request_id
+from core.session import open_engine
+from navigator.app import RECONCILE_INTERVAL
+from tests.bench.bench_hook import BASELINE, hook_commands, recorded
+from tests.factories import project_config
+from tests.integration.transitions_env import pane_of, quiet_provider_command, session_of
+
+REPO = Path(__file__).resolve().parents[2]
+HOOKS_PER_S = 5.0
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _verdict(value: float, target: float) -> str:
+    return f"target <= {target:g}: {'OK' if value <= target else 'OVER'}"
+
+
+def _children(pid: int) -> list[int]:
+    found = [pid]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            found.extend(_children(int(entry)))
+    return found
+
+
+def _cpu_ticks(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _tmux(socket: Path, *args: str) -> str:
+    return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _wait(predicate, timeout: float = 60.0) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _pane_env(engine, frame_id: str) -> dict[str, str]:  # noqa: ANN001
+    pid = engine.conn.execute(
+        "SELECT s.process_id FROM frame_placements p JOIN surfaces s"
+        " ON s.surface_id = p.surface_id WHERE p.frame_id = ? AND p.state <> 'orphaned'",
+        (frame_id,)).fetchone()[0]
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+
+def _timed(command: str, env: dict[str, str], stdin: bytes) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(["/bin/sh", "-c", command], input=stdin, env=env, cwd=REPO,
+                          capture_output=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{command} exited {done.returncode}: {done.stderr.decode()[-800:]}")
+    return (time.perf_counter() - start) * 1000
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, float]:
+    folder = Path(tempfile.mkdtemp(prefix="sbscale-", dir="/tmp"))
+    socket, root = folder / "tmux.sock", folder / "home"
+    root.mkdir()
+    saved = os.environ.get(ENV_HOME)
+    os.environ[ENV_HOME] = str(root)
+    for name in ("TMUX", "TMUX_PANE"):
+        os.environ.pop(name, None)
+    figures: dict[str, float] = {}
+    try:
+        names = tuple(f"p{i:02d}" for i in range(views))
+        template = project_config(root / "src", names)
+        template = replace(
+            template,
+            providers={p: ProviderConfig(command=quiet_provider_command(p.value))
+                       for p in Provider},
+            tmux=TmuxConfig(socket_path=str(socket)))
+        home = Home(root=root, config_path=root / "config.toml")
+        init_registry(home, template=template)
+        engine = open_engine(home, with_stage=True)
+        print(f"setting up {views} views x {agents} agents ...", flush=True)
+        frames: list[tuple[str, str]] = []  # (view, frame) of every agent
+        tasks: dict[str, list[str]] = {}
+        for name in names:
+            route = engine.project_enter(new_request_id(), name)
+            engine.frame_start(new_request_id(), route.frame_id)
+            _wait(lambda r=route: pane_of(engine, r.frame_id) is not None)
+            frames.append((route.view_id, route.frame_id))
+            for index in range(agents - 1):
+                pushed = engine.frame_push(new_request_id(), route.frame_id,
+                                           f"task {index}", "Benchmark brief.")
+                child = pushed.target_frame_id
+                _wait(lambda c=child: pane_of(engine, c) is not None)
+                claim_for_frame(engine, child, session_of(engine, child))
+                engine.frame_back(new_request_id(), route.view_id)
+                frames.append((route.view_id, child))
+                tasks.setdefault(route.view_id, []).append(child)
+        reconcile(engine)
+        navigators = [int(line) for line in _tmux(
+            socket, "list-panes", "-a", "-F", "#{?#{==:#{@sb_role},navigator},#{pane_pid},}"
+        ).split() if line]
+        if len(navigators) != views:
+            raise SystemExit(f"expected {views} navigator panes, found {len(navigators)}")
+        time.sleep(8)  # navigators start, paint and settle
+        nav_pids = [pid for nav in navigators for pid in _children(nav)]
+
+        # idle
+        stamp = home.run_dir / "reconcile.stamp"  # core.reconcile_turn.STAMP_NAME
+        turns, last_mtime = 0, None
+        before = _cpu_ticks(nav_pids)
+        started = time.monotonic()
+        while time.monotonic() - started < idle_s:
+            try:
+                mtime = stamp.stat().st_mtime_ns
+            except OSError:
+                mtime = None
+            if last_mtime is not None and mtime != last_mtime:
+                turns += 1
+            last_mtime = mtime
+            time.sleep(0.25)
+        idle_elapsed = time.monotonic() - started
+        figures["idle"] = (_cpu_ticks(nav_pids) - before) / TICK / idle_elapsed * 100
+        runner = engine.stage.runner
+        count = runner.invocations
+        reconcile(engine)
+        per_reconcile = runner.invocations - count
+        if last_mtime is None:  # no host turns (a build before them): each navigator
+            turns = int(idle_elapsed / RECONCILE_INTERVAL * views)  # reconciles on its own
+        figures["turns_per_interval"] = turns / (idle_elapsed / RECONCILE_INTERVAL)
+        figures["reconcile"] = figures["turns_per_interval"] * per_reconcile
+        figures["per_reconcile"] = per_reconcile
+
+        # hook floor and storm
+        commands = hook_commands(engine)
+        base_env = {k: v for k, v in os.environ.items() if k != ENV_HOME}
+        envs = {frame: _pane_env(engine, frame) for _view, frame in frames}
+        keys = {frame: engine.conn.execute(
+            "SELECT s.provider_session_id FROM frames f JOIN provider_sessions s"
+            " ON s.session_key = f.current_session_key WHERE f.frame_id = ?",
+            (frame,)).fetchone()[0] for _view, frame in frames}
+        floor = [_timed(BASELINE, base_env, b"") for _ in range(20)]
+        samples: list[float] = []
+        lock = threading.Lock()
+        total = int(storm_s * HOOKS_PER_S)
+        before = _cpu_ticks(nav_pids)
+        started = time.monotonic()
+
+        def one(index: int) -> None:
+            if index % 3 == 0:  # the floor again, under the storm's own load
+                took = _timed(BASELINE, base_env, b"")
+                with lock:
+                    floor.append(took)
+            _view, frame = frames[index % len(frames)]
+            event = "UserPromptSubmit" if (index // len(frames)) % 2 == 0 else "Stop"
+            took = _timed(commands[event], envs[frame], recorded(event, keys[frame]))
+            with lock:
+                samples.append(took)
+
+        threads = []
+        for index in range(total):
+            delay = started + index / HOOKS_PER_S - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            thread = threading.Thread(target=one, args=(index,))
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join(60)
+        last_hook = time.monotonic()
+        storm_elapsed = last_hook - started
+        storm_ticks = _cpu_ticks(nav_pids) - before
+        figures["storm"] = storm_ticks / TICK / storm_elapsed * 100
+        figures["update_ms"] = storm_ticks / TICK * 1000 / max(1, len(samples)) / views
+        floor_p50 = statistics.median(floor)
+        figures["floor_ms"] = floor_p50
+        figures["hook_p50"] = statistics.median(samples) / floor_p50
+        figures["hook_p99"] = _quantile(samples, 0.99) / floor_p50
+        # drain: until no navigator used CPU for one second
+        quiet_since, ticks = time.monotonic(), _cpu_ticks(nav_pids)
+        while time.monotonic() - quiet_since < 1.0 and time.monotonic() - last_hook < 60:
+            time.sleep(0.1)
+            now_ticks = _cpu_ticks(nav_pids)
+            if now_ticks != ticks:
+                ticks, quiet_since = now_ticks, time.monotonic()
+        figures["drain_s"] = quiet_since - last_hook
+
+        # focus against a bare swap-pane
+        view_id, pair = next((v, t) for v, t in tasks.items() if len(t) >= 2) \
+            if any(len(t) >= 2 for t in tasks.values()) else (None, [])
+        if view_id is not None:
+            focus = []
+            for round_ in range(10):
+                start = time.perf_counter()
+                engine.view_focus(new_request_id(), view_id, pair[round_ % 2])
+                focus.append((time.perf_counter() - start) * 1000)
+            panes = [pane_of(engine, frame) for frame in pair]
+            swap = []
+            for _ in range(10):
+                start = time.perf_counter()
+                _tmux(socket, "swap-pane", "-d", "-s", panes[0], "-t", panes[1])
+                swap.append((time.perf_counter() - start) * 1000)
+                _tmux(socket, "swap-pane", "-d", "-s", panes[1], "-t", panes[0])
+            figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
+            figures["focus_p95"] = _quantile(focus, 0.95) / statistics.median(swap)
+        figures["rss"] = max(_rss_mb(pid) for pid in navigators)
+        engine.conn.close()
+    finally:
+        subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
+        if saved is None:
+            os.environ.pop(ENV_HOME, None)
+        else:
+            os.environ[ENV_HOME] = saved
+        shutil.rmtree(folder, ignore_errors=True)
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    size = os.environ.get("SB_BENCH_SCALE", "20x10").split("x")
+    parser.add_argument("--views", type=int, default=int(size[0]))
+    parser.add_argument("--agents", type=int, default=int(size[1]))
+    parser.add_argument("--idle", type=float, default=30.0)
+    parser.add_argument("--storm", type=float, default=30.0)
+    args = parser.parse_args()
+    f = run(args.views, args.agents, args.idle, args.storm)
+    print(f"{args.views} views x {args.agents} agents, idle {args.idle:g} s, storm "
+          f"{args.storm:g} s at {HOOKS_PER_S:g}/s, load average {os.getloadavg()[0]:.2f}")
+    print(f"navigators idle CPU      {f['idle']:6.2f} % of a core   {_verdict(f['idle'], 2)}")
+    print(f"navigators storm CPU     {f['storm']:6.2f} % of a core   {_verdict(f['storm'], 20)}")
+    print(f"navigator CPU per update {f['update_ms']:6.2f} ms (per hook per view)   "
+          f"{_verdict(f['update_ms'], 10)}")
+    print(f"hook p50                 {f['hook_p50']:6.2f} x python -c pass "
+          f"({f['floor_ms']:.1f} ms)   {_verdict(f['hook_p50'], 2)}")
+    print(f"hook p99                 {f['hook_p99']:6.2f} x   {_verdict(f['hook_p99'], 4)}")
+    print(f"storm drain              {f['drain_s']:6.2f} s (last hook to navigators quiet)")
+    if "focus_median" in f:
+        print(f"focus median             {f['focus_median']:6.2f} x swap-pane   "
+              f"{_verdict(f['focus_median'], 2)}")
+        print(f"focus p95                {f['focus_p95']:6.2f} x swap-pane")
+    print(f"reconcile tmux processes {f['reconcile']:6.2f} per interval per host "
+          f"({f['turns_per_interval']:.2f} turns x {f['per_reconcile']:g})   "
+          f"{_verdict(f['reconcile'], 2)}")
+    print(f"navigator RSS (largest)  {f['rss']:6.1f} MB   {_verdict(f['rss'], 45)}")
+    print(json.dumps({k: round(v, 3) for k, v in f.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
