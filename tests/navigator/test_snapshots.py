@@ -23,13 +23,17 @@ SIDEBAR = (40, 40)
 
 
 def loaded(scenario: Scenario | None = None, frame: str | None = None,
-           keys: Iterable[str] = ()) -> Callable[[Pilot], Awaitable[None]]:
-    """Wait for the first state, optionally select a frame and press keys."""
+           keys: Iterable[str] = (), pause: float = 0.0) -> Callable[[Pilot], Awaitable[None]]:
+    """Wait for the first state, optionally select a frame (and rest on it ``pause``
+    seconds, e.g. for the preview) and press keys."""
 
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         if scenario is not None and frame is not None:
             await select_frame(pilot, scenario, frame)
+            if pause:
+                await pilot.pause(pause)
+                await settle(pilot)
         for key in keys:
             await pilot.press(key)
             await pilot.pause()
@@ -117,3 +121,20 @@ def test_too_small_pane(snap_compare, demo: Scenario) -> None:
     """Below the compact minimum: one line that says what the pane needs."""
     assert snap_compare(SwitchboardApp(demo.client), terminal_size=TOO_SMALL,
                         run_before=loaded(demo, "Fix login"))
+
+
+@pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
+def test_parked_agent_preview(snap_compare, demo: Scenario, size: tuple[int, int]) -> None:
+    """Resting on a parked working agent shows what its pane last printed."""
+    from core.enums import Activity
+    from core.requests import new_request_id
+    from tests.navigator.scenario import set_activity
+
+    demo.engine.view_focus(new_request_id(), demo.views["alpha"], demo.frames["Write docs"])
+    set_activity(demo, "Fix login", Activity.WORKING, "live")
+    demo.client.preview = lambda frame_id: [  # type: ignore[method-assign]
+        "$ python -m pytest -q tests/test_login.py",
+        "F..", "FAILED tests/test_login.py::test_expired_token", "1 failed, 2 passed in 0.31s",
+        "● Fixing the token expiry check in auth.py"]
+    assert snap_compare(SwitchboardApp(demo.client), terminal_size=size,
+                        run_before=loaded(demo, "Fix login", [], pause=0.8))
