@@ -42,6 +42,7 @@ class Shot:
     empty: bool = False
     bound_view: str | None = None  # project whose view the pane belongs to
     prepare: Callable[[Scenario], None] | None = None  # extra state, written before start
+    rest: float = 0.0  # seconds to rest on the selection (the preview reads after a rest)
 
 
 def record_evidence(scenario: Scenario) -> None:
@@ -68,6 +69,22 @@ def record_evidence(scenario: Scenario) -> None:
         conn.close()
 
 
+def parked_agent(scenario: Scenario) -> None:
+    """Write docs shown in main, Fix login's agent working parked; its pane's last lines
+    as the preview would read them (the tmux read itself is tested on a real server)."""
+    from core.enums import Activity
+    from core.requests import new_request_id
+    from tests.navigator.scenario import set_activity
+
+    scenario.engine.view_focus(new_request_id(), scenario.views["alpha"],
+                               scenario.frames["Write docs"])
+    set_activity(scenario, "Fix login", Activity.WORKING, "live")
+    scenario.client.preview = lambda frame_id: [  # type: ignore[method-assign]
+        "$ python -m pytest -q tests/test_login.py", "F..",
+        "FAILED tests/test_login.py::test_expired_token", "1 failed, 2 passed in 0.31s",
+        "● Fixing the token expiry check in auth.py"]
+
+
 SHOTS = (
     Shot("navigator-80x24", (80, 24), "Switchboard: projects, views, recoveries",
          select="Fix login"),
@@ -82,6 +99,11 @@ SHOTS = (
     Shot("help-80x24", (80, 24), "? lists every key", keys=("question_mark",)),
     Shot("session-detail-80x24", (80, 24), "i: the agent's recorded session",
          select="Fix login", keys=("i",), prepare=record_evidence),
+    Shot("new-task-80x24", (80, 24), "p: a new task under the selected frame",
+         select="beta", keys=("p", *"Add docs", "enter", *"Write the worktree section.")),
+    Shot("preview-80x24", (80, 24), "A parked agent's last lines", select="Fix login",
+         prepare=parked_agent, rest=0.8),
+    Shot("compact-26x23", (26, 23), "Compact: an 80x24 terminal", select="Fix login"),
 )
 
 
@@ -104,6 +126,9 @@ async def take(shot: Shot, template: Scenario, home: Path) -> Path:
             frames.focus()
             frames.select_key(frame_key(scenario.frames[shot.select]))
             await pilot.pause()
+            if shot.rest:
+                await pilot.pause(shot.rest)
+                await settle(app, pilot)
         for key in shot.keys:
             await pilot.press(key)
             await pilot.pause()
