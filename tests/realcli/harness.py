@@ -23,11 +23,20 @@ from core.session import open_engine
 from tests.factories import project_config
 
 
+def xdg_home(person: Path) -> Home:
+    """The default install layout of a person whose home folder is ``person``: state in
+    the XDG state dir, config in the XDG config dir (not inside the state home)."""
+    return Home(root=person / ".local" / "state" / "switchboard",
+                config_path=person / ".config" / "switchboard" / "config.toml")
+
+
 def make_real_engine(root: Path, socket: Path,
-                     commands: Mapping[Provider, tuple[str, ...]]) -> Engine:
-    """A registry under ``root`` (projects ``root/src/alpha`` and ``beta``) whose
-    providers run ``commands``, on the tmux server at ``socket``."""
-    home = Home(root=root, config_path=root / "config.toml")
+                     commands: Mapping[Provider, tuple[str, ...]],
+                     home: Home | None = None) -> Engine:
+    """A registry (projects ``root/src/alpha`` and ``beta``) whose providers run
+    ``commands``, on the tmux server at ``socket``; ``home`` defaults to a
+    SWITCHBOARD_HOME-style home at ``root``."""
+    home = home or Home(root=root, config_path=root / "config.toml")
     template = project_config(root / "src")
     template = replace(template,
                        providers={p: ProviderConfig(command=tuple(c), version_timeout_seconds=60)

@@ -40,6 +40,7 @@ from tests.realcli.harness import (
     one,
     screen,
     type_prompt,
+    xdg_home,
 )
 from tests.realcli.harness_claude import claude_command, seed_home, transcript, transcripts
 from tests.realcli.install import RealClis
@@ -114,15 +115,24 @@ class World:
 @pytest.fixture
 def world(tmp_path: Path, tmux_socket: Path, real_clis: RealClis,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    root = tmp_path / "sb"
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(root))
+    # The default install layout, as a person has it: no SWITCHBOARD_HOME or
+    # SWITCHBOARD_CONFIG anywhere, config in the XDG config dir, state in the XDG
+    # state dir; the agents' hooks and MCP server must find both from their launch.
+    root = tmp_path / "person"
+    for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(root / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / ".config"))
+    sb_home = xdg_home(root)
+    assert Home.from_env() == sb_home
     monkeypatch.delenv("TMUX", raising=False)
     monkeypatch.delenv("TMUX_PANE", raising=False)
     home = seed_home(tmp_path / "claude-home", [root / "src" / "alpha", root / "src" / "beta"])
     with AnthropicStandin() as api:
         command = claude_command(real_clis.claude, home, api.url)
         engine = make_real_engine(root, tmux_socket, {Provider.CLAUDE: command,
-                                                      Provider.CODEX: (str(real_clis.codex),)})
+                                                      Provider.CODEX: (str(real_clis.codex),)},
+                                  home=sb_home)
         try:
             yield World(engine, tmux_socket, root, home, api)
         finally:
@@ -248,9 +258,7 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     pid = int(tmux(socket, "display-message", "-p", "#{pid}").strip())
     tmux(socket, "kill-server")
     assert wait_for(lambda: not _alive(pid), SLOW)
-    EngineClient(engine=engine, home=Home(root=world.root,
-                                          config_path=world.root / "config.toml")
-                 ).enter_project("alpha")
+    EngineClient(engine=engine, home=xdg_home(world.root)).enter_project("alpha")
     restarted = engine.frame_start(new_request_id(), parent)
     assert restarted.session_key == started.session_key
     pane = main_pane(engine)
@@ -280,7 +288,7 @@ def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
     assert wait_for(lambda: world.transition("push") is not None, SLOW), (
         screen(socket, main), [(r.path, len(r.tool_names)) for r in world.api.turns()],
         [reply.text for _, reply in world.api.journal.replies])
-    ready = list((world.root / "run").glob("*/claude-mcp-ready-*"))
+    ready = list(xdg_home(world.root).run_dir.glob("*/claude-mcp-ready-*"))
     assert len(ready) == 1 and ready[0].stat().st_mtime > submitted  # listed after Enter
     first = world.api.turns()[0]
     assert PUSH_TOOL in first.tool_names, first.tool_names
