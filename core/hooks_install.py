@@ -184,6 +184,9 @@ CLAUDE_MCP_SERVER = "switchboard"
 """The server name in the per-launch ``--mcp-config``; Claude names its tools
 ``mcp__<server>__<tool>``."""
 MCP_WAIT_LIMIT_S = 30
+MCP_UNSEEN_TICKS = 50
+"""Tenths of a second without our server as a child before the wait gives up: a loaded
+machine can take seconds to spawn it (1 s let prompts through without the tools)."""
 """How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
 MCP_SERVER_PATTERN = "navigator[.]cli mcp"
 """``pgrep -f`` pattern of the agent-tool server (``launcher.MCP_SERVER_ARGV``)."""
@@ -205,9 +208,9 @@ def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
     UserPromptSubmit hooks finish, so this hook waits until the server wrote
     ``ready_file`` (after answering ``tools/list``), but only while that server
     is a child of this Claude (``$PPID``) and at most ``limit_s``. A server not
-    seen for a second (not spawned yet, or briefly invisible to ``pgrep -f``
-    while it execs) ends the wait; a CLI that never starts it (the fake agent)
-    pays that second once per launch (``<ready_file>.none`` remembers it). Plain
+    seen for ``MCP_UNSEEN_TICKS`` (not spawned yet, or briefly invisible to
+    ``pgrep -f`` while it execs) ends the wait; a CLI that never starts it pays
+    that once per launch (``<ready_file>.none`` remembers it). Plain
     POSIX sh, silent (hook output would become prompt
     context), always exit 0.
     """
@@ -217,7 +220,8 @@ def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
             "[ -e \"$f\" ] || [ -e \"$f.none\" ] && exit 0; i=0; m=0; s=0; "
             f"while [ ! -e \"$f\" ] && [ \"$i\" -lt {ticks} ]; do "
             f"if {alive}; then s=1; m=0; else m=$((m+1)); fi; "
-            "if [ \"$m\" -ge 10 ]; then [ \"$s\" = 1 ] || : > \"$f.none\"; exit 0; fi; "
+            f"if [ \"$m\" -ge {MCP_UNSEEN_TICKS} ]; then [ \"$s\" = 1 ] || : > \"$f.none\"; "
+            "exit 0; fi; "
             "sleep 0.1; i=$((i+1)); done; exit 0")
 
 

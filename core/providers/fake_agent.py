@@ -674,6 +674,52 @@ class Launch:
     no_stop_on: tuple[str, ...]
     session_end: str
     reply: str
+    mcp_configs: tuple[str, ...] = ()
+    """Claude: ``--mcp-config`` values; its stdio servers start with the session."""
+
+
+def start_mcp_servers(configs: Sequence[str], env: dict[str, str]) -> list[subprocess.Popen]:
+    """Start each configured stdio MCP server as a child, as Claude Code does at start-up,
+    and list its tools (initialize, initialized, tools/list) without waiting for the
+    answers. The fake calls its agent tools through its own path; this makes the
+    servers exist exactly where the real CLI has them (hooks that wait for them)."""
+    started: list[subprocess.Popen] = []
+    hello = "".join(json.dumps(m) + "\n" for m in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "fake-claude", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).encode()
+    for config in configs:
+        document = fake_argv.load_json_or_file(config) or {}
+        servers = document.get("mcpServers")
+        for spec in (servers.values() if isinstance(servers, dict) else ()):
+            if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
+                continue
+            extra = spec.get("env") if isinstance(spec.get("env"), dict) else {}
+            try:
+                proc = subprocess.Popen(
+                    [spec["command"], *[str(a) for a in spec.get("args", [])]],
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, env={**env, **{str(k): str(v)
+                                                             for k, v in extra.items()}})
+                assert proc.stdin is not None
+                proc.stdin.write(hello)
+                proc.stdin.flush()
+            except OSError:
+                continue  # like the CLI: a server that does not start is left out
+            started.append(proc)
+    return started
+
+
+def stop_mcp_servers(servers: Sequence[subprocess.Popen]) -> None:
+    for proc in servers:
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()  # the server ends on EOF
+            proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
 
 
 def parse_args(argv: Sequence[str]) -> Launch:
@@ -702,7 +748,8 @@ def parse_args(argv: Sequence[str]) -> Launch:
         agent_command=_text(cli.get("agent_command")) or "switchboard agent",
         no_stop_on=tuple(cli.list_of("no_stop_on")),
         session_end=_text(cli.get("session_end")) or "auto",
-        reply=_text(cli.get("reply")) or DEFAULT_REPLY)
+        reply=_text(cli.get("reply")) or DEFAULT_REPLY,
+        mcp_configs=tuple(cli.list_of("mcp_config")) if cli.provider == "claude" else ())
 
 
 def _text(value: object) -> str | None:
@@ -786,6 +833,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write=write,
         mcp=McpClient(server, env) if server is not None else None,
     )
+    servers = start_mcp_servers(args.mcp_configs, env)
     fire_end = args.session_end == "always" or (
         args.session_end == "auto" and args.provider == "claude"
     )
@@ -827,6 +875,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             if fire_end:
                 agent.hooks.fire("SessionEnd", session.session_end(end_reason))
+            stop_mcp_servers(servers)
     report("Bye.")
     return 0
 

@@ -90,3 +90,9 @@ def test_push_claim_complete_return(tmp_path: Path, tmux_socket: Path, monkeypat
             "SELECT session_key, provider, activity, runtime_presence FROM provider_sessions")],
         tmux(tmux_socket, "capture-pane", "-p", "-t", main))
     assert _one(engine, "SELECT COUNT(*) FROM view_transitions")[0] == count
+    if provider is Provider.CLAUDE:
+        # like the real CLI, each fake Claude started the launch's agent-tool server,
+        # which said it had listed its tools: no prompt went out without them
+        runs = [d for d in (tmp_path / "run").iterdir() if d.is_dir()]
+        assert runs and all(list(d.glob("claude-mcp-ready-*")) for d in runs)
+        assert not list((tmp_path / "run").glob("*/*.none"))
