@@ -25,6 +25,7 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container, Vertical
+from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -1055,10 +1056,13 @@ class SwitchboardApp(App[None]):
         self._preview_timer = self.set_timer(self.PREVIEW_DELAY, self._start_preview)
 
     def _start_preview(self) -> None:
-        ref = self._tree_ref()
+        try:  # a dialog or the palette covers the panels: no preview now
+            ref = self._tree_ref()
+            preview = self.query_one(PanePreview)
+        except NoMatches:
+            return
         frame = ref.frame if ref is not None else None
         session = frame.current_session if frame is not None else None
-        preview = self.query_one(PanePreview)
         parked = (frame is not None and ref is not None and not ref.shown
                   and session is not None and session.runtime_presence == "live"
                   and not self._remote(self._host_of_frame(frame.frame_id), quiet=True))
@@ -1077,8 +1081,11 @@ class SwitchboardApp(App[None]):
         self.call_from_thread(self._show_preview, frame_id, title, lines)
 
     def _show_preview(self, frame_id: str, title: str, lines: list[str] | None) -> None:
-        ref = self._tree_ref()
-        preview = self.query_one(PanePreview)
+        try:
+            ref = self._tree_ref()
+            preview = self.query_one(PanePreview)
+        except NoMatches:
+            return
         if lines is None or ref is None or ref.frame_id != frame_id:
             preview.clear()  # the cursor moved on, or the pane is gone
             return

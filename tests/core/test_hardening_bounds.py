@@ -38,9 +38,28 @@ def _feed(stream, total_mib: int, tail: bytes = b"", *, close: bool = False) -> 
     return thread
 
 
-def _peak_mib(proc: subprocess.Popen[bytes]) -> tuple[int, float]:
+# A child's ru_maxrss starts from what its parent held when it forked, so measuring
+# the hook as pytest's own child reports pytest's size (100+ MiB late in a full run).
+# A small Python parent runs the hook instead and reports its child's peak on a pipe.
+PEAK_WRAPPER = (
+    "import os, resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[2:])\n"
+    "os.write(int(sys.argv[1]),"
+    " str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss).encode())\n"
+    "sys.exit(code)\n")
+
+
+def _measured(report_fd: int, argv: list[str]) -> list[str]:
+    return [sys.executable, "-c", PEAK_WRAPPER, str(report_fd), *argv]
+
+
+def _peak_mib(proc: subprocess.Popen[bytes], report: int | None = None) -> tuple[int, float]:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    if report is not None:
+        kib = int(os.read(report, 64) or b"0")
+        os.close(report)
+        return proc.returncode, kib / 1024
     return proc.returncode, usage.ru_maxrss / 1024  # Linux reports KiB
 
 
@@ -51,13 +70,16 @@ def test_hook_reads_at_most_the_bound_of_a_huge_payload(tmp_path: Path) -> None:
                    cwd=REPO, env=env, check=True, capture_output=True)
     generation = (home / "state" / "current").read_text().strip()
     env.update(SWITCHBOARD_GENERATION=generation, SWITCHBOARD_CAPABILITY="sbcap_unused")
+    read_end, write_end = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "navigator.cli", "hook", "--provider", "claude",
-         "UserPromptSubmit"], cwd=REPO, env=env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _measured(write_end, [sys.executable, "-m", "navigator.cli", "hook", "--provider",
+                              "claude", "UserPromptSubmit"]), cwd=REPO, env=env,
+        pass_fds=(write_end,), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    os.close(write_end)
     assert MAX_PAYLOAD_BYTES == 16 * 1024 * 1024
     writer = _feed(proc.stdin, 120, close=True)  # 120 MiB: the old reader held all of it
-    code, peak = _peak_mib(proc)
+    code, peak = _peak_mib(proc, read_end)
     writer.join(timeout=60)
     err = proc.stderr.read().decode()
     proc.stdout.close()

@@ -144,9 +144,10 @@ def test_a_remote_project_name_is_data_on_the_remote_shell(
     canary = tmp_path / "pwned"
     opened = open_remote(engine, engine.config.remotes[0], f"gamma; touch {canary}")
 
-    def refused() -> bool:
-        screen = tmux(tmux_socket, "capture-pane", "-p", "-t", opened.window_id)
-        return "unknown project" in screen
+    def refused() -> bool:  # -J: the long refusal wraps in the pane
+        screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-S", "-", "-t",
+                      opened.window_id)
+        return "unknown project" in screen and "(known: gamma)" in screen
     assert wait_for(refused, 60), tmux(tmux_socket, "capture-pane", "-p", "-t",
                                        opened.window_id)
     assert not canary.exists()
