@@ -104,9 +104,17 @@ def make_person(root: Path, clis: RealClis, base_url: str) -> PersonCodex:
     return person
 
 
+def switchboard_home(root: Path) -> Home:
+    """Switchboard in the default XDG layout of the person ``root/sb``: state and
+    config in separate XDG dirs, no SWITCHBOARD_HOME anywhere."""
+    from tests.realcli.harness import xdg_home
+
+    return xdg_home(root / "sb")
+
+
 def make_codex_engine(root: Path, socket: Path, clis: RealClis) -> Engine:
     """A Switchboard home whose Codex is the real binary (Claude stays the fake)."""
-    home = Home(root=root / "sb", config_path=root / "sb" / "config.toml")
+    home = switchboard_home(root)
     template = project_config(root / "src")
     providers = {p: ProviderConfig(command=fake_provider_command(p.value)) for p in Provider}
     providers[Provider.CODEX] = ProviderConfig(command=(str(clis.codex),))
@@ -117,8 +125,7 @@ def make_codex_engine(root: Path, socket: Path, clis: RealClis) -> Engine:
 
 
 def reopen_engine(root: Path) -> Engine:
-    return open_engine(Home(root=root / "sb", config_path=root / "sb" / "config.toml"),
-                       with_stage=True)
+    return open_engine(switchboard_home(root), with_stage=True)
 
 
 def screen(socket: Path, pane: str) -> str:

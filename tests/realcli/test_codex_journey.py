@@ -22,6 +22,7 @@ import pytest
 
 from core.engine import Engine
 from core.enums import Provider
+from core.home import Home
 from core.requests import new_request_id
 from tests.integration.journey_env import tmux
 from tests.realcli.harness_codex import (
@@ -34,6 +35,7 @@ from tests.realcli.harness_codex import (
     press,
     reopen_engine,
     screen,
+    switchboard_home,
     type_prompt,
     wait_until,
 )
@@ -118,7 +120,11 @@ def test_real_codex_journey_in_the_persons_own_home(
                 monkeypatch.delenv(name)
         for name, value in person_env(person).items():
             monkeypatch.setenv(name, value)
-        monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path / "sb"))
+        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
+            monkeypatch.delenv(name, raising=False)  # the default XDG layout
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
+        assert Home.from_env() == switchboard_home(tmp_path)
         engine = make_codex_engine(tmp_path, tmux_socket, real_clis)
 
         def look(pane: str) -> str:
