@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -48,11 +48,11 @@ from navigator.lookup import (
     view_of_project,
 )
 from navigator.palette import PlacesProvider
-from navigator.screens.complete import CompleteReturnScreen, CompletionAnswer
+from navigator.screens.complete import CompleteReturnScreen
 from navigator.screens.compose import ComposeMessageScreen
 from navigator.screens.confirm import ConfirmScreen
 from navigator.screens.help import HelpScreen
-from navigator.screens.new_task import NewTask, NewTaskScreen
+from navigator.screens.new_task import NewTaskScreen
 from navigator.screens.recovery import RecoveryExplanationScreen
 from navigator.screens.session_detail import SessionDetailScreen
 from navigator.ui_state import UiStateStore
@@ -67,6 +67,9 @@ from navigator.widgets.too_small import Shortfall, TooSmallNotice
 from navigator.widgets.views import ViewList
 
 #: App keys that are off while a dialog, the help or the palette is open.
+_Answer = TypeVar("_Answer")
+"""What a dialog dismisses with (a confirmation, a task, a message, a handoff)."""
+
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "back", "complete", "close_frame",
                                    "reopen", "toggle_mode", "recover", "search", "help",
                                    "details", "acknowledge_anywhere", "dismiss_anywhere",
@@ -520,6 +523,17 @@ class SwitchboardApp(App[None]):
 
     # ------------------------------------------------------------------ requests
 
+    def _ask_then_request(self, screen: Screen[_Answer], description: str,
+                          done: Callable[[_Answer], str],
+                          call: Callable[[_Answer], Callable[[], Any]]) -> None:
+        """Show a dialog; a given answer (not None, False or empty) becomes one engine
+        request, a cancelled one changes nothing."""
+        def answered(answer: _Answer | None) -> None:
+            if answer:
+                self.request(description, done(answer), call(answer))
+
+        self.push_screen(screen, answered)
+
     def request(self, description: str, done: str, call: Callable[[], Any]) -> None:
         """Run one engine request off the event loop; the result comes back as a message."""
         self._run_request(description, done, call)
@@ -661,14 +675,11 @@ class SwitchboardApp(App[None]):
         if frame is None:
             return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.request("Stop", f"Stopped the agent of {frame.title}",
-                             partial(self.client.stop, frame.frame_id))
-
-        self.push_screen(ConfirmScreen(
-            f"Stop the agent of “{frame.title}”? Its session is kept; n resumes it.",
-            confirm_label="Stop agent"), answered)
+        self._ask_then_request(
+            ConfirmScreen(f"Stop the agent of “{frame.title}”? Its session is kept; n "
+                          "resumes it.", confirm_label="Stop agent"),
+            "Stop", lambda _: f"Stopped the agent of {frame.title}",
+            lambda _: partial(self.client.stop, frame.frame_id))
 
     def action_back(self) -> None:
         view = self.target_view()
@@ -699,25 +710,20 @@ class SwitchboardApp(App[None]):
                         "first.", severity="warning", markup=False)
             return
 
-        def answered(task: NewTask | None) -> None:
-            if task is not None:
-                self.request("New task", f"Pushing “{task.title}” under {frame.title}",
-                             partial(self.client.push, frame.frame_id, task.title,
-                                     task.brief))
-
-        self.push_screen(NewTaskScreen(frame.title), answered)
+        self._ask_then_request(
+            NewTaskScreen(frame.title), "New task",
+            lambda task: f"Pushing “{task.title}” under {frame.title}",
+            lambda task: partial(self.client.push, frame.frame_id, task.title, task.brief))
 
     def action_message(self) -> None:
         frame = self._local_frame("Select a frame whose agent should get a message.")
         if frame is None:
             return
 
-        def answered(text: str | None) -> None:
-            if text:
-                self.request("Message", f"Message for {frame.title} sent",
-                             partial(self.client.message_frame, frame.frame_id, text))
-
-        self.push_screen(ComposeMessageScreen(frame.title), answered)
+        self._ask_then_request(
+            ComposeMessageScreen(frame.title), "Message",
+            lambda _: f"Message for {frame.title} sent",
+            lambda text: partial(self.client.message_frame, frame.frame_id, text))
 
     def action_inbox_stream(self) -> None:
         view = self.target_view()
@@ -751,28 +757,22 @@ class SwitchboardApp(App[None]):
         if frame is None:
             return
 
-        def answered(answer: CompletionAnswer | None) -> None:
-            if answer is None:
-                return
-            self.request("Complete", f"Returning from {frame.title} to its parent",
-                         partial(self.client.complete, frame.frame_id, answer.summary,
-                                 answer.next_action))
-
-        self.push_screen(CompleteReturnScreen(frame.title), answered)
+        self._ask_then_request(
+            CompleteReturnScreen(frame.title), "Complete",
+            lambda _: f"Returning from {frame.title} to its parent",
+            lambda answer: partial(self.client.complete, frame.frame_id, answer.summary,
+                                   answer.next_action))
 
     def action_close_frame(self) -> None:
         frame = self._task_target("close")
         if frame is None:
             return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.request("Close", f"Closed {frame.title} (dismissed)",
-                             partial(self.client.close, frame.frame_id))
-
-        self.push_screen(ConfirmScreen(
-            f"Close “{frame.title}” without a handoff? Its parent is shown first, then its "
-            "agent is stopped.", confirm_label="Close task"), answered)
+        self._ask_then_request(
+            ConfirmScreen(f"Close “{frame.title}” without a handoff? Its parent is shown "
+                          "first, then its agent is stopped.", confirm_label="Close task"),
+            "Close", lambda _: f"Closed {frame.title} (dismissed)",
+            lambda _: partial(self.client.close, frame.frame_id))
 
     def action_reopen(self) -> None:
         ref = self._tree_ref()
