@@ -9,6 +9,7 @@ it again, so a long-lived MCP server holds no connection between calls.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,12 @@ from core.home import Home
 
 if TYPE_CHECKING:
     from core.engine import Engine
+
+CLAIM_WAIT_S = 20.0
+"""How long transition_claim waits for a presentation still being committed: well
+under either CLI's tool timeout, well over a loaded machine's pane swap."""
+CLAIM_POLL_S = 0.2
+CLAIM_RACES = ("transition_not_ready", "not_foreground")
 
 NO_CAPABILITY = ("no Switchboard capability in this environment; agent tools only work "
                  "inside a pane that Switchboard launched")
@@ -115,8 +122,18 @@ def transition_claim(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     with _authorized(env) as (engine, authority):
         from core.claims import claim_for_frame
 
-        result = claim_for_frame(engine, authority.frame_id, authority.session_key,
-                                 authority=authority)
+        deadline = time.monotonic() + CLAIM_WAIT_S
+        while True:
+            try:
+                result = claim_for_frame(engine, authority.frame_id, authority.session_key,
+                                         authority=authority)
+                break
+            except Conflict as exc:
+                # The agent can start (and call this) before its presentation commits;
+                # a model told "try again" may simply stop, so the wait happens here.
+                if exc.code not in CLAIM_RACES or time.monotonic() >= deadline:
+                    raise
+                time.sleep(CLAIM_POLL_S)
     out: dict[str, Any] = {"ok": True, "kind": result.kind, "instructions": result.instructions,
                            "frame_id": result.frame_id, "title": result.title,
                            "first_claim": result.first_claim}

@@ -184,10 +184,10 @@ CLAUDE_MCP_SERVER = "switchboard"
 """The server name in the per-launch ``--mcp-config``; Claude names its tools
 ``mcp__<server>__<tool>``."""
 MCP_WAIT_LIMIT_S = 30
-MCP_UNSEEN_TICKS = 50
+"""How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
+MCP_UNSEEN_TICKS = 100
 """Tenths of a second without our server as a child before the wait gives up: a loaded
 machine can take seconds to spawn it (1 s let prompts through without the tools)."""
-"""How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
 MCP_SERVER_PATTERN = "navigator[.]cli mcp"
 """``pgrep -f`` pattern of the agent-tool server (``launcher.MCP_SERVER_ARGV``)."""
 

@@ -392,7 +392,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
         resumed += outcome == "resumed"
         rolled += outcome == "rolled_back"
         if outcome in ("finished", "resumed"):
-            _orphaned_wait(engine, t["transition_id"], now)
+            settlement.orphaned_wait(engine, t["transition_id"], now)
     uncertain = _watchdog(engine, now)
     swept = settlement.sweep(engine, now)
     resolve_settled_controls(engine, now)
@@ -406,17 +406,6 @@ def reconcile(engine: Engine) -> ReconcileReport:
                            uncertain, opened, resumed, repaired, stopped, aged, adopted,
                            failed, exited, overdue, found, revived, swept.ran,
                            swept.completed, swept.stalled, restored)
-
-
-def _orphaned_wait(engine: Engine, transition_id: str, now: int) -> None:
-    """A dead executor's push/return that reconcile carried to ``awaiting_claim`` now
-    waits for an agent nobody is watching for: it becomes a recovery at once (Enter
-    settles it; the claim, if it still comes, resolves it), with the turn uncertain
-    if the line may have been typed."""
-    with write_transaction(engine.conn) as conn:
-        row = transitions_ops.get_transition(conn, transition_id)
-        if row["state"] in ("presented", "awaiting_claim"):
-            settlement.open_unclaimed(engine, conn, row, now)
 
 
 def _others_commits(conn: sqlite3.Connection) -> int:

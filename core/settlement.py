@@ -54,6 +54,10 @@ not be claimed on its own (a resumed provider starts and claims well within it).
 PREPARED_GRACE_MS = 2_000
 """A prepared transition younger than this belongs to the request that made it."""
 
+EXECUTOR_START_MS = 10_000
+"""A Stop hook starts the executor of the push/return it released well within this;
+a released transition still prepared after it lost that process."""
+
 SETTLE_KEY = "Enter"
 """The navigator key (and ``switchboard recovery run``) that runs a safe_auto recovery."""
 
@@ -106,10 +110,14 @@ def sweep(engine: Engine, now: int) -> SweepReport:
         if sagas.waits_for_stop(engine, transition_id):
             stalled += _note_waiting(engine, transition_id, now)
             continue
+        orphaned = _runner_gone(conn, transition_id, now)
         try:
             sagas.execute(engine, transition_id)
         except SwitchboardError as exc:
             _open_failed(engine, transition_id, exc.message, now)
+        else:
+            if orphaned:  # this pass ran it for a dead process and ends now
+                orphaned_wait(engine, transition_id, now)
         ran += 1
     with write_transaction(conn) as tx:
         for row in tx.execute(
@@ -147,6 +155,29 @@ def _claim_overdue(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,
             control["transport"] == "live_input":
         return True  # nothing was typed: the target was not proven idle
     return row["updated_at"] < now - CLAIM_OVERDUE_MS
+
+
+def _runner_gone(conn: sqlite3.Connection, transition_id: str, now: int) -> bool:
+    """Whether the process meant to run a prepared push/return is surely gone: its
+    source agent's last change (the Stop that released it) is older than any Stop
+    hook takes to start the executor. A recent one may be racing this pass."""
+    row = conn.execute(
+        "SELECT s.updated_at FROM view_transitions t JOIN frames f"
+        " ON f.frame_id = t.source_frame_id JOIN provider_sessions s"
+        " ON s.session_key = f.current_session_key WHERE t.transition_id = ?",
+        (transition_id,)).fetchone()
+    return row is None or row["updated_at"] < now - EXECUTOR_START_MS
+
+
+def orphaned_wait(engine: Engine, transition_id: str, now: int) -> None:
+    """A push/return that reconcile carried to ``awaiting_claim`` for a dead executor
+    waits for an agent nobody is watching for: it becomes a recovery at once (Enter
+    settles it; the claim, if it still comes, resolves it), with the turn uncertain
+    if the line may have been typed."""
+    with write_transaction(engine.conn) as conn:
+        row = transitions_ops.get_transition(conn, transition_id)
+        if row["state"] in (T.PRESENTED, T.AWAITING_CLAIM):
+            open_unclaimed(engine, conn, row, now)
 
 
 def open_unclaimed(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,

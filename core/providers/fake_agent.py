@@ -52,7 +52,6 @@ DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
 DEFAULT_REPLY = "FAKE-OK: offline stand-in reply."
 TOOL_WORD = "TOOLTEST"
 HOOK_TIMEOUT_S = 30.0
-AGENT_RETRIES = 10
 AGENT_TIMEOUT_S = 60.0
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
@@ -580,7 +579,7 @@ class FakeAgent:
         for MCP calls), else as a Bash command, with its Pre/PostToolUse hooks."""
         if self.mcp is not None:
             self.say(f"● switchboard.{tool}({json.dumps(arguments, ensure_ascii=False)})")
-            code, stdout, stderr = self._retrying(lambda: self.mcp.call(tool, arguments))
+            code, stdout, stderr = self.mcp.call(tool, arguments)
             self._show(code, stdout, stderr, show_instructions)
             return code, stdout, stderr
         words = [tool.replace("_", "-")]
@@ -593,7 +592,7 @@ class FakeAgent:
         self.hooks.fire("PreToolUse", self.session.tool_event(
             "PreToolUse", command, "switchboard agent tool", tool_use_id), match="Bash")
         started = time.monotonic()
-        code, stdout, stderr = self._retrying(lambda: self._run_cli(argv))
+        code, stdout, stderr = self._run_cli(argv)
         elapsed = int((time.monotonic() - started) * 1000)
         self._show(code, stdout, stderr, show_instructions)
         response: object = {"stdout": stdout[:2000], "stderr": stderr[:2000],
@@ -613,16 +612,6 @@ class FakeAgent:
             return -1, "", str(exc)
         return (done.returncode, done.stdout.decode("utf-8", "replace"),
                 done.stderr.decode("utf-8", "replace"))
-
-    @staticmethod
-    def _retrying(call: Callable[[], tuple[int, str, str]]) -> tuple[int, str, str]:
-        """Like a well-behaved agent: "call again in a moment" is followed."""
-        for attempt in range(AGENT_RETRIES):
-            code, stdout, stderr = call()
-            if code == 0 or "transition_not_ready" not in stderr:
-                break
-            time.sleep(0.2 * (attempt + 1))
-        return code, stdout, stderr
 
     def _show(self, code: int, stdout: str, stderr: str, show_instructions: bool) -> None:
         if code != 0:

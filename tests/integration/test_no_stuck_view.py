@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -469,3 +470,46 @@ def test_an_unproven_parents_next_turn_claims_the_returned_handoff(
     assert _view_state(engine, world.view_id) == "ready"
     assert screen(tmux_socket, parent).count(CONTROL_TEMPLATE) <= 1
     assert invariant_problems(engine) == []
+
+
+def _reconcile_later(root: Path, delay_s: float) -> None:
+    """Another process carries the transition on (here: reconcile past its lease)."""
+    time.sleep(delay_s)
+    other = open_stage_engine(root, clock=OffsetClock(LEASE_MS + 5_000))
+    try:
+        reconcile(other)
+    finally:
+        other.conn.close()
+
+
+def test_a_claim_made_before_the_presentation_commits_waits_for_it(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resumed parent can call transition_claim() while the return is still
+    executing: the tool waits for the commit instead of telling the model to retry
+    (a model told "again in a moment" may just stop); past its bound it refuses."""
+    engine, world = build_world(tmp_path, tmux_socket)
+
+    def fault(point: str) -> None:
+        if point == "after_claim":
+            raise RuntimeError(point)
+
+    engine.fault = fault
+    with pytest.raises(RuntimeError):
+        engine.frame_complete(new_request_id(), str(world.child_id), "the summary", "next")
+    engine.fault = None
+    state = engine.conn.execute("SELECT state FROM view_transitions WHERE kind ="
+                                " 'complete_return'").fetchone()[0]
+    assert state == "executing"
+    env = _pane_env(engine, world.workspace_id)
+    monkeypatch.setattr(agent_tools, "CLAIM_WAIT_S", 0.4)
+    with pytest.raises(Conflict) as early:
+        agent_tools.transition_claim(env=env)
+    assert early.value.code == "transition_not_ready"
+    monkeypatch.setattr(agent_tools, "CLAIM_WAIT_S", 20.0)
+    later = threading.Thread(target=_reconcile_later, args=(tmp_path, 0.6))
+    later.start()
+    started = time.monotonic()
+    out = agent_tools.transition_claim(env=env)
+    later.join()
+    assert out["kind"] == "handoff" and out["summary"] == "the summary"
+    assert time.monotonic() - started >= 0.5

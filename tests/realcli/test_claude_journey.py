@@ -32,7 +32,7 @@ from core.home import Home
 from core.hooks_install import claude_tool_names
 from core.requests import new_request_id
 from tests.integration.journey_env import tmux, wait_for
-from tests.realcli.anthropic_standin import TOOLTEST_COMMAND, AnthropicStandin
+from tests.realcli.anthropic_standin import TOOLTEST_COMMAND, AnthropicStandin, script
 from tests.realcli.harness import (
     activity,
     main_pane,
@@ -98,7 +98,7 @@ class World:
     def dump(self) -> str:
         """What the registry says, for a failing wait's message."""
         out = []
-        for sql in ("SELECT kind, state, phase, target_frame_id FROM view_transitions",
+        for sql in ("SELECT kind, state, transport_phase, target_frame_id FROM view_transitions",
                     "SELECT kind, transport, state, submission_count FROM control_turns",
                     "SELECT session_key, activity, runtime_presence FROM provider_sessions",
                     "SELECT kind, subject_type, state FROM recoveries"):
@@ -106,6 +106,13 @@ class World:
                 out.append(repr([tuple(r) for r in self.engine.conn.execute(sql)]))
             except Exception as exc:  # noqa: BLE001 - a diagnostic only
                 out.append(f"{sql}: {exc}")
+        for item in self.api.journal.snapshot():  # what each model call offered and said
+            if item.path.startswith("/v1/messages") and "count_tokens" not in item.path:
+                switchboard = [n for n in item.tool_names if "switchboard" in n]
+                out.append(f"model call: {len(item.tool_names)} tools "
+                           f"({len(switchboard)} switchboard) -> {script(item.body or {}).text!r}")
+        for pane in self.panes():  # every agent's screen: the one that failed may be parked
+            out.append(f"--- pane {pane} ---\n" + screen(self.socket, pane).rstrip())
         return "\n".join(out)
 
     def panes(self) -> list[str]:
