@@ -185,7 +185,7 @@ CLAUDE_MCP_SERVER = "switchboard"
 ``mcp__<server>__<tool>``."""
 MCP_WAIT_LIMIT_S = 30
 """How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
-MCP_UNSEEN_TICKS = 100
+MCP_UNSEEN_TICKS = 50
 """Tenths of a second without our server as a child before the wait gives up: a loaded
 machine can take seconds to spawn it (1 s let prompts through without the tools)."""
 MCP_SERVER_PATTERN = "navigator[.]cli mcp"
