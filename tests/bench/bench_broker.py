@@ -25,6 +25,7 @@ from pathlib import Path
 import libtmux
 
 from core.broker import Broker, PlacementSpec
+from tests.waiting import retry_until
 
 VISIBLE_TIMEOUT_S = 5.0
 
@@ -39,12 +40,10 @@ def _start_server(socket: Path) -> tuple[libtmux.Server, PlacementSpec, Placemen
     out = server.cmd("new-window", "-d", "-t", "bench:", "-P", "-F",
                      "#{window_id}\t#{pane_id}", "stty -echo; exec cat").stdout[0]
     window, pane = out.split("\t")
-    deadline = time.monotonic() + 5
-    while server.cmd("display-message", "-p", "-t", pane,
-                     "#{pane_current_command}").stdout != ["cat"]:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the fake agent pane did not start")
-        time.sleep(0.01)
+    if not retry_until(lambda: server.cmd("display-message", "-p", "-t", pane,
+                                          "#{pane_current_command}").stdout == ["cat"],
+                       5, interval=0.01):
+        raise RuntimeError("the fake agent pane did not start")
     return (server, PlacementSpec("bench", director[0], director[1], "claude"),
             PlacementSpec("bench", window, pane, "claude"))
 

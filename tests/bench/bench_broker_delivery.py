@@ -27,6 +27,7 @@ import libtmux
 
 from core.broker import Broker, PlacementSpec
 from core.broker_delivery import PaneTarget
+from tests.waiting import retry_until
 
 VISIBLE_TIMEOUT_S = 5.0
 
@@ -44,11 +45,10 @@ def _panes(server: libtmux.Server, count: int) -> list[tuple[str, str]]:
         out.append(tuple(line.split("\t")))
     deadline = time.monotonic() + 10
     for _, pane in out:
-        while server.cmd("display-message", "-p", "-t", pane,
-                         "#{pane_current_command}").stdout != ["cat"]:
-            if time.monotonic() > deadline:
-                raise RuntimeError("a fake agent pane did not start")
-            time.sleep(0.01)
+        if not retry_until(lambda pane=pane: server.cmd(
+                "display-message", "-p", "-t", pane, "#{pane_current_command}").stdout == ["cat"],
+                deadline - time.monotonic(), interval=0.01):
+            raise RuntimeError("a fake agent pane did not start")
     return out  # type: ignore[return-value]
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
 from storage.session_db import session_db_path
 from tests.core.test_hook_handler import fixture_lines, launch_live_surface
+from tests.waiting import retry_until
 
 TARGET_RATIO = 6.0  # x python -c pass, for the 1 MB PostToolUse
 REPO = Path(__file__).resolve().parents[2]
@@ -101,9 +102,8 @@ def run(runs: int) -> dict[str, float]:
             light.append(_timed(HOOK_ARGV, env, _payload(live.provider_session_id,
                                                          2 * index + 1, small)))
         path = session_db_path(root, live.session_key)
-        deadline = time.monotonic() + 120
-        while _pending(path) and time.monotonic() < deadline:
-            time.sleep(0.2)  # let the detached parsers finish before the folder goes
+        # let the detached parsers finish before the folder goes
+        retry_until(lambda: not _pending(path), 120, interval=0.2)
         left = _pending(path)
         live.engine.conn.close()
     finally:

@@ -52,6 +52,7 @@ from tests.core.test_hook_handler import (
     fixture_lines,
     launch_live_surface,
 )
+from tests.waiting import retry_value
 
 MANAGED_STOP_RATIO = 2.5
 UNMANAGED_RATIO = 1.5
@@ -137,15 +138,12 @@ def _push_waiting(live, pane_env: dict[str, str], frame_id: str, view_id: str,
 
 
 def _wait_state(live, transition_id: str, states: tuple[str, ...], timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        row = live.engine.conn.execute("SELECT state, failure FROM view_transitions WHERE"
-                                       " transition_id = ?", (transition_id,)).fetchone()
-        if row[0] in states or time.monotonic() > deadline:
-            if row[0] not in states:
-                raise SystemExit(f"push {transition_id} is {row[0]} ({row[1]})")
-            return row[0]
-        time.sleep(0.02)
+    row = retry_value(lambda: live.engine.conn.execute(
+        "SELECT state, failure FROM view_transitions WHERE transition_id = ?",
+        (transition_id,)).fetchone(), lambda row: row[0] in states, timeout, interval=0.02)
+    if row[0] not in states:
+        raise SystemExit(f"push {transition_id} is {row[0]} ({row[1]})")
+    return row[0]
 
 
 def run(runs: int, push_runs: int) -> tuple[list[Series], Series, Series]:

@@ -48,8 +48,10 @@ from core.requests import new_request_id
 from core.session import open_engine
 from navigator.app import RECONCILE_INTERVAL
 from tests.bench.bench_hook import BASELINE, hook_commands, recorded
+from tests.bench.bench_tmux import quantile
 from tests.factories import project_config
-from tests.integration.transitions_env import pane_of, quiet_provider_command, session_of
+from tests.integration.transitions_env import pane_env, pane_of, quiet_provider_command, session_of
+from tests.waiting import retry_until
 
 REPO = Path(__file__).resolve().parents[2]
 HOOKS_PER_S = 5.0
@@ -98,22 +100,6 @@ def _tmux(socket: Path, *args: str) -> str:
                           check=True).stdout
 
 
-def _wait(predicate, timeout: float = 60.0) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _pane_env(engine, frame_id: str) -> dict[str, str]:  # noqa: ANN001
-    pid = engine.conn.execute(
-        "SELECT s.process_id FROM frame_placements p JOIN surfaces s"
-        " ON s.surface_id = p.surface_id WHERE p.frame_id = ? AND p.state <> 'orphaned'",
-        (frame_id,)).fetchone()[0]
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
 
 
 def _timed(command: str, env: dict[str, str], stdin: bytes) -> float:
@@ -125,9 +111,6 @@ def _timed(command: str, env: dict[str, str], stdin: bytes) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, float]:
@@ -156,13 +139,13 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         for name in names:
             route = engine.project_enter(new_request_id(), name)
             engine.frame_start(new_request_id(), route.frame_id)
-            _wait(lambda r=route: pane_of(engine, r.frame_id) is not None)
+            retry_until(lambda r=route: pane_of(engine, r.frame_id) is not None, 60.0)
             frames.append((route.view_id, route.frame_id))
             for index in range(agents - 1):
                 pushed = engine.frame_push(new_request_id(), route.frame_id,
                                            f"task {index}", "Benchmark brief.")
                 child = pushed.target_frame_id
-                _wait(lambda c=child: pane_of(engine, c) is not None)
+                retry_until(lambda c=child: pane_of(engine, c) is not None, 60.0)
                 claim_for_frame(engine, child, session_of(engine, child))
                 engine.frame_back(new_request_id(), route.view_id)
                 frames.append((route.view_id, child))
@@ -205,7 +188,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         # hook floor and storm
         commands = hook_commands(engine)
         base_env = {k: v for k, v in os.environ.items() if k != ENV_HOME}
-        envs = {frame: _pane_env(engine, frame) for _view, frame in frames}
+        envs = {frame: pane_env(engine, frame) for _view, frame in frames}
         keys = {frame: engine.conn.execute(
             "SELECT s.provider_session_id FROM frames f JOIN provider_sessions s"
             " ON s.session_key = f.current_session_key WHERE f.frame_id = ?",
@@ -246,7 +229,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         floor_p50 = statistics.median(floor)
         figures["floor_ms"] = floor_p50
         figures["hook_p50"] = statistics.median(samples) / floor_p50
-        figures["hook_p99"] = _quantile(samples, 0.99) / floor_p50
+        figures["hook_p99"] = quantile(samples, 0.99) / floor_p50
         # drain: until no navigator used CPU for one second
         quiet_since, ticks = time.monotonic(), _cpu_ticks(nav_pids)
         while time.monotonic() - quiet_since < 1.0 and time.monotonic() - last_hook < 60:
@@ -273,7 +256,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
                 swap.append((time.perf_counter() - start) * 1000)
                 _tmux(socket, "swap-pane", "-d", "-s", panes[1], "-t", panes[0])
             figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
-            figures["focus_p95"] = _quantile(focus, 0.95) / statistics.median(swap)
+            figures["focus_p95"] = quantile(focus, 0.95) / statistics.median(swap)
         figures["rss"] = max(_rss_mb(pid) for pid in navigators)
         engine.conn.close()
     finally:

@@ -27,7 +27,7 @@ VIEW = "bench-view"
 TARGET_MEDIAN_MS = 40.0
 
 
-def _quantile(values: list[float], q: float) -> float:
+def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
@@ -98,9 +98,9 @@ def run(parked: int, rounds: int) -> dict[str, float]:
         "panes_in_snapshot": float(len(snap.panes)),
         "rounds": float(rounds),
         "present_median_ms": present_median,
-        "present_p90_ms": _quantile(present_ms, 0.9),
+        "present_p90_ms": quantile(present_ms, 0.9),
         "bare_swap_median_ms": bare_median,
-        "bare_swap_p90_ms": _quantile(bare_ms, 0.9),
+        "bare_swap_p90_ms": quantile(bare_ms, 0.9),
         "ratio": present_median / bare_median,
         "tmux_processes_per_present": per_present,
         "snapshot_ms": snapshot_ms,

@@ -42,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.bench.bench_tmux import quantile
+
 TARGET_MEDIAN_MS = 40.0
 TARGET_PROCESSES = 3.0
 
@@ -58,9 +60,6 @@ exec sleep 3600
 """
 
 
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _provider_scripts(folder: Path) -> dict[str, str]:
@@ -168,11 +167,11 @@ def run(parked: int, rounds: int) -> dict[str, float]:
         "parked_seen": float(parked_seen),
         "rounds": float(rounds),
         "focus_median_ms": focus_median,
-        "focus_p90_ms": _quantile(focus_ms, 0.9),
+        "focus_p90_ms": quantile(focus_ms, 0.9),
         "focus_max_ms": max(focus_ms),
         "inside_tmux_median_ms": statistics.median(inside_tmux_ms),
         "bare_swap_median_ms": bare_median,
-        "bare_swap_p90_ms": _quantile(bare_ms, 0.9),
+        "bare_swap_p90_ms": quantile(bare_ms, 0.9),
         "ratio": focus_median / bare_median,
         "tmux_processes_per_focus": statistics.mean(spawned),
         "tmux_processes_max": float(max(spawned)),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from core.broker import Broker, PlacementSpec, open_broker
 from core.broker_delivery import Notifier, PaneLocks, TmuxTyper
 from core.ports import Clock, FixedClock
+from tests.waiting import assert_until, retry_value
 
 
 @pytest.fixture
@@ -68,15 +68,9 @@ def fake_pane(tmux_server: libtmux.Server) -> Callable[[], PlacementSpec]:
             "new-window", "-d", "-t", "scratch:", "-P", "-F",
             "#{session_name}\t#{window_id}\t#{pane_id}", "stty -echo; exec cat").stdout
         session, window, pane = out[0].split("\t")
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            current = tmux_server.cmd("display-message", "-p", "-t", pane,
-                                      "#{pane_current_command}").stdout
-            if current and current[0] == "cat":
-                break
-            time.sleep(0.01)
-        else:
-            raise AssertionError(f"fake agent in {pane} did not start")
+        assert_until(lambda: tmux_server.cmd("display-message", "-p", "-t", pane,
+                                             "#{pane_current_command}").stdout[:1] == ["cat"],
+                     5, f"fake agent in {pane} did not start", interval=0.01)
         return PlacementSpec(session, window, pane, "claude")
 
     return start
@@ -90,12 +84,8 @@ def pane_lines(server: libtmux.Server, pane: str) -> list[str]:
 
 def wait_for_lines(server: libtmux.Server, pane: str, count: int,
                    timeout: float = 5.0) -> list[str]:
-    deadline = time.monotonic() + timeout
-    lines = pane_lines(server, pane)
-    while len(lines) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
-        lines = pane_lines(server, pane)
-    return lines
+    return retry_value(lambda: pane_lines(server, pane), lambda lines: len(lines) >= count,
+                       timeout, interval=0.01)
 
 
 def notified_at(broker: Broker, message_id: int) -> str | None:

@@ -32,6 +32,7 @@ from tests.broker.conftest import (
     placeholder,
     wait_for_lines,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -187,10 +188,8 @@ def test_sender_waits_for_the_pane_input_lock(
              "--from", str(director_id), "--to", str(worker_id), "locked out"],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with Broker(open_broker(broker_path)) as reader:
-            deadline = time.monotonic() + 10
-            while not reader.poll(worker_id) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert reader.poll(worker_id), "the message was never stored"
+            assert retry_until(lambda: reader.poll(worker_id), 10, interval=0.02), \
+                "the message was never stored"
         time.sleep(0.3)
         assert pane_lines(tmux_server, worker_pane.mux_pane_id) == []
         assert sender.poll() is None  # still waiting for the lock

@@ -40,7 +40,7 @@ from tests.core.test_session_evidence import (
     CODEX_FIXTURE,
     live_codex,  # noqa: F401  (fixture)
 )
-from tests.integration.journey_env import wait_for
+from tests.waiting import retry_until
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILING = "def add(a, b):\n    return a - b\n"
@@ -236,7 +236,7 @@ def test_big_output_is_bounded_and_parsed_by_the_detached_worker(
         (state,) = rows(path, "SELECT parsed_diagnostics_json FROM command_runs")
         return json.loads(state[0])["state"] == "parsed"
 
-    assert wait_for(parsed, 30), rows(path, "SELECT parsed_diagnostics_json FROM command_runs")
+    assert retry_until(parsed, 30), rows(path, "SELECT parsed_diagnostics_json FROM command_runs")
     (diagnostic,) = rows(path, "SELECT * FROM diagnostics")
     assert (diagnostic["command_run_id"], diagnostic["artifact_id"], diagnostic["file"]) == \
         (run["id"], artifact["id"], "tests/test_big.py")

@@ -23,7 +23,7 @@ from tests.core.engines import dump as dump_registry
 from tests.core.engines import rid
 from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
 from tests.factories import make_engine
-from tests.integration.journey_env import wait_for
+from tests.waiting import retry_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,7 +105,7 @@ def test_hook_on_a_full_disk_says_so_in_one_line_and_writes_nothing(
     # The navigator keeps the registry open (so -shm exists); an emptied WAL means
     # the hook's commit needs new disk blocks, as on a real full disk.
     registry = live.root / "state" / live.engine.generation_id / "registry.sqlite3"
-    assert wait_for(lambda: empty_wal(live.engine.conn, registry), 30)
+    assert retry_until(lambda: empty_wal(live.engine.conn, registry), 30)
     assert activity(live) != "working"
     before = dump(live)
     filler = fill(live.root.parent)

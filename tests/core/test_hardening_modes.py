@@ -25,7 +25,8 @@ from storage.broker_store import open_store
 from storage.registry_file import create_registry, publish_pointer
 from storage.session_db import open_session_db
 from tests.factories import project_config
-from tests.integration.journey_env import fake_provider_command, tmux, wait_for
+from tests.integration.journey_env import fake_provider_command, tmux
+from tests.waiting import retry_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,7 +79,7 @@ def test_journey_leaves_nothing_readable_by_others(tmp_path: Path, tmux_socket: 
 
         def evidence() -> list[Path]:  # the agent's own hooks wrote its session file
             return list((home / "sessions").glob("*/session.db"))
-        assert wait_for(lambda: bool(evidence()), 60), provider_screen(tmux_socket)
+        assert retry_until(lambda: bool(evidence()), 60), provider_screen(tmux_socket)
         cli("reconcile")
     finally:
         os.umask(person)

@@ -26,7 +26,8 @@ from core.errors import ProviderError, Unauthorized
 from core.hook_handler import handle_hook
 from core.requests import new_request_id
 from storage.connection import write_transaction
-from tests.integration.journey_env import make_live_engine, wait_for
+from tests.integration.journey_env import make_live_engine
+from tests.waiting import retry_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 CLAUDE_FIXTURE = FIXTURES / "claude-2.1.197.tsv"
@@ -89,7 +90,7 @@ def launch_live_surface(root: Path, socket: Path, provider: str = "claude") -> L
                                    (started.launch_id,)).fetchone()[0]
 
     # The fake agent's own SessionStart hook binds the launch; after that it idles.
-    assert wait_for(lambda: launch_state() == "bound", 20), launch_state()
+    assert retry_until(lambda: launch_state() == "bound", 20), launch_state()
     session = engine.conn.execute(
         "SELECT session_key, provider_session_id FROM provider_sessions"
         " WHERE session_key = (SELECT session_key FROM launch_intents WHERE launch_id = ?)",

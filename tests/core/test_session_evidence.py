@@ -29,7 +29,7 @@ from tests.core.test_hook_handler import (
     launch_live_surface,
     live,  # noqa: F401  (fixture)
 )
-from tests.integration.journey_env import wait_for
+from tests.waiting import retry_until
 
 CODEX_FIXTURE = FIXTURES / "codex-0.171.0.tsv"
 CLAUDE_TOOL_USE_ID = "toolu_edac0b05e4c64ff8a0d6"
@@ -100,7 +100,7 @@ def now_clock() -> FixedClock:
 
 def test_replay_records_events_and_one_tool_run(live: LiveSurface) -> None:  # noqa: F811
     path = session_db_path(live.root, live.session_key)
-    assert wait_for(lambda: agent_written(live), 10)
+    assert retry_until(lambda: agent_written(live), 10)
     for created in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         created.unlink(missing_ok=True)  # the fake agent's own SessionStart wrote here
     replay(live)
@@ -195,7 +195,7 @@ AGENT_AFTER_LINE = [
 
 def test_replay_moves_the_agent_row_line_by_line(live: LiveSurface) -> None:  # noqa: F811
     path = session_db_path(live.root, live.session_key)
-    assert wait_for(lambda: agent_written(live), 10)
+    assert retry_until(lambda: agent_written(live), 10)
     (launched,) = read(path, "SELECT started_at FROM agents")
     clock = now_clock()
     started = launched[0]  # the fake agent's own SessionStart
@@ -233,7 +233,7 @@ def test_codex_replay_records_its_model_and_pairs_by_call_id(
         live_codex: LiveSurface) -> None:
     codex = live_codex
     path = session_db_path(codex.root, codex.session_key)  # the thread id's key, after rekey
-    assert wait_for(lambda: agent_written(codex), 10)
+    assert retry_until(lambda: agent_written(codex), 10)
     clock = now_clock()
     for event, document in own_lines(codex, CODEX_FIXTURE):
         clock.advance(1000)
@@ -301,7 +301,7 @@ def test_cli_session_show_json(live: LiveSurface,  # noqa: F811
                                capsys: pytest.CaptureFixture[str]) -> None:
     from navigator.cli import main
 
-    assert wait_for(lambda: agent_written(live), 10)  # no late SessionStart mid-replay
+    assert retry_until(lambda: agent_written(live), 10)  # no late SessionStart mid-replay
     replay(live)
     frame_id = live.engine.conn.execute(
         "SELECT frame_id FROM frames WHERE current_session_key = ?",

@@ -9,7 +9,6 @@ tmux delivered (and what it dropped).
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import libtmux
 import pytest
 
 from core.tmux import TmuxAdapter, TmuxRunner, ensure_holding_session, read_identity
+from tests.waiting import assert_until
 
 READY = b"READY\n"
 
@@ -61,17 +61,8 @@ def recorder(tmp_path: Path) -> Callable[[str], tuple[list[str], Path]]:
     return make
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
-
-
 def wait_ready(log: Path) -> None:
-    wait_for(lambda: log.exists() and log.read_bytes().startswith(READY))
+    assert_until(lambda: log.exists() and log.read_bytes().startswith(READY), 5.0, interval=0.02)
 
 
 def received(log: Path) -> bytes:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,15 +51,17 @@ def tmux(socket: Path, *args: str) -> str:
                           text=True).stdout
 
 
+def pane_ids(socket: Path) -> list[str]:
+    """Every pane id on the server (a pane that exited is gone from it)."""
+    return tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+
+
+def one(engine: Engine, sql: str, *args: object) -> tuple | None:
+    """The first row of a registry query as a tuple, or None."""
+    row = engine.conn.execute(sql, args).fetchone()
+    return None if row is None else tuple(row)
+
+
 def type_line(socket: Path, pane: str, text: str) -> None:
     tmux(socket, "send-keys", "-t", pane, "-l", text)
     tmux(socket, "send-keys", "-t", pane, "Enter")
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()

@@ -26,7 +26,8 @@ from tests.core.test_hook_handler import (
     payload_for,
 )
 from tests.core.test_mcp_server import McpProcess, base_env, error_text, ok_output, pane_env
-from tests.integration.journey_env import tmux, wait_for
+from tests.integration.journey_env import tmux
+from tests.waiting import retry_until
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,12 @@ class Journey:
         """After the push ran: the child's MCP client with its own capability, its pane,
         session key and raw capability (the launch bound by the child's own hook)."""
         one = self.one
-        assert wait_for(lambda: one("SELECT state FROM view_transitions"
-                                    " WHERE transition_id = ?", push_id) == ("completed",), 30)
+        assert retry_until(lambda: one("SELECT state FROM view_transitions"
+                                       " WHERE transition_id = ?", push_id) == ("completed",), 30)
         launch_id = one("SELECT launch_id FROM launch_intents WHERE frame_id = ?"
                         " ORDER BY created_at DESC LIMIT 1", child_frame)[0]
-        assert wait_for(lambda: one("SELECT state FROM launch_intents WHERE launch_id = ?",
-                                    launch_id) == ("bound",), 30)
+        assert retry_until(lambda: one("SELECT state FROM launch_intents WHERE launch_id = ?",
+                                       launch_id) == ("bound",), 30)
         raw = "sbcap1_test-" + uuid.uuid4().hex
         mint_capability(self.live.engine, launch_id, raw)
         pane = one("SELECT pane_id FROM agent_capabilities WHERE capability_digest = ?",
@@ -94,17 +95,17 @@ def test_push_claim_complete_claim_over_mcp(journey: Journey, tmux_socket: Path)
         brief = ok_output(child.call("transition_claim"))
         assert (brief["kind"], brief["brief"], brief["first_claim"]) == \
             ("brief", "Make test_foo pass", False)
-        assert wait_for(lambda: one("SELECT activity FROM provider_sessions"
-                                    " WHERE session_key = ?", child_key) == ("ready",), 30)
+        assert retry_until(lambda: one("SELECT activity FROM provider_sessions"
+                                       " WHERE session_key = ?", child_key) == ("ready",), 30)
 
         # 4. the idle child completes: the return runs at once, the parent's agent
         #    gets one control line, claims the handoff, and the child is closed
         done = ok_output(child.call("task_complete_return",
                                     {"summary": "Fixed foo", "next_action": "review"}))
         return_id = done["transition_id"]
-        assert wait_for(lambda: one("SELECT state FROM view_transitions"
-                                    " WHERE transition_id = ?", return_id) == ("completed",),
-                        30), one("SELECT state, failure FROM view_transitions"
+        assert retry_until(lambda: one("SELECT state FROM view_transitions"
+                                       " WHERE transition_id = ?", return_id) == ("completed",),
+                           30), one("SELECT state, failure FROM view_transitions"
                                  " WHERE transition_id = ?", return_id)
         assert one("SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
                    child_frame) == ("closed", "completed")
@@ -114,7 +115,7 @@ def test_push_claim_complete_claim_over_mcp(journey: Journey, tmux_socket: Path)
                                           "#{pane_id}").split()
 
         # The parent's claim kills it at once (its settling Stop is the second chance).
-        assert wait_for(child_pane_gone, 15), (
+        assert retry_until(child_pane_gone, 15), (
             tmux(tmux_socket, "list-panes", "-a", "-F",
                  "#{session_name}:#{window_index} #{pane_id} #{@sb_role} #{@sb_surface} "
                  "#{pane_input_off} #{pane_dead}"),
@@ -162,8 +163,8 @@ def test_a_return_to_a_working_parent_waits_for_the_parents_stop(
         child_frame = pushed["child_frame_id"]  # the parent was idle: it ran at once
         child, child_pane, child_key, child_raw = journey.child_of(pushed["transition_id"],
                                                                    child_frame)
-        assert wait_for(lambda: one("SELECT activity FROM provider_sessions"
-                                    " WHERE session_key = ?", child_key) == ("ready",), 30)
+        assert retry_until(lambda: one("SELECT activity FROM provider_sessions"
+                                       " WHERE session_key = ?", child_key) == ("ready",), 30)
 
         # The parked parent starts a turn of its own; then the idle child returns.
         handle_hook("claude", "UserPromptSubmit", payload_for(live, "UserPromptSubmit"),
@@ -192,8 +193,8 @@ def test_a_return_to_a_working_parent_waits_for_the_parents_stop(
         # The parent's trusted Stop runs the return; its agent gets the line once.
         stopped = handle_hook("claude", "Stop", payload_for(live, "Stop"), live.env())
         assert stopped.executed_transitions == (return_id,)
-        assert wait_for(lambda: one("SELECT state FROM view_transitions WHERE transition_id"
-                                    " = ?", return_id) == ("completed",), 30)
+        assert retry_until(lambda: one("SELECT state FROM view_transitions WHERE transition_id"
+                                       " = ?", return_id) == ("completed",), 30)
         assert one("SELECT main_pane_id FROM user_views") == (parent_pane,)
         assert one("SELECT transport, submission_count FROM control_turns"
                    " WHERE transition_id = ?", return_id) == ("live_input", 1)

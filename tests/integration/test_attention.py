@@ -27,7 +27,8 @@ from core.attention import (
     terminal_bytes,
 )
 from core.requests import new_request_id
-from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
+from tests.integration.journey_env import make_live_engine, tmux, type_line
+from tests.waiting import retry_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,16 +93,16 @@ def live(tmp_path: Path, tmux_socket: Path, monkeypatch) -> Iterator[tuple]:
     route = engine.project_enter(new_request_id(), "alpha")
     started = engine.frame_start(new_request_id(), route.frame_id)
     main = engine.conn.execute("SELECT main_pane_id FROM user_views").fetchone()[0]
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT state FROM launch_intents WHERE launch_id = ?",
         (started.launch_id,)).fetchone()[0] == "bound", 30)
     type_line(tmux_socket, main, "hello")  # one turn: its Stop says ready
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT activity FROM provider_sessions").fetchone()[0] == "ready", 30)
     window = engine.conn.execute("SELECT tmux_window_id FROM user_views").fetchone()[0]
     client = PtyClient(tmux_socket, window)
     try:
-        assert wait_for(lambda: b"\x1b[" in client.read(0.2), 30)
+        assert retry_until(lambda: b"\x1b[" in client.read(0.2), 30)
         yield engine, route, client
     finally:
         client.close()
@@ -122,10 +123,10 @@ def test_status_segment_and_nudges_reach_a_real_client(live, tmp_path: Path,
     engine, route, client = live
     # the agent's own hooks already published: the count, and (its turn finished) the
     # segment in the default status line, with no command run by hand
-    assert wait_for(lambda: "✓ 1 ready" in tmux(tmux_socket, "show-options", "-gqv",
-                                                 "@sb_attention"), 20)
-    assert wait_for(lambda: tmux(tmux_socket, "show-options", "-gv", "status-right")
-                    .startswith("#{@sb_attention}"), 20)
+    assert retry_until(lambda: "✓ 1 ready" in tmux(tmux_socket, "show-options", "-gqv",
+                                                    "@sb_attention"), 20)
+    assert retry_until(lambda: tmux(tmux_socket, "show-options", "-gv", "status-right")
+                       .startswith("#{@sb_attention}"), 20)
     out = _publish(tmp_path, "--frame", route.frame_id, "--event", "turn_finished")
     assert out.strip() == "needs input 0, ready 1, working 0"
     # the person kept tmux's default status line: the segment went in front of it
@@ -142,13 +143,13 @@ def test_status_segment_and_nudges_reach_a_real_client(live, tmp_path: Path,
     client.output = b""
     engine.conn.execute("SELECT 1")
     child = engine.frame_push(new_request_id(), route.frame_id, "Tests", "Write tests.")
-    assert wait_for(lambda: client.read(0.05) is not None and engine.conn.execute(
+    assert retry_until(lambda: client.read(0.05) is not None and engine.conn.execute(
         "SELECT state FROM view_transitions WHERE kind = 'push'").fetchone()[0]
         == "completed", 30)  # a terminal keeps reading what its client draws
     out = _publish(tmp_path, "--frame", route.frame_id, "--event", "needs_input")
     assert "; nudged /dev/" in out, out
-    assert wait_for(lambda: b"]9;Switchboard: alpha / alpha needs input\x07" in client.read(),
-                    30), client.output[-400:]
+    assert retry_until(lambda: b"]9;Switchboard: alpha / alpha needs input\x07" in client.read(),
+                       30), client.output[-400:]
     assert b"]777;notify;Switchboard;Switchboard: alpha / alpha needs input\x07" \
         in client.output
     # nothing about the child the client is looking at

@@ -17,12 +17,9 @@ import pytest
 
 from core.enums import Provider
 from core.requests import new_request_id
-from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
-
-
-def _one(engine, sql: str, *args) -> tuple | None:
-    row = engine.conn.execute(sql, args).fetchone()
-    return None if row is None else tuple(row)
+from tests.integration.journey_env import make_live_engine, one, tmux, type_line
+from tests.integration.transitions_env import screen
+from tests.waiting import retry_until
 
 
 def _broker(path: Path, sql: str, *args) -> list[tuple]:
@@ -33,12 +30,10 @@ def _broker(path: Path, sql: str, *args) -> list[tuple]:
         conn.close()
 
 
-def _screen(socket: Path, pane: str) -> str:
-    return tmux(socket, "capture-pane", "-p", "-J", "-S", "-200", "-t", pane)
 
 
 def _activity(engine, frame_id: str) -> str | None:
-    row = _one(engine, "SELECT activity FROM provider_sessions WHERE session_key ="
+    row = one(engine, "SELECT activity FROM provider_sessions WHERE session_key ="
                        " (SELECT current_session_key FROM frames WHERE frame_id = ?)", frame_id)
     return row[0] if row else None
 
@@ -51,9 +46,9 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
     broker_db = tmp_path / "broker.sqlite3"
     route = engine.project_enter(new_request_id(), "alpha")
     engine.frame_start(new_request_id(), route.frame_id, provider)
-    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    view_id = _one(engine, "SELECT view_id FROM user_views")[0]
-    assert wait_for(lambda: ">" in _screen(tmux_socket, main).split())
+    main = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    view_id = one(engine, "SELECT view_id FROM user_views")[0]
+    assert retry_until(lambda: ">" in screen(tmux_socket, main).split(), 15.0)
 
     # Launched means registered: one fleet for the project, the workspace its Director,
     # the person a member without a pane.
@@ -67,30 +62,30 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
     assert [m[1] for m in members[1:]] == ["person"] and members[1][3] is None
 
     type_line(tmux_socket, main, "hello")
-    assert wait_for(lambda: _activity(engine, route.frame_id) == "ready")
+    assert retry_until(lambda: _activity(engine, route.frame_id) == "ready", 15.0)
     type_line(tmux_socket, main, "/push Fix the bug :: Make test_foo pass")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE kind = 'push'") == ("completed",), 30)
-    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    child_frame = _one(engine, "SELECT frame_id FROM frames WHERE title = 'Fix the bug'")[0]
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE kind = 'push'") == ("completed",), 30)
+    child_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    child_frame = one(engine, "SELECT frame_id FROM frames WHERE title = 'Fix the bug'")[0]
     assert child_pane != main
-    assert wait_for(lambda: _broker(
+    assert retry_until(lambda: _broker(
         broker_db, "SELECT p.mux_pane_id FROM members m JOIN member_placements p"
                    " USING (member_id) WHERE m.description = ?",
-        f"switchboard-frame:{child_frame}") == [(child_pane,)])
-    assert wait_for(lambda: _activity(engine, child_frame) == "ready", 30)
+        f"switchboard-frame:{child_frame}") == [(child_pane,)], 15.0)
+    assert retry_until(lambda: _activity(engine, child_frame) == "ready", 30)
 
     # The child (task agent) messages its parked parent and the person.
     type_line(tmux_socket, child_pane, "/msg workspace :: please review the diff")
-    assert wait_for(lambda: _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(1,)], 30)
+    assert retry_until(lambda: _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(1,)], 30)
     type_line(tmux_socket, child_pane, "/msg person :: tests pass now")
-    assert wait_for(lambda: _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(2,)], 30)
+    assert retry_until(lambda: _broker(broker_db, "SELECT COUNT(*) FROM messages") == [(2,)], 30)
     tool = "switchboard.message_send(" if provider is Provider.CODEX else "message-send"
-    assert tool in _screen(tmux_socket, child_pane)
+    assert tool in screen(tmux_socket, child_pane)
     to_parent = _broker(broker_db, "SELECT message_id, notified_at, status_state FROM messages"
                                    " WHERE text = 'please review the diff'")[0]
     assert to_parent[1] is None and to_parent[2] == "input_required"
-    assert "[switchboard] message" not in _screen(tmux_socket, main)  # parked: not typed
+    assert "[switchboard] message" not in screen(tmux_socket, main)  # parked: not typed
 
     # The person sees its message in the view's Inbox...
     from core.inbox_view import inbox_for_view
@@ -109,35 +104,35 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
     assert toggle_inbox_stream(engine, view_id) is StreamPane.OPENED
     assert len(stream_panes()) == 1
     stream_pane = stream_panes()[0]
-    assert wait_for(lambda: "tests pass now" in _screen(tmux_socket, stream_pane), 30), \
-        _screen(tmux_socket, stream_pane)
+    assert retry_until(lambda: "tests pass now" in screen(tmux_socket, stream_pane), 30), \
+        screen(tmux_socket, stream_pane)
 
     # The person answers from the navigator: the shown, ready child gets it typed at once.
     from core.broker_membership import person_send
 
-    assert wait_for(lambda: _activity(engine, child_frame) == "ready", 30)
+    assert retry_until(lambda: _activity(engine, child_frame) == "ready", 30)
     sent = person_send(engine, child_frame, "thanks, carry on")
     assert sent.delivery == "typed into its pane" and sent.to_name == "Fix the bug"
-    assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages"
-                                               " WHERE message_id = ?", sent.message_id)
-                    == [("completed",)], 30), _screen(tmux_socket, child_pane)
-    assert f"message {sent.message_id}: thanks, carry on" in _screen(tmux_socket, child_pane)
+    assert retry_until(lambda: _broker(broker_db, "SELECT status_state FROM messages"
+                                                  " WHERE message_id = ?", sent.message_id)
+                       == [("completed",)], 30), screen(tmux_socket, child_pane)
+    assert f"message {sent.message_id}: thanks, carry on" in screen(tmux_socket, child_pane)
 
     # Showing the workspace again delivers: no second send.
     engine.view_focus(new_request_id(), view_id, route.frame_id)
-    assert wait_for(lambda: _one(engine, "SELECT main_pane_id FROM user_views")[0] == main, 30)
+    assert retry_until(lambda: one(engine, "SELECT main_pane_id FROM user_views")[0] == main, 30)
     line = f"[switchboard] message {to_parent[0]} from Fix the bug"
-    assert wait_for(lambda: line in _screen(tmux_socket, main), 30), _screen(tmux_socket, main)
-    assert wait_for(lambda: f"message {to_parent[0]}: please review the diff"
-                    in _screen(tmux_socket, main), 30), _screen(tmux_socket, main)
-    assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages"
-                                               " WHERE message_id = ?", to_parent[0])
-                    == [("completed",)], 30), _screen(tmux_socket, main)
-    assert _screen(tmux_socket, main).count(line) == 1
+    assert retry_until(lambda: line in screen(tmux_socket, main), 30), screen(tmux_socket, main)
+    assert retry_until(lambda: f"message {to_parent[0]}: please review the diff"
+                       in screen(tmux_socket, main), 30), screen(tmux_socket, main)
+    assert retry_until(lambda: _broker(broker_db, "SELECT status_state FROM messages"
+                                                  " WHERE message_id = ?", to_parent[0])
+                       == [("completed",)], 30), screen(tmux_socket, main)
+    assert screen(tmux_socket, main).count(line) == 1
     # The stream pane stayed through the swap; the same key closes it.
     assert stream_panes() == [stream_pane]
     assert toggle_inbox_stream(engine, view_id) is StreamPane.CLOSED
-    assert wait_for(lambda: stream_panes() == [])
+    assert retry_until(lambda: stream_panes() == [], 15.0)
     # The person's message is never typed anywhere (no pane) and stays pending for them.
     assert _broker(broker_db, "SELECT status_state FROM messages WHERE text = 'tests pass now'"
                    ) == [("input_required",)]
@@ -161,16 +156,16 @@ def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
     broker_db = tmp_path / "broker.sqlite3"
     route = engine.project_enter(new_request_id(), "alpha")
     engine.frame_start(new_request_id(), route.frame_id, Provider.CODEX)
-    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    assert wait_for(lambda: ">" in _screen(tmux_socket, main).split())
+    main = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: ">" in screen(tmux_socket, main).split(), 15.0)
     type_line(tmux_socket, main, "hello")
-    assert wait_for(lambda: _activity(engine, route.frame_id) == "ready")
+    assert retry_until(lambda: _activity(engine, route.frame_id) == "ready", 15.0)
     type_line(tmux_socket, main, "/push Fix the bug :: Make test_foo pass")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE kind = 'push'") == ("completed",), 30)
-    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    child_frame = _one(engine, "SELECT frame_id FROM frames WHERE title = 'Fix the bug'")[0]
-    assert wait_for(lambda: _activity(engine, child_frame) == "ready", 30)
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE kind = 'push'") == ("completed",), 30)
+    child_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    child_frame = one(engine, "SELECT frame_id FROM frames WHERE title = 'Fix the bug'")[0]
+    assert retry_until(lambda: _activity(engine, child_frame) == "ready", 30)
 
     child = McpProcess(_pane_env(tmux_socket, child_pane))
     try:
@@ -180,7 +175,7 @@ def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
         assert current["project"] == "alpha" and current["unread_messages"] == 0
         context = ok_output(child.call("switchboard_context", {}))
         assert {f["title"] for f in context["frames"]} == {"Fix the bug",
-                                                           _one(engine, "SELECT title FROM"
+                                                           one(engine, "SELECT title FROM"
                                                                 " frames WHERE frame_id = ?",
                                                                 route.frame_id)[0]}
         text = repr(current) + repr(context)
@@ -195,12 +190,13 @@ def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
         # task_back shows the parent; the parent is ready, so its line is typed at once.
         back = ok_output(child.call("task_back", {}))
         assert back["already"] is False
-        assert wait_for(lambda: _one(engine, "SELECT main_pane_id FROM user_views")[0] == main)
+        assert retry_until(lambda: one(engine, "SELECT main_pane_id FROM user_views")[0] == main,
+                           15.0)
         assert ok_output(child.call("task_back", {}))["already"] is True
         status = ok_output(child.call("transition_status", {}))
         assert [t["kind"] for t in status["transitions"]][:2] == ["back", "push"]
-        assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages")
-                        == [("completed",)], 30), _screen(tmux_socket, main)
+        assert retry_until(lambda: _broker(broker_db, "SELECT status_state FROM messages")
+                           == [("completed",)], 30), screen(tmux_socket, main)
 
         # A shown agent that is working is not typed into: the line waits for its Stop.
         engine.conn.execute("UPDATE provider_sessions SET activity = 'working'"
@@ -211,26 +207,26 @@ def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
         assert busy["delivery"] == "pending: its agent is working; it is typed at the " \
                                    "agent's next Stop"
         line = f"[switchboard] message {busy['message_id']} from"
-        assert line not in _screen(tmux_socket, main)
+        assert line not in screen(tmux_socket, main)
         type_line(tmux_socket, main, "hello again")  # a turn, then its trusted Stop
-        assert wait_for(lambda: line in _screen(tmux_socket, main), 30), \
-            _screen(tmux_socket, main)
-        assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages"
-                                                   " WHERE message_id = ?", busy["message_id"])
-                        == [("completed",)], 30), _screen(tmux_socket, main)
+        assert retry_until(lambda: line in screen(tmux_socket, main), 30), \
+            screen(tmux_socket, main)
+        assert retry_until(lambda: _broker(broker_db, "SELECT status_state FROM messages"
+                                                      " WHERE message_id = ?", busy["message_id"])
+                           == [("completed",)], 30), screen(tmux_socket, main)
         history = ok_output(child.call("switchboard_history", {}))
         assert history["closed"] == []
     finally:
         child.close()
 
     # Closing the task deregisters its member; its messages are kept.
-    engine.view_focus(new_request_id(), _one(engine, "SELECT view_id FROM user_views")[0],
+    engine.view_focus(new_request_id(), one(engine, "SELECT view_id FROM user_views")[0],
                       child_frame)
-    assert wait_for(lambda: _one(engine, "SELECT main_pane_id FROM user_views")[0]
-                    == child_pane)
+    assert retry_until(lambda: one(engine, "SELECT main_pane_id FROM user_views")[0]
+                       == child_pane, 15.0)
     type_line(tmux_socket, child_pane, "/complete Fixed foo :: review")
-    assert wait_for(lambda: _one(engine, "SELECT lifecycle_state FROM frames WHERE"
-                                         " frame_id = ?", child_frame) == ("closed",), 40)
+    assert retry_until(lambda: one(engine, "SELECT lifecycle_state FROM frames WHERE"
+                                            " frame_id = ?", child_frame) == ("closed",), 40)
     from core.broker_membership import after_launch
 
     after_launch(engine, route.frame_id)  # any later reconcile sees the closed frame
@@ -248,13 +244,13 @@ def test_resumed_agent_keeps_its_member_and_gets_what_waited(
     broker_db = tmp_path / "broker.sqlite3"
     route = engine.project_enter(new_request_id(), "alpha")
     engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
-    first_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    assert wait_for(lambda: _activity(engine, route.frame_id) is not None)
+    first_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: _activity(engine, route.frame_id) is not None, 15.0)
     member = _broker(broker_db, "SELECT member_id FROM members WHERE description = ?",
                      f"switchboard-frame:{route.frame_id}")
     engine.frame_stop(new_request_id(), route.frame_id)
-    assert wait_for(lambda: first_pane not in tmux(tmux_socket, "list-panes", "-a", "-F",
-                                                   "#{pane_id}").split())
+    assert retry_until(lambda: first_pane not in tmux(tmux_socket, "list-panes", "-a", "-F",
+                                                      "#{pane_id}").split(), 15.0)
 
     from core.broker_membership import person_send
 
@@ -263,22 +259,22 @@ def test_resumed_agent_keeps_its_member_and_gets_what_waited(
     # The shell CLI, by names, goes through the same gate.
     from navigator.cli import main
 
-    project = _one(engine, "SELECT project_id FROM frames WHERE frame_id = ?",
+    project = one(engine, "SELECT project_id FROM frames WHERE frame_id = ?",
                    route.frame_id)[0]
-    title = _one(engine, "SELECT title FROM frames WHERE frame_id = ?", route.frame_id)[0]
+    title = one(engine, "SELECT title FROM frames WHERE frame_id = ?", route.frame_id)[0]
     monkeypatch.setenv("SWITCHBOARD_TMUX_SOCKET", str(tmux_socket))
     assert main(["message", "send", "--fleet", f"project:{project}", "--from", "person",
                  "--to", title, "from the shell"]) == 0
     engine.frame_start(new_request_id(), route.frame_id)
-    pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
     assert pane != first_pane
     assert _broker(broker_db, "SELECT m.member_id, p.mux_pane_id FROM members m"
                               " JOIN member_placements p USING (member_id)"
                               " WHERE m.description = ?",
                    f"switchboard-frame:{route.frame_id}") == [(member[0][0], pane)]
     type_line(tmux_socket, pane, "hello")  # a turn and its Stop
-    assert wait_for(lambda: f"message {sent.message_id}: welcome back"
-                    in _screen(tmux_socket, pane), 30), _screen(tmux_socket, pane)
-    assert wait_for(lambda: _broker(broker_db, "SELECT status_state FROM messages")
-                    == [("completed",), ("completed",)], 30)
-    assert "message 2: from the shell" in _screen(tmux_socket, pane)
+    assert retry_until(lambda: f"message {sent.message_id}: welcome back"
+                       in screen(tmux_socket, pane), 30), screen(tmux_socket, pane)
+    assert retry_until(lambda: _broker(broker_db, "SELECT status_state FROM messages")
+                       == [("completed",), ("completed",)], 30)
+    assert "message 2: from the shell" in screen(tmux_socket, pane)

@@ -45,6 +45,7 @@ from core.requests import new_request_id
 from core.sagas import LEASE_MS
 from core.settlement import invariant_problems
 from tests.integration.fault_child import perform
+from tests.integration.journey_env import tmux
 from tests.integration.test_faults import POINTS
 from tests.integration.transitions_env import (
     OffsetClock,
@@ -55,10 +56,9 @@ from tests.integration.transitions_env import (
     pane_of,
     problems,
     session_of,
-    tmux,
-    wait_for,
     wait_prompt,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -315,8 +315,8 @@ def _runtime_faults(chaos: Chaos) -> None:
         " ON s.surface_id = p.surface_id WHERE p.frame_id = ? AND p.state = 'active'",
         (chaos.active(),)).fetchone()[0]
     os.kill(pid, signal.SIGKILL)
-    assert wait_for(lambda: engine.stage.snapshot().pane(
-        str(pane_of(engine, chaos.active()))).dead, 10)
+    assert retry_until(lambda: engine.stage.snapshot().pane(
+        str(pane_of(engine, chaos.active()))).dead, 10, interval=0.02)
     chaos.check("agent_exited_mid_turn")
     chaos.heal()
     # The tmux server is killed; the view's recovery rebuilds it on a new one.

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.journey_env import tmux, wait_for
+from tests.integration.journey_env import tmux
+from tests.waiting import retry_until
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
@@ -46,8 +47,8 @@ def test_demo_sets_up_a_view_with_a_workspace_and_two_tasks(tmp_path: Path) -> N
         # the navigator pane renders the project tree
         nav = next(line.split()[0] for line in tmux(socket, "list-panes", "-a", "-F",
                    "#{pane_id} #{@sb_role}").splitlines() if line.endswith(" navigator"))
-        assert wait_for(lambda: "Write the parser" in tmux(socket, "capture-pane", "-p",
-                                                           "-t", nav), 20)
+        assert retry_until(lambda: "Write the parser" in tmux(socket, "capture-pane", "-p",
+                                                              "-t", nav), 20)
         # running the demo again reuses the same home: nothing is duplicated
         again = _cli(home, "demo", "--home", str(home), "--no-attach")
         assert again.returncode == 0, again.stderr

@@ -25,15 +25,13 @@ from storage.project_db import DEBUG_RECORDS, project_db_path
 from storage.session_db import session_db_path
 from tests.core.test_evidence_commands import FAILING, FIXED, TEST, pytest_run, recorded
 from tests.core.test_hook_handler import mint_capability
-from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
+from tests.integration.journey_env import make_live_engine, one, tmux, type_line
+from tests.waiting import retry_until
 
 ROOT = Path(__file__).resolve().parents[2]
 BRIEF = "Make test_calc pass"
 
 
-def _one(engine, sql: str, *args) -> tuple | None:
-    row = engine.conn.execute(sql, args).fetchone()
-    return None if row is None else tuple(row)
 
 
 def _rows(path: Path, sql: str, *args: object) -> list[sqlite3.Row]:
@@ -73,23 +71,23 @@ def test_push_claim_complete_records_task_attempt_workspace_summary_and_refs(
 
     route = engine.project_enter(new_request_id(), "alpha")
     started = engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
-    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
-                                 started.launch_id)[0] == "bound", 30)
-    parent_key = _one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+    main = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    started.launch_id)[0] == "bound", 30)
+    parent_key = one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
                       route.frame_id)[0]
 
     type_line(tmux_socket, main, f"/push Fix the bug :: {BRIEF}")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE kind = 'push'") == ("completed",), 30)
-    child_id, child_key = _one(engine, "SELECT frame_id, current_session_key FROM frames"
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE kind = 'push'") == ("completed",), 30)
+    child_id, child_key = one(engine, "SELECT frame_id, current_session_key FROM frames"
                                        " WHERE title = 'Fix the bug'")
-    child_launch, child_sid = _one(
+    child_launch, child_sid = one(
         engine, "SELECT l.launch_id, s.provider_session_id FROM launch_intents l"
                 " JOIN provider_sessions s ON s.session_key = l.session_key"
                 " WHERE l.frame_id = ?", child_id)
-    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
-                                 child_launch)[0] == "bound", 30)
+    assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    child_launch)[0] == "bound", 30)
 
     # The child's shell work: pytest fails, the agent fixes calc.py, pytest passes.
     raw = "sbcap1_test-" + uuid.uuid4().hex
@@ -117,13 +115,13 @@ def test_push_claim_complete_records_task_attempt_workspace_summary_and_refs(
             post["tool_response"] = {"stdout": output, "stderr": "", "interrupted": False}
             _hook(env, "PostToolUse", post)
 
-    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    child_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
     type_line(tmux_socket, child_pane, "/complete Fixed calc.add :: review and merge")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE kind = 'complete_return'") == ("completed",),
-                    40), tmux(tmux_socket, "capture-pane", "-p", "-t", child_pane)
-    assert wait_for(lambda: _one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
-                    is not None, 30)
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE kind = 'complete_return'") == ("completed",),
+                       40), tmux(tmux_socket, "capture-pane", "-p", "-t", child_pane)
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                       is not None, 30)
 
     child_db = session_db_path(tmp_path, child_key)
     parent_db = session_db_path(tmp_path, parent_key)
@@ -136,7 +134,7 @@ def test_push_claim_complete_records_task_attempt_workspace_summary_and_refs(
                      " worker_result_json FROM tasks")
         return tuple(rows[0]) if rows else ()
 
-    assert wait_for(lambda: parent_task()[2:3] == ("completed",), 20), parent_task()
+    assert retry_until(lambda: parent_task()[2:3] == ("completed",), 20), parent_task()
     task = parent_task()
     assert task[:4] == (child_id, "execute", "completed", "Fix the bug")
     assert {k: json.loads(task[4])[k] for k in spec} == spec

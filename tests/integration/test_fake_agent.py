@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from core.hooks_install import HookTarget, install
 from core.providers.base import get_adapter
 from core.providers.hooks import CONTROL_TEMPLATE, HookKind, parse_hook
 from core.providers.version import probe_version
+from tests.waiting import assert_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 FAKE = (sys.executable, "-m", "core.providers.fake_agent")
@@ -59,15 +59,6 @@ def records(log: Path) -> list[dict]:
 
 def events(log: Path) -> list[str]:
     return [record["argv"][2] for record in records(log)]
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def assert_shapes_match_fixtures(provider: str, recorded: list[dict]) -> None:
@@ -131,22 +122,27 @@ def test_claude_fake_in_tmux_pane(tmux_server, tmux_socket, recorder, tmp_path):
     cwd.mkdir()
     pane = start_in_pane(tmux_socket, [*FAKE, "--provider", "claude", "--session-id", CLAUDE_SID,
                                        "--hook-command", hook_command], cwd)
-    wait_for(lambda: events(log) == ["SessionStart"] and "> " in pane.text(), "the prompt")
+    assert_until(lambda: events(log) == ["SessionStart"] and "> " in pane.text(), 15.0,
+                 "timed out waiting for the prompt", interval=0.05)
 
     pane.type_line("hello there")
-    wait_for(lambda: events(log).count("Stop") == 1, "first Stop")
+    assert_until(lambda: events(log).count("Stop") == 1, 15.0, "timed out waiting for first Stop",
+                 interval=0.05)
     pane.paste_line("TOOLTEST please run it")
-    wait_for(lambda: "Notification" in events(log) and "[y/n]" in pane.text(),
-             "the permission question")
+    assert_until(lambda: "Notification" in events(log) and "[y/n]" in pane.text(),
+                 15.0, "timed out waiting for the permission question", interval=0.05)
     time.sleep(0.5)
     assert "PostToolUse" not in events(log)  # it waits for the person, as the CLIs do
     pane.type_line("y")
-    wait_for(lambda: events(log).count("Stop") == 2, "second Stop")
+    assert_until(lambda: events(log).count("Stop") == 2, 15.0, "timed out waiting for second Stop",
+                 interval=0.05)
     pane.paste_line("first pasted line\nsecond pasted line")
-    wait_for(lambda: events(log).count("Stop") == 3, "third Stop")
+    assert_until(lambda: events(log).count("Stop") == 3, 15.0, "timed out waiting for third Stop",
+                 interval=0.05)
     pane.type_line("/exit")
-    wait_for(lambda: "SessionEnd" in events(log), "SessionEnd")
-    wait_for(pane.dead, "the fake to exit")
+    assert_until(lambda: "SessionEnd" in events(log), 15.0, "timed out waiting for SessionEnd",
+                 interval=0.05)
+    assert_until(pane.dead, 15.0, "timed out waiting for the fake to exit", interval=0.05)
 
     assert events(log) == [
         "SessionStart",
@@ -179,15 +175,19 @@ def test_codex_fake_in_tmux_pane(tmux_server, tmux_socket, recorder, tmp_path):
     hook_command, log = recorder
     pane = start_in_pane(tmux_socket, [*FAKE, "--provider", "codex",
                                        "--hook-command", hook_command], tmp_path)
-    wait_for(lambda: events(log) == ["SessionStart"] and "> " in pane.text(), "the prompt")
+    assert_until(lambda: events(log) == ["SessionStart"] and "> " in pane.text(), 15.0,
+                 "timed out waiting for the prompt", interval=0.05)
     pane.paste_line("TOOLTEST run it")
-    wait_for(lambda: "[y/n]" in pane.text(), "the approval question")
+    assert_until(lambda: "[y/n]" in pane.text(), 15.0,
+                 "timed out waiting for the approval question", interval=0.05)
     pane.type_line("y")
-    wait_for(lambda: events(log).count("notify") == 1, "notify")
+    assert_until(lambda: events(log).count("notify") == 1, 15.0, "timed out waiting for notify",
+                 interval=0.05)
     pane.type_line("hello again")
-    wait_for(lambda: events(log).count("notify") == 2, "second notify")
+    assert_until(lambda: events(log).count("notify") == 2, 15.0,
+                 "timed out waiting for second notify", interval=0.05)
     pane.type_line("/exit")
-    wait_for(pane.dead, "the fake to exit")
+    assert_until(pane.dead, 15.0, "timed out waiting for the fake to exit", interval=0.05)
 
     assert events(log) == [
         "SessionStart",
@@ -352,7 +352,8 @@ def test_sigterm_ends_the_session_with_reason_other(recorder, tmp_path):
     process = subprocess.Popen([*FAKE, "--provider", "claude", "--hook-command", hook_command],
                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=tmp_path)
     try:
-        wait_for(lambda: events(log) == ["SessionStart"], "SessionStart")
+        assert_until(lambda: events(log) == ["SessionStart"], 15.0,
+                     "timed out waiting for SessionStart", interval=0.05)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
     finally:

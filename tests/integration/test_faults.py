@@ -40,6 +40,7 @@ from core.requests import new_request_id
 from core.sagas import LEASE_MS
 from core.stage import CONTROL_TEMPLATE
 from tests.integration.fault_child import EXIT_AT_FAULT, perform
+from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
     OffsetClock,
     World,
@@ -52,10 +53,9 @@ from tests.integration.transitions_env import (
     problems,
     screen,
     session_of,
-    tmux,
-    wait_for,
     wait_prompt,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 REPO = Path(__file__).resolve().parents[2]
@@ -163,8 +163,8 @@ def test_fault_then_reconcile_is_consistent(tmp_path: Path, tmux_socket: Path, k
         typed = screen(tmux_socket, str(pane_of(fresh, world.workspace_id))) \
             .count(CONTROL_TEMPLATE) - lines_before
         expected = 0 if point == "after_submit_recorded" else 1
-        if not wait_for(lambda: screen(tmux_socket, str(pane_of(fresh, world.workspace_id)))
-                        .count(CONTROL_TEMPLATE) - lines_before == expected, 2.0):
+        if not retry_until(lambda: screen(tmux_socket, str(pane_of(fresh, world.workspace_id)))
+                           .count(CONTROL_TEMPLATE) - lines_before == expected, 2.0, interval=0.02):
             found.append(f"the parent shows the control line {typed} times, "
                          f"expected {expected}")
     again = reconcile(fresh)  # idempotent: a second pass changes nothing
@@ -223,12 +223,14 @@ def test_control_turn_watchdog_uncertain_then_settled_by_hook_evidence(
                                    " session_key = ?", (session_of(engine, frame_id),)
                                    ).fetchone()[0]
 
-    assert wait_for(lambda: activity(route.frame_id) == "ready", 15)  # a trusted Stop
+    assert retry_until(lambda: activity(route.frame_id) == "ready", 15,
+                       interval=0.02)  # a trusted Stop
     pushed = engine.frame_push(new_request_id(), route.frame_id, "Task", "The brief")
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT state FROM view_transitions WHERE transition_id = ?",
-        (pushed.transition_id,)).fetchone()[0] == "completed", 15)  # the child claimed
-    assert wait_for(lambda: activity(pushed.target_frame_id) == "ready", 15)
+        (pushed.transition_id,)).fetchone()[0] == "completed",
+        15, interval=0.02)  # the child claimed
+    assert retry_until(lambda: activity(pushed.target_frame_id) == "ready", 15, interval=0.02)
 
     hold.touch()
     fences: dict[str, tuple[bool, bool]] = {}
@@ -245,7 +247,8 @@ def test_control_turn_watchdog_uncertain_then_settled_by_hook_evidence(
     engine.fault = None
     assert done.state == "awaiting_claim"
     assert fences == {"after_submit_recorded": (True, True), "after_submit": (True, True)}
-    assert wait_for(lambda: CONTROL_TEMPLATE in screen(tmux_socket, str(parent)))
+    assert retry_until(lambda: CONTROL_TEMPLATE in screen(tmux_socket, str(parent)), 5.0,
+                       interval=0.02)
 
     def turn() -> tuple:
         return tuple(engine.conn.execute(
@@ -266,7 +269,7 @@ def test_control_turn_watchdog_uncertain_then_settled_by_hook_evidence(
     assert screen(tmux_socket, str(parent)).count(CONTROL_TEMPLATE) == 1  # never typed again
 
     hold.unlink()  # the late UserPromptSubmit arrives, then the agent claims the handoff
-    assert wait_for(lambda: turn()[0] == "settled", 20), turn()
+    assert retry_until(lambda: turn()[0] == "settled", 20, interval=0.02), turn()
     row = engine.conn.execute("SELECT state, updated_at FROM recoveries WHERE recovery_id = ?",
                               (pending.recovery_id,)).fetchone()
     assert row["state"] == "resolved"
@@ -276,7 +279,7 @@ def test_control_turn_watchdog_uncertain_then_settled_by_hook_evidence(
     assert engine.conn.execute("SELECT first_claimed_at IS NOT NULL FROM completion_handoffs"
                                " WHERE transition_id = ?",
                                (done.transition_id,)).fetchone()[0] == 1
-    assert wait_for(lambda: problems(engine, route.view_id) == []), \
+    assert retry_until(lambda: problems(engine, route.view_id) == [], 5.0, interval=0.02), \
         problems(engine, route.view_id)
 
 

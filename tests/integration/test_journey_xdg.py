@@ -28,7 +28,8 @@ from core.config import CheckoutConfig, ProjectConfig, ProviderConfig, load_conf
 from core.enums import Provider
 from core.home import Home
 from core.session import open_engine
-from tests.integration.journey_env import fake_provider_command, tmux, type_line, wait_for
+from tests.integration.journey_env import fake_provider_command, one, tmux, type_line
+from tests.waiting import retry_until
 
 PROJECT_ID = "33333333-3333-4333-8333-00000000000a"
 CHECKOUT_ID = "22222222-2222-4222-8222-00000000000a"
@@ -62,9 +63,6 @@ def _add_project(config_path: Path, root: Path) -> None:
     config_path.write_text(render_config(config), encoding="utf-8")
 
 
-def _one(engine, sql: str, *args) -> tuple | None:
-    row = engine.conn.execute(sql, args).fetchone()
-    return None if row is None else tuple(row)
 
 
 @pytest.mark.parametrize("provider", [Provider.CLAUDE, Provider.CODEX])
@@ -107,38 +105,38 @@ def test_journey_in_the_default_xdg_layout(tmp_path: Path, tmux_socket: Path,
 
 
 def _journey(engine, socket: Path, workspace_frame: str, provider: Provider) -> None:
-    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    assert wait_for(lambda: _one(engine, "SELECT l.state FROM launch_intents l JOIN frames f"
-                                         " ON f.current_session_key = l.session_key"
-                                         " WHERE f.frame_id = ?", workspace_frame)
-                    == ("bound",), 20), tmux(socket, "capture-pane", "-p", "-t", main)
+    main = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: one(engine, "SELECT l.state FROM launch_intents l JOIN frames f"
+                                            " ON f.current_session_key = l.session_key"
+                                            " WHERE f.frame_id = ?", workspace_frame)
+                       == ("bound",), 20), tmux(socket, "capture-pane", "-p", "-t", main)
 
     type_line(socket, main, "/push Fix the bug :: Make test_foo pass")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE kind = 'push'") == ("completed",), 30), \
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE kind = 'push'") == ("completed",), 30), \
         tmux(socket, "capture-pane", "-p", "-t", main)
-    child = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    child = one(engine, "SELECT main_pane_id FROM user_views")[0]
     assert child != main
-    assert _one(engine, "SELECT first_claimed_at FROM transition_briefs")[0] is not None
+    assert one(engine, "SELECT first_claimed_at FROM transition_briefs")[0] is not None
     # The claim's answer reached the agent (its tool output is on screen).
-    assert wait_for(lambda: "Instructions:" in tmux(socket, "capture-pane", "-p", "-t", child),
-                    20), tmux(socket, "capture-pane", "-p", "-t", child)
+    assert retry_until(lambda: "Instructions:" in tmux(socket, "capture-pane", "-p", "-t", child),
+                       20), tmux(socket, "capture-pane", "-p", "-t", child)
     child_screen = tmux(socket, "capture-pane", "-p", "-t", child)
     assert child_screen.count("Call transition_claim() and follow") == 1, child_screen
 
     type_line(socket, child, "/complete Fixed foo :: review and merge")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE kind = 'complete_return'") == ("completed",),
-                    30), tmux(socket, "capture-pane", "-p", "-t", child)
-    assert _one(engine, "SELECT main_pane_id FROM user_views")[0] == main
-    assert wait_for(lambda: _one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
-                    is not None, 20)
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE kind = 'complete_return'") == ("completed",),
+                       30), tmux(socket, "capture-pane", "-p", "-t", child)
+    assert one(engine, "SELECT main_pane_id FROM user_views")[0] == main
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                       is not None, 20)
     parent_screen = tmux(socket, "capture-pane", "-p", "-t", main)
     assert parent_screen.count("> Call transition_claim() and follow") == 1, parent_screen
     for screen in (parent_screen, child_screen):
         # Every hook and agent tool found the config: none of them failed.
         assert "config_missing" not in screen and "hook exited" not in screen, screen
         assert "Error (exit" not in screen, screen
-    navigator = _one(engine, "SELECT navigator_pane_id FROM user_views")[0]
+    navigator = one(engine, "SELECT navigator_pane_id FROM user_views")[0]
     assert tmux(socket, "display-message", "-p", "-t", navigator, "#{pane_dead}").strip() \
         == "0", tmux(socket, "capture-pane", "-p", "-t", navigator)

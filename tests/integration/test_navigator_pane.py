@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.requests import new_request_id
-from tests.integration.journey_env import make_live_engine, tmux, wait_for
+from tests.integration.journey_env import make_live_engine, tmux
+from tests.waiting import retry_until
 
 
 def _view(engine) -> dict:  # noqa: ANN001 - core.engine.Engine
@@ -42,21 +43,21 @@ def test_keys_typed_into_the_navigator_pane(tmp_path: Path, tmux_socket: Path,
     width = engine.config.tmux.navigator_width
 
     # the app painted its panels in the 40-column sidebar
-    assert wait_for(lambda: "Projects" in _screen(tmux_socket, nav)
-                    and "alpha" in _screen(tmux_socket, nav), 20), _screen(tmux_socket, nav)
+    assert retry_until(lambda: "Projects" in _screen(tmux_socket, nav)
+                       and "alpha" in _screen(tmux_socket, nav), 20), _screen(tmux_socket, nav)
     assert (nav, width) in _window_panes(tmux_socket, window)
 
     # ? opens the help, escape closes it: keys reach the app
     tmux(tmux_socket, "send-keys", "-t", nav, "?")
-    assert wait_for(lambda: "Badges" in _screen(tmux_socket, nav) or
-                    "Keys" in _screen(tmux_socket, nav)), _screen(tmux_socket, nav)
+    assert retry_until(lambda: "Badges" in _screen(tmux_socket, nav) or
+                       "Keys" in _screen(tmux_socket, nav), 15.0), _screen(tmux_socket, nav)
     tmux(tmux_socket, "send-keys", "-t", nav, "Escape")
-    assert wait_for(lambda: "Keys" not in _screen(tmux_socket, nav))
+    assert retry_until(lambda: "Keys" not in _screen(tmux_socket, nav), 15.0)
 
     # m: direct mode; the stage parks the navigator pane, main fills the window
     tmux(tmux_socket, "send-keys", "-t", nav, "m")
-    assert wait_for(lambda: _view(engine)["mode"] == "direct"), _screen(tmux_socket, nav)
-    assert wait_for(lambda: nav not in dict(_window_panes(tmux_socket, window))), \
+    assert retry_until(lambda: _view(engine)["mode"] == "direct", 15.0), _screen(tmux_socket, nav)
+    assert retry_until(lambda: nav not in dict(_window_panes(tmux_socket, window)), 15.0), \
         tmux(tmux_socket, "list-panes", "-a", "-F", "#{session_name} #{window_id} #{pane_id}")
     assert len(_window_panes(tmux_socket, window)) == 1
     # parked, not killed: the navigator process lives on outside the view
@@ -67,8 +68,9 @@ def test_keys_typed_into_the_navigator_pane(tmp_path: Path, tmux_socket: Path,
     assert tmux(tmux_socket, "display-message", "-p", "-t", nav,
                 "#{pane_input_off}").strip() == "1"
     engine.view_mode(new_request_id(), view["view_id"])
-    assert wait_for(lambda: _view(engine)["mode"] == "navigator"), _screen(tmux_socket, nav)
-    assert wait_for(lambda: nav in dict(_window_panes(tmux_socket, window))), \
+    assert retry_until(lambda: _view(engine)["mode"] == "navigator",
+                       15.0), _screen(tmux_socket, nav)
+    assert retry_until(lambda: nav in dict(_window_panes(tmux_socket, window)), 15.0), \
         tmux(tmux_socket, "list-panes", "-a", "-F", "#{session_name} #{window_id} #{pane_id}")
     panes = _window_panes(tmux_socket, window)
     assert len(panes) == 2 and (nav, width) in panes

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,15 @@ from core.recovery import reconcile
 from core.requests import new_request_id
 from core.tmux import PaneSnapshot
 from storage.operations import views as views_ops
+from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
     NAVIGATOR_STAND_IN,
     make_engine,
     problems,
+    run_cli,
     screen,
-    tmux,
-    wait_for,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -49,7 +49,7 @@ def _crash(engine: Engine, view_id: str) -> PaneSnapshot:
     nav = _navigator(engine, view_id)
     assert nav.pane_pid is not None and not nav.dead
     os.kill(nav.pane_pid, signal.SIGKILL)
-    assert wait_for(lambda: _navigator(engine, view_id).dead, 10)
+    assert retry_until(lambda: _navigator(engine, view_id).dead, 10, interval=0.02)
     return _navigator(engine, view_id)
 
 
@@ -57,13 +57,6 @@ def _argv(pid: int | None) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TMUX", "TMUX_PANE", "SWITCHBOARD_VIEW_ID")}
-    env.update(SWITCHBOARD_HOME=str(root), SWITCHBOARD_CONFIG=str(root / "config.toml"))
-    return subprocess.run([sys.executable, "-m", "navigator.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
 
 
 def test_switchboard_open_brings_back_a_quit_navigator(tmp_path: Path,
@@ -72,22 +65,24 @@ def test_switchboard_open_brings_back_a_quit_navigator(tmp_path: Path,
     engine.stage.navigator_command = None  # the real `switchboard ui`
     route = engine.project_enter(new_request_id(), "alpha")
     nav = views_ops.get_view(engine.conn, route.view_id)["navigator_pane_id"]
-    assert wait_for(lambda: "alpha" in screen(tmux_socket, nav), 30), screen(tmux_socket, nav)
+    assert retry_until(lambda: "alpha" in screen(tmux_socket, nav), 30,
+                       interval=0.02), screen(tmux_socket, nav)
     first = _navigator(engine, route.view_id)
     tmux(tmux_socket, "send-keys", "-t", nav, "C-q")  # the person quits the navigator
-    assert wait_for(lambda: _navigator(engine, route.view_id).dead, 20)
+    assert retry_until(lambda: _navigator(engine, route.view_id).dead, 20, interval=0.02)
 
-    done = _cli(tmp_path, "open", "alpha", "--no-attach")
+    done = run_cli(tmp_path, "open", "alpha", "--no-attach")
     assert done.returncode == 0, done.stderr
     again = _navigator(engine, route.view_id)
     assert again.pane_id == nav and not again.dead and again.pane_pid != first.pane_pid
     assert (again.window_id, again.left, again.input_off) == (first.window_id, 0, False)
-    assert wait_for(lambda: "navigator.cli" in _argv(again.pane_pid), 10)
+    assert retry_until(lambda: "navigator.cli" in _argv(again.pane_pid), 10, interval=0.02)
     argv = _argv(again.pane_pid)
     assert argv[argv.index("ui"):argv.index("ui") + 3] == ["ui", "--view", route.view_id]
     environ = Path(f"/proc/{again.pane_pid}/environ").read_bytes().split(b"\0")
     assert f"SWITCHBOARD_VIEW_ID={route.view_id}".encode() in environ
-    assert wait_for(lambda: "alpha" in screen(tmux_socket, nav), 30), screen(tmux_socket, nav)
+    assert retry_until(lambda: "alpha" in screen(tmux_socket, nav), 30,
+                       interval=0.02), screen(tmux_socket, nav)
     assert problems(engine, route.view_id) == []
 
 
@@ -108,8 +103,8 @@ def test_reconcile_respawns_dead_navigators_in_place(tmp_path: Path, tmux_socket
         assert again.pane_id == pane.pane_id and not again.dead
         assert again.window_id == pane.window_id and again.parked is pane.parked
         # tmux forks, then execs: until the exec the child still shows tmux's argv.
-        assert wait_for(lambda pid=again.pane_pid: _argv(pid)[:len(NAVIGATOR_STAND_IN)] ==
-                        NAVIGATOR_STAND_IN, 10)
+        assert retry_until(lambda pid=again.pane_pid: _argv(pid)[:len(NAVIGATOR_STAND_IN)] ==
+                           NAVIGATOR_STAND_IN, 10, interval=0.02)
     parked = _navigator(engine, beta.view_id)
     assert parked.parked and parked.input_off  # respawned where it was: parked, fenced
     assert reconcile(engine).navigators_respawned == 0
@@ -158,7 +153,7 @@ def test_prefix_s_brings_back_a_dead_parked_navigator(tmp_path: Path,
     back = _navigator(engine, route.view_id)
     assert back.pane_id == dead.pane_id and not back.dead and not back.parked
     # That process opened its own engine: the navigator it respawned is `switchboard ui`.
-    assert wait_for(lambda: "navigator.cli" in _argv(back.pane_pid), 10)
+    assert retry_until(lambda: "navigator.cli" in _argv(back.pane_pid), 10, interval=0.02)
     assert views_ops.get_view(engine.conn, route.view_id)["mode"] == "navigator"
 
 

@@ -17,8 +17,9 @@ from core.errors import SwitchboardError
 from core.home import Home
 from core.requests import new_request_id
 from navigator.app import SwitchboardApp
-from tests.integration.journey_env import make_live_engine, tmux, wait_for
+from tests.integration.journey_env import make_live_engine, tmux
 from tests.navigator.helpers import select_project, settle
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -71,5 +72,5 @@ async def test_enter_on_another_project_in_a_bound_navigator_moves_the_client(
         await settle(pilot)
         views = _views(engine)
         assert "beta" in views, [n.message for n in app._notifications]
-        assert wait_for(lambda: _current_window(tmux_socket, session)
-                        == views["beta"]["tmux_window_id"], 5)
+        assert retry_until(lambda: _current_window(tmux_socket, session)
+                           == views["beta"]["tmux_window_id"], 5)

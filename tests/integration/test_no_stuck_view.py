@@ -37,6 +37,7 @@ from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
 from storage.operations import sessions as sessions_ops
 from tests.factories import project_config
+from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
     OffsetClock,
     build_world,
@@ -44,14 +45,14 @@ from tests.integration.transitions_env import (
     make_engine,
     mark_ready,
     open_stage_engine,
+    pane_env,
     pane_of,
     problems,
     screen,
     session_of,
-    tmux,
-    wait_for,
     wait_prompt,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 REPO = Path(__file__).resolve().parents[2]
@@ -107,14 +108,6 @@ def _mark_working(engine: Engine, frame_id: str) -> None:
                                      provider_version=None, now=engine.now())
 
 
-def _pane_env(engine: Engine, frame_id: str) -> dict[str, str]:
-    """The environment the provider in the frame's pane runs with (its capability)."""
-    pid = engine.conn.execute(
-        "SELECT s.process_id FROM frame_placements p JOIN surfaces s"
-        " ON s.surface_id = p.surface_id WHERE p.frame_id = ? AND p.state <> 'orphaned'",
-        (frame_id,)).fetchone()[0]
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
 
 
 def _input_off(engine: Engine, pane: str) -> bool:
@@ -140,8 +133,9 @@ def test_a_return_whose_executor_died_after_the_swap_becomes_a_recovery(
     with pytest.raises(InjectedFault):
         engine.frame_complete(new_request_id(), world.child_id, "Fixed foo", "merge it")
     # The fake parent follows the line, is told "not ready" (executing) and gives up.
-    assert wait_for(lambda: _turn(engine)[0] == "observed" and
-                    _activity(engine, world.workspace_id) == "ready", 60), _turn(engine)
+    assert retry_until(lambda: _turn(engine)[0] == "observed" and
+                       _activity(engine, world.workspace_id) == "ready",
+                       60, interval=0.02), _turn(engine)
     engine.conn.close()
 
     fresh = open_stage_engine(tmp_path, clock=OffsetClock(LATER))
@@ -214,7 +208,7 @@ def test_a_killed_agent_pane_in_main_is_repaired_by_reconcile(
     engine.frame_start(new_request_id(), world.workspace_id)  # n resumes it
     new_pane = pane_of(engine, world.workspace_id)
     assert new_pane is not None and new_pane != pane
-    assert wait_for(lambda: problems(engine, world.view_id) == [], 10), \
+    assert retry_until(lambda: problems(engine, world.view_id) == [], 10, interval=0.02), \
         problems(engine, world.view_id)
     assert [r for r in recovery.list_recoveries(engine) if r.kind == "pane_vanished"] == []
     assert reconcile(engine).recoveries_opened == 0
@@ -239,7 +233,7 @@ def test_a_killed_parked_agent_is_stopped_and_n_resumes_it(
     assert engine.conn.execute("SELECT active_frame_id FROM user_views").fetchone()[0] == \
         world.workspace_id
     assert pane_of(engine, world.workspace_id) is not None
-    assert wait_for(lambda: problems(engine, world.view_id) == [], 10), \
+    assert retry_until(lambda: problems(engine, world.view_id) == [], 10, interval=0.02), \
         problems(engine, world.view_id)
     assert [r for r in recovery.list_recoveries(engine) if r.kind == "pane_vanished"] == []
 
@@ -306,7 +300,7 @@ def test_cancel_withdraws_a_waiting_push_from_the_cli_and_the_agent(
     # The agent withdraws its own waiting push through its tool (its pane's capability).
     second = engine.frame_push(new_request_id(), world.workspace_id, "Other", "brief")
     assert second.state == "prepared"
-    out = agent_tools.transition_cancel(env=_pane_env(engine, world.workspace_id))
+    out = agent_tools.transition_cancel(env=pane_env(engine, world.workspace_id))
     assert out["state"] == "cancelled" and out["transition_id"] == second.transition_id
     late = subprocess.run(argv[:-3] + ["--json"], cwd=REPO, env=env, capture_output=True,
                           text=True)
@@ -352,10 +346,11 @@ def test_the_fence_lifts_on_the_lines_user_prompt_submit_not_on_its_enter(
     wait_prompt(tmux_socket, parent)
     mark_ready(engine, route.frame_id)
     pushed = engine.frame_push(new_request_id(), route.frame_id, "Task", "The brief")
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT state FROM view_transitions WHERE transition_id = ?",
-        (pushed.transition_id,)).fetchone()[0] == "completed", 30)
-    assert wait_for(lambda: _activity(engine, pushed.target_frame_id) == "ready", 30)
+        (pushed.transition_id,)).fetchone()[0] == "completed", 30, interval=0.02)
+    assert retry_until(lambda: _activity(engine, pushed.target_frame_id) == "ready", 30,
+                       interval=0.02)
     mark_ready(engine, route.frame_id)
 
     hold.touch()
@@ -365,8 +360,9 @@ def test_the_fence_lifts_on_the_lines_user_prompt_submit_not_on_its_enter(
     time.sleep(1.0)  # the Enter is long past; the prompt evidence is held back
     assert _input_off(engine, parent), "input came back before the UserPromptSubmit"
     hold.unlink()
-    assert wait_for(lambda: not _input_off(engine, parent), 20)  # well before the watchdog
-    assert wait_for(lambda: _turn(engine)[0] in ("claimed", "settled"), 30)
+    assert retry_until(lambda: not _input_off(engine, parent), 20,
+                       interval=0.02)  # well before the watchdog
+    assert retry_until(lambda: _turn(engine)[0] in ("claimed", "settled"), 30, interval=0.02)
     assert screen(tmux_socket, parent).count(CONTROL_TEMPLATE) == 1
 
 
@@ -381,10 +377,10 @@ def test_the_settlement_watchdog_runs_without_a_reconcile(tmp_path: Path,
     assert done.state == "awaiting_claim"
     # No reconcile runs: the watchdog process (the default 5 s) marks the turn
     # uncertain with its recovery and lifts the fence of the parent in main.
-    assert wait_for(lambda: _turn(engine)[0] == "uncertain", 30), _turn(engine)
+    assert retry_until(lambda: _turn(engine)[0] == "uncertain", 30, interval=0.02), _turn(engine)
     assert [r.kind for r in recovery.list_recoveries(engine)
             if r.subject_type == "control_turn"] == ["control_submit_uncertain"]
-    assert wait_for(lambda: not _input_off(engine, parent), 10)
+    assert retry_until(lambda: not _input_off(engine, parent), 10, interval=0.02)
     assert _turn(engine)[1] == 1
 
 
@@ -393,7 +389,7 @@ def test_a_claim_checks_the_callers_placement_generation(tmp_path: Path,
     engine, world = build_world(tmp_path, tmux_socket)
     from core.capabilities import ENV_CAPABILITY, authenticate
 
-    raw = _pane_env(engine, str(world.child_id))[ENV_CAPABILITY]
+    raw = pane_env(engine, str(world.child_id))[ENV_CAPABILITY]
     with write_transaction(engine.conn) as conn:
         authority = authenticate(conn, raw, engine.now())
     ok = claim_for_frame(engine, str(world.child_id), authority.session_key,
@@ -444,7 +440,7 @@ def test_a_waiting_return_is_run_now_by_stopping_the_agent_it_waits_for(
     claimed = claim_for_frame(engine, world.workspace_id,
                               session_of(engine, world.workspace_id))
     assert (claimed.kind, claimed.summary) == ("handoff", "Fixed foo")
-    assert wait_for(lambda: problems(engine, world.view_id) == [], 10), \
+    assert retry_until(lambda: problems(engine, world.view_id) == [], 10, interval=0.02), \
         problems(engine, world.view_id)
 
 
@@ -462,10 +458,10 @@ def test_an_unproven_parents_next_turn_claims_the_returned_handoff(
     parent = str(pane_of(engine, world.workspace_id))
     tmux(tmux_socket, "send-keys", "-t", parent, "-l", "what next?")
     tmux(tmux_socket, "send-keys", "-t", parent, "Enter")
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs WHERE transition_id = ?",
-        (done.transition_id,)).fetchone()[0] == 1, 30)
-    assert wait_for(lambda: _pending(engine, world.view_id) is None, 30)
+        (done.transition_id,)).fetchone()[0] == 1, 30, interval=0.02)
+    assert retry_until(lambda: _pending(engine, world.view_id) is None, 30, interval=0.02)
     assert _view_recoveries(engine, world.view_id) == []
     assert _view_state(engine, world.view_id) == "ready"
     assert screen(tmux_socket, parent).count(CONTROL_TEMPLATE) <= 1
@@ -500,7 +496,7 @@ def test_a_claim_made_before_the_presentation_commits_waits_for_it(
     state = engine.conn.execute("SELECT state FROM view_transitions WHERE kind ="
                                 " 'complete_return'").fetchone()[0]
     assert state == "executing"
-    env = _pane_env(engine, world.workspace_id)
+    env = pane_env(engine, world.workspace_id)
     monkeypatch.setattr(agent_tools, "CLAIM_WAIT_S", 0.4)
     with pytest.raises(Conflict) as early:
         agent_tools.transition_claim(env=env)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from core.preview import preview_lines
 from core.requests import new_request_id
-from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
+from tests.integration.journey_env import make_live_engine, tmux, type_line
+from tests.waiting import retry_until
 
 
 def test_a_parked_agents_pane_is_previewed_and_a_restarted_server_is_not(
@@ -16,15 +17,15 @@ def test_a_parked_agents_pane_is_previewed_and_a_restarted_server_is_not(
     engine = make_live_engine(tmp_path, tmux_socket)
     route = engine.project_enter(new_request_id(), "alpha")
     started = engine.frame_start(new_request_id(), route.frame_id)
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT state FROM launch_intents WHERE launch_id = ?",
         (started.launch_id,)).fetchone()[0] == "bound", 30)
     main = engine.conn.execute("SELECT main_pane_id FROM user_views").fetchone()[0]
     type_line(tmux_socket, main, "remember the preview marker")
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT activity FROM provider_sessions").fetchone()[0] == "ready", 30)
     engine.frame_push(new_request_id(), route.frame_id, "Child", "Do the child work.")
-    assert wait_for(lambda: engine.conn.execute(
+    assert retry_until(lambda: engine.conn.execute(
         "SELECT state FROM view_transitions WHERE kind = 'push'").fetchone()[0]
         == "completed", 30)
 

@@ -22,6 +22,7 @@ from core.requests import new_request_id
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
+from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
     OffsetClock,
     build_world,
@@ -30,10 +31,9 @@ from tests.integration.transitions_env import (
     pane_of,
     problems,
     session_of,
-    tmux,
-    wait_for,
     wait_prompt,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -127,8 +127,8 @@ def test_a_start_interrupted_without_a_live_pane_fails_with_a_recovery(
         assert dead is not None
         pid = tmux(tmux_socket, "display-message", "-p", "-t", dead, "#{pane_pid}").strip()
         os.kill(int(pid), signal.SIGKILL)
-        assert wait_for(lambda: tmux(tmux_socket, "display-message", "-p", "-t", dead,
-                                     "#{pane_dead}").strip() == "1")
+        assert retry_until(lambda: tmux(tmux_socket, "display-message", "-p", "-t", dead,
+                                        "#{pane_dead}").strip() == "1", 5.0, interval=0.02)
     else:
         assert dead is None
 
@@ -187,8 +187,8 @@ def test_a_provider_that_exited_in_main_leaves_the_placeholder(
     window = _main(engine, world.view_id).window_id
     pid = tmux(tmux_socket, "display-message", "-p", "-t", child, "#{pane_pid}").strip()
     os.kill(int(pid), signal.SIGKILL)  # the provider exits; remain-on-exit keeps the pane
-    assert wait_for(lambda: tmux(tmux_socket, "display-message", "-p", "-t", child,
-                                 "#{pane_dead}").strip() == "1")
+    assert retry_until(lambda: tmux(tmux_socket, "display-message", "-p", "-t", child,
+                                    "#{pane_dead}").strip() == "1", 5.0, interval=0.02)
     surface_id = _launch(engine, world.child_id)["surface_id"]
 
     report = reconcile(engine)
@@ -219,8 +219,8 @@ def test_a_parked_provider_that_exited_is_stopped_and_its_pane_killed(
     surface_id = _launch(engine, world.workspace_id)["surface_id"]
     pid = tmux(tmux_socket, "display-message", "-p", "-t", parked, "#{pane_pid}").strip()
     os.kill(int(pid), signal.SIGKILL)
-    assert wait_for(lambda: tmux(tmux_socket, "display-message", "-p", "-t", parked,
-                                 "#{pane_dead}").strip() == "1")
+    assert retry_until(lambda: tmux(tmux_socket, "display-message", "-p", "-t", parked,
+                                    "#{pane_dead}").strip() == "1", 5.0, interval=0.02)
 
     report = reconcile(engine)
     assert report.providers_exited == 1 and report.recoveries_opened == 0
@@ -303,7 +303,7 @@ def test_closing_a_frame_kills_the_pane_of_its_orphaned_surface(
     _orphan_as_an_older_reading_did(engine, child["surface_id"])
 
     engine.frame_close(new_request_id(), world.child_id)  # x: the parent comes back first
-    assert wait_for(lambda: _tagged(tmux_socket, child["surface_id"]) is None, 10)
+    assert retry_until(lambda: _tagged(tmux_socket, child["surface_id"]) is None, 10, interval=0.02)
     assert _launch(engine, world.child_id)["lifecycle_state"] == "retired"
     assert _main(engine, world.view_id).pane_id == pane_of(engine, world.workspace_id)
     assert problems(engine, world.view_id) == []

@@ -28,7 +28,8 @@ from core.registry import init_registry
 from core.remote_open import open_remote
 from core.remotes import refresh
 from tests.factories import project_config
-from tests.integration.journey_env import make_live_engine, tmux, wait_for
+from tests.integration.journey_env import make_live_engine, tmux
+from tests.waiting import retry_until
 
 REMOTE_HOST = "44444444-4444-4444-8444-444444444444"
 REMOTE_PROJECT = "66666666-6666-4666-8666-666666666666"
@@ -121,7 +122,7 @@ def test_entering_a_remote_project_opens_its_view_over_ssh(
         screen = tmux(tmux_socket, "capture-pane", "-p", "-t", opened.window_id)
         # the remote view's main pane: its placeholder, drawn by the remote host
         return "No agent is running in this frame" in screen
-    assert wait_for(remote_view_shown, 60), tmux(tmux_socket, "capture-pane", "-p", "-t",
+    assert retry_until(remote_view_shown, 60), tmux(tmux_socket, "capture-pane", "-p", "-t",
                                                  opened.window_id)
     import sqlite3
     remote_db = next((remote_home / "state").glob("*/registry.sqlite3"))
@@ -148,6 +149,6 @@ def test_a_remote_project_name_is_data_on_the_remote_shell(
         screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-S", "-", "-t",
                       opened.window_id)
         return "unknown project" in screen and "(known: gamma)" in screen
-    assert wait_for(refused, 60), tmux(tmux_socket, "capture-pane", "-p", "-t",
+    assert retry_until(refused, 60), tmux(tmux_socket, "capture-pane", "-p", "-t",
                                        opened.window_id)
     assert not canary.exists()

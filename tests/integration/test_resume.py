@@ -8,16 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.requests import new_request_id
-from tests.integration.journey_env import make_live_engine, tmux, type_line, wait_for
-
-
-def _one(engine, sql: str, *args) -> tuple | None:
-    row = engine.conn.execute(sql, args).fetchone()
-    return None if row is None else tuple(row)
-
-
-def _panes(socket: Path) -> list[str]:
-    return tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+from tests.integration.journey_env import make_live_engine, one, pane_ids, tmux, type_line
+from tests.waiting import retry_until
 
 
 @pytest.fixture
@@ -26,29 +18,29 @@ def live(tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch):
     engine = make_live_engine(tmp_path, tmux_socket)
     route = engine.project_enter(new_request_id(), "alpha")
     started = engine.frame_start(new_request_id(), route.frame_id)
-    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
-                                 started.launch_id) == ("bound",))
+    assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    started.launch_id) == ("bound",), 15.0)
     return engine, route, started
 
 
 def test_stop_then_start_resumes_the_exact_session(live, tmux_socket: Path) -> None:
     engine, route, started = live
-    pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
     engine.frame_stop(new_request_id(), route.frame_id)
-    assert wait_for(lambda: pane not in _panes(tmux_socket))
-    assert _one(engine, "SELECT runtime_presence FROM provider_sessions") == ("stopped",)
+    assert retry_until(lambda: pane not in pane_ids(tmux_socket), 15.0)
+    assert one(engine, "SELECT runtime_presence FROM provider_sessions") == ("stopped",)
     roles = tmux(tmux_socket, "list-panes", "-a", "-F", "#{session_name} #{@sb_role}")
     assert "switchboard placeholder" in roles.splitlines()  # the empty frame shows in main
     again = engine.frame_start(new_request_id(), route.frame_id)
     assert again.session_key == started.session_key  # same provider session, resumed
-    launch = _one(engine, "SELECT action, target_session_key FROM launch_intents"
+    launch = one(engine, "SELECT action, target_session_key FROM launch_intents"
                           " WHERE launch_id = ?", again.launch_id)
     assert launch == ("resume", started.session_key)
-    assert _one(engine, "SELECT COUNT(*) FROM frame_sessions") == (1,)  # no new membership
-    main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert one(engine, "SELECT COUNT(*) FROM frame_sessions") == (1,)  # no new membership
+    main = one(engine, "SELECT main_pane_id FROM user_views")[0]
     session_id = started.session_key.rsplit(":", 1)[1]
-    assert wait_for(lambda: session_id in tmux(tmux_socket, "capture-pane", "-p", "-J",
-                                               "-t", main))
+    assert retry_until(lambda: session_id in tmux(tmux_socket, "capture-pane", "-p", "-J",
+                                                  "-t", main), 15.0)
     engine.frame_stop(new_request_id(), route.frame_id)
     fresh = engine.frame_start(new_request_id(), route.frame_id, fresh=True)
     assert fresh.session_key != started.session_key
@@ -61,23 +53,23 @@ def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(live,
                                                                    tmux_socket: Path) -> None:
     engine, route, started = live
     push = engine.frame_push(new_request_id(), route.frame_id, "Child", "the child's brief")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE transition_id = ?", push.transition_id)
-                    == ("completed",), 20)
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE transition_id = ?", push.transition_id)
+                       == ("completed",), 20)
     engine.frame_stop(new_request_id(), route.frame_id)  # the parked parent stops
-    assert _one(engine, "SELECT runtime_presence FROM provider_sessions WHERE session_key = ?",
+    assert one(engine, "SELECT runtime_presence FROM provider_sessions WHERE session_key = ?",
                 started.session_key) == ("stopped",)
-    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    child_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
     type_line(tmux_socket, child_pane, "/complete done it :: merge")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
-                                         " 'complete_return'") == ("completed",), 25)
-    turn = _one(engine, "SELECT transport, state, submission_count FROM control_turns"
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                            " 'complete_return'") == ("completed",), 25)
+    turn = one(engine, "SELECT transport, state, submission_count FROM control_turns"
                         " WHERE kind = 'claim_handoff'")
     assert turn == ("resume_initial", "settled", 1)
     launches = [tuple(r) for r in engine.conn.execute(
         "SELECT action, session_key FROM launch_intents ORDER BY created_at, rowid")]
     assert ("resume", started.session_key) in launches
-    parent_main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    parent_main = one(engine, "SELECT main_pane_id FROM user_views")[0]
     screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_main)
     assert screen.count("Call transition_claim() and follow") == 1
     assert "finished and returned" in screen
@@ -95,34 +87,35 @@ def test_resume_only_stops_an_idle_live_parent_and_resumes_it_with_the_fixed_lin
         transport=TransportPolicy.RESUME_ONLY))
     route = engine.project_enter(new_request_id(), "alpha")
     started = engine.frame_start(new_request_id(), route.frame_id)
-    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
-                                 started.launch_id) == ("bound",))
-    parent_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    started.launch_id) == ("bound",), 15.0)
+    parent_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
     type_line(tmux_socket, parent_pane, "hello")  # a turn of its own: ready after its Stop
-    assert wait_for(lambda: _one(engine, "SELECT activity FROM provider_sessions WHERE"
-                                         " session_key = ?", started.session_key) == ("ready",))
+    assert retry_until(lambda: one(engine, "SELECT activity FROM provider_sessions WHERE"
+                                            " session_key = ?", started.session_key) == ("ready",),
+                       15.0)
     push = engine.frame_push(new_request_id(), route.frame_id, "Child", "the child's brief")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE transition_id = ?", push.transition_id)
-                    == ("completed",), 20)
-    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
-    assert _one(engine, "SELECT runtime_presence, activity FROM provider_sessions WHERE"
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE transition_id = ?", push.transition_id)
+                       == ("completed",), 20)
+    child_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert one(engine, "SELECT runtime_presence, activity FROM provider_sessions WHERE"
                         " session_key = ?", started.session_key) == ("live", "ready")
 
     type_line(tmux_socket, child_pane, "/complete done it :: merge")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
-                                         " 'complete_return'") == ("completed",), 25), \
-        _one(engine, "SELECT state, failure FROM view_transitions WHERE kind ="
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                            " 'complete_return'") == ("completed",), 25), \
+        one(engine, "SELECT state, failure FROM view_transitions WHERE kind ="
                      " 'complete_return'")
-    turn = _one(engine, "SELECT transport, state, submission_count FROM control_turns"
+    turn = one(engine, "SELECT transport, state, submission_count FROM control_turns"
                         " WHERE kind = 'claim_handoff'")
     assert turn == ("resume_initial", "settled", 1)
     launches = [tuple(r) for r in engine.conn.execute(
         "SELECT action, session_key FROM launch_intents WHERE frame_id = ?"
         " ORDER BY created_at, rowid", (route.frame_id,))]
     assert launches == [("new", started.session_key), ("resume", started.session_key)]
-    assert wait_for(lambda: parent_pane not in _panes(tmux_socket))  # the old runtime
-    parent_main = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: parent_pane not in pane_ids(tmux_socket), 15.0)  # the old runtime
+    parent_main = one(engine, "SELECT main_pane_id FROM user_views")[0]
     assert parent_main not in (parent_pane, child_pane)
     screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_main)
     assert screen.count("Call transition_claim() and follow") == 1
@@ -141,29 +134,29 @@ def test_handoff_policy_reminds_the_parents_next_turn_to_claim(
         complete_return=CompleteReturnPolicy.HANDOFF))
     route = engine.project_enter(new_request_id(), "alpha")
     started = engine.frame_start(new_request_id(), route.frame_id)
-    assert wait_for(lambda: _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
-                                 started.launch_id) == ("bound",))
-    parent_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                    started.launch_id) == ("bound",), 15.0)
+    parent_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
     push = engine.frame_push(new_request_id(), route.frame_id, "Child", "the child's brief")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions"
-                                         " WHERE transition_id = ?", push.transition_id)
-                    == ("completed",), 20)
-    child_pane = _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                            " WHERE transition_id = ?", push.transition_id)
+                       == ("completed",), 20)
+    child_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
     type_line(tmux_socket, child_pane, "/complete done it :: merge")
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
-                                         " 'complete_return'") == ("awaiting_claim",), 25)
-    assert _one(engine, "SELECT main_pane_id FROM user_views") == (parent_pane,)
-    assert _one(engine, "SELECT COUNT(*) FROM control_turns WHERE kind = 'claim_handoff'") \
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                            " 'complete_return'") == ("awaiting_claim",), 25)
+    assert one(engine, "SELECT main_pane_id FROM user_views") == (parent_pane,)
+    assert one(engine, "SELECT COUNT(*) FROM control_turns WHERE kind = 'claim_handoff'") \
         == (0,)
     screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_pane)
     assert "Call transition_claim()" not in screen  # nothing typed
 
     type_line(tmux_socket, parent_pane, "what next?")  # the person's next normal turn
-    assert wait_for(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
-                                         " 'complete_return'") == ("completed",), 25)
-    assert _one(engine, "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs") \
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                            " 'complete_return'") == ("completed",), 25)
+    assert one(engine, "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs") \
         == (1,)
-    assert _one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE title ="
+    assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE title ="
                         " 'Child'") == ("closed", "completed")
     screen = tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", parent_pane)
     assert "finished and returned" in screen and "> Call transition_claim()" not in screen

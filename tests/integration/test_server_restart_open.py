@@ -10,8 +10,6 @@ old server is ever acted on, even when a new server reissues the same pane id.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from core.requests import new_request_id
 from core.stage import CONTROL_TEMPLATE
 from core.tmux import PaneRole, ServerIdentity, TmuxRunner, TmuxUnavailable
 from storage.operations import views as views_ops
+from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
     build_world,
     forge_reused_pane,
@@ -32,12 +31,12 @@ from tests.integration.transitions_env import (
     open_stage_engine,
     pane_of,
     problems,
+    run_cli,
     screen,
     session_of,
-    tmux,
-    wait_for,
     wait_prompt,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -54,16 +53,9 @@ def _kill_server(socket: Path) -> None:
             return True
         return False
 
-    assert wait_for(gone, 10)
+    assert retry_until(gone, 10, interval=0.02)
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TMUX", "TMUX_PANE", "SWITCHBOARD_VIEW_ID")}
-    env.update(SWITCHBOARD_HOME=str(root), SWITCHBOARD_CONFIG=str(root / "config.toml"))
-    return subprocess.run([sys.executable, "-m", "navigator.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
 
 
 def _server_of(engine: Engine, view_id: str) -> ServerIdentity:
@@ -98,7 +90,7 @@ def test_switchboard_open_after_kill_server_rebuilds_the_view(
     engine.conn.close()
     _kill_server(tmux_socket)
 
-    done = _cli(tmp_path, "open", "alpha", "--no-attach")
+    done = run_cli(tmp_path, "open", "alpha", "--no-attach")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"attach: tmux -S {tmux_socket} attach -t @"), done.stdout
     window = done.stdout.split()[-1]
@@ -130,7 +122,7 @@ def test_switchboard_open_after_kill_server_rebuilds_the_view(
                                 (started.launch_id,)).fetchone()[0]
     assert action == "resume"
     wait_prompt(tmux_socket, pane_of(fresh, world.child_id))
-    again = _cli(tmp_path, "open", "alpha", "--no-attach")
+    again = run_cli(tmp_path, "open", "alpha", "--no-attach")
     assert again.returncode == 0, again.stderr
     assert again.stdout.split()[-1] == window
     assert problems(fresh, world.view_id) == []

@@ -23,7 +23,7 @@ from core.hook_handler import handle_hook
 from core.requests import new_request_id
 from core.stop_worker import LOG_NAME
 from tests.core.test_hook_handler import CLAUDE_FIXTURE, fixture_lines, launch_live_surface
-from tests.integration.journey_env import wait_for
+from tests.waiting import retry_until
 
 
 def _recorded(event: str, session_id: str) -> bytes:
@@ -68,7 +68,7 @@ def test_the_stop_hook_returns_and_the_worker_finishes_the_push(live, tmp_path: 
     assert outcome["handled"] and outcome["executed"] == []
     assert outcome["reason"].endswith("waiting work handed to a worker")
     # (the hook exited with the push not yet claimed by it: the worker runs it)
-    assert wait_for(lambda: state() in ("awaiting_claim", "completed"), 60), \
+    assert retry_until(lambda: state() in ("awaiting_claim", "completed"), 60), \
         (state(), (tmp_path / "run" / LOG_NAME).read_text() if
          (tmp_path / "run" / LOG_NAME).exists() else "no worker log")
     child = engine.conn.execute("SELECT main_pane_id FROM user_views WHERE view_id = ?",
@@ -85,6 +85,6 @@ def test_a_failing_worker_says_why_in_its_log(tmp_path: Path,
     home = Home(root=tmp_path, config_path=tmp_path / "config.toml")
     stop_worker.start(home, "no-such-generation", "no-such-frame")
     log = tmp_path / "run" / LOG_NAME
-    assert wait_for(lambda: log.exists() and "reconcile will finish it" in log.read_text(), 60)
+    assert retry_until(lambda: log.exists() and "reconcile will finish it" in log.read_text(), 60)
     line = log.read_text().strip().splitlines()[-1]
     assert "frame no-such-frame: waiting work not finished" in line

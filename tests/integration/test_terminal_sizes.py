@@ -16,7 +16,6 @@ import pty
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import threading
 import time
@@ -32,7 +31,9 @@ from core.tmux.topology import (
     NAVIGATOR_MIN_WIDTH,
     navigator_width_for,
 )
-from tests.integration.transitions_env import make_engine, problems, screen, tmux, wait_for
+from tests.integration.journey_env import tmux
+from tests.integration.transitions_env import make_engine, problems, run_cli, screen
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -133,7 +134,7 @@ def _start(tmp_path: Path, socket: Path) -> tuple[Engine, str]:
     route = engine.project_enter(new_request_id(), "alpha")
     nav = _navigator(engine, route.view_id)
     assert nav.width == WIDTH
-    assert wait_for(lambda: _shows_navigator(socket, nav.pane_id, WIDTH), 30), \
+    assert retry_until(lambda: _shows_navigator(socket, nav.pane_id, WIDTH), 30, interval=0.02), \
         screen(socket, nav.pane_id)
     return engine, route.view_id
 
@@ -141,12 +142,13 @@ def _start(tmp_path: Path, socket: Path) -> tuple[Engine, str]:
 def _check_size(engine: Engine, view_id: str, socket: Path, columns: int, rows: int,
                 pid: int | None) -> None:
     nav = _navigator(engine, view_id).pane_id
-    assert wait_for(lambda: _fits(engine, view_id, socket, columns, rows, pid), 45), (
+    assert retry_until(lambda: _fits(engine, view_id, socket, columns, rows, pid), 45,
+                       interval=0.02), (
         columns, rows, tmux(socket, "list-panes", "-t", nav, "-F",
                             "#{pane_id} #{pane_width}x#{pane_height} dead=#{pane_dead} "
                             "pid=#{pane_pid}"), pid)
     # the app redrew at its new size and still runs (no traceback, same process)
-    assert wait_for(lambda: _shows_navigator(socket, nav, WIDTH), 45), (
+    assert retry_until(lambda: _shows_navigator(socket, nav, WIDTH), 45, interval=0.02), (
         columns, _pty_size(socket, nav), tmux(socket, "capture-pane", "-p", "-t", nav))
     pane = _navigator(engine, view_id)
     assert not pane.dead and (pid is None or pane.pane_pid == pid)
@@ -208,7 +210,7 @@ def test_hooks_are_the_view_windows_own_and_name_the_navigator(tmp_path: Path,
         _check_size(engine, view_id, tmux_socket, 200, 50, main.pane_pid)
         tmux(tmux_socket, "resize-pane", "-Z", "-t", layout.main.pane_id)
         terminal.resize(80, 24)
-        assert wait_for(lambda: _window_width(tmux_socket, nav.pane_id) == 80, 20)
+        assert retry_until(lambda: _window_width(tmux_socket, nav.pane_id) == 80, 20, interval=0.02)
         time.sleep(0.5)  # give a wrong hook the time to unzoom
         assert tmux(tmux_socket, "display-message", "-p", "-t", nav.pane_id,
                     "#{window_zoomed_flag}").strip() == "1"
@@ -216,7 +218,7 @@ def test_hooks_are_the_view_windows_own_and_name_the_navigator(tmp_path: Path,
         _check_size(engine, view_id, tmux_socket, 80, 24, main.pane_pid)
         # tmux shrank the person's split proportionally; no hook put it back to 30
         tmux(tmux_socket, "select-window", "-t", mine)
-        assert wait_for(lambda: _window_width(tmux_socket, left) == 80, 20)
+        assert retry_until(lambda: _window_width(tmux_socket, left) == 80, 20, interval=0.02)
         width = int(tmux(tmux_socket, "display-message", "-p", "-t", left,
                          "#{pane_width}").strip())
         assert width != 30 and width != navigator_width_for(80, WIDTH)
@@ -231,20 +233,13 @@ def _prefix_key(socket: Path) -> bytes:
     return bytes([ord(prefix[2].lower()) & 0x1F])
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TMUX", "TMUX_PANE", "SWITCHBOARD_VIEW_ID")}
-    env.update(SWITCHBOARD_HOME=str(root), SWITCHBOARD_CONFIG=str(root / "config.toml"))
-    return subprocess.run([sys.executable, "-m", "navigator.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
 
 
 def _crash(engine: Engine, view_id: str) -> None:
     pane = _navigator(engine, view_id)
     assert pane.pane_pid is not None and not pane.dead
     os.kill(pane.pane_pid, signal.SIGKILL)
-    assert wait_for(lambda: _navigator(engine, view_id).dead, 10)
+    assert retry_until(lambda: _navigator(engine, view_id).dead, 10, interval=0.02)
 
 
 def test_a_crashed_navigator_comes_back_at_its_width(tmp_path: Path,
@@ -260,14 +255,15 @@ def test_a_crashed_navigator_comes_back_at_its_width(tmp_path: Path,
         tmux(tmux_socket, "resize-pane", "-t", _navigator(engine, view_id).pane_id, "-x", "1")
         assert _navigator(engine, view_id).width == 1
 
-        done = _cli(tmp_path, "open", "alpha", "--no-attach")
+        done = run_cli(tmp_path, "open", "alpha", "--no-attach")
         assert done.returncode == 0, done.stderr
         _check_size(engine, view_id, tmux_socket, 80, 24, None)
 
         _crash(engine, view_id)
         terminal.resize(60, 20)
-        assert wait_for(lambda: _window_width(tmux_socket,
-                                              _navigator(engine, view_id).pane_id) == 60, 20)
+        assert retry_until(lambda: _window_width(tmux_socket,
+                                                 _navigator(engine, view_id).pane_id) == 60,
+                           20, interval=0.02)
         terminal.type(_prefix_key(tmux_socket) + b"S")
         _check_size(engine, view_id, tmux_socket, 60, 20, None)
     finally:

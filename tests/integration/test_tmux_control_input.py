@@ -15,7 +15,8 @@ from core.tmux import (
     TmuxAdapter,
     UnmanagedPane,
 )
-from tests.integration.conftest import received, wait_for, wait_ready
+from tests.integration.conftest import received, wait_ready
+from tests.waiting import assert_until
 
 SURFACE = "66666666-0000-4000-8000-000000000001"
 PASTE = b"\x1b[200~" + CONTROL_CLAIM_TEXT.encode() + b"\x1b[201~"
@@ -42,7 +43,7 @@ def test_control_line_arrives_once_bracketed_and_fenced(
     assert submitted.pane.input_off  # fenced after, as re-read in the same tmux queue
     assert submitted.pane.pane_id == pane.pane_id
 
-    wait_for(lambda: received(log).endswith(b"\r"))
+    assert_until(lambda: received(log).endswith(b"\r"), 5.0, interval=0.02)
     time.sleep(0.2)  # nothing else trickles in
     assert received(log) == PASTE + b"\r"
     assert received(log).count(CONTROL_CLAIM_TEXT.encode()) == 1

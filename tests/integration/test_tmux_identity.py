@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import libtmux
@@ -21,6 +20,7 @@ from core.tmux import (
     verify_identity,
 )
 from core.tmux.panes import OPT_SURFACE
+from tests.waiting import retry_until
 
 SURFACE = "11111111-1111-4111-8111-111111111111"
 
@@ -36,14 +36,16 @@ def _start_server(socket: Path) -> None:
 def _restart(socket: Path, old_pid: int) -> None:
     """kill-server returns before the server exits; wait for it, or the new client races it."""
     subprocess.run(["tmux", "-S", str(socket), "kill-server"], check=True)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(old_pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.01)
+    retry_until(lambda: not _alive(old_pid), 5, interval=0.01)
     _start_server(socket)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_identity_is_read_from_tmux_in_one_process(

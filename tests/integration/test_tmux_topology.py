@@ -28,7 +28,8 @@ from core.tmux import (
     read_identity,
 )
 from core.tmux.topology import DEFAULT_NAVIGATOR_WIDTH
-from tests.integration.conftest import received, wait_for, wait_ready
+from tests.integration.conftest import received, wait_ready
+from tests.waiting import assert_until
 
 VIEW = "aaaaaaaa-0000-4000-8000-000000000001"
 OTHER_VIEW = "aaaaaaaa-0000-4000-8000-000000000002"
@@ -82,7 +83,7 @@ def test_capability_env_reaches_only_the_launched_pane(
         command=["sh", "-c", f'echo "$SB_CAPABILITY" > {out}; exec sleep 600'],
         env={"SB_CAPABILITY": "cap-secret-123;"},
     )
-    wait_for(lambda: out.exists() and out.read_text().strip() != "")
+    assert_until(lambda: out.exists() and out.read_text().strip() != "", 5.0, interval=0.02)
     assert out.read_text().strip() == "cap-secret-123;"
     runner = adapter.runner
     for scope in (("-g",), ("-t", f"={HOLDING_SESSION}")):
@@ -157,7 +158,7 @@ def test_parked_panes_drop_keys(
     assert received(log) == b""
     adapter.enable_input(pane_id=pane.pane_id, surface_id=surface(1))
     adapter.runner.run([("send-keys", "-t", pane.pane_id, "-l", "now")])
-    wait_for(lambda: received(log) == b"now")
+    assert_until(lambda: received(log) == b"now", 5.0, interval=0.02)
 
 
 @pytest.mark.parametrize("zoomed", [True, False])
@@ -282,14 +283,14 @@ def test_a_provider_exit_in_direct_mode_leaves_the_view_standing(adapter: TmuxAd
     adapter.present(main_pane=layout.main.pane_id, target_pane=short.pane_id)
     adapter.set_mode(view_id=VIEW, mode=ViewMode.DIRECT)
     adapter.runner.run([("send-keys", "-t", short.pane_id, "Enter")])  # provider exits
-    wait_for(lambda: adapter.snapshot().pane(short.pane_id).dead,  # type: ignore[union-attr]
-             timeout=10.0)
+    assert_until(lambda: adapter.snapshot().pane(short.pane_id).dead,  # type: ignore[union-attr]
+                 timeout=10.0, interval=0.02)
     # tmux records the exit status when it reaps the child, a moment after it marks the
     # pane dead; tmux 3.3a sometimes misses that SIGCHLD (the child stays a zombie until
     # another one exits), so `dead` is the evidence and the status is a bonus.
     try:
-        wait_for(lambda: adapter.snapshot().pane(  # type: ignore[union-attr]
-            short.pane_id).dead_status is not None, timeout=2.0)
+        assert_until(lambda: adapter.snapshot().pane(  # type: ignore[union-attr]
+            short.pane_id).dead_status is not None, timeout=2.0, interval=0.02)
     except AssertionError:
         pass
     view = adapter.snapshot().view(VIEW)
@@ -312,7 +313,7 @@ def test_launch_gate_opens_only_with_the_swap(adapter: TmuxAdapter, tmp_path: Pa
     shown = adapter.present(main_pane=layout.main.pane_id, target_pane=pane.pane_id,
                             launch_gate="sb-launch-1")
     assert shown.gate_opened and shown.main.pane_id == pane.pane_id
-    wait_for(marker.exists)
+    assert_until(marker.exists, 5.0, interval=0.02)
 
 
 def test_holding_session_is_recognised_by_its_tag_not_its_name(runner: TmuxRunner) -> None:
@@ -342,7 +343,7 @@ def _kill_process(adapter: TmuxAdapter, pane_id: str) -> None:
     pane = adapter.snapshot().pane(pane_id)
     assert pane is not None and pane.pane_pid is not None
     os.kill(pane.pane_pid, signal.SIGKILL)
-    wait_for(lambda: adapter.snapshot().pane(pane_id).dead, timeout=10.0)  # type: ignore[union-attr]
+    assert_until(lambda: adapter.snapshot().pane(pane_id).dead, timeout=10.0, interval=0.02)  # type: ignore[union-attr]
 
 
 def _pane(adapter: TmuxAdapter, pane_id: str) -> PaneSnapshot:

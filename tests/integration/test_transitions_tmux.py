@@ -25,6 +25,7 @@ from core.requests import new_request_id
 from core.stage import CONTROL_TEMPLATE, TmuxStage
 from core.tmux import PaneSnapshot, ServerIdentityMismatch
 from storage.operations import views as views_ops
+from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
     build_world,
     forge_reused_pane,
@@ -34,9 +35,8 @@ from tests.integration.transitions_env import (
     problems,
     screen,
     session_of,
-    tmux,
-    wait_for,
 )
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 R = TypeVar("R")
@@ -126,7 +126,7 @@ def test_push_child_waits_behind_its_gate_until_it_is_in_main(
     assert main_of(engine, world.view_id) == child
     assert pane(engine, workspace).parked and pane(engine, workspace).input_off
     # the launch's initial prompt is the only text the child receives: exactly once
-    assert wait_for(lambda: CONTROL_TEMPLATE in screen(tmux_socket, child))
+    assert retry_until(lambda: CONTROL_TEMPLATE in screen(tmux_socket, child), 5.0, interval=0.02)
     assert screen(tmux_socket, child).count(CONTROL_TEMPLATE) == 1
     assert "Make test_foo pass" not in screen(tmux_socket, child)
 
@@ -166,20 +166,22 @@ def test_complete_return_types_one_fenced_line_then_the_claim_closes_the_child(
     # (this provider's hooks are no-ops, so the watchdog does, once its timeout passed).
     assert pane(engine, workspace).input_off
     assert pane(engine, child).parked and pane(engine, child).input_off
-    assert wait_for(lambda: CONTROL_TEMPLATE in screen(tmux_socket, workspace))
+    assert retry_until(lambda: CONTROL_TEMPLATE in screen(tmux_socket, workspace), 5.0,
+                       interval=0.02)
     assert screen(tmux_socket, workspace).count(CONTROL_TEMPLATE) == 1
     assert "Fixed foo" not in screen(tmux_socket, workspace)
     turn = engine.conn.execute("SELECT transport, state, submission_count FROM control_turns"
                                " WHERE transition_id = ?", (done.transition_id,)).fetchone()
     assert tuple(turn) == ("live_input", "submitted", 1)
-    assert wait_for(lambda: not pane(engine, workspace).input_off, 30)  # the watchdog
+    assert retry_until(lambda: not pane(engine, workspace).input_off, 30,
+                       interval=0.02)  # the watchdog
     assert screen(tmux_socket, workspace).count(CONTROL_TEMPLATE) == 1  # never typed again
 
     claimed = claim_for_frame(engine, world.workspace_id,
                               session_of(engine, world.workspace_id))
     assert (claimed.kind, claimed.summary) == ("handoff", "Fixed foo")
-    assert wait_for(lambda: child not in tmux(tmux_socket, "list-panes", "-a", "-F",
-                                              "#{pane_id}").split())
+    assert retry_until(lambda: child not in tmux(tmux_socket, "list-panes", "-a", "-F",
+                                                 "#{pane_id}").split(), 5.0, interval=0.02)
     assert settle_after_stop(engine, world.workspace_id) == [done.transition_id]
     frame = engine.conn.execute("SELECT lifecycle_state, close_reason FROM frames"
                                 " WHERE frame_id = ?", (world.child_id,)).fetchone()
@@ -302,8 +304,9 @@ def test_a_pane_id_reused_after_a_server_restart_is_rejected(
     surface = engine.conn.execute("SELECT surface_id FROM surfaces WHERE pane_id = ?",
                                   (old_pane,)).fetchone()[0]
     tmux(tmux_socket, "kill-server")
-    assert wait_for(lambda: subprocess.run(["tmux", "-S", str(tmux_socket), "has-session"],
-                                           capture_output=True).returncode != 0)
+    assert retry_until(lambda: subprocess.run(["tmux", "-S", str(tmux_socket), "has-session"],
+                                              capture_output=True).returncode != 0,
+                       5.0, interval=0.02)
     # A new server on the same socket reissues the same pane id, dressed up as ours:
     # same holding session name and tag, same @sb_surface, fenced.
     forge_reused_pane(tmux_socket, engine.config.tmux.holding_session, old_pane, surface)
@@ -360,8 +363,9 @@ def test_a_transition_while_no_tmux_server_answers_fails_at_once_with_a_recovery
     'executing' until its lease runs out) and a server_restarted recovery says why."""
     engine, world = build_world(tmp_path, tmux_socket)
     tmux(tmux_socket, "kill-server")
-    assert wait_for(lambda: subprocess.run(["tmux", "-S", str(tmux_socket), "has-session"],
-                                           capture_output=True).returncode != 0)
+    assert retry_until(lambda: subprocess.run(["tmux", "-S", str(tmux_socket), "has-session"],
+                                              capture_output=True).returncode != 0,
+                       5.0, interval=0.02)
     if kind == "focus":
         engine.view_focus(new_request_id(), world.view_id, world.workspace_id)
     else:

@@ -19,7 +19,9 @@ from core.requests import new_request_id
 from core.stage import ENV_VIEW_ID, NAVIGATOR_KEY
 from core.tmux.topology import VIEW_SIZE, bound_keys
 from storage.operations import views as views_ops
-from tests.integration.transitions_env import make_engine, screen, tmux, wait_for
+from tests.integration.journey_env import tmux
+from tests.integration.transitions_env import make_engine, screen
+from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
 
@@ -49,14 +51,16 @@ def test_navigator_pane_runs_ui_for_its_view_in_a_large_detached_session(
     pid = tmux(tmux_socket, "display-message", "-p", "-t", nav, "#{pane_pid}").strip()
 
     # tmux forks, then execs: until the exec the child still shows tmux's own argv.
-    assert wait_for(lambda: "navigator.cli" in _proc(pid, "cmdline")), _proc(pid, "cmdline")
+    assert retry_until(lambda: "navigator.cli" in _proc(pid, "cmdline"), 5.0,
+                       interval=0.02), _proc(pid, "cmdline")
     argv = _proc(pid, "cmdline")
     assert argv[argv.index("ui"):argv.index("ui") + 3] == ["ui", "--view", route.view_id]
     environ = _proc(pid, "environ")
     assert f"{ENV_VIEW_ID}={route.view_id}" in environ
     assert f"SWITCHBOARD_HOME={engine.home.root}" in environ
     # The app opens this home's registry and paints its panels.
-    assert wait_for(lambda: "alpha" in screen(tmux_socket, nav), 30), screen(tmux_socket, nav)
+    assert retry_until(lambda: "alpha" in screen(tmux_socket, nav), 30,
+                       interval=0.02), screen(tmux_socket, nav)
 
     size = tmux(tmux_socket, "display-message", "-p", "-t", view["tmux_window_id"],
                 "#{window_width}x#{window_height}").strip()
@@ -72,7 +76,7 @@ def _attach_client(socket: Path, outer: Path, session: str) -> None:
     subprocess.run(["tmux", "-f", "/dev/null", "-S", str(outer), "new-session", "-d",
                     "-x", "160", "-y", "45", "-s", "terminal",
                     f"tmux -S {socket} attach-session -t ={session}"], check=True, env=env)
-    assert wait_for(lambda: "attached" in tmux(socket, "list-clients"))
+    assert retry_until(lambda: "attached" in tmux(socket, "list-clients"), 5.0, interval=0.02)
 
 
 def test_prefix_s_brings_the_navigator_back_from_direct_mode(
@@ -91,7 +95,8 @@ def test_prefix_s_brings_the_navigator_back_from_direct_mode(
         _attach_client(tmux_socket, outer, engine.config.tmux.view_session)
         prefix = tmux(tmux_socket, "show-options", "-gv", "prefix").strip()
         tmux(outer, "send-keys", "-t", "terminal", prefix, NAVIGATOR_KEY)
-        assert wait_for(lambda: _mode(engine, view_id) == ("navigator", "navigator"), 20), \
+        assert retry_until(lambda: _mode(engine, view_id) == ("navigator", "navigator"), 20,
+                           interval=0.02), \
             _mode(engine, view_id)
     finally:
         subprocess.run(["tmux", "-S", str(outer), "kill-server"], capture_output=True)

@@ -14,7 +14,8 @@ import pytest
 from core.config import ProviderConfig, TmuxConfig, default_config, render_config
 from core.enums import Provider
 from tests.core.test_project_add import _sb
-from tests.integration.journey_env import fake_provider_command, wait_for
+from tests.integration.journey_env import fake_provider_command
+from tests.waiting import retry_until
 
 
 def _repo(path: Path) -> Path:
@@ -75,8 +76,8 @@ def test_worktree_is_its_own_project_and_removal_protects_work(home: Path,
     assert (home / "config.toml").read_bytes() == before and tree.exists()
 
     (tree / "scratch.txt").unlink()
-    assert wait_for(lambda: "widget-fix" in _sb(home, "worktree", "remove", "widget-fix",
-                                                 cwd=tmp_path), timeout=30)
+    assert retry_until(lambda: "widget-fix" in _sb(home, "worktree", "remove", "widget-fix",
+                                                    cwd=tmp_path), timeout=30)
     assert not tree.exists()
     config = tomllib.loads((home / "config.toml").read_text())
     assert [p["name"] for p in config["projects"]] == ["widget"]

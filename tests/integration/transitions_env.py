@@ -9,6 +9,7 @@ is visible with capture-pane.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -29,7 +30,8 @@ from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
 from tests.factories import project_config
-from tests.integration.journey_env import fake_provider_command
+from tests.integration.journey_env import fake_provider_command, tmux
+from tests.waiting import retry_until
 
 NAVIGATOR_STAND_IN = ["sleep", "600"]
 """The navigator pane's program in these tests: Textual start-up is not what is tested."""
@@ -124,7 +126,8 @@ def wait_prompt(socket: Path, pane: str | None) -> None:
     lands in a cooked tty and is echoed twice (by the tty and by the agent).
     """
     assert pane is not None
-    assert wait_for(lambda: screen(socket, pane).rstrip().endswith(">")), screen(socket, pane)
+    assert retry_until(lambda: screen(socket, pane).rstrip().endswith(">"), 5.0,
+                       interval=0.02), screen(socket, pane)
 
 
 def session_of(engine: Engine, frame_id: str) -> str:
@@ -149,9 +152,6 @@ def mark_ready(engine: Engine, frame_id: str) -> None:
                                      provider_version=None, now=engine.now())
 
 
-def tmux(socket: Path, *args: str) -> str:
-    return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True,
-                          text=True).stdout
 
 
 def screen(socket: Path, pane: str) -> str:
@@ -182,21 +182,13 @@ def forge_reused_pane(socket: Path, holding: str, old_pane: str, surface_id: str
             tmux(socket, "new-window", "-d", "-t", f"={holding}:", "cat")
         return old_pane in tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split()
 
-    assert wait_for(reissued, 30), tmux(socket, "list-panes", "-a", "-F", "#{pane_id}")
+    assert retry_until(reissued, 30,
+                       interval=0.02), tmux(socket, "list-panes", "-a", "-F", "#{pane_id}")
     for option in (("-t", f"={holding}", "@sb_holding", "1"),
                    ("-p", "-t", old_pane, "@sb_surface", surface_id),
                    ("-p", "-t", old_pane, "@sb_role", "provider")):
         tmux(socket, "set-option", *option)
     tmux(socket, "select-pane", "-d", "-t", old_pane)
-
-
-def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
 
 
 def problems(engine: Engine, view_id: str) -> list[str]:
@@ -276,3 +268,23 @@ def problems(engine: Engine, view_id: str) -> list[str]:
 def _open_recovery(conn, subject_id: str) -> bool:  # noqa: ANN001
     return conn.execute("SELECT 1 FROM recoveries WHERE subject_id = ? AND state = 'open'",
                         (subject_id,)).fetchone() is not None
+
+
+def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``switchboard ARGS`` for the home at ``root``, as a person outside tmux runs it."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TMUX", "TMUX_PANE", "SWITCHBOARD_VIEW_ID")}
+    env.update(SWITCHBOARD_HOME=str(root), SWITCHBOARD_CONFIG=str(root / "config.toml"))
+    return subprocess.run([sys.executable, "-m", "navigator.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def pane_env(engine: Engine, frame_id: str) -> dict[str, str]:
+    """The environment the provider in the frame's pane runs with (its capability)."""
+    pid = engine.conn.execute(
+        "SELECT s.process_id FROM frame_placements p JOIN surfaces s"
+        " ON s.surface_id = p.surface_id WHERE p.frame_id = ? AND p.state <> 'orphaned'",
+        (frame_id,)).fetchone()[0]
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)

@@ -21,6 +21,8 @@ from core.home import Home
 from core.registry import init_registry
 from core.session import open_engine
 from tests.factories import project_config
+from tests.integration.journey_env import one
+from tests.waiting import retry_until
 
 
 def xdg_home(person: Path) -> Home:
@@ -46,9 +48,6 @@ def make_real_engine(root: Path, socket: Path,
     return open_engine(home, with_stage=True)
 
 
-def one(engine: Engine, sql: str, *args: object) -> tuple | None:
-    row = engine.conn.execute(sql, args).fetchone()
-    return None if row is None else tuple(row)
 
 
 def screen(socket: Path, pane: str) -> str:
@@ -64,9 +63,7 @@ def type_prompt(socket: Path, pane: str, text: str, timeout: float = 60.0) -> No
     an Enter inside it, so the Enter waits until the text has been drawn."""
     tmux = ["tmux", "-S", str(socket)]
     subprocess.run([*tmux, "send-keys", "-t", pane, "-l", text], check=True)
-    deadline = time.monotonic() + timeout
-    while text not in screen(socket, pane) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    retry_until(lambda: text in screen(socket, pane), timeout)
     time.sleep(0.1)
     subprocess.run([*tmux, "send-keys", "-t", pane, "Enter"], check=True)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from core.session import open_engine
 from tests.factories import project_config
 from tests.integration.journey_env import fake_provider_command, tmux
 from tests.realcli.install import RealClis
+from tests.waiting import fail_unless
 
 API_KEY = "sk-standin-person-0001"
 PROJECT = "alpha"
@@ -132,17 +132,6 @@ def screen(socket: Path, pane: str) -> str:
     return tmux(socket, "capture-pane", "-p", "-J", "-t", pane)
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float, what: Callable[[], str]) -> None:
-    """Poll generously (the machine is shared); fail with what was seen."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    if not predicate():
-        pytest.fail(f"timed out after {timeout:.0f} s: {what()}", pytrace=False)
-
-
 def type_prompt(socket: Path, pane: str, text: str) -> None:
     """Type like a person: the text, a pause, Enter.
 
@@ -150,8 +139,8 @@ def type_prompt(socket: Path, pane: str, text: str) -> None:
     newline, so the Enter comes once the text shows and a moment has passed.
     """
     tmux(socket, "send-keys", "-t", pane, "-l", text)
-    wait_until(lambda: text in screen(socket, pane), 15,
-               lambda: f"{text!r} never showed in the composer:\n{screen(socket, pane)}")
+    fail_unless(lambda: text in screen(socket, pane), 15,
+                lambda: f"{text!r} never showed in the composer:\n{screen(socket, pane)}")
     time.sleep(0.6)
     tmux(socket, "send-keys", "-t", pane, "Enter")
 

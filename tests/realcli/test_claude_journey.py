@@ -31,19 +31,19 @@ from core.enums import Provider
 from core.home import Home
 from core.hooks_install import claude_tool_names
 from core.requests import new_request_id
-from tests.integration.journey_env import tmux, wait_for
+from tests.integration.journey_env import one, tmux
 from tests.realcli.anthropic_standin import TOOLTEST_COMMAND, AnthropicStandin, script
 from tests.realcli.harness import (
     activity,
     main_pane,
     make_real_engine,
-    one,
     screen,
     type_prompt,
     xdg_home,
 )
 from tests.realcli.harness_claude import claude_command, seed_home, transcript, transcripts
 from tests.realcli.install import RealClis
+from tests.waiting import retry_until
 
 PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL = (f"mcp__switchboard__{name}" for name in (
     "task_push", "task_complete_return", "transition_claim"))
@@ -82,11 +82,11 @@ class World:
 
     def wait_prompt(self, pane: str) -> None:
         """The CLI is at its input box (so typed keys go to the prompt)."""
-        assert wait_for(lambda: "? for shortcuts" in screen(self.socket, pane), SLOW), \
+        assert retry_until(lambda: "? for shortcuts" in screen(self.socket, pane), SLOW), \
             screen(self.socket, pane)
 
     def wait_activity(self, frame_id: str, wanted: str) -> None:
-        assert wait_for(lambda: activity(self.engine, frame_id) == wanted, SLOW), (
+        assert retry_until(lambda: activity(self.engine, frame_id) == wanted, SLOW), (
             activity(self.engine, frame_id), screen(self.socket, main_pane(self.engine)))
 
     def transition(self, kind: str, nth: int = 1) -> tuple | None:
@@ -158,8 +158,8 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     route = engine.project_enter(new_request_id(), "alpha")
     parent = route.frame_id
     started = engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
-    assert wait_for(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
-                                started.launch_id) == ("bound",), SLOW)
+    assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                   started.launch_id) == ("bound",), SLOW)
     main = main_pane(engine)
     world.wait_prompt(main)
     parent_id = world.session_id(parent)
@@ -173,7 +173,7 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     # a tool the person's rules do not allow asks; the pane needs input until approved
     type_prompt(socket, main, "TOOLTEST please")
     world.wait_activity(parent, "needs_input")
-    assert wait_for(lambda: "Do you want to proceed?" in screen(socket, main), SLOW), \
+    assert retry_until(lambda: "Do you want to proceed?" in screen(socket, main), SLOW), \
         screen(socket, main)
     marker = world.project / TOOLTEST_COMMAND.split()[-1]
     assert not marker.exists()
@@ -183,16 +183,16 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
 
     # push: Switchboard's own tools run without asking, by the names the CLI gave them
     type_prompt(socket, main, "PUSH Fix the bug :: Make test_foo pass")
-    assert wait_for(lambda: world.transition("push") is not None
-                    and world.transition("push")[0] == "completed", SLOW), \
+    assert retry_until(lambda: world.transition("push") is not None
+                       and world.transition("push")[0] == "completed", SLOW), \
         screen(socket, main)
     child = world.frame("Fix the bug")
     child_pane = main_pane(engine)
     assert child_pane != main
     assert f"{main} 1" in tmux(socket, "list-panes", "-a", "-F",
                                "#{pane_id} #{pane_input_off}").splitlines()
-    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
-                    is not None, SLOW), screen(socket, child_pane)
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+                       is not None, SLOW), screen(socket, child_pane)
     world.wait_activity(child, "ready")
     turn = one(engine, "SELECT transport, state, submission_count FROM control_turns"
                        " WHERE kind = 'claim_brief'")
@@ -205,14 +205,14 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
 
     # complete-return: the parent, live and ready, gets the fixed line typed once
     type_prompt(socket, child_pane, "COMPLETE Fixed foo :: review and merge")
-    assert wait_for(lambda: world.transition("complete_return") is not None
-                    and world.transition("complete_return")[0] == "completed", SLOW), \
+    assert retry_until(lambda: world.transition("complete_return") is not None
+                       and world.transition("complete_return")[0] == "completed", SLOW), \
         world.dump() + screen(socket, main)
     assert main_pane(engine) == main
     assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
                child) == ("closed", "completed")
-    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
-                    is not None, SLOW), screen(socket, main)
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                       is not None, SLOW), screen(socket, main)
     world.wait_activity(parent, "ready")
     turn = one(engine, "SELECT transport, state, submission_count FROM control_turns"
                        " WHERE kind = 'claim_handoff'")
@@ -220,13 +220,13 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     parent_screen = screen(socket, main)
     assert parent_screen.count(CONTROL_TEMPLATE) == 1, parent_screen
     assert "STANDIN-CLAIMED handoff: Fix the bug" in parent_screen
-    assert wait_for(lambda: child_pane not in world.panes(), SLOW)
+    assert retry_until(lambda: child_pane not in world.panes(), SLOW)
     assert world.api.journal.tool_calls()[3:] == [COMPLETE_TOOL, CLAIM_TOOL]
 
     # back, focus and a human close
     type_prompt(socket, main, "PUSH Second look :: look around")
-    assert wait_for(lambda: world.transition("push", 2) is not None
-                    and world.transition("push", 2)[0] == "completed", SLOW), \
+    assert retry_until(lambda: world.transition("push", 2) is not None
+                       and world.transition("push", 2)[0] == "completed", SLOW), \
         screen(socket, main)
     second = world.frame("Second look")
     second_pane = main_pane(engine)
@@ -240,14 +240,14 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     assert main_pane(engine) == main
     assert one(engine, "SELECT lifecycle_state FROM frames WHERE frame_id = ?",
                second) == ("closed",)
-    assert wait_for(lambda: second_pane not in world.panes(), SLOW)
+    assert retry_until(lambda: second_pane not in world.panes(), SLOW)
 
     # stop, then start again: the exact same Claude session, in the CLI's own files
     sessions_before = transcripts(world.home)
     own = transcript(world.home, parent_id)
     assert own is not None and own in sessions_before
     engine.frame_stop(new_request_id(), parent)
-    assert wait_for(lambda: main not in world.panes(), SLOW)
+    assert retry_until(lambda: main not in world.panes(), SLOW)
     again = engine.frame_start(new_request_id(), parent)
     assert again.session_key == started.session_key
     assert one(engine, "SELECT action FROM launch_intents WHERE launch_id = ?",
@@ -255,26 +255,26 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     resumed = main_pane(engine)
     world.wait_prompt(resumed)
     type_prompt(socket, resumed, "after the stop")
-    assert wait_for(lambda: "STANDIN-OK: after the stop" in screen(socket, resumed), SLOW), \
+    assert retry_until(lambda: "STANDIN-OK: after the stop" in screen(socket, resumed), SLOW), \
         screen(socket, resumed)
     world.wait_activity(parent, "ready")
-    assert wait_for(lambda: "after the stop" in own.read_text(), SLOW)
+    assert retry_until(lambda: "after the stop" in own.read_text(), SLOW)
     assert transcripts(world.home) == sessions_before  # no new session file
 
     # the tmux server dies; opening the project again rebuilds it; n resumes
     pid = int(tmux(socket, "display-message", "-p", "#{pid}").strip())
     tmux(socket, "kill-server")
-    assert wait_for(lambda: not _alive(pid), SLOW)
+    assert retry_until(lambda: not _alive(pid), SLOW)
     EngineClient(engine=engine, home=xdg_home(world.root)).enter_project("alpha")
     restarted = engine.frame_start(new_request_id(), parent)
     assert restarted.session_key == started.session_key
     pane = main_pane(engine)
     world.wait_prompt(pane)
     type_prompt(socket, pane, "after the restart")
-    assert wait_for(lambda: "STANDIN-OK: after the restart" in screen(socket, pane), SLOW), \
+    assert retry_until(lambda: "STANDIN-OK: after the restart" in screen(socket, pane), SLOW), \
         screen(socket, pane)
     world.wait_activity(parent, "ready")
-    assert wait_for(lambda: "after the restart" in own.read_text(), SLOW)
+    assert retry_until(lambda: "after the restart" in own.read_text(), SLOW)
     assert transcripts(world.home) == sessions_before
 
 
@@ -292,7 +292,7 @@ def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
     world.wait_prompt(main)
     type_prompt(socket, main, "PUSH Early :: typed before the tools were listed")
     submitted = time.time()
-    assert wait_for(lambda: world.transition("push") is not None, SLOW), (
+    assert retry_until(lambda: world.transition("push") is not None, SLOW), (
         screen(socket, main), [(r.path, len(r.tool_names)) for r in world.api.turns()],
         [reply.text for _, reply in world.api.journal.replies])
     ready = list(xdg_home(world.root).run_dir.glob("*/claude-mcp-ready-*"))
@@ -320,21 +320,21 @@ def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(world: World)
     main = main_pane(engine)
     world.wait_prompt(main)
     type_prompt(socket, main, "PUSH Child :: the child's brief")
-    assert wait_for(lambda: world.transition("push") is not None
-                    and world.transition("push")[0] == "completed", SLOW), world.dump()
+    assert retry_until(lambda: world.transition("push") is not None
+                       and world.transition("push")[0] == "completed", SLOW), world.dump()
     child = world.frame("Child")
     child_pane = main_pane(engine)
-    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
-                    is not None, SLOW), screen(socket, child_pane)
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+                       is not None, SLOW), screen(socket, child_pane)
     world.wait_activity(child, "ready")
     engine.frame_stop(new_request_id(), parent)  # the parked parent stops
-    assert wait_for(lambda: main not in world.panes(), SLOW)
+    assert retry_until(lambda: main not in world.panes(), SLOW)
     type_prompt(socket, child_pane, "COMPLETE done it :: merge")
-    assert wait_for(lambda: world.transition("complete_return") is not None
-                    and world.transition("complete_return")[0] == "completed", SLOW), \
+    assert retry_until(lambda: world.transition("complete_return") is not None
+                       and world.transition("complete_return")[0] == "completed", SLOW), \
         world.dump() + screen(socket, child_pane)
-    assert wait_for(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
-                    is not None, SLOW), world.dump() + screen(socket, main_pane(engine))
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                       is not None, SLOW), world.dump() + screen(socket, main_pane(engine))
     world.wait_activity(parent, "ready")
     assert one(engine, "SELECT transport, state, submission_count FROM control_turns"
                        " WHERE kind = 'claim_handoff'") == ("resume_initial", "settled", 1)

@@ -24,7 +24,7 @@ from core.engine import Engine
 from core.enums import Provider
 from core.home import Home
 from core.requests import new_request_id
-from tests.integration.journey_env import tmux
+from tests.integration.journey_env import one, pane_ids, tmux
 from tests.realcli.harness_codex import (
     API_KEY,
     PROJECT,
@@ -37,10 +37,10 @@ from tests.realcli.harness_codex import (
     screen,
     switchboard_home,
     type_prompt,
-    wait_until,
 )
 from tests.realcli.install import RealClis
 from tests.realcli.openai_standin import CONTROL_PREFIX, TOOLTEST_FILE, OpenAIStandin
+from tests.waiting import fail_unless
 
 pytestmark = [pytest.mark.tmux, pytest.mark.timeout(480)]
 
@@ -55,14 +55,11 @@ TURN_S = 60.0
 """Deadline for one real Codex turn (start-up included) on a loaded machine."""
 
 
-def _one(engine: Engine, sql: str, *args: object) -> tuple | None:
-    row = engine.conn.execute(sql, args).fetchone()
-    return None if row is None else tuple(row)
 
 
 def _session(engine: Engine, frame_id: str) -> tuple[str, str, str, str, str]:
     """(session_key, provider_session_id, activity, activity_reason, runtime) of a frame."""
-    row = _one(engine, "SELECT s.session_key, s.provider_session_id, s.activity,"
+    row = one(engine, "SELECT s.session_key, s.provider_session_id, s.activity,"
                        " s.activity_reason, s.runtime_presence FROM frames f JOIN"
                        " provider_sessions s ON s.session_key = f.current_session_key"
                        " WHERE f.frame_id = ?", frame_id)
@@ -72,20 +69,18 @@ def _session(engine: Engine, frame_id: str) -> tuple[str, str, str, str, str]:
 
 def _turn(engine: Engine, session_key: str) -> str | None:
     """The Codex turn id the session's latest hook named."""
-    return _one(engine, "SELECT last_turn_id FROM provider_sessions WHERE session_key = ?",
+    return one(engine, "SELECT last_turn_id FROM provider_sessions WHERE session_key = ?",
                 session_key)[0]
 
 
 def _main(engine: Engine) -> str:
-    return _one(engine, "SELECT main_pane_id FROM user_views")[0]
+    return one(engine, "SELECT main_pane_id FROM user_views")[0]
 
 
-def _panes(socket: Path) -> list[str]:
-    return tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split()
 
 
 def _frame(engine: Engine, title: str) -> str:
-    return _one(engine, "SELECT frame_id FROM frames WHERE title = ?", title)[0]
+    return one(engine, "SELECT frame_id FROM frames WHERE title = ?", title)[0]
 
 
 def _kill_server(socket: Path) -> None:
@@ -99,7 +94,7 @@ def _kill_server(socket: Path) -> None:
             return True
         return False
 
-    wait_until(gone, 15, lambda: f"tmux server {pid} still running")
+    fail_unless(gone, 15, lambda: f"tmux server {pid} still running")
 
 
 def _rollouts(codex_home: Path) -> list[Path]:
@@ -136,58 +131,58 @@ def test_real_codex_journey_in_the_persons_own_home(
         start = engine.frame_start(new_request_id(), route.frame_id, Provider.CODEX)
         parent = _main(engine)
         # Ready for input, or stopped on a first-run dialog: whichever shows first.
-        wait_until(lambda: any(text in look(parent) for text in (COMPOSER, *DIALOGS)),
-                   TURN_S, lambda: look(parent))
+        fail_unless(lambda: any(text in look(parent) for text in (COMPOSER, *DIALOGS)),
+                    TURN_S, lambda: look(parent))
         time.sleep(1.0)  # a dialog drawn right after the composer would show by now
         opening = look(parent)
         for dialog in DIALOGS:
             assert dialog not in opening, opening
         assert "OpenAI Codex (v0.171.0)" in opening, opening
         type_prompt(tmux_socket, parent, "hello SLOW")
-        wait_until(lambda: _session(engine, route.frame_id)[2] == "working", TURN_S,
-                   lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
+        fail_unless(lambda: _session(engine, route.frame_id)[2] == "working", TURN_S,
+                    lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
         key, thread_id, *_ = _session(engine, route.frame_id)
         assert UUID.match(thread_id), key
         assert key.endswith(f":codex:{thread_id}") and key != start.session_key
-        assert _one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+        assert one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
                     start.launch_id) == ("bound",)
-        wait_until(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
-                   lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
+        fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
+                    lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
         assert "Stand-in reply to: hello SLOW" in look(parent)
         assert len(person.session_files(thread_id)) == 1  # in the person's own home
 
         # --- a permission prompt: needs input -> approved -> ready -------------------
         type_prompt(tmux_socket, parent, "TOOLTEST")
-        wait_until(lambda: _session(engine, route.frame_id)[2:4] == ("needs_input",
-                                                                       "permission"),
-                   TURN_S, lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
-        wait_until(lambda: "Would you like to run the following command?" in look(parent),
-                   TURN_S, lambda: look(parent))
+        fail_unless(lambda: _session(engine, route.frame_id)[2:4] == ("needs_input",
+                                                                        "permission"),
+                    TURN_S, lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
+        fail_unless(lambda: "Would you like to run the following command?" in look(parent),
+                    TURN_S, lambda: look(parent))
         press(tmux_socket, parent, "y")
-        wait_until(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
-                   lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
+        fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
+                    lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
         assert (person.project / TOOLTEST_FILE).exists()
 
         # --- push: the child in main claims its brief (one submission) -------------
         type_prompt(tmux_socket, parent, "PUSH Fix the bug :: Make test_foo pass")
-        wait_until(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
-                                        " 'push'") == ("completed",), TURN_S,
-                   lambda: f"{_one(engine, 'SELECT state, failure FROM view_transitions')}"
-                           f"\n{look(parent)}")
+        fail_unless(lambda: one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                         " 'push'") == ("completed",), TURN_S,
+                    lambda: f"{one(engine, 'SELECT state, failure FROM view_transitions')}"
+                            f"\n{look(parent)}")
         child = _main(engine)
         assert child != parent
         assert f"{parent} 1" in tmux(tmux_socket, "list-panes", "-a", "-F",
                                      "#{pane_id} #{pane_input_off}").splitlines()
         child_frame = _frame(engine, "Fix the bug")
-        wait_until(lambda: _one(engine, "SELECT state FROM control_turns WHERE kind ="
-                                        " 'claim_brief'") == ("settled",), TURN_S,
-                   lambda: look(child))
-        assert _one(engine, "SELECT transport, submission_count FROM control_turns"
+        fail_unless(lambda: one(engine, "SELECT state FROM control_turns WHERE kind ="
+                                         " 'claim_brief'") == ("settled",), TURN_S,
+                    lambda: look(child))
+        assert one(engine, "SELECT transport, submission_count FROM control_turns"
                             " WHERE kind = 'claim_brief'") == ("resume_initial", 1)
-        assert _one(engine, "SELECT first_claimed_at IS NOT NULL FROM transition_briefs"
+        assert one(engine, "SELECT first_claimed_at IS NOT NULL FROM transition_briefs"
                     ) == (1,)
-        wait_until(lambda: _session(engine, child_frame)[2] == "ready", TURN_S,
-                   lambda: look(child))
+        fail_unless(lambda: _session(engine, child_frame)[2] == "ready", TURN_S,
+                    lambda: look(child))
         child_screen = look(child)
         assert child_screen.count(LINE) == 1, child_screen
         assert "switchboard.transition_claim" in child_screen, child_screen
@@ -198,71 +193,71 @@ def test_real_codex_journey_in_the_persons_own_home(
 
         # --- complete-return: the parent claims the handoff, the child is closed ----
         type_prompt(tmux_socket, child, "COMPLETE Fixed foo :: review and merge")
-        wait_until(lambda: _one(engine, "SELECT state FROM view_transitions WHERE kind ="
-                                        " 'complete_return'") == ("completed",), TURN_S,
-                   lambda: f"{_one(engine, 'SELECT state, failure FROM view_transitions')}"
-                           f"\n{look(child)}")
+        fail_unless(lambda: one(engine, "SELECT state FROM view_transitions WHERE kind ="
+                                         " 'complete_return'") == ("completed",), TURN_S,
+                    lambda: f"{one(engine, 'SELECT state, failure FROM view_transitions')}"
+                            f"\n{look(child)}")
         assert _main(engine) == parent
-        assert _one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE"
+        assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE"
                             " frame_id = ?", child_frame) == ("closed", "completed")
-        wait_until(lambda: _one(engine, "SELECT state FROM control_turns WHERE kind ="
-                                        " 'claim_handoff'") == ("settled",), TURN_S,
-                   lambda: look(parent))
-        assert _one(engine, "SELECT transport, submission_count FROM control_turns"
+        fail_unless(lambda: one(engine, "SELECT state FROM control_turns WHERE kind ="
+                                         " 'claim_handoff'") == ("settled",), TURN_S,
+                    lambda: look(parent))
+        assert one(engine, "SELECT transport, submission_count FROM control_turns"
                             " WHERE kind = 'claim_handoff'") == ("live_input", 1)
-        assert _one(engine, "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs"
+        assert one(engine, "SELECT first_claimed_at IS NOT NULL FROM completion_handoffs"
                     ) == (1,)
-        wait_until(lambda: child not in _panes(tmux_socket), TURN_S,
-                   lambda: "the completed child's pane is still there")
-        wait_until(lambda: "Claimed handoff" in look(parent), TURN_S, lambda: look(parent))
+        fail_unless(lambda: child not in pane_ids(tmux_socket), TURN_S,
+                    lambda: "the completed child's pane is still there")
+        fail_unless(lambda: "Claimed handoff" in look(parent), TURN_S, lambda: look(parent))
         assert look(parent).count(LINE) == 1, look(parent)
-        wait_until(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
-                   lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
+        fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
+                    lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
 
         # --- back, focus, human close ------------------------------------------------
         second = engine.frame_push(new_request_id(), route.frame_id, "Look around",
                                    "read the README")
-        wait_until(lambda: _one(engine, "SELECT state FROM view_transitions WHERE"
-                                        " transition_id = ?", second.transition_id)
-                   == ("completed",), TURN_S,
-                   lambda: f"{_one(engine, 'SELECT state, failure FROM view_transitions')}")
+        fail_unless(lambda: one(engine, "SELECT state FROM view_transitions WHERE"
+                                         " transition_id = ?", second.transition_id)
+                    == ("completed",), TURN_S,
+                    lambda: f"{one(engine, 'SELECT state, failure FROM view_transitions')}")
         second_frame = _frame(engine, "Look around")
         second_pane = _main(engine)
         assert second_pane not in (parent, child)
-        wait_until(lambda: "Claimed brief: Look around" in look(second_pane), TURN_S,
-                   lambda: look(second_pane))
+        fail_unless(lambda: "Claimed brief: Look around" in look(second_pane), TURN_S,
+                    lambda: look(second_pane))
         engine.frame_back(new_request_id(), view_id)
         assert _main(engine) == parent
         engine.view_focus(new_request_id(), view_id, second_frame)
         assert _main(engine) == second_pane
         engine.frame_close(new_request_id(), second_frame)
-        assert _one(engine, "SELECT lifecycle_state FROM frames WHERE frame_id = ?",
+        assert one(engine, "SELECT lifecycle_state FROM frames WHERE frame_id = ?",
                     second_frame) == ("closed",)
-        wait_until(lambda: _main(engine) == parent, TURN_S, lambda: _main(engine))
-        wait_until(lambda: second_pane not in _panes(tmux_socket), TURN_S,
-                   lambda: "the closed frame's pane is still there")
+        fail_unless(lambda: _main(engine) == parent, TURN_S, lambda: _main(engine))
+        fail_unless(lambda: second_pane not in pane_ids(tmux_socket), TURN_S,
+                    lambda: "the closed frame's pane is still there")
 
         # --- stop, then resume the exact session -------------------------------------
         rollouts = _rollouts(person.codex_home)
         engine.frame_stop(new_request_id(), route.frame_id)
-        wait_until(lambda: parent not in _panes(tmux_socket), TURN_S,
-                   lambda: "the stopped pane is still there")
+        fail_unless(lambda: parent not in pane_ids(tmux_socket), TURN_S,
+                    lambda: "the stopped pane is still there")
         assert _session(engine, route.frame_id)[4] == "stopped"
         again = engine.frame_start(new_request_id(), route.frame_id)
         assert again.session_key == key
-        assert _one(engine, "SELECT action, target_session_key FROM launch_intents WHERE"
+        assert one(engine, "SELECT action, target_session_key FROM launch_intents WHERE"
                             " launch_id = ?", again.launch_id) == ("resume", key)
         resumed = _main(engine)
-        wait_until(lambda: "Stand-in reply to: hello SLOW" in look(resumed), TURN_S,
-                   lambda: look(resumed))  # the conversation came back
+        fail_unless(lambda: "Stand-in reply to: hello SLOW" in look(resumed), TURN_S,
+                    lambda: look(resumed))  # the conversation came back
         turn_before = _turn(engine, key)
         type_prompt(tmux_socket, resumed, "after resume")
-        wait_until(lambda: "Stand-in reply to: after resume" in look(resumed), TURN_S,
-                   lambda: look(resumed))
+        fail_unless(lambda: "Stand-in reply to: after resume" in look(resumed), TURN_S,
+                    lambda: look(resumed))
         # the resumed process's own hooks report the new turn (trusted again via -c)
-        wait_until(lambda: _turn(engine, key) != turn_before
-                   and _session(engine, route.frame_id)[2] == "ready", TURN_S,
-                   lambda: f"{_session(engine, route.frame_id)}\n{look(resumed)}")
+        fail_unless(lambda: _turn(engine, key) != turn_before
+                    and _session(engine, route.frame_id)[2] == "ready", TURN_S,
+                    lambda: f"{_session(engine, route.frame_id)}\n{look(resumed)}")
         assert _session(engine, route.frame_id)[:2] == (key, thread_id)
         [rollout] = person.session_files(thread_id)
         assert "after resume" in rollout.read_text(encoding="utf-8")
@@ -276,17 +271,17 @@ def test_real_codex_journey_in_the_persons_own_home(
         assert _session(engine, route.frame_id)[4] == "stopped"
         after = engine.frame_start(new_request_id(), route.frame_id)
         assert after.session_key == key
-        assert _one(engine, "SELECT action FROM launch_intents WHERE launch_id = ?",
+        assert one(engine, "SELECT action FROM launch_intents WHERE launch_id = ?",
                     after.launch_id) == ("resume",)
         revived = _main(engine)
-        wait_until(lambda: "Stand-in reply to: after resume" in look(revived), TURN_S,
-                   lambda: look(revived))
+        fail_unless(lambda: "Stand-in reply to: after resume" in look(revived), TURN_S,
+                    lambda: look(revived))
         turn_before = _turn(engine, key)
         type_prompt(tmux_socket, revived, "after restart")
-        wait_until(lambda: _turn(engine, key) != turn_before
-                   and _session(engine, route.frame_id)[2] == "ready"
-                   and "after restart" in rollout.read_text(encoding="utf-8"), TURN_S,
-                   lambda: f"{_session(engine, route.frame_id)}\n{look(revived)}")
+        fail_unless(lambda: _turn(engine, key) != turn_before
+                    and _session(engine, route.frame_id)[2] == "ready"
+                    and "after restart" in rollout.read_text(encoding="utf-8"), TURN_S,
+                    lambda: f"{_session(engine, route.frame_id)}\n{look(revived)}")
         assert _session(engine, route.frame_id)[:2] == (key, thread_id)
         assert _rollouts(person.codex_home) == rollouts
 

@@ -1,0 +1,54 @@
+"""One way for tests to wait for something another process does.
+
+Tests watch tmux panes, hook processes and detached workers, none of which can
+tell a test when they are done, so the test looks again every ``interval``
+seconds until the answer is yes or ``timeout`` seconds have passed. Every wait
+takes one last look once the deadline has passed, so an answer that arrives
+during the final sleep still counts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+NOT_REACHED = "condition not reached in time"
+
+
+def retry_value(probe: Callable[[], T], accept: Callable[[T], bool], timeout: float,
+                interval: float = 0.1) -> T:
+    """Call ``probe`` until ``accept`` takes its value; the last value either way."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if accept(value) or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+def retry_until(predicate: Callable[[], object], timeout: float, interval: float = 0.1) -> bool:
+    """Whether ``predicate()`` became true within ``timeout`` seconds."""
+    return bool(retry_value(predicate, bool, timeout, interval))
+
+
+def assert_until(predicate: Callable[[], object], timeout: float, message: str = NOT_REACHED,
+                 interval: float = 0.1) -> None:
+    """Like :func:`retry_until`, but a timeout is an ``AssertionError(message)``."""
+    if not retry_until(predicate, timeout, interval):
+        raise AssertionError(message)
+
+
+def fail_unless(predicate: Callable[[], object], timeout: float, what: Callable[[], str],
+                interval: float = 0.2) -> None:
+    """Like :func:`retry_until`, but a timeout fails the test with what was seen.
+
+    ``what`` is asked only on failure (it usually captures a pane); the failure
+    carries no traceback, because the screen it shows is the useful part.
+    """
+    if not retry_until(predicate, timeout, interval):
+        pytest.fail(f"timed out after {timeout:.0f} s: {what()}", pytrace=False)
