@@ -231,17 +231,17 @@ def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFlee
             if frame.pane is None:
                 continue  # not running: keeps its last placement (the gate says why not)
             spec = PlacementSpec(session, frame.window or "-", frame.pane, frame.provider)
-            member_id = current.member_for(frame.frame_id)
-            if member_id is None:
+            frame_member = current.member_for(frame.frame_id)
+            if frame_member is None:
                 broker.register_member(fleet.fleet_id, frame.title,
                                        description=frame_description(frame.frame_id),
                                        placement=spec)
                 continue
-            placed = broker.store.get_placement(member_id)
+            placed = broker.store.get_placement(frame_member)
             if placed is None or (placed["mux_pane_id"], placed["mux_window_id"],
                                   placed["mux_session"]) != (frame.pane, spec.mux_window_id,
                                                              session):
-                broker.place_member(member_id, spec)  # under the old and new panes' locks
+                broker.place_member(frame_member, spec)  # under the old and new panes' locks
         return project_fleet(broker, fleet)
 
 

@@ -55,11 +55,19 @@ class LaunchPlan:
 
 
 class ProviderAdapter(Protocol):
-    """One provider CLI; implementations are ClaudeAdapter and CodexAdapter."""
+    """One provider CLI; implementations are ClaudeAdapter and CodexAdapter.
 
-    provider: Provider
-    command: tuple[str, ...]
-    hook_events: tuple[str, ...]
+    The attributes are read-only properties: the adapters are frozen dataclasses.
+    """
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def command(self) -> tuple[str, ...]: ...
+
+    @property
+    def hook_events(self) -> tuple[str, ...]: ...
 
     def probe_version(self, *, timeout: float = ...) -> ProviderVersion: ...
 
@@ -91,10 +99,13 @@ class AdapterCommon:
     def probe_version(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProviderVersion:
         return probe_version(self.provider, self.command, timeout=timeout)
 
+    def launch_plan(self, action: LaunchAction, session_id: str | None,
+                    initial_prompt: str | None, settings_path: Path | None) -> LaunchPlan:
+        raise NotImplementedError("each adapter builds its own launch plan")
+
     def launch_argv(self, action: LaunchAction, session_id: str | None,
                     initial_prompt: str | None, settings_path: Path | None) -> list[str]:
-        return list(self.launch_plan(  # type: ignore[attr-defined]
-            action, session_id, initial_prompt, settings_path).argv)
+        return list(self.launch_plan(action, session_id, initial_prompt, settings_path).argv)
 
     def parse_hook(self, event: str, payload: bytes | str) -> HookEvent:
         return parse_hook(self.provider, event, payload)
