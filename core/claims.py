@@ -138,7 +138,7 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
             # The claim is the evidence the unclaimed-presentation recovery waited for.
             recoveries_ops.resolve_for_subject(conn, RecoveryKind.TRANSITION_INTERRUPTED,
                                                "view", row["view_id"], now)
-    if stop_panes and engine.stage is None and getattr(engine, "home", None) is not None:
+    if stop_panes and engine.stage is None and engine.home is not None:
         from core.stage import attach_stage
         attach_stage(engine, engine.home)
     for pane in stop_panes:
