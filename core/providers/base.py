@@ -10,12 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.enums import LaunchAction, Provider
 from core.errors import ProviderError
 from core.providers.hooks import HookEvent, parse_hook
 from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
+
+if TYPE_CHECKING:
+    from core.providers.claude import ClaudeAdapter
+    from core.providers.codex import CodexAdapter
 
 __all__ = [
     "HookEvent",
@@ -154,9 +158,19 @@ def get_adapter(
     """The adapter for ``provider``; ``command`` overrides the executable (e.g. the fake agent)."""
     provider = Provider(provider)
     if provider is Provider.CLAUDE:
-        from core.providers.claude import ClaudeAdapter
+        return claude_adapter(command)
+    return codex_adapter(command)
 
-        return ClaudeAdapter(command=_as_command(command, "claude"))
+
+def claude_adapter(command: str | Sequence[str] | None = None) -> ClaudeAdapter:
+    """The Claude adapter itself, for callers that pass its own launch options."""
+    from core.providers.claude import ClaudeAdapter
+
+    return ClaudeAdapter(command=_as_command(command, "claude"))
+
+
+def codex_adapter(command: str | Sequence[str] | None = None) -> CodexAdapter:
+    """The Codex adapter itself, for callers that pass its own launch options."""
     from core.providers.codex import CodexAdapter
 
     return CodexAdapter(command=_as_command(command, "codex"))
