@@ -18,6 +18,7 @@ setup: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -p no:cacheprovider
 
 demo: $(STAMP)

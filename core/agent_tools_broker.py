@@ -17,7 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.broker import AlreadyAcked, Broker, InvalidRequest, Message, MessageState
+from core.broker import (
+    AlreadyAcked,
+    Broker,
+    InvalidRequest,
+    Message,
+    MessageState,
+    UnknownMessage,
+)
 from core.broker_delivery import DrainReport
 from core.errors import Conflict
 
@@ -149,6 +156,8 @@ def message_ack(message_id: int | str, *, env: dict[str, str] | None = None
 
 def _row(broker: Broker, message_id: int) -> dict[str, Any]:
     row = broker.store.get_message(message_id)
+    if row is None:
+        raise UnknownMessage(f"no message {message_id}")
     return {"message_id": row["message_id"], "from_member_id": row["from_member_id"],
             "to_member_id": row["to_member_id"], "created_at": row["created_at"],
             "status": MessageState(row["status_state"]),

@@ -304,7 +304,7 @@ class Notifier:
                     # Revalidate eligibility, placement and the message under the lock.
                     locked_row = _target_row(store, to_member_id)
                     locked_target, why_not = _eligible_target(locked_row, self.gate)
-                    if locked_target is None:
+                    if locked_target is None or locked_row is None:  # no row has no target
                         return DrainReport(to_member_id, tuple(notified), skipped=why_not)
                     if locked_target.lock_name != target.lock_name:
                         races += 1
@@ -322,7 +322,7 @@ class Notifier:
                             or row["notified_at"] is not None):
                         continue  # another drain stamped it, or it was ACKed: done
                     frame_id = managed_frame(locked_row["description"]) if self.gate else None
-                    if frame_id is not None:
+                    if frame_id is not None and self.gate:
                         # A ready agent that gets a line starts working: one line per
                         # ready period; its next Stop (or presentation) types the next.
                         if notified:

@@ -48,6 +48,7 @@ from core.errors import SwitchboardError
 
 if TYPE_CHECKING:
     from core.engine import Engine
+    from core.home import Home
 
 PERSON_NAME = "person"
 PERSON_DESCRIPTION = "switchboard-person"
@@ -86,7 +87,7 @@ class LazyRegistryGate:
     member is about to be typed to. Without a registry nothing can say the agent
     is ready, so the message waits (safe: poll and ACK stay authoritative)."""
 
-    def __init__(self, home: object | None = None) -> None:
+    def __init__(self, home: Home | None = None) -> None:
         self._home = home
         self._gate: RegistryGate | None = None
         self._problem: str | None = None
@@ -97,7 +98,7 @@ class LazyRegistryGate:
             from core.session import open_engine
 
             try:
-                engine = open_engine(self._home or Home.from_env())  # type: ignore[arg-type]
+                engine = open_engine(self._home or Home.from_env())
                 self._gate = RegistryGate(engine.conn)
             except (SwitchboardError, sqlite3.Error, OSError) as exc:
                 self._problem = f"the Switchboard registry cannot say whether it is ready ({exc})"
@@ -231,17 +232,17 @@ def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFlee
             if frame.pane is None:
                 continue  # not running: keeps its last placement (the gate says why not)
             spec = PlacementSpec(session, frame.window or "-", frame.pane, frame.provider)
-            member_id = current.member_for(frame.frame_id)
-            if member_id is None:
+            frame_member = current.member_for(frame.frame_id)
+            if frame_member is None:
                 broker.register_member(fleet.fleet_id, frame.title,
                                        description=frame_description(frame.frame_id),
                                        placement=spec)
                 continue
-            placed = broker.store.get_placement(member_id)
+            placed = broker.store.get_placement(frame_member)
             if placed is None or (placed["mux_pane_id"], placed["mux_window_id"],
                                   placed["mux_session"]) != (frame.pane, spec.mux_window_id,
                                                              session):
-                broker.place_member(member_id, spec)  # under the old and new panes' locks
+                broker.place_member(frame_member, spec)  # under the old and new panes' locks
         return project_fleet(broker, fleet)
 
 
@@ -250,7 +251,9 @@ def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFlee
 
 def open_managed_broker(engine: Engine, *, create: bool = True) -> Broker:
     """The engine's broker, typing through its tmux server, gated by its registry."""
-    home = engine.home  # type: ignore[attr-defined]
+    from core.session import engine_home
+
+    home = engine_home(engine)
     stage = engine.stage
     socket = getattr(stage, "socket_path", None) or engine.config.tmux.socket_path
     return Broker.open(home.broker_path, tmux_socket=socket, create=create,

@@ -9,6 +9,7 @@ the same content and changes nothing.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from storage.operations import transitions as transitions_ops
 if TYPE_CHECKING:
     from core.capabilities import Authority
     from core.engine import Engine
+    from core.stage import TmuxStage
 
 T = TransitionState
 CLAIMABLE = ("presented", "awaiting_claim", "settling", "completed")
@@ -136,7 +138,7 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
             # The claim is the evidence the unclaimed-presentation recovery waited for.
             recoveries_ops.resolve_for_subject(conn, RecoveryKind.TRANSITION_INTERRUPTED,
                                                "view", row["view_id"], now)
-    if stop_panes and engine.stage is None and getattr(engine, "home", None) is not None:
+    if stop_panes and engine.stage is None and engine.home is not None:
         from core.stage import attach_stage
         attach_stage(engine, engine.home)
     for pane in stop_panes:
@@ -148,7 +150,7 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
     return result
 
 
-def _check_placement(conn, frame_id: str, authority: Authority) -> None:
+def _check_placement(conn: sqlite3.Connection, frame_id: str, authority: Authority) -> None:
     placement = frames_placement = conn.execute(
         "SELECT * FROM frame_placements WHERE frame_id = ? AND state <> 'orphaned'",
         (frame_id,)).fetchone()
@@ -160,7 +162,7 @@ def _check_placement(conn, frame_id: str, authority: Authority) -> None:
                        "replaced or moved); nothing was claimed", code="stale_placement")
 
 
-def _kill_soon(stage, pane: str, attempts: int = 5) -> None:
+def _kill_soon(stage: TmuxStage, pane: str, attempts: int = 5) -> None:
     """Kill the closed child's parked pane; a swap still settling in another process
     can make the first try refuse, so retry briefly (reconcile sweeps what is left)."""
     import time
@@ -171,7 +173,7 @@ def _kill_soon(stage, pane: str, attempts: int = 5) -> None:
         time.sleep(0.1 * (attempt + 1))
 
 
-def _claim_control(conn, control, now: int) -> None:
+def _claim_control(conn: sqlite3.Connection, control: sqlite3.Row, now: int) -> None:
     state = control["state"]
     if state in ("submitted", "observed", "uncertain"):
         if state == "submitted":

@@ -11,13 +11,24 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from core.engine import Engine
 from core.errors import SwitchboardError
 from core.home import Home
 from core.requests import new_request_id
 from core.state_types import NavigatorState
+
+if TYPE_CHECKING:
+    from core.recovery import ReconcileReport, RecoveryRecord
+    from core.results import (
+        FrameResult,
+        RouteResult,
+        StartResult,
+        TransitionResult,
+        ViewResult,
+    )
 
 # The navigator's remembered layout is a few hundred bytes; never read more than this.
 UI_STATE_MAX_BYTES = 1024 * 1024
@@ -168,22 +179,22 @@ class EngineClient:
         with self._lock:
             return open_remote(self.engine, remote_for_host(self.engine, host_id), project)
 
-    def enter_project(self, name: str):
+    def enter_project(self, name: str) -> RouteResult:
         return self._call("project_enter", name)
 
-    def start(self, frame_id: str):
+    def start(self, frame_id: str) -> StartResult:
         return self._call("frame_start", frame_id)
 
-    def stop(self, frame_id: str):
+    def stop(self, frame_id: str) -> FrameResult:
         return self._call("frame_stop", frame_id)
 
-    def cancel_transition(self, view_id: str):
+    def cancel_transition(self, view_id: str) -> TransitionResult:
         return self._call("transition_cancel", view_id=view_id)
 
-    def back(self, view_id: str):
+    def back(self, view_id: str) -> TransitionResult:
         return self._call("frame_back", view_id)
 
-    def focus(self, view_id: str, frame_id: str):
+    def focus(self, view_id: str, frame_id: str) -> TransitionResult:
         return self._call("view_focus", view_id, frame_id)
 
     def show_view(self, view_id: str) -> None:
@@ -200,23 +211,23 @@ class EngineClient:
         with self._lock:
             return preview_lines(self.engine, frame_id)
 
-    def push(self, frame_id: str, title: str, brief: str):
+    def push(self, frame_id: str, title: str, brief: str) -> TransitionResult:
         """A person's push: the same transition an agent's task_push prepares."""
         return self._call("frame_push", frame_id, title, brief)
 
-    def complete(self, frame_id: str, summary: str, next_action: str):
+    def complete(self, frame_id: str, summary: str, next_action: str) -> TransitionResult:
         return self._call("frame_complete", frame_id, summary, next_action)
 
-    def close(self, frame_id: str):
+    def close(self, frame_id: str) -> TransitionResult:
         return self._call("frame_close", frame_id)
 
-    def reopen(self, frame_id: str):
+    def reopen(self, frame_id: str) -> FrameResult:
         return self._call("frame_reopen", frame_id)
 
-    def toggle_mode(self, view_id: str):
+    def toggle_mode(self, view_id: str) -> ViewResult:
         return self._call("view_mode", view_id)
 
-    def reconcile(self):
+    def reconcile(self) -> ReconcileReport:
         """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
         runs it at start and then periodically)."""
         from core.recovery import reconcile
@@ -224,7 +235,7 @@ class EngineClient:
         with self._lock:
             return reconcile(self.engine)
 
-    def reconcile_if_due(self, interval: float):
+    def reconcile_if_due(self, interval: float) -> ReconcileReport | None:
         """Reconcile when this host's turn is due (see ``core.reconcile_turn``), else None.
 
         Each navigator calls this on its interval; one of them reconciles per
@@ -234,13 +245,13 @@ class EngineClient:
         with host_turn(self.home.run_dir, interval) as mine:
             return self.reconcile() if mine else None
 
-    def recover(self, recovery_id: str):
+    def recover(self, recovery_id: str) -> RecoveryRecord:
         from core import recovery
 
         with self._lock:
             return recovery.execute(self.engine, new_request_id(), recovery_id)
 
-    def dismiss_recovery(self, recovery_id: str):
+    def dismiss_recovery(self, recovery_id: str) -> RecoveryRecord:
         from core import recovery
 
         with self._lock:
@@ -276,7 +287,7 @@ class EngineClient:
     # --------------------------------------------------------------- ui state
 
     @property
-    def _ui_state_path(self):
+    def _ui_state_path(self) -> Path:
         return self.home.root / "ui_state.json"
 
     def load_ui_state(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.config import CheckoutConfig, ProjectConfig, ProviderConfig, TmuxConfig, default_config
 from core.enums import Provider
@@ -21,6 +22,9 @@ from core.files import private_dir
 from core.home import Home
 from core.registry import init_registry
 from core.requests import new_request_id
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 DEMO_PROJECT_ID = "d3e10000-0000-4000-8000-000000000001"
 DEMO_CHECKOUT_ID = "d3e10000-0000-4000-8000-000000000002"
@@ -93,7 +97,7 @@ def build(root: Path) -> DemoSession:
     return DemoSession(root, socket, route.view_id, view["tmux_window_id"], attach)
 
 
-def _wait_ready(engine, frame_id: str, timeout: float = 10.0) -> None:
+def _wait_ready(engine: Engine, frame_id: str, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         row = engine.conn.execute(

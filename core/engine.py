@@ -12,7 +12,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.config import Config
 from core.enums import (
@@ -28,11 +28,12 @@ from core.enums import (
     PlacementState,
     Provider,
     TransitionKind,
+    TransitionState,
     TransportPolicy,
     ViewMode,
     ViewState,
 )
-from core.errors import Conflict, NotFound, SwitchboardError
+from core.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
 from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
 from core.requests import fingerprint
 from core.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
@@ -44,6 +45,11 @@ from storage.operations import requests as requests_ops
 from storage.operations import sessions as sessions_ops
 from storage.operations import transitions as transitions_ops
 from storage.operations import views as views_ops
+
+if TYPE_CHECKING:
+    from core.home import Home
+
+_Result = TypeVar("_Result")
 
 
 @dataclass
@@ -57,6 +63,7 @@ class Engine:
     stage: Any = None  # core.stage.Stage when tmux effects are wanted
     fault: Callable[[str], None] | None = None  # test hook: raise/exit at named saga points
     owner: str = field(default_factory=lambda: "engine-" + secrets.token_hex(4))
+    home: Home | None = None  # set by core.session.open_engine; None for a bare engine
 
     @property
     def host_id(self) -> str:
@@ -77,7 +84,8 @@ class Engine:
 
     def _idempotent(self, request_id: str, operation: str, semantic: dict[str, Any],
                     body: Callable[[sqlite3.Connection, str, int], tuple[str, str | None]],
-                    replay: Callable[[str | None], Any], result: Callable[[str | None], Any]):
+                    replay: Callable[[str | None], _Result],
+                    result: Callable[[str | None], _Result]) -> _Result:
         """Run ``body`` once per request id inside one write transaction.
 
         ``body`` returns (result_type, result_id); a replay of the same request
@@ -221,7 +229,8 @@ class Engine:
     def _frame(self, frame_id: str) -> sqlite3.Row:
         return frames_ops.get_frame(self.conn, frame_id)
 
-    def _frame_result(self, request_id: str, transition_id: str | None = None):
+    def _frame_result(self, request_id: str, transition_id: str | None = None
+                      ) -> Callable[[str | None], FrameResult]:
         def build(frame_id: str | None) -> FrameResult:
             assert frame_id is not None
             row = self._frame(frame_id)
@@ -255,6 +264,8 @@ class Engine:
             return "launch", launch_id
 
         def build(launch_id: str | None) -> StartResult:
+            if launch_id is None:
+                raise InvariantViolation(f"request {request_id} recorded no launch")
             row = self.conn.execute("SELECT * FROM launch_intents WHERE launch_id = ?",
                                     (launch_id,)).fetchone()
             surface = self.conn.execute("SELECT surface_id FROM surfaces WHERE launch_id = ?",
@@ -481,12 +492,12 @@ class Engine:
 
         semantic = {"source_frame_id": source_frame_id, "title": title, "brief": brief,
                     "purpose": purpose, "provider": provider.value if provider else None}
-        result = self._idempotent(request_id, "frame.push", semantic, body,
-                                  self._transition_result(request_id),
-                                  self._transition_result(request_id))
+        result = _prepared(self._idempotent(request_id, "frame.push", semantic, body,
+                                            self._transition_result(request_id),
+                                            self._transition_result(request_id)))
         from core import evidence_tasks  # after the commit, best effort
         evidence_tasks.task_pushed(self, result.transition_id)
-        return self._maybe_execute(result)
+        return _prepared(self._maybe_execute(result))
 
     def frame_complete(self, request_id: str, frame_id: str, summary: str, next_action: str,
                        *, source: CreatedBy = CreatedBy.USER) -> TransitionResult:
@@ -537,13 +548,13 @@ class Engine:
                     kind=ControlKind.CLAIM_HANDOFF, transport=transport, now=now)
             return "transition", transition_id
 
-        result = self._idempotent(
+        result = _prepared(self._idempotent(
             request_id, "frame.complete",
             {"frame_id": frame_id, "summary": summary, "next_action": next_action},
-            body, self._transition_result(request_id), self._transition_result(request_id))
+            body, self._transition_result(request_id), self._transition_result(request_id)))
         from core import evidence_tasks  # after the commit, best effort
         evidence_tasks.task_completed(self, result.transition_id)
-        return self._maybe_execute(result)
+        return _prepared(self._maybe_execute(result))
 
     def transition_cancel(self, request_id: str, *, view_id: str | None = None,
                           transition_id: str | None = None,
@@ -582,8 +593,8 @@ class Engine:
                 raise Conflict("the workspace has no parent to go back to", code="no_parent")
             return active["parent_frame_id"], active["frame_id"]
 
-        return self._prepare_simple(request_id, TransitionKind.BACK, view_id,
-                                    {"view_id": view_id}, resolve)
+        return _prepared(self._prepare_simple(request_id, TransitionKind.BACK, view_id,
+                                              {"view_id": view_id}, resolve))
 
     def frame_close(self, request_id: str, frame_id: str) -> TransitionResult:
         """Human close: present the parent first, then stop the child, dismissed."""
@@ -607,8 +618,9 @@ class Engine:
                 raise Conflict("close its open child tasks first", code="has_open_children")
             return frame["parent_frame_id"], frame_id
 
-        return self._prepare_simple(request_id, TransitionKind.HUMAN_CLOSE,
-                                    placement["view_id"], {"frame_id": frame_id}, resolve)
+        return _prepared(self._prepare_simple(request_id, TransitionKind.HUMAN_CLOSE,
+                                              placement["view_id"], {"frame_id": frame_id},
+                                              resolve))
 
     def frame_reopen(self, request_id: str, frame_id: str) -> FrameResult:
         """closed -> open with the same identity and lineage; no runtime is started."""
@@ -660,8 +672,9 @@ class Engine:
                 raise Conflict(f"frame {frame_id} is not placed in view {view_id}")
             return frame_id, views_ops.get_view(conn, view_id)["active_frame_id"]
 
-        return self._prepare_simple(request_id, TransitionKind.FOCUS, view_id,
-                                    {"view_id": view_id, "frame_id": frame_id}, resolve)
+        return _prepared(self._prepare_simple(request_id, TransitionKind.FOCUS, view_id,
+                                              {"view_id": view_id, "frame_id": frame_id},
+                                              resolve))
 
     def view_mode(self, request_id: str, view_id: str, mode: ViewMode | None = None) -> ViewResult:
         """Set (or, with no mode, toggle) navigator/direct as a model-free ``mode``
@@ -744,7 +757,7 @@ class Engine:
 
         return self._idempotent(request_id, "context.release",
                                 {"work_context_id": work_context_id}, body,
-                                lambda x: x, lambda x: x)
+                                _recorded_id, _recorded_id)
 
     def context_block(self, request_id: str, work_context_id: str) -> str:
         """A person blocks the checkout claim (e.g. to work in it by hand): no automatic
@@ -762,7 +775,7 @@ class Engine:
 
         return self._idempotent(request_id, "context.block",
                                 {"work_context_id": work_context_id}, body,
-                                lambda x: x, lambda x: x)
+                                _recorded_id, _recorded_id)
 
     def context_resolve(self, request_id: str, work_context_id: str, to_state: ClaimState,
                         foreground_frame_id: str | None = None) -> str:
@@ -778,11 +791,12 @@ class Engine:
         return self._idempotent(request_id, "context.resolve",
                                 {"work_context_id": work_context_id, "to": to_state.value,
                                  "foreground": foreground_frame_id}, body,
-                                lambda x: x, lambda x: x)
+                                _recorded_id, _recorded_id)
 
     # ------------------------------------------------------------------ transitions
 
-    def _transition_result(self, request_id: str):
+    def _transition_result(self, request_id: str
+                           ) -> Callable[[str | None], TransitionResult | None]:
         def build(transition_id: str | None) -> TransitionResult | None:
             if transition_id is None:
                 return None  # the request was a no-op (e.g. mode already set)
@@ -853,6 +867,21 @@ class Engine:
 MODEL_FREE = (TransitionKind.FOCUS, TransitionKind.BACK, TransitionKind.MODE)
 
 
+def _prepared(result: TransitionResult | None) -> TransitionResult:
+    """The result of a request that always prepares a transition (only a mode toggle
+    that is already in place prepares none)."""
+    if result is None:
+        raise InvariantViolation("the request prepared no transition")
+    return result
+
+
+def _recorded_id(result_id: str | None) -> str:
+    """The id a context request records (every one records its work context)."""
+    if result_id is None:
+        raise InvariantViolation("the request recorded no work context")
+    return result_id
+
+
 def _resumable(session: sqlite3.Row, provider: Provider) -> bool:
     """A stopped session of the same provider whose exact id is known can be resumed."""
     return (session["provider"] == provider.value
@@ -868,6 +897,5 @@ def _require_live_view(view: sqlite3.Row) -> None:
                        "to get a live view", code="view_not_live")
 
 
-def _ts(value: str):
-    from core.enums import TransitionState
+def _ts(value: str) -> TransitionState:
     return TransitionState(value)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from functools import cache
@@ -491,7 +491,7 @@ class ArrayKind(Kind):
         return tuple(load(item, f"{path}[{index}]") for index, item in enumerate(value))
 
     def dump(self, value: tuple[Any, ...]) -> list[Any]:
-        items = value
+        items: Sequence[Any] = value
         if self.ordered and items and hasattr(items[0], "sort_key"):
             items = sorted(items, key=lambda item: item.sort_key())
         dump = self.item.dump
@@ -543,7 +543,8 @@ class Record:
         if not isinstance(obj, dict):
             raise EnvelopeError(f"{path}: must be an object (got {_json_type(obj)})")
         values: dict[str, Any] = {}
-        for spec in _specs(cls):
+        # A class is hashable; mypy does not see it through @cache (python/mypy#11470).
+        for spec in _specs(cls):  # type: ignore[arg-type]
             raw = obj.get(spec.key)
             if raw is None:
                 if spec.required:
@@ -560,7 +561,8 @@ class Record:
 
     def to_json_obj(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for spec in _specs(type(self)):
+        # A class is hashable; mypy does not see it through @cache (python/mypy#11470).
+        for spec in _specs(type(self)):  # type: ignore[arg-type]
             value = getattr(self, spec.name)
             if value is not None:
                 out[spec.key] = value if spec.dump is None else spec.dump(value)

@@ -52,14 +52,16 @@ def _signatures(conn: sqlite3.Connection, run_ids: list[str]) -> dict[str, dict[
         return {}
     marks = ", ".join("?" for _ in run_ids)
     found: dict[str, dict[str, object]] = {}
+    ids_of: dict[str, list[str]] = {}  # the same lists as found[...]["diagnostics"], typed
     for row in conn.execute(
             "SELECT id, command_run_id, artifact_id, toolchain, code, file, message,"
             f" semantic_signature FROM diagnostics WHERE command_run_id IN ({marks})"
             " ORDER BY created_at, rowid", run_ids):
-        entry = found.setdefault(row["semantic_signature"], {
+        ids = ids_of.setdefault(row["semantic_signature"], [])
+        found.setdefault(row["semantic_signature"], {
             "toolchain": row["toolchain"], "code": row["code"], "file": row["file"],
-            "message": row["message"], "diagnostics": []})
-        entry["diagnostics"].append(row["id"])  # type: ignore[union-attr]
+            "message": row["message"], "diagnostics": ids})
+        ids.append(row["id"])
     return found
 
 

@@ -28,6 +28,7 @@ from core.providers.hooks import HookEvent, HookKind, parse_hook
 from core.session import HookRegistry, open_for_hook, remember_hook_open
 
 if TYPE_CHECKING:
+    from core.engine import Engine
     from core.ports import Clock
 
 
@@ -136,7 +137,7 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
         key = authority.session_key
         session = conn.execute("SELECT * FROM provider_sessions WHERE session_key = ?",
                                (key,)).fetchone() if key else None
-        if session is None:
+        if session is None or not key:
             raise Unauthorized("capability is not bound to a provider session")
         if session["provider"] != hook.provider.value:
             raise Unauthorized("hook provider does not match the launched provider")
@@ -352,7 +353,7 @@ def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]
         engine.conn.close()
 
 
-def _sweep_returned_children(engine, home: Home, transition_ids: list[str]) -> None:
+def _sweep_returned_children(engine: Engine, home: Home, transition_ids: list[str]) -> None:
     """Second chance for a returned child's parked pane: the claim already tried to
     kill it; the parent's settling Stop makes sure it is gone (only tagged panes)."""
     marks = ", ".join("?" for _ in transition_ids)

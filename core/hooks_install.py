@@ -389,6 +389,11 @@ def _save_manifest(folder: Path, manifest: dict) -> None:
 def _original(folder: Path, entry: dict) -> bytes | None:
     if not entry["existed"]:
         return None
+    return _backup(folder, entry)
+
+
+def _backup(folder: Path, entry: dict) -> bytes:
+    """The pre-install bytes of a file that existed before the install."""
     return (folder / entry["backup"]).read_bytes()
 
 
@@ -522,7 +527,7 @@ def uninstall(target: HookTarget, *, state_dir: Path, force: bool = False) -> Ho
             path = Path(entry["path"])
             if entry["existed"]:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomic(path, _original(folder, entry), entry["mode"])
+                _write_atomic(path, _backup(folder, entry), entry["mode"])
             else:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()

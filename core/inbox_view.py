@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from core.broker import Broker
     from core.engine import Engine
     from core.home import Home
 
@@ -38,7 +39,7 @@ def inbox_for_view(engine: Engine, home: Home, view_id: str | None) -> list[Any]
         return broker.inbox(members) if members else []
 
 
-def _pane_of(broker, member_id: int) -> str | None:
+def _pane_of(broker: Broker, member_id: int) -> str | None:
     detail = broker.member_detail(member_id)
     placement = getattr(detail, "placement", None)
     return getattr(placement, "mux_pane_id", None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from core.capabilities import (
     new_raw_capability,
 )
 from core.enums import LaunchAction, PlacementState, Provider
-from core.errors import Conflict, ProviderError, SwitchboardError
+from core.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
 from core.files import private_dir, write_private
 from core.mcp_server import TOOLS as MCP_TOOLS
 from core.provider_checks import check_provider
@@ -105,7 +106,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
     except ProviderError as exc:
         _roll_back_bundle(engine, launch_id, f"{exc.code}: {exc.message}")
         raise
-    placement = views_ops.placement_of_frame(conn, launch["frame_id"])
+    placement = _placement(conn, launch["frame_id"])
     try:
         ensure_view_window(engine, placement["view_id"])
     except (ServerIdentityMismatch, TmuxUnavailable) as exc:
@@ -116,7 +117,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
     with write_transaction(conn) as tx:
         surface = tx.execute("SELECT * FROM surfaces WHERE launch_id = ?",
                              (launch_id,)).fetchone()
-        placement = views_ops.placement_of_frame(tx, launch["frame_id"])
+        placement = _placement(tx, launch["frame_id"])
         sessions_ops.move_launch(tx, launch_id, "planned", "authorized", now)
         sessions_ops.insert_capability(
             tx, capability_id=engine.ids.new_id(), digest=digest(raw), host_id=engine.host_id,
@@ -165,6 +166,14 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
     # staged pane and opens the gate in that swap's batch.
 
 
+def _placement(conn: sqlite3.Connection, frame_id: str) -> sqlite3.Row:
+    """The placement of a frame being launched: its start bundle created it."""
+    placement = views_ops.placement_of_frame(conn, frame_id)
+    if placement is None:
+        raise InvariantViolation(f"frame {frame_id} has no placement to launch into")
+    return placement
+
+
 def _roll_back_bundle(engine: Engine, launch_id: str, why: str) -> None:
     """The provider was refused before any pane existed: the start bundle is rolled
     back exactly (storage.operations.bundles), so the frame is empty and n works."""
@@ -179,7 +188,7 @@ def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str
     """A started frame that its view shows goes to main, gate opened by the swap;
     staged -> active."""
     conn = engine.conn
-    placement = views_ops.placement_of_frame(conn, frame_id)
+    placement = _placement(conn, frame_id)
     view = views_ops.get_view(conn, placement["view_id"])
     if view["active_frame_id"] != frame_id:
         raise Conflict("the frame is not the view's active frame; focus it first")
@@ -187,20 +196,20 @@ def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str
     if shown != pane_id:
         raise Conflict(f"main shows {shown} instead of the launched pane {pane_id}")
     with write_transaction(conn) as tx:
-        placement = views_ops.placement_of_frame(tx, frame_id)
+        placement = _placement(tx, frame_id)
         if placement["state"] == PlacementState.STAGED:
             views_ops.move_placement(tx, placement["placement_id"], placement["generation"],
                                      PlacementState.ACTIVE, engine.now(), focused=True)
 
 
-def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
+def _plan(engine: Engine, provider: Provider, action: LaunchAction, session: sqlite3.Row,
           initial_prompt: str | None, launch_id: str = "launch"
           ) -> tuple[list[str], dict[str, str]]:
     from core.hooks_install import codex_session_hooks, write_claude_launch_settings
-    from core.providers.base import get_adapter
+    from core.providers.base import claude_adapter, codex_adapter
 
     config = engine.config.providers.get(provider)
-    adapter = get_adapter(provider, config.command if config else None)
+    command = config.command if config else None
     home = getattr(engine, "home", None)
     run_dir = (home.run_dir if home is not None else engine_tmp()) / session["session_key"] \
         .replace(":", "_")
@@ -210,13 +219,14 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
         ready = _fresh_ready_file(run_dir, launch_id)
         settings = write_claude_launch_settings(run_dir / "claude-settings.json",
                                                 hook_command(engine), ready)
-        plan = adapter.launch_plan(action, session["provider_session_id"], initial_prompt,
-                                   settings, mcp_config=_mcp_config(run_dir, ready))
+        plan = claude_adapter(command).launch_plan(
+            action, session["provider_session_id"], initial_prompt, settings,
+            mcp_config=_mcp_config(run_dir, ready))
     else:
         # The person's own Codex home (no CODEX_HOME of ours): their login, settings
         # and session files; our hooks and tools come as -c overrides for this process.
         session_id = None if action is LaunchAction.NEW else session["provider_session_id"]
-        plan = adapter.launch_plan(
+        plan = codex_adapter(command).launch_plan(
             action, session_id, initial_prompt, None,
             mcp_server=McpServer(MCP_SERVER_ARGV, AGENT_TOOL_ENV, AGENT_TOOL_NAMES),
             hooks=codex_session_hooks(hook_command(engine)))

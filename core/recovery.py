@@ -28,8 +28,9 @@ from core.enums import (
     RecoveryKind,
     RecoveryState,
     TransitionKind,
+    TransitionState,
 )
-from core.errors import Conflict, SwitchboardError, TmuxError
+from core.errors import Conflict, InvariantViolation, SwitchboardError, TmuxError
 from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
 from core.tmux.panes import PaneRole, PaneSnapshot, ServerSnapshot, ViewLayout
 from storage.connection import write_transaction
@@ -245,6 +246,8 @@ def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> No
     transition_id = engine._idempotent(request_id, "recovery.execute",
                                        {"recovery_id": record.recovery_id}, body,
                                        lambda tid: tid, lambda tid: tid)
+    if transition_id is None:  # body always records the recover transition's id
+        raise InvariantViolation(f"request {request_id} recorded no transition")
     sagas.execute(engine, transition_id)
     row = transitions_ops.get_transition(engine.conn, transition_id)
     if row["state"] != "completed":
@@ -771,7 +774,7 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
         pane = None
         if snap is not None and server_id is not None and row["view_server"] == server_id:
             pane = snap.by_surface(surface_id)
-        if pane is not None and not pane.dead:
+        if pane is not None and not pane.dead and server_id is not None:
             with write_transaction(conn) as tx:
                 sessions_ops.surface_live(tx, surface_id, tmux_server_id=server_id,
                                           pane_id=pane.pane_id, process_id=pane.pane_pid,
@@ -836,6 +839,8 @@ def _present_adopted(engine: Engine, view_id: str, frame_id: str, pane: PaneSnap
         return
     with write_transaction(conn) as tx:
         placement = views_ops.placement_of_frame(tx, frame_id)
+        if placement is None:
+            raise InvariantViolation(f"frame {frame_id} lost its placement while shown")
         if placement["state"] == PlacementState.STAGED:
             views_ops.move_placement(tx, placement["placement_id"], placement["generation"],
                                      PlacementState.ACTIVE, engine.now(), focused=True)
@@ -977,6 +982,5 @@ def _revive_navigators(engine: Engine, snap: ServerSnapshot, server_id: str | No
         return 0  # nothing was respawned; the next pass reads the panes again
 
 
-def _ts(value: str):
-    from core.enums import TransitionState
+def _ts(value: str) -> TransitionState:
     return TransitionState(value)

@@ -26,7 +26,7 @@ from core.enums import (
     TransitionState,
     ViewMode,
 )
-from core.errors import Conflict, SwitchboardError
+from core.errors import Conflict, InvariantViolation, SwitchboardError
 from core.tmux.errors import (
     PaneNotFound,
     PlacementRefused,
@@ -267,8 +267,8 @@ def _move(engine: Engine, transition_id: str) -> None:
                        server_restarted=isinstance(exc, _SERVER_GONE))
             return
         engine._fault("after_swap")
-        if fenced and transitions_ops.control_turn_of(conn, transition_id)["state"] != \
-                "submitted":
+        if fenced and control is not None and \
+                _control_state(conn, transition_id) != "submitted":
             # Its UserPromptSubmit came while the pane was still parked (that hook
             # cannot lift a parked pane's fence): the evidence is in, lift it now.
             from core.settlement import lift_fence
@@ -403,6 +403,14 @@ def _target_started(conn: sqlite3.Connection, frame_id: str, request_id: str) ->
         row["state"] in ("started", "bound")
 
 
+def _control_state(conn: sqlite3.Connection, transition_id: str) -> str:
+    """The state of the control turn a transition had when it started."""
+    control = transitions_ops.control_turn_of(conn, transition_id)
+    if control is None:
+        raise InvariantViolation(f"transition {transition_id} lost its control turn")
+    return control["state"]
+
+
 def _settle(conn: sqlite3.Connection, transition_id: str, from_state: TransitionState,
             now: int) -> None:
     transitions_ops.move_transition(conn, transition_id, from_state, T.SETTLING, now)
@@ -413,6 +421,8 @@ def _swap_placements(conn: sqlite3.Connection, view: sqlite3.Row, target_id: str
                      now: int) -> None:
     current = views_ops.active_placement(conn, view["view_id"])
     target = views_ops.placement_of_frame(conn, target_id)
+    if target is None:
+        raise InvariantViolation(f"frame {target_id} has no placement to show")
     if current is not None and current["frame_id"] != target_id:
         views_ops.move_placement(conn, current["placement_id"], current["generation"],
                                  PlacementState.PARKED, now)

@@ -34,7 +34,7 @@ from core.enums import (
     TransitionKind,
     TransitionState,
 )
-from core.errors import Conflict, NotFound, SwitchboardError
+from core.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
@@ -374,8 +374,11 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
         return "transition", row["transition_id"]
 
     semantic = {"view_id": view_id, "transition_id": transition_id, "by_frame": by_frame}
-    return engine._idempotent(request_id, "transition.cancel", semantic, body,
-                              lambda tid: tid, lambda tid: tid)
+    cancelled = engine._idempotent(request_id, "transition.cancel", semantic, body,
+                                   lambda tid: tid, lambda tid: tid)
+    if cancelled is None:  # body always records the cancelled transition's id
+        raise InvariantViolation(f"request {request_id} recorded no transition")
+    return cancelled
 
 
 ADVICE_KEYS = ("Enter", "press n", "w (Withdraw)", "recovery run")

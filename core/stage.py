@@ -377,9 +377,10 @@ class TmuxStage:
             main_pane=main, target_pane=target_pane, view_id=view["view_id"],
             target_surface_id=surface[0] if surface is not None else None, launch_gate=gate,
             enable_target_input=enable_input)
-        shown = presented.main
-        self._record_main(view["view_id"], shown.pane_id)
-        return shown.pane_id if shown.view_id == view["view_id"] and not shown.parked else None
+        in_main_pane = presented.main
+        self._record_main(view["view_id"], in_main_pane.pane_id)
+        return in_main_pane.pane_id if in_main_pane.view_id == view["view_id"] \
+            and not in_main_pane.parked else None
 
     def _record_main(self, view_id: str, pane_id: str) -> None:
         self.engine.conn.execute("UPDATE user_views SET main_pane_id = ? WHERE view_id = ?",

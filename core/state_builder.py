@@ -12,12 +12,12 @@ import dataclasses
 import gc
 import sqlite3
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from core.enums import ActivationState, Activity, Reachability
 from core.provider_checks import (
@@ -54,6 +54,15 @@ from core.state_types import (
 
 if TYPE_CHECKING:
     from core.engine import Engine
+    from core.remotes import CachedHost
+
+_R = TypeVar("_R")
+
+
+class _Sorted(Protocol):
+    """A navigator row: every one sorts by its own ``sort_key``."""
+
+    def sort_key(self) -> tuple[str, ...]: ...
 
 NONTERMINAL = ("prepared", "executing", "presented", "awaiting_claim", "settling")
 
@@ -77,8 +86,8 @@ def _tuples(conn: sqlite3.Connection, sql: str) -> list[tuple]:
     return cursor.execute(sql).fetchall()
 
 
-def _rows_as(conn: sqlite3.Connection, cls: type, source: str, order: tuple[str, ...],
-             columns: dict[str, str] | None = None) -> tuple:
+def _rows_as(conn: sqlite3.Connection, cls: type[_R], source: str, order: tuple[str, ...],
+             columns: dict[str, str] | None = None) -> tuple[_R, ...]:
     """Rows of ``source`` as ``cls`` records, one SELECT with one column per field.
 
     Records are filled straight from tuple rows by C-level ``map`` (no
@@ -87,7 +96,8 @@ def _rows_as(conn: sqlite3.Connection, cls: type, source: str, order: tuple[str,
     SELECTs the rest. Values are stored as read (enum fields hold the stored
     string; ``EnumKind.dump`` checks it on encode, and decode validates).
     """
-    sql, names = _select(cls, source, tuple((columns or {}).items()))
+    # A class is hashable; mypy does not see it through @cache (python/mypy#11470).
+    sql, names = _select(cls, source, tuple((columns or {}).items()))  # type: ignore[arg-type]
     rows = _tuples(conn, sql)
     rows.sort(key=itemgetter(*(names.index(name) for name in order)))
     records = tuple(map(object.__new__, repeat(cls, len(rows))))
@@ -111,7 +121,7 @@ def _sessions(conn: sqlite3.Connection, now: int) -> tuple[HostSession, ...]:
     rows = _tuples(conn, _SESSION_SQL)
     rows.sort(key=itemgetter(0))
     new = object.__new__
-    records = []
+    records: list[HostSession] = []
     append = records.append
     for (session_key, provider, provider_session_id, project_id, checkout_id, name, pinned,
          runtime_presence, resumability, activity, activity_reason, last_observed_at,
@@ -260,7 +270,7 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
     known = {p.project_id for p in projects}
     projects.extend(ProjectRow(project_id=p.project_id, host_id=host_id, name=p.name)
                     for p in engine.config.projects if p.project_id not in known)
-    projects = tuple(sorted(projects, key=_sort_key))
+    sorted_projects = tuple(sorted(projects, key=_sort_key))
     open_by_project = _open_frames_by_project(frames.values())
     views = []
     for v in _rows(conn, "SELECT * FROM user_views ORDER BY host_id, view_id"):
@@ -273,7 +283,8 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
         crumbs.reverse()
         needs_input, last = (open_by_project.get(active["project_id"], _NO_OPEN_FRAMES)
                              if active is not None else _NO_OPEN_FRAMES)
-        activity = active["activity"] if active is not None and active["activity"] else "unknown"
+        activity = active["activity"] if active is not None and active["activity"] \
+            else Activity.UNKNOWN
         flight = pending.get(v["view_id"])
         views.append(ViewRow(
             view_id=v["view_id"], host_id=v["host_id"], mode=v["mode"], state=v["state"],
@@ -295,7 +306,8 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
     hosts = [HostRow(host_id=host_id, display_name=engine.config.host.display_name,
                      generation_id=engine.generation_id, stale=False,
                      reachability=Reachability.ONLINE, observed_at=now)]
-    all_views, all_projects, all_recoveries = list(views), list(projects), list(recoveries)
+    all_views, all_projects, all_recoveries = (list(views), list(sorted_projects),
+                                               list(recoveries))
     from core.remotes import cached_hosts
 
     for cached in cached_hosts(engine):
@@ -319,7 +331,8 @@ STALE_AFTER_MS = 5 * 60 * 1000
 _NO_OPEN_FRAMES: tuple[bool, int | None] = (False, None)
 
 
-def _open_frames_by_project(frames) -> dict[str, tuple[bool, int | None]]:
+def _open_frames_by_project(frames: Iterable[Mapping[str, Any]]
+                            ) -> dict[str, tuple[bool, int | None]]:
     """Per project, whether an open frame needs input and its latest observation.
 
     One pass over the frames, so the views loop looks its project up instead of
@@ -337,11 +350,12 @@ def _open_frames_by_project(frames) -> dict[str, tuple[bool, int | None]]:
     return {project: (needs[project], latest[project] or None) for project in needs}
 
 
-def _sort_key(row) -> tuple[str, ...]:
+def _sort_key(row: _Sorted) -> tuple[str, ...]:
     return row.sort_key()
 
 
-def _remote_rows(cached, now: int):
+def _remote_rows(cached: CachedHost, now: int
+                 ) -> tuple[HostRow, list[ViewRow], list[ProjectRow], list[RecoveryRow]]:
     """Project a cached remote HostState into navigator rows (read-only evidence)."""
     state = cached.state
     host_id = state.host.host_id

@@ -17,7 +17,7 @@ Use ``core.envelope.encode_canonical`` / ``decode_checked`` for bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -117,7 +117,7 @@ def _unique(rows: tuple[Any, ...], attr: str, array_path: str, key: str) -> set[
     return set(values)
 
 
-def _ref(value: str | None, known: set[str] | dict[str, Any], path: str, what: str) -> None:
+def _ref(value: str | None, known: Container[str], path: str, what: str) -> None:
     if value is not None and value not in known:
         raise _fail(path, f"refers to {what} {value}, which is not in this envelope")
 
@@ -506,13 +506,13 @@ class HostState(Record):
             for i, row in enumerate(getattr(self, attr)):
                 for field_name, key, what in fields:
                     _ref(getattr(row, field_name), known[what], f"$.{name}[{i}].{key}", what)
-        for i, row in enumerate(self.frames):
-            parent = frames.get(row.parent_frame_id or "")
-            if parent is not None and parent.project_id != row.project_id:
+        for i, frame in enumerate(self.frames):
+            parent = frames.get(frame.parent_frame_id or "")
+            if parent is not None and parent.project_id != frame.project_id:
                 raise _fail(f"$.frames[{i}].parentFrameId",
                             "must name a frame of the same project")
-        for i, row in enumerate(self.warnings):
-            if row.host_id is not None and row.host_id != self.host.host_id:
+        for i, warning in enumerate(self.warnings):
+            if warning.host_id is not None and warning.host_id != self.host.host_id:
                 raise _fail(f"$.warnings[{i}].hostId", "must be this host's id")
 
 

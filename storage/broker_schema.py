@@ -37,6 +37,8 @@ class StatusDecodeError(ValueError):
 
 def decode_member_status(value: object) -> MemberStatus:
     try:
+        if not isinstance(value, str):
+            raise ValueError(value)  # a stored status is TEXT; anything else is unknown
         return MemberStatus(value)
     except ValueError:
         raise StatusDecodeError(f"unknown member status {value!r}") from None
@@ -44,6 +46,8 @@ def decode_member_status(value: object) -> MemberStatus:
 
 def decode_message_state(value: object) -> MessageState:
     try:
+        if not isinstance(value, str):
+            raise ValueError(value)  # a stored status is TEXT; anything else is unknown
         return MessageState(value)
     except ValueError:
         raise StatusDecodeError(f"unknown message status_state {value!r}") from None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from core.errors import InvariantViolation
 from core.files import create_private_file, private_dir
 from storage.broker_schema import (
     APPLICATION_ID,
@@ -175,7 +176,7 @@ def _shape_problem(conn: sqlite3.Connection, shape: tuple[TableShape, ...]) -> s
         extra = sorted(set(actual) - {c.name for c in table.columns})
         if extra:
             return f"table {table.name} has unexpected columns {', '.join(extra)}"
-        fks = {}
+        fks: dict[int, list[tuple[str, str, str, str]]] = {}
         for r in conn.execute(f"PRAGMA foreign_key_list({table.name})"):
             fks.setdefault(r[0], []).append((r[3], r[2], r[4], r[6]))
         actual_fks = set()
@@ -187,12 +188,12 @@ def _shape_problem(conn: sqlite3.Connection, shape: tuple[TableShape, ...]) -> s
         if actual_fks != want_fks:
             missing = sorted(want_fks - actual_fks)
             if missing:
-                col, ref, to, on_delete = missing[0]
-                return (f"foreign key {table.name}.{col} -> {ref}({to}) "
+                fk_col, ref, to, on_delete = missing[0]
+                return (f"foreign key {table.name}.{fk_col} -> {ref}({to}) "
                         f"ON DELETE {on_delete} is missing")
-            col, ref, to, _ = sorted(actual_fks - want_fks)[0]
-            return f"table {table.name} has an unexpected foreign key {col} -> {ref}({to})"
-        indexes = {}
+            fk_col, ref, to, _ = sorted(actual_fks - want_fks)[0]
+            return f"table {table.name} has an unexpected foreign key {fk_col} -> {ref}({to})"
+        indexes: dict[str, tuple[tuple[str, ...], bool]] = {}
         for r in conn.execute(f"PRAGMA index_list({table.name})"):
             name, unique, partial = r[1], bool(r[2]), bool(r[4])
             if partial:
@@ -217,6 +218,17 @@ def _describe(col: tuple[str, bool, str | None, int]) -> str:
     if pk:
         text += f" (primary key #{pk})"
     return text
+
+
+def _inserted_id(cur: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just made.
+
+    sqlite3 types ``lastrowid`` as optional because statements other than
+    INSERT leave it unset; after an INSERT a missing id is a broken invariant.
+    """
+    if cur.lastrowid is None:
+        raise InvariantViolation("an INSERT into the broker file returned no rowid")
+    return int(cur.lastrowid)
 
 
 # --------------------------------------------------------------------------- opening
@@ -350,7 +362,7 @@ class BrokerStore:
     def insert_fleet(self, name: str | None, created_at: str) -> int:
         cur = self.conn.execute(
             "INSERT INTO fleets (name, created_at) VALUES (?, ?)", (name, created_at))
-        return int(cur.lastrowid)
+        return _inserted_id(cur)
 
     def set_fleet_director(self, fleet_id: int, member_id: int) -> None:
         self.conn.execute("UPDATE fleets SET director_member_id = ? WHERE fleet_id = ?",
@@ -384,7 +396,7 @@ class BrokerStore:
             "INSERT INTO members (fleet_id, name, description, status, registered_at)"
             " VALUES (?, ?, ?, ?, ?)",
             (fleet_id, name, description, MemberStatus.ACTIVE.value, registered_at))
-        return int(cur.lastrowid)
+        return _inserted_id(cur)
 
     def deregister_member(self, member_id: int, at: str) -> int:
         cur = self.conn.execute(
@@ -409,7 +421,8 @@ class BrokerStore:
 
     def list_members(self, fleet_id: int | None, *, active_in_live_fleets: bool
                      ) -> list[sqlite3.Row]:
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[int | str] = []
         if fleet_id is not None:
             clauses.append("m.fleet_id = ?")
             params.append(fleet_id)
@@ -476,7 +489,7 @@ class BrokerStore:
             " status_timestamp, text, notified_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (from_member_id, to_member_id, created_at, MessageState.INPUT_REQUIRED.value,
              created_at, text, notified_at))
-        return int(cur.lastrowid)
+        return _inserted_id(cur)
 
     def ack_message(self, message_id: int, to_member_id: int, at: str) -> int:
         """The only write that changes status_state (input_required -> completed)."""

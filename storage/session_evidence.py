@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,7 +187,8 @@ def insert_artifact(conn: sqlite3.Connection, session_id: str, artifact: Artifac
 
 def insert_diagnostics(conn: sqlite3.Connection, session_id: str, rows: tuple[DiagnosticRow, ...]
                        | list[DiagnosticRow], *, agent_id: str | None, command_run_id: str,
-                       task_id: str | None, at: str, new_id) -> None:
+                       task_id: str | None, at: str,
+                       new_id: Callable[[], str]) -> None:
     conn.executemany(
         "INSERT INTO diagnostics (id, session_id, task_id, agent_id, command_run_id,"
         " artifact_id, language, toolchain, severity, file, line, column, code, message,"
@@ -207,7 +209,8 @@ def _stream_ids(record: CommandRecord) -> dict[str, str]:
 
 def write_command(conn: sqlite3.Connection, *, session_id: str, agent_id: str,
                   tool_run_id: str | None, task_id: str | None, record: CommandRecord,
-                  at_ms: int, iso, new_id) -> str:
+                  at_ms: int, iso: Callable[[int], str],
+                  new_id: Callable[[], str]) -> str:
     """Insert or complete the command run of ``tool_run_id``; returns its id.
 
     A start (PreToolUse) inserts the run; its finish completes the run with
@@ -277,7 +280,8 @@ def write_command(conn: sqlite3.Connection, *, session_id: str, agent_id: str,
 
 
 def complete_parse(conn: sqlite3.Connection, session_id: str, command_run_id: str,
-                   rows: list[DiagnosticRow], at: str, new_id) -> bool:
+                   rows: list[DiagnosticRow], at: str,
+                   new_id: Callable[[], str]) -> bool:
     """The detached parser's result for a run whose parse was deferred (one transaction).
 
     Returns False when the run was already parsed (a second worker): nothing changes.

@@ -231,7 +231,7 @@ def record_handoff(conn: sqlite3.Connection, session: SessionFacts, task_id: str
             "SELECT * FROM command_runs WHERE session_id = ? AND completed_at IS NOT NULL"
             " ORDER BY started_at DESC, rowid DESC LIMIT ?",
             (session.session_key, MAX_REFERENCED_RUNS)).fetchall()
-        refs = []
+        refs: list[tuple[object, ...]] = []
         for run in runs:
             diagnostics = conn.execute(
                 "SELECT * FROM diagnostics WHERE command_run_id = ? ORDER BY rowid",

@@ -10,12 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.enums import LaunchAction, Provider
 from core.errors import ProviderError
 from core.providers.hooks import HookEvent, parse_hook
 from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
+
+if TYPE_CHECKING:
+    from core.providers.claude import ClaudeAdapter
+    from core.providers.codex import CodexAdapter
 
 __all__ = [
     "HookEvent",
@@ -55,11 +59,19 @@ class LaunchPlan:
 
 
 class ProviderAdapter(Protocol):
-    """One provider CLI; implementations are ClaudeAdapter and CodexAdapter."""
+    """One provider CLI; implementations are ClaudeAdapter and CodexAdapter.
 
-    provider: Provider
-    command: tuple[str, ...]
-    hook_events: tuple[str, ...]
+    The attributes are read-only properties: the adapters are frozen dataclasses.
+    """
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def command(self) -> tuple[str, ...]: ...
+
+    @property
+    def hook_events(self) -> tuple[str, ...]: ...
 
     def probe_version(self, *, timeout: float = ...) -> ProviderVersion: ...
 
@@ -91,10 +103,13 @@ class AdapterCommon:
     def probe_version(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProviderVersion:
         return probe_version(self.provider, self.command, timeout=timeout)
 
+    def launch_plan(self, action: LaunchAction, session_id: str | None,
+                    initial_prompt: str | None, settings_path: Path | None) -> LaunchPlan:
+        raise NotImplementedError("each adapter builds its own launch plan")
+
     def launch_argv(self, action: LaunchAction, session_id: str | None,
                     initial_prompt: str | None, settings_path: Path | None) -> list[str]:
-        return list(self.launch_plan(  # type: ignore[attr-defined]
-            action, session_id, initial_prompt, settings_path).argv)
+        return list(self.launch_plan(action, session_id, initial_prompt, settings_path).argv)
 
     def parse_hook(self, event: str, payload: bytes | str) -> HookEvent:
         return parse_hook(self.provider, event, payload)
@@ -143,9 +158,19 @@ def get_adapter(
     """The adapter for ``provider``; ``command`` overrides the executable (e.g. the fake agent)."""
     provider = Provider(provider)
     if provider is Provider.CLAUDE:
-        from core.providers.claude import ClaudeAdapter
+        return claude_adapter(command)
+    return codex_adapter(command)
 
-        return ClaudeAdapter(command=_as_command(command, "claude"))
+
+def claude_adapter(command: str | Sequence[str] | None = None) -> ClaudeAdapter:
+    """The Claude adapter itself, for callers that pass its own launch options."""
+    from core.providers.claude import ClaudeAdapter
+
+    return ClaudeAdapter(command=_as_command(command, "claude"))
+
+
+def codex_adapter(command: str | Sequence[str] | None = None) -> CodexAdapter:
+    """The Codex adapter itself, for callers that pass its own launch options."""
     from core.providers.codex import CodexAdapter
 
     return CodexAdapter(command=_as_command(command, "codex"))

@@ -42,6 +42,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import SupportsInt
 
 from core.control_line import CONTROL_TEMPLATE
 from core.providers import fake_argv
@@ -257,6 +258,7 @@ class Session:
         return "call_" + secrets.token_hex(6)
 
     def _head(self, event: str, *, prompt_id: bool = True) -> dict:
+        head: dict[str, object]  # a Codex turn id is null before the first turn
         if self.provider == "claude":
             head = {"session_id": self.session_id, "transcript_path": self.transcript_path,
                     "cwd": self.cwd}
@@ -323,7 +325,10 @@ class Session:
                     "noOutputExpected": True,
                 }
                 payload["tool_use_id"] = tool_use_id
-                payload["duration_ms"] = int(extra.get("duration_ms", 5))
+                duration = extra.get("duration_ms", 5)
+                if not isinstance(duration, str | SupportsInt):
+                    raise TypeError(f"duration_ms must be a number, not {duration!r}")
+                payload["duration_ms"] = int(duration)
                 return payload
             payload["tool_response"] = extra.get("tool_response", "")
         payload["tool_use_id"] = tool_use_id
@@ -685,7 +690,8 @@ def start_mcp_servers(configs: Sequence[str], env: dict[str, str]) -> list[subpr
         for spec in (servers.values() if isinstance(servers, dict) else ()):
             if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
                 continue
-            extra = spec.get("env") if isinstance(spec.get("env"), dict) else {}
+            env_spec = spec.get("env")
+            extra = env_spec if isinstance(env_spec, dict) else {}
             try:
                 proc = subprocess.Popen(
                     [spec["command"], *[str(a) for a in spec.get("args", [])]],

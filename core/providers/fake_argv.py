@@ -221,6 +221,13 @@ class CliArgs:
         value = self.values.get(dest)
         return list(value) if isinstance(value, list) else []
 
+    def append(self, dest: str, value: object) -> None:
+        """Add one occurrence of a repeatable option (its dest only ever holds a list)."""
+        current = self.values.setdefault(dest, [])
+        if not isinstance(current, list):
+            raise TypeError(f"option {dest} holds {current!r}, not a list")
+        current.append(value)
+
 
 def provider_of(argv: list[str]) -> str:
     """``--provider P`` (or ``=P``) before any ``--``: which grammar the rest follows."""
@@ -279,8 +286,7 @@ def parse_claude(argv: list[str]) -> CliArgs:
             current = args.values.get(opt.dest)
             args.values[opt.dest] = [*(current if isinstance(current, list) else []), value]
         elif opt.repeatable:
-            args.values.setdefault(opt.dest, [])
-            args.values[opt.dest].append(value)  # type: ignore[union-attr]
+            args.append(opt.dest, value)
         else:
             args.values[opt.dest] = value
 
@@ -457,8 +463,7 @@ def parse_codex(argv: list[str]) -> CliArgs:
                             f"[possible values: {', '.join(opt.choices)}]\n\n"
                             "For more information, try '--help'.", 2)
         if opt.repeatable:
-            args.values.setdefault(opt.dest, [])
-            args.values[opt.dest].append(value)  # type: ignore[union-attr]
+            args.append(opt.dest, value)
         else:
             args.values[opt.dest] = value
 

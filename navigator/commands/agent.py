@@ -69,7 +69,7 @@ def _claim(args: argparse.Namespace) -> int:
 def _cancel(args: argparse.Namespace) -> int:
     from core.agent_tools import transition_cancel
 
-    return _print(transition_cancel(request_id=args.request_id))
+    return _print(transition_cancel(request_id=args.request_id), args)
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -72,10 +72,13 @@ def _open(args: argparse.Namespace, *, create: bool = True) -> Broker:
                        gate=LazyRegistryGate())
 
 
-def _fleet_id(broker: Broker, ref: str | None) -> int | None:
+def _optional_fleet_id(broker: Broker, ref: str | None) -> int | None:
+    """``_fleet_id`` of an optional ``--fleet``: None when it was not given."""
+    return None if ref is None else _fleet_id(broker, ref)
+
+
+def _fleet_id(broker: Broker, ref: str) -> int:
     """A fleet named by id or by name (live fleets; a name must be unique)."""
-    if ref is None:
-        return None
     ref = ref.strip()
     if ref.isdigit():
         return int(ref)
@@ -216,7 +219,7 @@ def _member_list(args: argparse.Namespace) -> int:
     roster: list[Any] = []
     if not _missing(args):
         with _open(args, create=False) as broker:
-            roster = broker.roster(_fleet_id(broker, args.fleet))
+            roster = broker.roster(_optional_fleet_id(broker, args.fleet))
     emit(roster, as_json=args.json, text=_lines([
         f"{e.member_id}\tfleet {e.fleet_id}\t{e.kind.value}\t{e.name}\t"
         f"{e.coding_agent or '-'}\t{e.mux_pane_id or '-'}\t"

@@ -48,6 +48,7 @@ def pick_project(projects: list[tuple[str, str]], cwd: Path) -> str:
 
 
 def _open(args: argparse.Namespace) -> int:
+    from core.errors import InvariantViolation
     from core.presentation import claim_lease, open_view
     from core.requests import new_request_id
     from core.session import open_engine
@@ -61,10 +62,13 @@ def _open(args: argparse.Namespace) -> int:
     if directive.error is not None:
         print(f"switchboard: {directive.error.code}: {directive.error.message}", file=sys.stderr)
         return 3
+    view_id = directive.view_id
+    if view_id is None:  # PresentationDirective.check: focus and attach name their view
+        raise InvariantViolation("the open directive names no view")
     if directive.lease_expires_at is not None:
-        claim_lease(engine, directive.view_id, request_id)  # this terminal attaches now
+        claim_lease(engine, view_id, request_id)  # this terminal attaches now
     window = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
-                                 (directive.view_id,)).fetchone()[0]
+                                 (view_id,)).fetchone()[0]
     socket = engine.stage.socket_path
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     if inside:
