@@ -124,7 +124,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
             key=launch["session_key"], surface_id=surface["surface_id"], launch_id=launch_id,
             placement_generation=placement["generation"], issued_at=now,
             expires_at=now + CAPABILITY_TTL_MS)
-    engine._fault("after_authorize")
+    engine.fault_point("after_authorize")
     session = sessions_ops.get_session(conn, launch["session_key"])
     provider = Provider(launch["provider"])
     argv, env = _plan(engine, provider, LaunchAction(launch["action"]), session,
@@ -146,7 +146,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
             sessions_ops.move_launch(tx, launch_id, "authorized", "failed", engine.now(),
                                      failure=str(exc)[:1024])
         raise
-    engine._fault("after_pane")
+    engine.fault_point("after_pane")
     with write_transaction(conn) as tx:
         sessions_ops.surface_live(tx, surface["surface_id"], tmux_server_id=server_id,
                                   pane_id=pane.pane_id, process_id=pane.pane_pid,

@@ -242,7 +242,7 @@ def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> No
             expected_claim_generation=context["claim_generation"], now=now)
         return "transition", transition_id
 
-    transition_id = engine._idempotent(request_id, "recovery.execute",
+    transition_id = engine.run_request(request_id, "recovery.execute",
                                        {"recovery_id": record.recovery_id}, body,
                                        lambda tid: tid, lambda tid: tid)
     sagas.execute(engine, transition_id)

@@ -19,7 +19,6 @@ from core.enums import (
     FrameLifecycle,
     MembershipReason,
     PlacementState,
-    Provider,
     RecoveryKind,
     RecoveryState,
     TransitionKind,
@@ -106,16 +105,16 @@ def execute(engine: Engine, transition_id: str) -> None:
                                                "view", row["view_id"], now)
         if row["kind"] == TransitionKind.PUSH:
             child = frames_ops.get_frame(conn, row["target_frame_id"])
-            engine._start_bundle(conn, row["request_id"], child["frame_id"],
-                                 engine._provider_for(child), MembershipReason.STARTED, None,
-                                 now)
+            engine.start_bundle(conn, row["request_id"], child["frame_id"],
+                                engine.provider_for(child), MembershipReason.STARTED, None,
+                                now)
             child = frames_ops.get_frame(conn, row["target_frame_id"])
             conn.execute("UPDATE control_turns SET target_session_key = ?"
                          " WHERE transition_id = ?",
                          (child["current_session_key"], transition_id))
         elif row["kind"] == TransitionKind.COMPLETE_RETURN and engine.stage is not None:
             stop_first = _plan_parent_resume(engine, conn, row, now)
-    engine._fault("after_claim")
+    engine.fault_point("after_claim")
     for pane in stop_first:  # resume_only: the idle parent's old runtime goes first
         engine.stage.kill(pane)
     _move(engine, transition_id)
@@ -147,17 +146,7 @@ def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.R
     placement = views_ops.placement_of_frame(conn, parent["frame_id"])
     if placement is None or placement["state"] != PlacementState.STOPPED_AFFINITY:
         return stop_first
-    key = parent["current_session_key"]
-    session = sessions_ops.get_session(conn, key) if key else None
-    from core.engine import _resumable
-
-    provider = Provider(session["provider"]) if session is not None \
-        else engine._provider_for(parent)
-    resume_key = key if session is not None and _resumable(session, provider) else None
-    reason = MembershipReason.RESUMED if resume_key else (
-        MembershipReason.ROLLOVER if session is not None else MembershipReason.STARTED)
-    engine._start_bundle(conn, row["request_id"], parent["frame_id"], provider, reason,
-                         resume_key, now)
+    engine.plan_start_bundle(conn, row["request_id"], parent["frame_id"], now)
     parent = frames_ops.get_frame(conn, row["target_frame_id"])
     conn.execute("UPDATE control_turns SET transport = 'resume_initial',"
                  " target_session_key = ?, updated_at = ? WHERE control_turn_id = ?",
@@ -232,7 +221,7 @@ def _move(engine: Engine, transition_id: str) -> None:
                 _roll_back(engine, transition_id, f"nothing launched: {exc.message}",
                            server_restarted=isinstance(exc, ServerIdentityMismatch))
                 return
-            engine._fault("after_launch")
+            engine.fault_point("after_launch")
         if row["kind"] == TransitionKind.COMPLETE_RETURN:
             resume_launch = _pending_launch(conn, row["target_frame_id"])
             if resume_launch is not None:
@@ -245,7 +234,7 @@ def _move(engine: Engine, transition_id: str) -> None:
                     _roll_back(engine, transition_id, f"nothing launched: {exc.message}",
                                server_restarted=isinstance(exc, ServerIdentityMismatch))
                     return
-                engine._fault("after_launch")
+                engine.fault_point("after_launch")
             _submit_control_turn(engine, transition_id)
         if row["kind"] == TransitionKind.MODE:
             _move_mode(engine, row)
@@ -266,7 +255,7 @@ def _move(engine: Engine, transition_id: str) -> None:
             _roll_back(engine, transition_id, f"nothing moved: {exc}",
                        server_restarted=isinstance(exc, _SERVER_GONE))
             return
-        engine._fault("after_swap")
+        engine.fault_point("after_swap")
         if fenced and transitions_ops.control_turn_of(conn, transition_id)["state"] != \
                 "submitted":
             # Its UserPromptSubmit came while the pane was still parked (that hook
@@ -275,7 +264,7 @@ def _move(engine: Engine, transition_id: str) -> None:
             lift_fence(engine, control["control_turn_id"])
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
-        engine._fault("after_move")
+        engine.fault_point("after_move")
         if target_pane is not None and shown != target_pane:
             _roll_back(engine, transition_id, f"main shows {shown}, expected {target_pane}")
             return
@@ -284,7 +273,7 @@ def _move(engine: Engine, transition_id: str) -> None:
     else:
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "inspected", engine.now())
-    engine._fault("after_inspect")
+    engine.fault_point("after_inspect")
     commit(engine, transition_id)
 
 
@@ -302,14 +291,14 @@ def _move_mode(engine: Engine, row: sqlite3.Row) -> None:
         return
     with write_transaction(engine.conn) as tx:
         transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
-    engine._fault("after_move")
+    engine.fault_point("after_move")
     shown = engine.stage.layout_mode(views_ops.get_view(engine.conn, row["view_id"]))
     if shown is not None and shown != target:
         _roll_back(engine, transition_id, f"the view is in {shown} mode, expected {target}")
         return
     with write_transaction(engine.conn) as tx:
         transitions_ops.advance_phase(tx, transition_id, "moved", "inspected", engine.now())
-    engine._fault("after_inspect")
+    engine.fault_point("after_inspect")
     commit(engine, transition_id)
 
 
@@ -387,7 +376,7 @@ def commit(engine: Engine, transition_id: str) -> None:
                 from core.settlement import open_unclaimed
                 open_unclaimed(engine, conn, transitions_ops.get_transition(conn, transition_id),
                                now)
-    engine._fault("after_commit")
+    engine.fault_point("after_commit")
     for pane in stop_after:
         if engine.stage is not None:
             engine.stage.kill(pane)
@@ -495,7 +484,7 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
         return
     with write_transaction(conn) as tx:
         transitions_ops.mark_submitted(tx, control["control_turn_id"], engine.now())
-    engine._fault("after_submit_recorded")
+    engine.fault_point("after_submit_recorded")
     try:
         engine.stage.paste_control(pane)
     except SwitchboardError as exc:
@@ -514,7 +503,7 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
                 now=now)
         return
     spawn_watchdog(engine, control["control_turn_id"])
-    engine._fault("after_submit")
+    engine.fault_point("after_submit")
 
 
 def spawn_watchdog(engine: Engine, control_turn_id: str) -> None:

@@ -374,7 +374,7 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
         return "transition", row["transition_id"]
 
     semantic = {"view_id": view_id, "transition_id": transition_id, "by_frame": by_frame}
-    return engine._idempotent(request_id, "transition.cancel", semantic, body,
+    return engine.run_request(request_id, "transition.cancel", semantic, body,
                               lambda tid: tid, lambda tid: tid)
 
 
