@@ -36,6 +36,7 @@ from core.errors import Conflict, NotFound, SwitchboardError
 from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
 from core.requests import fingerprint
 from core.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
+from core.stage_port import StagePort
 from storage.connection import write_transaction
 from storage.limits import check_text
 from storage.operations import frames as frames_ops
@@ -54,7 +55,7 @@ class Engine:
     config: Config
     clock: Clock = field(default_factory=SystemClock)
     ids: IdSource = field(default_factory=Uuid4Ids)
-    stage: Any = None  # core.stage.Stage when tmux effects are wanted
+    stage: StagePort | None = None  # core.stage.TmuxStage when tmux effects are wanted
     fault: Callable[[str], None] | None = None  # test hook: raise/exit at named saga points
     owner: str = field(default_factory=lambda: "engine-" + secrets.token_hex(4))
 
@@ -68,6 +69,15 @@ class Engine:
 
     def now(self) -> int:
         return self.clock.now_ms()
+
+    def require_stage(self) -> StagePort:
+        """The attached stage, for steps that only run with one (a launch, a view's
+        rebuild); without one the request is refused by name instead of failing on
+        ``None``. Public because those steps live in ``core.launcher``/``core.recovery``."""
+        if self.stage is None:
+            raise SwitchboardError("no tmux stage in this process; run it from a home with "
+                                   "tmux configured", code="no_stage")
+        return self.stage
 
     def fault_point(self, point: str) -> None:
         """Mark a named crash point (``after_claim``, ``after_swap``...): the test hook

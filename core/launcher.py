@@ -71,7 +71,7 @@ def ensure_view_window(engine: Engine, view_id: str) -> None:
     refused here (TmuxUnavailable / ServerIdentityMismatch, nothing changed);
     an explicit entry rebuilds it through ``core.recovery.enter_view``.
     """
-    stage = engine.stage
+    stage = engine.require_stage()
     with stage.view_lock():
         view = views_ops.get_view(engine.conn, view_id)  # read under the lock
         frame = engine.conn.execute("SELECT title FROM frames WHERE frame_id = ?",
@@ -91,7 +91,6 @@ def ensure_view_window(engine: Engine, view_id: str) -> None:
 
 def run(engine: Engine, launch_id: str, *, present: bool = True,
         initial_prompt_for: str | None = None) -> None:
-    stage = engine.stage
     conn = engine.conn
     now = engine.now()
     launch = conn.execute("SELECT * FROM launch_intents WHERE launch_id = ?",
@@ -111,6 +110,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
     except (ServerIdentityMismatch, TmuxUnavailable) as exc:
         _roll_back_bundle(engine, launch_id, f"no tmux server for the view: {exc.message}")
         raise
+    stage = engine.require_stage()
     server_id = views_ops.get_view(conn, placement["view_id"])["tmux_server_id"]
     raw = new_raw_capability()
     with write_transaction(conn) as tx:

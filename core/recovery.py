@@ -41,7 +41,7 @@ from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
     from core.engine import Engine
-    from core.stage import TmuxStage
+    from core.stage_port import StagePort
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
         return
     except (TmuxUnavailable, ServerIdentityMismatch):
         pass  # refused before anything was changed: the view's server is not the live one
-    stage: TmuxStage = engine.stage
+    stage = engine.require_stage()
     try:
         stage.ensure_server(refresh=True)
     except TmuxError as exc:
@@ -195,7 +195,7 @@ def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
 def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> None:
     from core import sagas
 
-    stage: TmuxStage = engine.stage
+    stage = engine.require_stage()
     view_id = record.subject_id
     view = views_ops.get_view(engine.conn, view_id)
     if view["active_frame_id"] is None:
@@ -294,7 +294,7 @@ def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
     empty (stopped_affinity), so `n` resumes their sessions."""
     from core.sagas import _stop_runtime
 
-    stage: TmuxStage = engine.stage
+    stage = engine.require_stage()
     stage.ensure_server(refresh=True)
     frame = frames_ops.get_frame(engine.conn, view["active_frame_id"])
     with stage.view_lock():
@@ -357,7 +357,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
 
     now = engine.now()
     aged = len(reconcile_stale_activity(engine.conn, now))  # a lost Stop: working -> unknown
-    stage: TmuxStage | None = engine.stage
+    stage: StagePort | None = engine.stage
     seen = _others_commits(engine.conn)
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
