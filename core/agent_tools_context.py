@@ -167,25 +167,6 @@ def task_back(*, env: dict[str, str] | None = None) -> dict[str, Any]:
                 "message": "Your parent is shown; you stay open and parked."}
 
 
-_NONE = {"type": "object", "additionalProperties": False, "properties": {}}
-TOOLS: list[dict[str, Any]] = [
-    {"name": "switchboard_current",
-     "description": "Where you are: your frame, project, parent, children, whether you are "
-                    "shown, and your unread message count.", "inputSchema": _NONE},
-    {"name": "switchboard_context",
-     "description": "The project's open frames with titles, activity and which one is shown.",
-     "inputSchema": _NONE},
-    {"name": "switchboard_history",
-     "description": "Closed tasks of this project with their handoff summaries.",
-     "inputSchema": _NONE},
-    {"name": "task_back",
-     "description": "Show your parent; you stay open (parked) and can be shown again.",
-     "inputSchema": _NONE},
-    {"name": "transition_status",
-     "description": "The latest transitions from or to your frame and their states.",
-     "inputSchema": _NONE},
-]
-NAMES = tuple(tool["name"] for tool in TOOLS)
 _CALLS = {"switchboard_current": switchboard_current,
           "switchboard_context": switchboard_context,
           "switchboard_history": switchboard_history,

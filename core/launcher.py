@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.agent_tool_schemas import TOOLS as MCP_TOOLS
 from core.capabilities import (
     AGENT_TOOL_ENV,
     CAPABILITY_TTL_MS,
@@ -27,7 +28,6 @@ from core.capabilities import (
 from core.enums import LaunchAction, PlacementState, Provider
 from core.errors import Conflict, ProviderError, SwitchboardError
 from core.files import private_dir, write_private
-from core.mcp_server import TOOLS as MCP_TOOLS
 from core.provider_checks import check_provider
 from core.providers.codex import McpServer
 from core.stage import CONTROL_TEMPLATE, gate_name
@@ -246,8 +246,8 @@ def _mcp_config(run_dir: Path, ready_file: Path | None = None) -> Path:
     inherits the pane environment (Claude adds ``env`` to its own), so its
     authority is the pane's capability; ``ready_file`` is where it says it has
     listed its tools."""
+    from core.agent_tool_schemas import ENV_READY_FILE
     from core.hooks_install import CLAUDE_MCP_SERVER
-    from core.mcp_server import ENV_READY_FILE
 
     path = run_dir / "claude-mcp.json"
     command, *args = MCP_SERVER_ARGV
