@@ -118,8 +118,8 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
                 _claim_control(conn, control, now)
             child = frames_ops.get_frame(conn, row["source_frame_id"])
             if child["lifecycle_state"] == "closing":
-                from core.sagas import _stop_runtime
-                stop_panes = _stop_runtime(conn, child["frame_id"], now)
+                from core.sagas import stop_runtime
+                stop_panes = stop_runtime(conn, child["frame_id"], now)
                 frames_ops.finish_close(conn, child["frame_id"], now)
             if row["state"] in ("presented", "awaiting_claim"):
                 transitions_ops.move_transition(conn, transition_id, T(row["state"]),

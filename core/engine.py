@@ -315,7 +315,7 @@ class Engine:
                                code="transition_in_flight")
             if placement["state"] == PlacementState.ACTIVE and self.stage is not None:
                 self.stage.present(view, None)  # the placeholder takes main first
-            panes = sagas._stop_runtime(conn, frame_id, now)
+            panes = sagas.stop_runtime(conn, frame_id, now)
             if placement["state"] == PlacementState.ACTIVE:
                 views_ops.mutate_view(conn, view["view_id"], view["revision"], now=now)
             stopped.extend(panes)

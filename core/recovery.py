@@ -292,7 +292,7 @@ def _settle_pending(engine: Engine, view_id: str) -> bool:
 def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
     """Build the view's window on the live server; frames whose panes are gone become
     empty (stopped_affinity), so `n` resumes their sessions."""
-    from core.sagas import _stop_runtime
+    from core.sagas import stop_runtime
 
     stage = engine.require_stage()
     stage.ensure_server(refresh=True)
@@ -316,7 +316,7 @@ def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
                 continue
             if surface["lifecycle_state"] == "live":
                 sessions_ops.move_surface(conn, surface["surface_id"], "orphaned", now)
-            _stop_runtime(conn, placement["frame_id"], now)
+            stop_runtime(conn, placement["frame_id"], now)
 
 
 LAUNCH_REPORT_MS = 30_000
@@ -478,8 +478,8 @@ def _check_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapsh
             # socket, one server: another identity answering means the old one died):
             # the runtime is over. The frame becomes empty (stopped), so its badge no
             # longer says live and n resumes its session by exact id.
-            from core.sagas import _stop_runtime
-            _stop_runtime(conn, placement["frame_id"], now)
+            from core.sagas import stop_runtime
+            stop_runtime(conn, placement["frame_id"], now)
         recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
             kind=RecoveryKind.PANE_VANISHED if same_server else RecoveryKind.SERVER_RESTARTED,
@@ -736,8 +736,10 @@ def _watchdog(engine: Engine, now: int) -> int:
                               " AND submitted_at < ?", (now - watchdog_ms,)).fetchall():
             if settlement.expire_turn(engine, conn, c, now):
                 marked.append(c["control_turn_id"])
+    from core.sagas import lift_fence
+
     for control_turn_id in marked:
-        settlement.lift_fence(engine, control_turn_id)
+        lift_fence(engine, control_turn_id)
     return len(marked)
 
 
@@ -754,7 +756,7 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
     ``launch_uncertain`` recovery says so; a dead pane of it is killed.
     A push or return whose launch this was is settled by ``_interrupted``.
     """
-    from core.sagas import _stop_runtime
+    from core.sagas import stop_runtime
 
     conn = engine.conn
     adopted = failed = 0
@@ -792,7 +794,7 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
                 failure="interrupted before its pane was recorded; no live pane of it exists")
             placement = views_ops.placement_of_frame(tx, row["frame_id"])
             if placement is not None and placement["surface_id"] == surface_id:
-                _stop_runtime(tx, row["frame_id"], now)  # staged -> empty again
+                stop_runtime(tx, row["frame_id"], now)  # staged -> empty again
             else:
                 sessions_ops.move_surface(tx, surface_id, "retired", now)
                 sessions_ops.revoke_capabilities(tx, surface_id, now)
