@@ -197,7 +197,7 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session,
           initial_prompt: str | None, launch_id: str = "launch"
           ) -> tuple[list[str], dict[str, str]]:
     from core.hooks_install import codex_session_hooks, write_claude_launch_settings
-    from core.providers.base import get_adapter
+    from core.providers.adapters import get_adapter
 
     config = engine.config.providers.get(provider)
     adapter = get_adapter(provider, config.command if config else None)

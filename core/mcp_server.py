@@ -116,7 +116,7 @@ def call_tool(name: str, raw_arguments: Any,
     except SwitchboardError as exc:
         return _tool_error(f"{exc.code}: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - the server must outlive any one call
-        from core.files import environment_failure_of
+        from core.failures import environment_failure_of
 
         failure = environment_failure_of(exc)  # a full or read-only disk, in words
         if failure is not None:

@@ -7,7 +7,7 @@ launch is authorized and this module only says *how* it would be run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -24,7 +24,6 @@ __all__ = [
     "ProviderVersion",
     "check_prompt",
     "check_uuid",
-    "get_adapter",
 ]
 
 
@@ -135,28 +134,6 @@ def check_prompt(provider: Provider, initial_prompt: str | None) -> str | None:
     if "\x00" in initial_prompt:
         raise ProviderError("initial prompt contains a NUL byte", code="launch_invalid")
     return initial_prompt
-
-
-def get_adapter(
-    provider: Provider | str, command: str | Sequence[str] | None = None
-) -> ProviderAdapter:
-    """The adapter for ``provider``; ``command`` overrides the executable (e.g. the fake agent)."""
-    provider = Provider(provider)
-    if provider is Provider.CLAUDE:
-        from core.providers.claude import ClaudeAdapter
-
-        return ClaudeAdapter(command=_as_command(command, "claude"))
-    from core.providers.codex import CodexAdapter
-
-    return CodexAdapter(command=_as_command(command, "codex"))
-
-
-def _as_command(command: str | Sequence[str] | None, default: str) -> tuple[str, ...]:
-    if command is None:
-        return (default,)
-    if isinstance(command, str):
-        return (command,)
-    return tuple(command)
 
 
 def merge_env(plan: LaunchPlan, base: Mapping[str, str]) -> dict[str, str]:
