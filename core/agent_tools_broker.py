@@ -39,10 +39,10 @@ class _Me:
 
 @contextmanager
 def _as_member(env: dict[str, str] | None) -> Iterator[_Me]:
-    from core.agent_tools import _authorized
+    from core.agent_tools import authorized
     from core.broker_membership import open_managed_broker, sync_project
 
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         frame = engine.conn.execute(
             "SELECT project_id, parent_frame_id FROM frames WHERE frame_id = ?",
             (authority.frame_id,)).fetchone()
