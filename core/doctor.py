@@ -109,8 +109,7 @@ def _tmux(engine: Engine) -> Finding:
     if shutil.which("tmux") is None:
         return Finding("tmux", Verdict.FAIL, "tmux is not on PATH",
                        "install tmux (3.2 or newer)")
-    attach_stage(engine, engine.home)  # type: ignore[attr-defined]
-    stage = engine.stage
+    stage = attach_stage(engine, engine.home)  # type: ignore[attr-defined]
     try:
         live = read_identity(stage.runner)
     except TmuxUnavailable:

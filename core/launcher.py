@@ -183,7 +183,7 @@ def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str
     view = views_ops.get_view(conn, placement["view_id"])
     if view["active_frame_id"] != frame_id:
         raise Conflict("the frame is not the view's active frame; focus it first")
-    shown = engine.stage.present(view, pane_id, launch_gate=gate_name(launch_id))
+    shown = engine.require_stage().present(view, pane_id, launch_gate=gate_name(launch_id))
     if shown != pane_id:
         raise Conflict(f"main shows {shown} instead of the launched pane {pane_id}")
     with write_transaction(conn) as tx:

@@ -268,7 +268,7 @@ def _settle_pending(engine: Engine, view_id: str) -> bool:
         return False
     if pending["state"] in ("presented", "awaiting_claim", "settling"):
         for pane in settlement.settle_unclaimed(engine, view_id):
-            engine.stage.kill(pane)
+            engine.require_stage().kill(pane)
         return False
     if pending["state"] == "prepared":
         if sagas.waits_for_stop(engine, pending["transition_id"]):
@@ -512,7 +512,7 @@ def _restore_mains(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapsho
         if layout is None or layout.main is not None or layout.extra_panes:
             continue
         try:
-            pane = engine.stage.restore_main(view)
+            pane = engine.require_stage().restore_main(view)
         except TmuxError:
             continue  # nothing moved: _check_views opens the view's recovery
         if pane is not None:
@@ -809,7 +809,7 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
                             "press n to start it again.", now=now)
         failed += 1
         if pane is not None and server_id is not None:  # tagged with its surface, but dead
-            engine.stage.kill_unrecorded(pane.pane_id, surface_id, server_id)
+            engine.require_stage().kill_unrecorded(pane.pane_id, surface_id, server_id)
     return adopted, failed
 
 
@@ -825,13 +825,13 @@ def _present_adopted(engine: Engine, view_id: str, frame_id: str, pane: PaneSnap
             placement["state"] != PlacementState.STAGED or not pane.parked:
         return  # a later focus presents it and opens its gate
     layout = None
-    snap = engine.stage.snapshot()
+    snap = engine.require_stage().snapshot()
     if snap is not None:
         layout = snap.view(view_id)
     if layout is None or layout.main is None or layout.main.role is not PaneRole.PLACEHOLDER:
         return
     try:
-        shown = engine.stage.present(view, pane.pane_id, launch_gate=gate_name(launch_id))
+        shown = engine.require_stage().present(view, pane.pane_id, launch_gate=gate_name(launch_id))
     except TmuxError:
         return  # nothing moved; the frame stays staged and a focus can show it
     if shown != pane.pane_id:
@@ -877,10 +877,11 @@ def _exited_providers(engine: Engine, snap: ServerSnapshot | None, server_id: st
             if layout is not None and layout.main is not None and \
                     layout.main.pane_id == pane.pane_id:
                 try:
-                    engine.stage.present(views_ops.get_view(conn, placement["view_id"]), None)
+                    engine.require_stage().present(
+                        views_ops.get_view(conn, placement["view_id"]), None)
                 except TmuxError:
                     continue  # main keeps the dead pane; _check_views opens a recovery
-        engine.stage.kill(pane.pane_id, surface_id=s["surface_id"])
+        engine.require_stage().kill(pane.pane_id, surface_id=s["surface_id"])
     return exited
 
 
@@ -961,7 +962,7 @@ def _stop_stray_panes(engine: Engine, snap: ServerSnapshot, server_id: str | Non
         pane = snap.pane(row["pane_id"])
         if pane is None or pane.surface_id != row["surface_id"] or not pane.parked:
             continue
-        stopped += engine.stage.kill(row["pane_id"], surface_id=row["surface_id"])
+        stopped += engine.require_stage().kill(row["pane_id"], surface_id=row["surface_id"])
     return stopped
 
 
@@ -974,7 +975,7 @@ def _revive_navigators(engine: Engine, snap: ServerSnapshot, server_id: str | No
         "SELECT view_id FROM user_views WHERE state <> 'retired' AND tmux_server_id = ?",
         (server_id,))}
     try:
-        return engine.stage.revive_navigators(snap, server_id, views)
+        return engine.require_stage().revive_navigators(snap, server_id, views)
     except TmuxError:
         return 0  # nothing was respawned; the next pass reads the panes again
 

@@ -117,7 +117,7 @@ def execute(engine: Engine, transition_id: str) -> None:
             stop_first = _plan_parent_resume(engine, conn, row, now)
     engine.fault_point("after_claim")
     for pane in stop_first:  # resume_only: the idle parent's old runtime goes first
-        engine.stage.kill(pane)
+        engine.require_stage().kill(pane)
     _move(engine, transition_id)
     from core.broker_membership import after_presentation
     after_presentation(engine, row["view_id"])  # a newly shown, ready agent gets its lines
@@ -283,7 +283,7 @@ def _move_mode(engine: Engine, row: sqlite3.Row) -> None:
     view = views_ops.get_view(engine.conn, row["view_id"])
     target = ViewMode(row["target_mode"])
     try:
-        engine.stage.set_mode(view, target)
+        engine.require_stage().set_mode(view, target)
     except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch,
             TmuxUnavailable) as exc:
         _roll_back(engine, transition_id, f"mode not changed: {exc}",
@@ -292,7 +292,7 @@ def _move_mode(engine: Engine, row: sqlite3.Row) -> None:
     with write_transaction(engine.conn) as tx:
         transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
     engine.fault_point("after_move")
-    shown = engine.stage.layout_mode(views_ops.get_view(engine.conn, row["view_id"]))
+    shown = engine.require_stage().layout_mode(views_ops.get_view(engine.conn, row["view_id"]))
     if shown is not None and shown != target:
         _roll_back(engine, transition_id, f"the view is in {shown} mode, expected {target}")
         return
@@ -489,7 +489,7 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
         transitions_ops.mark_submitted(tx, control["control_turn_id"], engine.now())
     engine.fault_point("after_submit_recorded")
     try:
-        engine.stage.paste_control(pane)
+        engine.require_stage().paste_control(pane)
     except SwitchboardError as exc:
         now = engine.now()
         with write_transaction(conn) as tx:

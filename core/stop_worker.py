@@ -113,11 +113,12 @@ def _sweep_returned_children(engine: Engine, home: Home, transition_ids: list[st
         " AND s.pane_id IS NOT NULL", transition_ids).fetchall()
     if not panes:
         return
-    if engine.stage is None:
+    stage = engine.stage
+    if stage is None:
         from core.stage import attach_stage
-        attach_stage(engine, home)
+        stage = attach_stage(engine, home)
     for row in panes:
-        engine.stage.kill(row["pane_id"], surface_id=row["surface_id"])
+        stage.kill(row["pane_id"], surface_id=row["surface_id"])
 
 
 def main(argv: list[str]) -> int:
