@@ -75,8 +75,8 @@ class Engine:
         rebuild); without one the request is refused by name instead of failing on
         ``None``. Public because those steps live in ``core.launcher``/``core.recovery``."""
         if self.stage is None:
-            raise SwitchboardError("no tmux stage in this process; run it from a home with "
-                                   "tmux configured", code="no_stage")
+            raise Conflict("no tmux stage in this process; run it from a home with tmux "
+                           "configured", code="no_stage")
         return self.stage
 
     def fault_point(self, point: str) -> None:
