@@ -95,7 +95,7 @@ def enter_project(args: argparse.Namespace) -> int:
     """`view enter` and `project enter`: show a project in its view (the route)."""
     from core.session import open_engine
 
-    result = open_engine(with_stage=True).projectenter_project(_rid(args), args.project)
+    result = open_engine(with_stage=True).project_enter(_rid(args), args.project)
     emit(result, as_json=args.json,
          text=f"view {result.view_id} shows frame {result.frame_id}")
     return 0
