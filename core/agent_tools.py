@@ -46,9 +46,10 @@ def _authority(engine: Engine, env: dict[str, str]) -> Authority:
 
 
 @contextmanager
-def _authorized(env: dict[str, str] | None) -> Iterator[tuple[Engine, Authority]]:
+def authorized(env: dict[str, str] | None) -> Iterator[tuple[Engine, Authority]]:
     """Open the engine (with its tmux stage: a transition that runs at once must
-    really move panes, not only record that they moved), authenticate, close."""
+    really move panes, not only record that they moved), authenticate, close.
+    Public: every agent tool (``core.agent_tools_broker``/``_context`` too) runs in it."""
     from core.session import open_engine
 
     env = dict(os.environ if env is None else env)
@@ -77,7 +78,7 @@ def task_push(title: str, brief: str, purpose: str | None = None,
               env: dict[str, str] | None = None) -> dict[str, Any]:
     """Prepare a child task from the caller's frame; it runs on the caller's Stop."""
     chosen = _provider(provider)
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         from core.requests import fingerprint
 
         # Same push text from the same frame is the same request: retries don't duplicate.
@@ -101,7 +102,7 @@ def task_push(title: str, brief: str, purpose: str | None = None,
 def task_complete_return(summary: str, next_action: str, *, request_id: str | None = None,
                          env: dict[str, str] | None = None) -> dict[str, Any]:
     """Store the caller's handoff and prepare the return to its parent."""
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         from core.requests import fingerprint
 
         rid = request_id or _derived_id(fingerprint("agent.complete", {
@@ -119,7 +120,7 @@ def task_complete_return(summary: str, next_action: str, *, request_id: str | No
 
 def transition_claim(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Return the brief or handoff addressed to the caller's frame (idempotent)."""
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         from core.claims import claim_for_frame
 
         deadline = time.monotonic() + CLAIM_WAIT_S
@@ -148,7 +149,7 @@ def transition_claim(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 def transition_cancel(*, request_id: str | None = None,
                       env: dict[str, str] | None = None) -> dict[str, Any]:
     """Withdraw the push or return the caller asked for while it still waits (prepared)."""
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         row = engine.conn.execute(
             "SELECT transition_id FROM view_transitions WHERE source_frame_id = ?"
             " AND kind IN ('push', 'complete_return') ORDER BY created_at DESC,"

@@ -46,10 +46,10 @@ class _Me:
 
 @contextmanager
 def _as_member(env: dict[str, str] | None) -> Iterator[_Me]:
-    from core.agent_tools import _authorized
+    from core.agent_tools import authorized
     from core.broker_membership import open_managed_broker, sync_project
 
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         frame = engine.conn.execute(
             "SELECT project_id, parent_frame_id FROM frames WHERE frame_id = ?",
             (authority.frame_id,)).fetchone()
@@ -179,33 +179,6 @@ def message_wait(timeout: float | str = 60, *, env: dict[str, str] | None = None
                 "messages": [_public(me.broker, m) for m in waited.messages[:MAX_LISTED]]}
 
 
-# --------------------------------------------------------------------------- MCP table
-
-_TEXT = {"type": "string", "minLength": 1}
-TOOLS: list[dict[str, Any]] = [
-    {"name": "message_send",
-     "description": "Send a message to another agent of this project or the person. `to` is "
-                    "a member id, a frame title, `parent`, `workspace` or `person`.",
-     "inputSchema": {"type": "object", "required": ["to", "text"],
-                     "additionalProperties": False,
-                     "properties": {"to": _TEXT, "text": _TEXT}}},
-    {"name": "message_broadcast",
-     "description": "Send one message to every other agent of this project and the person.",
-     "inputSchema": {"type": "object", "required": ["text"], "additionalProperties": False,
-                     "properties": {"text": _TEXT}}},
-    {"name": "message_poll",
-     "description": "Read your unread messages (oldest first). ACK each one you handled.",
-     "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
-    {"name": "message_ack",
-     "description": "Mark one of your messages as handled.",
-     "inputSchema": {"type": "object", "required": ["id"], "additionalProperties": False,
-                     "properties": {"id": {"type": "integer", "minimum": 1}}}},
-    {"name": "message_wait",
-     "description": "Wait up to `timeout` seconds (max 600) for a message to arrive.",
-     "inputSchema": {"type": "object", "additionalProperties": False,
-                     "properties": {"timeout": {"type": "number", "minimum": 0}}}},
-]
-NAMES = tuple(tool["name"] for tool in TOOLS)
 
 
 def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:

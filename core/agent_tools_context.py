@@ -64,9 +64,9 @@ def _pending_for(engine: Any, frame_id: str) -> int | None:
 
 def switchboard_current(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """My frame, project, parent, children, whether I am shown, and my unread messages."""
-    from core.agent_tools import _authorized
+    from core.agent_tools import authorized
 
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         conn = engine.conn
         me = _frame_row(conn, authority.frame_id)
         project = conn.execute("SELECT name FROM projects WHERE project_id = ?",
@@ -88,9 +88,9 @@ def switchboard_current(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def switchboard_context(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The project's open frames: titles, roles, parents, activity and who is shown."""
-    from core.agent_tools import _authorized
+    from core.agent_tools import authorized
 
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         conn = engine.conn
         me = _frame_row(conn, authority.frame_id)
         shown = _shown(conn, me["project_id"])
@@ -107,9 +107,9 @@ def switchboard_context(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def switchboard_history(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Closed tasks of this project, newest first, with their handoff summaries."""
-    from core.agent_tools import _authorized
+    from core.agent_tools import authorized
 
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         conn = engine.conn
         me = _frame_row(conn, authority.frame_id)
         rows = conn.execute(
@@ -127,9 +127,9 @@ def switchboard_history(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def transition_status(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The latest transitions that involve my frame (push, return, back, focus), newest first."""
-    from core.agent_tools import _authorized
+    from core.agent_tools import authorized
 
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         rows = engine.conn.execute(
             "SELECT transition_id, kind, state, source_frame_id, target_frame_id, failure,"
             " created_at, updated_at FROM view_transitions"
@@ -145,10 +145,10 @@ def transition_status(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def task_back(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Show my parent (I stay open, parked). Repeating it after it happened is fine."""
-    from core.agent_tools import _authorized
+    from core.agent_tools import authorized
     from core.requests import new_request_id
 
-    with _authorized(env) as (engine, authority):
+    with authorized(env) as (engine, authority):
         conn = engine.conn
         view = conn.execute("SELECT view_id, active_frame_id FROM user_views"
                             " WHERE view_id = ?", (authority.view_id,)).fetchone()
@@ -167,25 +167,6 @@ def task_back(*, env: dict[str, str] | None = None) -> dict[str, Any]:
                 "message": "Your parent is shown; you stay open and parked."}
 
 
-_NONE = {"type": "object", "additionalProperties": False, "properties": {}}
-TOOLS: list[dict[str, Any]] = [
-    {"name": "switchboard_current",
-     "description": "Where you are: your frame, project, parent, children, whether you are "
-                    "shown, and your unread message count.", "inputSchema": _NONE},
-    {"name": "switchboard_context",
-     "description": "The project's open frames with titles, activity and which one is shown.",
-     "inputSchema": _NONE},
-    {"name": "switchboard_history",
-     "description": "Closed tasks of this project with their handoff summaries.",
-     "inputSchema": _NONE},
-    {"name": "task_back",
-     "description": "Show your parent; you stay open (parked) and can be shown again.",
-     "inputSchema": _NONE},
-    {"name": "transition_status",
-     "description": "The latest transitions from or to your frame and their states.",
-     "inputSchema": _NONE},
-]
-NAMES = tuple(tool["name"] for tool in TOOLS)
 _CALLS = {"switchboard_current": switchboard_current,
           "switchboard_context": switchboard_context,
           "switchboard_history": switchboard_history,

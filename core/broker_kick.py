@@ -2,7 +2,7 @@
 
 Stdlib only (the hook path stays lean: no Textual, no engine, no libtmux): one
 read-only SQLite query says whether the stopped frame's member has a message
-that was never typed; only then a detached ``python -m core.broker_membership``
+that was never typed; only then a detached ``python -m core.workers kick``
 does the real work (reconcile, gate, type under the pane lock) while the hook
 returns at once.
 """
@@ -55,7 +55,7 @@ def kick_after_stop(broker_path: Path, frame_id: str, env: dict[str, str]) -> bo
         return False
     with suppress(OSError):
         subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "core.broker_membership", frame_id], env=env,
+            [sys.executable, "-m", "core.workers", "kick", frame_id], env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True)
         return True

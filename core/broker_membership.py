@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 
 from core.broker import (
     Broker,
-    BrokerUnavailable,
     Fleet,
     InvalidRequest,
     Member,
@@ -95,11 +94,11 @@ class LazyRegistryGate:
     def blocked(self, frame_id: str, target: PaneTarget) -> str | None:
         if self._gate is None and self._problem is None:
             from core.home import Home
-            from core.session import open_engine
+            from core.registry import open_current
 
             try:
-                engine = open_engine(self._home or Home.from_env())
-                self._gate = RegistryGate(engine.conn)
+                opened = open_current(self._home or Home.from_env())
+                self._gate = RegistryGate(opened.conn)
             except (SwitchboardError, sqlite3.Error, OSError) as exc:
                 self._problem = f"the Switchboard registry cannot say whether it is ready ({exc})"
         if self._gate is None:
@@ -251,9 +250,8 @@ def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFlee
 
 def open_managed_broker(engine: Engine, *, create: bool = True) -> Broker:
     """The engine's broker, typing through its tmux server, gated by its registry."""
-    from core.session import engine_home
 
-    home = engine_home(engine)
+    home = engine.require_home()
     stage = engine.stage
     socket = getattr(stage, "socket_path", None) or engine.config.tmux.socket_path
     return Broker.open(home.broker_path, tmux_socket=socket, create=create,
@@ -341,25 +339,6 @@ def person_send(engine: Engine, frame_id: str, text: str) -> PersonSent:
     return PersonSent(result.message.message_id, row["title"], delivery)
 
 
-# --------------------------------------------------------------------------- the Stop kick
-# (the hook's side is core.broker_kick: stdlib only)
-
-
-def _kick_main(frame_id: str) -> int:
-    from core.home import Home
-    from core.session import open_engine
-
-    engine = open_engine(Home.from_env(), with_stage=True)
-    try:
-        row = engine.conn.execute("SELECT project_id FROM frames WHERE frame_id = ?",
-                                  (frame_id,)).fetchone()
-        if row is not None:
-            deliver_pending(engine, row["project_id"])
-    finally:
-        engine.conn.close()
-    return 0
-
-
 # --------------------------------------------------------------------------- resolving names
 
 
@@ -393,10 +372,3 @@ def resolve_member(broker: Broker, fleet: ProjectFleet, word: str, *,
         raise UnknownMember(f"no member {word!r} in this project; members: {names or 'none'}")
     return found[0]
 
-
-if __name__ == "__main__":
-    try:
-        raise SystemExit(_kick_main(sys.argv[1]))
-    except (SwitchboardError, BrokerUnavailable, sqlite3.Error, OSError) as exc:
-        print(f"switchboard: broker delivery skipped: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None

@@ -23,7 +23,7 @@ from storage.operations import transitions as transitions_ops
 if TYPE_CHECKING:
     from core.capabilities import Authority
     from core.engine import Engine
-    from core.stage import TmuxStage
+    from core.stage_port import StagePort
 
 T = TransitionState
 CLAIMABLE = ("presented", "awaiting_claim", "settling", "completed")
@@ -120,8 +120,8 @@ def claim_for_frame(engine: Engine, frame_id: str, session_key: str | None, *,
                 _claim_control(conn, control, now)
             child = frames_ops.get_frame(conn, row["source_frame_id"])
             if child["lifecycle_state"] == "closing":
-                from core.sagas import _stop_runtime
-                stop_panes = _stop_runtime(conn, child["frame_id"], now)
+                from core.sagas import stop_runtime
+                stop_panes = stop_runtime(conn, child["frame_id"], now)
                 frames_ops.finish_close(conn, child["frame_id"], now)
             if row["state"] in ("presented", "awaiting_claim"):
                 transitions_ops.move_transition(conn, transition_id, T(row["state"]),
@@ -162,7 +162,7 @@ def _check_placement(conn: sqlite3.Connection, frame_id: str, authority: Authori
                        "replaced or moved); nothing was claimed", code="stale_placement")
 
 
-def _kill_soon(stage: TmuxStage, pane: str, attempts: int = 5) -> None:
+def _kill_soon(stage: StagePort, pane: str, attempts: int = 5) -> None:
     """Kill the closed child's parked pane; a swap still settling in another process
     can make the first try refuse, so retry briefly (reconcile sweeps what is left)."""
     import time

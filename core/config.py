@@ -195,6 +195,15 @@ class Config:
             code="project_not_configured",
         )
 
+    def project_id_for(self, name_or_id: str) -> str:
+        """The id of the project a person named by id or name; NotFound lists the
+        known names (the CLI's ``--project`` and ``project enter`` take either)."""
+        for project in self.projects:
+            if name_or_id in (project.project_id, project.name):
+                return project.project_id
+        names = ", ".join(p.name for p in self.projects) or "none configured"
+        raise NotFound(f"unknown project {name_or_id!r} (known: {names}); add it to the config")
+
     def checkout(self, checkout_id: str) -> CheckoutConfig:
         for checkout in self.checkouts:
             if checkout.checkout_id == checkout_id:

@@ -102,7 +102,6 @@ def _session_files(home: Home, engine: Engine) -> Finding:
 
 
 def _tmux(engine: Engine) -> Finding:
-    from core.session import engine_home
     from core.stage import attach_stage
     from core.tmux.errors import TmuxUnavailable
     from core.tmux.identity import read_identity
@@ -110,8 +109,7 @@ def _tmux(engine: Engine) -> Finding:
     if shutil.which("tmux") is None:
         return Finding("tmux", Verdict.FAIL, "tmux is not on PATH",
                        "install tmux (3.2 or newer)")
-    attach_stage(engine, engine_home(engine))
-    stage = engine.stage
+    stage = attach_stage(engine, engine.require_home())
     try:
         live = read_identity(stage.runner)
     except TmuxUnavailable:

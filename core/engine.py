@@ -37,6 +37,7 @@ from core.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
 from core.ports import Clock, IdSource, SystemClock, Uuid4Ids
 from core.requests import fingerprint
 from core.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
+from core.stage_port import StagePort
 from storage.connection import write_transaction
 from storage.limits import check_text
 from storage.operations import frames as frames_ops
@@ -60,7 +61,7 @@ class Engine:
     config: Config
     clock: Clock = field(default_factory=SystemClock)
     ids: IdSource = field(default_factory=Uuid4Ids)
-    stage: Any = None  # core.stage.Stage when tmux effects are wanted
+    stage: StagePort | None = None  # core.stage.TmuxStage when tmux effects are wanted
     fault: Callable[[str], None] | None = None  # test hook: raise/exit at named saga points
     owner: str = field(default_factory=lambda: "engine-" + secrets.token_hex(4))
     home: Home | None = None  # set by core.session.open_engine; None for a bare engine
@@ -76,20 +77,42 @@ class Engine:
     def now(self) -> int:
         return self.clock.now_ms()
 
-    def _fault(self, point: str) -> None:
+    def require_stage(self) -> StagePort:
+        """The attached stage, for steps that only run with one (a launch, a view's
+        rebuild); without one the request is refused by name instead of failing on
+        ``None``. Public because those steps live in ``core.launcher``/``core.recovery``."""
+        if self.stage is None:
+            raise Conflict("no tmux stage in this process; run it from a home with tmux "
+                           "configured", code="no_stage")
+        return self.stage
+
+    def require_home(self) -> Home:
+        """The home this engine was opened from (every ``open_engine`` engine has one);
+        public for the collaborators that find run files, the broker and logs there."""
+        if self.home is None:
+            raise InvariantViolation("this engine was not opened from a Switchboard home")
+        return self.home
+
+    def fault_point(self, point: str) -> None:
+        """Mark a named crash point (``after_claim``, ``after_swap``...): the test hook
+        ``fault`` may raise or exit there. Public because the sagas, launches and the
+        stage that own most of these points live outside this module."""
         if self.fault is not None:
             self.fault(point)
 
     # ------------------------------------------------------------------ requests
 
-    def _idempotent(self, request_id: str, operation: str, semantic: dict[str, Any],
+    def run_request(self, request_id: str, operation: str, semantic: dict[str, Any],
                     body: Callable[[sqlite3.Connection, str, int], tuple[str, str | None]],
                     replay: Callable[[str | None], _Result],
                     result: Callable[[str | None], _Result]) -> _Result:
         """Run ``body`` once per request id inside one write transaction.
 
         ``body`` returns (result_type, result_id); a replay of the same request
-        rebuilds the result from the stored id without mutating anything.
+        rebuilds the result from the stored id without mutating anything. Public
+        because requests implemented beside the engine (a cancel in
+        ``core.settlement``, a recovery's execution in ``core.recovery``) get the
+        same idempotency through it.
         """
         fp = fingerprint(operation, semantic)
         with write_transaction(self.conn) as conn:
@@ -117,13 +140,6 @@ class Engine:
         projects_ops.upsert_project(conn, self.host_id, project.project_id, project.name,
                                     checkout.checkout_id, now)
 
-    def _project_id(self, name_or_id: str) -> str:
-        for project in self.config.projects:
-            if name_or_id in (project.project_id, project.name):
-                return project.project_id
-        names = ", ".join(p.name for p in self.config.projects) or "none configured"
-        raise NotFound(f"unknown project {name_or_id!r} (known: {names}); add it to the config")
-
     def project_enter(self, request_id: str, project: str) -> RouteResult:
         """Show a project in its view: create view and workspace on first entry.
 
@@ -133,7 +149,7 @@ class Engine:
         a tmux server restart it is rebuilt on the running server, and a
         navigator that crashed or was quit runs again.
         """
-        project_id = self._project_id(project)
+        project_id = self.config.project_id_for(project)
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             self._ensure_project(conn, project_id, now)
@@ -186,7 +202,7 @@ class Engine:
             return RouteResult(request_id, project_id, view_id, view["active_frame_id"],
                                view["revision"], transition_id)
 
-        return self._idempotent(request_id, "project.enter", {"project_id": project_id},
+        return self.run_request(request_id, "project.enter", {"project_id": project_id},
                                 body, finish, finish)
 
     def _route_target(self, project_id: str, view: sqlite3.Row) -> str:
@@ -247,21 +263,11 @@ class Engine:
         if frame["current_session_key"]:
             current = sessions_ops.get_session(self.conn, frame["current_session_key"])
         provider = provider or (Provider(current["provider"]) if current is not None
-                                else self._provider_for(frame))
+                                else self.provider_for(frame))
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
-            row = frames_ops.get_frame(conn, frame_id)
-            key = row["current_session_key"]
-            session = sessions_ops.get_session(conn, key) if key else None
-            if session is not None and not fresh and _resumable(session, provider):
-                launch_id = self._start_bundle(conn, request_id, frame_id, provider,
-                                               MembershipReason.RESUMED, key, now)
-            else:
-                reason = MembershipReason.STARTED if session is None \
-                    else MembershipReason.ROLLOVER
-                launch_id = self._start_bundle(conn, request_id, frame_id, provider, reason,
-                                               None, now)
-            return "launch", launch_id
+            return "launch", self.plan_start_bundle(conn, request_id, frame_id, now,
+                                                    provider=provider, fresh=fresh)
 
         def build(launch_id: str | None) -> StartResult:
             if launch_id is None:
@@ -275,7 +281,7 @@ class Engine:
 
         if self.stage is not None:
             self._show_for_start(request_id, frame_id)
-        result = self._idempotent(request_id, "frame.start",
+        result = self.run_request(request_id, "frame.start",
                                   {"frame_id": frame_id, "provider": provider.value,
                                    "fresh": fresh}, body, build, build)
         if self.stage is not None:
@@ -327,7 +333,7 @@ class Engine:
                                code="transition_in_flight")
             if placement["state"] == PlacementState.ACTIVE and self.stage is not None:
                 self.stage.present(view, None)  # the placeholder takes main first
-            panes = sagas._stop_runtime(conn, frame_id, now)
+            panes = sagas.stop_runtime(conn, frame_id, now)
             if placement["state"] == PlacementState.ACTIVE:
                 views_ops.mutate_view(conn, view["view_id"], view["revision"], now=now)
             stopped.extend(panes)
@@ -335,7 +341,7 @@ class Engine:
             return "frame", frame_id
 
         stopped: list[str] = []
-        result = self._idempotent(request_id, "frame.stop", {"frame_id": frame_id}, body,
+        result = self.run_request(request_id, "frame.stop", {"frame_id": frame_id}, body,
                                   self._frame_result(request_id), self._frame_result(request_id))
         for pane in stopped:
             if self.stage is not None:
@@ -369,7 +375,10 @@ class Engine:
         config = self.config.providers.get(provider)
         return provider if config is not None and config.enabled else None
 
-    def _provider_for(self, frame: sqlite3.Row) -> Provider:
+    def provider_for(self, frame: sqlite3.Row) -> Provider:
+        """The provider a new session of ``frame`` runs: the frame's preferred one, else
+        its project's, else the first enabled. Public because a push's child is started
+        by the saga that executes the push (``core.sagas``)."""
         if frame["preferred_provider"]:
             return Provider(frame["preferred_provider"])
         project = self.config.project(frame["project_id"])
@@ -378,9 +387,38 @@ class Engine:
         enabled = [p for p, c in self.config.providers.items() if c.enabled]
         return enabled[0] if enabled else Provider.CLAUDE
 
-    def _start_bundle(self, conn: sqlite3.Connection, request_id: str, frame_id: str,
-                      provider: Provider, reason: MembershipReason, resume_key: str | None,
-                      now: int) -> str:
+    def plan_start_bundle(self, conn: sqlite3.Connection, request_id: str, frame_id: str,
+                          now: int, *, provider: Provider | None = None,
+                          fresh: bool = False) -> str:
+        """Plan a frame's start inside the caller's write transaction; return its launch id.
+
+        The frame's current session is resumed by exact id when it is stopped and
+        resumable on ``provider`` (default: that session's provider, else the frame's
+        preferred one) and ``fresh`` is not asked; otherwise a new session starts (a
+        rollover membership when the frame had one before). Public because the sagas
+        plan starts in their own claim transaction: a pushed child's first start and
+        a returned-to parent's resume.
+        """
+        frame = frames_ops.get_frame(conn, frame_id)
+        key = frame["current_session_key"]
+        session = sessions_ops.get_session(conn, key) if key else None
+        if provider is None:
+            provider = Provider(session["provider"]) if session is not None \
+                else self.provider_for(frame)
+        if session is not None and not fresh and _resumable(session, provider):
+            return self.start_bundle(conn, request_id, frame_id, provider,
+                                      MembershipReason.RESUMED, key, now)
+        reason = MembershipReason.STARTED if session is None else MembershipReason.ROLLOVER
+        return self.start_bundle(conn, request_id, frame_id, provider, reason, None, now)
+
+    def start_bundle(self, conn: sqlite3.Connection, request_id: str, frame_id: str,
+                     provider: Provider, reason: MembershipReason, resume_key: str | None,
+                     now: int) -> str:
+        """Write a start bundle inside the caller's transaction and return its launch id:
+        a new session and membership (or the resumed ``resume_key``), the launch intent,
+        its surface, the placement staged, the claim acquired. Public because the saga
+        that executes a push starts the child as its own step (``core.sagas``); the
+        choice between resuming and a new session is ``plan_start_bundle``'s."""
         frame = frames_ops.get_frame(conn, frame_id)
         if frame["lifecycle_state"] != FrameLifecycle.OPEN:
             raise Conflict(f"frame {frame_id} is {frame['lifecycle_state']}; reopen it first")
@@ -492,7 +530,7 @@ class Engine:
 
         semantic = {"source_frame_id": source_frame_id, "title": title, "brief": brief,
                     "purpose": purpose, "provider": provider.value if provider else None}
-        result = _prepared(self._idempotent(request_id, "frame.push", semantic, body,
+        result = _prepared(self.run_request(request_id, "frame.push", semantic, body,
                                             self._transition_result(request_id),
                                             self._transition_result(request_id)))
         from core import evidence_tasks  # after the commit, best effort
@@ -548,7 +586,7 @@ class Engine:
                     kind=ControlKind.CLAIM_HANDOFF, transport=transport, now=now)
             return "transition", transition_id
 
-        result = _prepared(self._idempotent(
+        result = _prepared(self.run_request(
             request_id, "frame.complete",
             {"frame_id": frame_id, "summary": summary, "next_action": next_action},
             body, self._transition_result(request_id), self._transition_result(request_id)))
@@ -636,7 +674,7 @@ class Engine:
             return "frame", frame_id
 
         build = self._frame_result(request_id)
-        return self._idempotent(request_id, "frame.reopen", {"frame_id": frame_id}, body,
+        return self.run_request(request_id, "frame.reopen", {"frame_id": frame_id}, body,
                                 build, build)
 
     def _rehome_if_stranded(self, conn: sqlite3.Connection, frame: sqlite3.Row,
@@ -728,7 +766,7 @@ class Engine:
             return ViewResult(request_id, view_id, row["mode"], row["revision"],
                               row["active_frame_id"])
 
-        return self._idempotent(request_id, "view.retire", {"view_id": view_id}, body, build,
+        return self.run_request(request_id, "view.retire", {"view_id": view_id}, body, build,
                                 build)
 
     # ------------------------------------------------------------------ claims
@@ -755,7 +793,7 @@ class Engine:
             frames_ops.release_claim(conn, work_context_id, context["claim_generation"], now)
             return "work_context", work_context_id
 
-        return self._idempotent(request_id, "context.release",
+        return self.run_request(request_id, "context.release",
                                 {"work_context_id": work_context_id}, body,
                                 _recorded_id, _recorded_id)
 
@@ -773,7 +811,7 @@ class Engine:
             frames_ops.block_claim(conn, work_context_id, context["claim_generation"], now)
             return "work_context", work_context_id
 
-        return self._idempotent(request_id, "context.block",
+        return self.run_request(request_id, "context.block",
                                 {"work_context_id": work_context_id}, body,
                                 _recorded_id, _recorded_id)
 
@@ -788,7 +826,7 @@ class Engine:
                                        else None, context["claim_generation"], now)
             return "work_context", work_context_id
 
-        return self._idempotent(request_id, "context.resolve",
+        return self.run_request(request_id, "context.resolve",
                                 {"work_context_id": work_context_id, "to": to_state.value,
                                  "foreground": foreground_frame_id}, body,
                                 _recorded_id, _recorded_id)
@@ -845,7 +883,7 @@ class Engine:
                 target_mode=target_mode() if target_mode is not None else None)
             return "transition", transition_id
 
-        result = self._idempotent(request_id, f"view.{kind.value}", semantic, body,
+        result = self.run_request(request_id, f"view.{kind.value}", semantic, body,
                                   self._transition_result(request_id),
                                   self._transition_result(request_id))
         return self._maybe_execute(result)

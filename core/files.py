@@ -190,18 +190,3 @@ def os_failure(exc: BaseException, path: str | os.PathLike[str] | None = None, *
     where = path if path is not None else (exc.filename or "a Switchboard file")
     code, template = _OS_WHAT[exc.errno]
     return EnvironmentFailure(template.format(path=where) + tail, code=code)
-
-
-def environment_failure_of(exc: BaseException) -> EnvironmentFailure | None:
-    """For a front end's catch-all: the machine's failure behind ``exc``, or None.
-
-    Covers a plain ``OSError`` and a SQLite error that escaped the storage
-    layer's own wording; the command may have stopped part way, so the
-    sentence says so instead of promising nothing changed.
-    """
-    failure = os_failure(exc, tail=STOPPED)
-    if failure is None and type(exc).__module__ == "sqlite3":
-        from storage.environment import environment_failure
-
-        failure = environment_failure(exc, tail=STOPPED)
-    return failure

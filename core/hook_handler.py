@@ -28,7 +28,6 @@ from core.providers.hooks import HookEvent, HookKind, parse_hook
 from core.session import HookRegistry, open_for_hook, remember_hook_open
 
 if TYPE_CHECKING:
-    from core.engine import Engine
     from core.ports import Clock
 
 
@@ -97,7 +96,9 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         stop_worker.start(home, generation, recorded.frame_id)
         reason = recorded.outcome.reason + "; waiting work handed to a worker"
         return recorded.outcome._replace(reason=reason)
-    executed = _after_trusted_stop(home, generation, recorded.frame_id)
+    from core.stop_worker import run_waiting_work
+
+    executed = run_waiting_work(home, generation, recorded.frame_id)
     return recorded.outcome._replace(executed_transitions=tuple(executed))
 
 
@@ -292,7 +293,7 @@ def _observe_control(conn: sqlite3.Connection, frame_id: str, prompt_id: str | N
 def _lift_fences(home: Home, generation: str, control_turn_ids: tuple[str, ...]) -> None:
     """The claim line's own UserPromptSubmit re-enables the target's input (contract:
     that observation or the watchdog lifts the fence, not the paste's Enter)."""
-    from core import settlement
+    from core import sagas
     from core.session import open_engine
     from core.stage import attach_stage
 
@@ -300,76 +301,11 @@ def _lift_fences(home: Home, generation: str, control_turn_ids: tuple[str, ...])
     try:
         attach_stage(engine, home)
         for control_turn_id in control_turn_ids:
-            settlement.lift_fence(engine, control_turn_id)
+            sagas.lift_fence(engine, control_turn_id)
     except Exception as exc:  # the watchdog and reconcile lift it too; never fail the hook
         print(f"switchboard: input fence not lifted yet: {exc}", file=sys.stderr)
     finally:
         engine.conn.close()
-
-
-def _after_trusted_stop(home: Home, generation: str, frame_id: str) -> list[str]:
-    """Run the push/complete-return that waited for this frame's Stop; settle returns.
-
-    Runs after the activity commit, on the full engine (validated config, tmux
-    stage on demand), and only when ``_waiting_for_stop`` said there is work.
-    """
-    from core import claims, sagas
-    from core.session import open_engine
-
-    engine = open_engine(home, expected_generation=generation)
-    try:
-        executed: list[str] = list(claims.settle_after_stop(engine, frame_id))
-        if executed:
-            _sweep_returned_children(engine, home, executed)
-        # Its own push/return, and a return that waited for this (parent) agent's Stop;
-        # one whose other side is still working keeps waiting for that side's Stop.
-        rows = engine.conn.execute(
-            "SELECT transition_id FROM view_transitions WHERE state = 'prepared' AND"
-            " ((source_frame_id = ? AND kind IN ('push', 'complete_return'))"
-            "  OR (target_frame_id = ? AND kind = 'complete_return'))"
-            " ORDER BY created_at", (frame_id, frame_id)).fetchall()
-        runnable = [row["transition_id"] for row in rows
-                    if not sagas.waits_for_stop(engine, row["transition_id"])]
-        if runnable and engine.stage is None:
-            from core.stage import attach_stage
-            attach_stage(engine, home)
-        for transition_id in runnable:
-            sagas.execute(engine, transition_id)
-            executed.append(transition_id)
-        # A return shown to this parent before it was proven idle: this Stop proves it,
-        # so the fixed line is typed now (once; the turn was left prepared for this).
-        for row in engine.conn.execute(
-                "SELECT t.transition_id FROM view_transitions t JOIN control_turns c"
-                " ON c.transition_id = t.transition_id WHERE t.target_frame_id = ?"
-                " AND t.state = 'awaiting_claim' AND c.state = 'prepared'"
-                " AND c.transport = 'live_input'", (frame_id,)).fetchall():
-            if engine.stage is None:
-                from core.stage import attach_stage
-                attach_stage(engine, home)
-            sagas.submit_after_stop(engine, row["transition_id"])
-            executed.append(row["transition_id"])
-        return executed
-    finally:
-        engine.conn.close()
-
-
-def _sweep_returned_children(engine: Engine, home: Home, transition_ids: list[str]) -> None:
-    """Second chance for a returned child's parked pane: the claim already tried to
-    kill it; the parent's settling Stop makes sure it is gone (only tagged panes)."""
-    marks = ", ".join("?" for _ in transition_ids)
-    panes = engine.conn.execute(
-        "SELECT s.pane_id, s.surface_id FROM view_transitions t"
-        " JOIN frame_placements p ON p.frame_id = t.source_frame_id"
-        " JOIN surfaces s ON s.surface_id = p.surface_id"
-        f" WHERE t.transition_id IN ({marks}) AND s.lifecycle_state IN ('dead', 'retired')"
-        " AND s.pane_id IS NOT NULL", transition_ids).fetchall()
-    if not panes:
-        return
-    if engine.stage is None:
-        from core.stage import attach_stage
-        attach_stage(engine, home)
-    for row in panes:
-        engine.stage.kill(row["pane_id"], surface_id=row["surface_id"])
 
 
 __all__ = ["handle_hook", "HookOutcome"]

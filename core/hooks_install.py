@@ -194,7 +194,7 @@ MCP_SERVER_PATTERN = "navigator[.]cli mcp"
 
 def claude_tool_names() -> tuple[str, ...]:
     """The exact names Claude Code gives Switchboard's own tools."""
-    from core.mcp_server import TOOLS
+    from core.agent_tool_schemas import TOOLS
 
     return tuple(f"mcp__{CLAUDE_MCP_SERVER}__{tool['name']}" for tool in TOOLS)
 

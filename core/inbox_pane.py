@@ -40,7 +40,7 @@ def toggle_inbox_stream(engine: Engine, view_id: str) -> StreamPane:
     if view["tmux_window_id"] is None or view["main_pane_id"] is None:
         raise Conflict("this view has no tmux window yet; enter the project first",
                        code="view_unbound")
-    adapter = engine.stage.adapter_for(view["tmux_server_id"])
+    adapter = engine.require_stage().adapter_for(view["tmux_server_id"])
     guard = identity_guard(adapter.expected)
     listed = adapter.runner.run([guard, ("list-panes", "-t", view["tmux_window_id"], "-F",
                                          f"#{{pane_id}}\t#{{{OPT_INBOX}}}")])

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.agent_tool_schemas import TOOLS as MCP_TOOLS
 from core.capabilities import (
     AGENT_TOOL_ENV,
     CAPABILITY_TTL_MS,
@@ -28,7 +29,6 @@ from core.capabilities import (
 from core.enums import LaunchAction, PlacementState, Provider
 from core.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
 from core.files import private_dir, write_private
-from core.mcp_server import TOOLS as MCP_TOOLS
 from core.provider_checks import check_provider
 from core.providers.codex import McpServer
 from core.stage import CONTROL_TEMPLATE, gate_name
@@ -72,7 +72,7 @@ def ensure_view_window(engine: Engine, view_id: str) -> None:
     refused here (TmuxUnavailable / ServerIdentityMismatch, nothing changed);
     an explicit entry rebuilds it through ``core.recovery.enter_view``.
     """
-    stage = engine.stage
+    stage = engine.require_stage()
     with stage.view_lock():
         view = views_ops.get_view(engine.conn, view_id)  # read under the lock
         frame = engine.conn.execute("SELECT title FROM frames WHERE frame_id = ?",
@@ -92,7 +92,6 @@ def ensure_view_window(engine: Engine, view_id: str) -> None:
 
 def run(engine: Engine, launch_id: str, *, present: bool = True,
         initial_prompt_for: str | None = None) -> None:
-    stage = engine.stage
     conn = engine.conn
     now = engine.now()
     launch = conn.execute("SELECT * FROM launch_intents WHERE launch_id = ?",
@@ -112,6 +111,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
     except (ServerIdentityMismatch, TmuxUnavailable) as exc:
         _roll_back_bundle(engine, launch_id, f"no tmux server for the view: {exc.message}")
         raise
+    stage = engine.require_stage()
     server_id = views_ops.get_view(conn, placement["view_id"])["tmux_server_id"]
     raw = new_raw_capability()
     with write_transaction(conn) as tx:
@@ -125,7 +125,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
             key=launch["session_key"], surface_id=surface["surface_id"], launch_id=launch_id,
             placement_generation=placement["generation"], issued_at=now,
             expires_at=now + CAPABILITY_TTL_MS)
-    engine._fault("after_authorize")
+    engine.fault_point("after_authorize")
     session = sessions_ops.get_session(conn, launch["session_key"])
     provider = Provider(launch["provider"])
     argv, env = _plan(engine, provider, LaunchAction(launch["action"]), session,
@@ -147,7 +147,7 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
             sessions_ops.move_launch(tx, launch_id, "authorized", "failed", engine.now(),
                                      failure=str(exc)[:1024])
         raise
-    engine._fault("after_pane")
+    engine.fault_point("after_pane")
     with write_transaction(conn) as tx:
         sessions_ops.surface_live(tx, surface["surface_id"], tmux_server_id=server_id,
                                   pane_id=pane.pane_id, process_id=pane.pane_pid,
@@ -192,7 +192,7 @@ def _present_started(engine: Engine, frame_id: str, pane_id: str, launch_id: str
     view = views_ops.get_view(conn, placement["view_id"])
     if view["active_frame_id"] != frame_id:
         raise Conflict("the frame is not the view's active frame; focus it first")
-    shown = engine.stage.present(view, pane_id, launch_gate=gate_name(launch_id))
+    shown = engine.require_stage().present(view, pane_id, launch_gate=gate_name(launch_id))
     if shown != pane_id:
         raise Conflict(f"main shows {shown} instead of the launched pane {pane_id}")
     with write_transaction(conn) as tx:
@@ -206,7 +206,7 @@ def _plan(engine: Engine, provider: Provider, action: LaunchAction, session: sql
           initial_prompt: str | None, launch_id: str = "launch"
           ) -> tuple[list[str], dict[str, str]]:
     from core.hooks_install import codex_session_hooks, write_claude_launch_settings
-    from core.providers.base import claude_adapter, codex_adapter
+    from core.providers.adapters import claude_adapter, codex_adapter
 
     config = engine.config.providers.get(provider)
     command = config.command if config else None
@@ -256,8 +256,8 @@ def _mcp_config(run_dir: Path, ready_file: Path | None = None) -> Path:
     inherits the pane environment (Claude adds ``env`` to its own), so its
     authority is the pane's capability; ``ready_file`` is where it says it has
     listed its tools."""
+    from core.agent_tool_schemas import ENV_READY_FILE
     from core.hooks_install import CLAUDE_MCP_SERVER
-    from core.mcp_server import ENV_READY_FILE
 
     path = run_dir / "claude-mcp.json"
     command, *args = MCP_SERVER_ARGV

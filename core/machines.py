@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from core import enums as e
+import core.enums as e
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 from core import agent_tools_broker as _broker_tools
 from core import agent_tools_context as _context_tools
+from core.agent_tool_schemas import BROKER_NAMES, CONTEXT_NAMES, ENV_READY_FILE, TOOLS
 from core.errors import SwitchboardError
 
 # Newest first; an initialize asking for one of these gets it back, anything
@@ -38,33 +39,6 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 
-ENV_READY_FILE = "SWITCHBOARD_MCP_READY_FILE"
-"""Set by a Claude launch's ``--mcp-config``: the file this server creates once it
-has answered ``tools/list``; the launch's UserPromptSubmit hook waits for it so
-the model never gets a prompt before it can see the agent tools."""
-
-_TEXT = {"type": "string", "minLength": 1}
-
-TOOLS: list[dict[str, Any]] = [
-    {"name": "task_push",
-     "description": "Hand an independent outcome to a new child task. End your turn after.",
-     "inputSchema": {"type": "object", "required": ["title", "brief"],
-                     "additionalProperties": False, "properties": {
-                         "title": _TEXT, "brief": _TEXT, "purpose": {"type": "string"},
-                         "provider": {"type": "string", "enum": ["claude", "codex"]}}}},
-    {"name": "task_complete_return",
-     "description": "Finish this task and return a summary and next action to the parent.",
-     "inputSchema": {"type": "object", "required": ["summary", "next_action"],
-                     "additionalProperties": False, "properties": {
-                         "summary": _TEXT, "next_action": _TEXT}}},
-    {"name": "transition_claim",
-     "description": "Claim your brief or handoff and follow the returned instructions.",
-     "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
-    {"name": "transition_cancel",
-     "description": "Withdraw your push or return while it still waits for your Stop.",
-     "inputSchema": {"type": "object", "additionalProperties": False, "properties": {}}},
-]
-TOOLS += _broker_tools.TOOLS + _context_tools.TOOLS  # messages; current, context, history...
 _SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
 
@@ -112,9 +86,9 @@ def _check_number(key: str, value: Any, spec: dict[str, Any]) -> None:
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     from core import agent_tools
 
-    if name in _broker_tools.NAMES:
+    if name in BROKER_NAMES:
         return _broker_tools.call(name, arguments)
-    if name in _context_tools.NAMES:
+    if name in CONTEXT_NAMES:
         return _context_tools.call(name, arguments)
 
     if name == "task_push":
@@ -142,7 +116,7 @@ def call_tool(name: str, raw_arguments: Any,
     except SwitchboardError as exc:
         return _tool_error(f"{exc.code}: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - the server must outlive any one call
-        from core.files import environment_failure_of
+        from core.failures import environment_failure_of
 
         failure = environment_failure_of(exc)  # a full or read-only disk, in words
         if failure is not None:

@@ -42,7 +42,7 @@ from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
     from core.engine import Engine
-    from core.stage import TmuxStage
+    from core.stage_port import StagePort
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
         return
     except (TmuxUnavailable, ServerIdentityMismatch):
         pass  # refused before anything was changed: the view's server is not the live one
-    stage: TmuxStage = engine.stage
+    stage = engine.require_stage()
     try:
         stage.ensure_server(refresh=True)
     except TmuxError as exc:
@@ -196,7 +196,7 @@ def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
 def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> None:
     from core import sagas
 
-    stage: TmuxStage = engine.stage
+    stage = engine.require_stage()
     view_id = record.subject_id
     view = views_ops.get_view(engine.conn, view_id)
     if view["active_frame_id"] is None:
@@ -243,7 +243,7 @@ def _recover_view(engine: Engine, request_id: str, record: RecoveryRecord) -> No
             expected_claim_generation=context["claim_generation"], now=now)
         return "transition", transition_id
 
-    transition_id = engine._idempotent(request_id, "recovery.execute",
+    transition_id = engine.run_request(request_id, "recovery.execute",
                                        {"recovery_id": record.recovery_id}, body,
                                        lambda tid: tid, lambda tid: tid)
     if transition_id is None:  # body always records the recover transition's id
@@ -271,7 +271,7 @@ def _settle_pending(engine: Engine, view_id: str) -> bool:
         return False
     if pending["state"] in ("presented", "awaiting_claim", "settling"):
         for pane in settlement.settle_unclaimed(engine, view_id):
-            engine.stage.kill(pane)
+            engine.require_stage().kill(pane)
         return False
     if pending["state"] == "prepared":
         if sagas.waits_for_stop(engine, pending["transition_id"]):
@@ -295,9 +295,9 @@ def _settle_pending(engine: Engine, view_id: str) -> bool:
 def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
     """Build the view's window on the live server; frames whose panes are gone become
     empty (stopped_affinity), so `n` resumes their sessions."""
-    from core.sagas import _stop_runtime
+    from core.sagas import stop_runtime
 
-    stage: TmuxStage = engine.stage
+    stage = engine.require_stage()
     stage.ensure_server(refresh=True)
     frame = frames_ops.get_frame(engine.conn, view["active_frame_id"])
     with stage.view_lock():
@@ -319,7 +319,7 @@ def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
                 continue
             if surface["lifecycle_state"] == "live":
                 sessions_ops.move_surface(conn, surface["surface_id"], "orphaned", now)
-            _stop_runtime(conn, placement["frame_id"], now)
+            stop_runtime(conn, placement["frame_id"], now)
 
 
 LAUNCH_REPORT_MS = 30_000
@@ -360,7 +360,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
 
     now = engine.now()
     aged = len(reconcile_stale_activity(engine.conn, now))  # a lost Stop: working -> unknown
-    stage: TmuxStage | None = engine.stage
+    stage: StagePort | None = engine.stage
     seen = _others_commits(engine.conn)
     snap = stage.snapshot() if stage is not None else None
     server_id = _live_server_id(engine, snap)
@@ -481,8 +481,8 @@ def _check_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapsh
             # socket, one server: another identity answering means the old one died):
             # the runtime is over. The frame becomes empty (stopped), so its badge no
             # longer says live and n resumes its session by exact id.
-            from core.sagas import _stop_runtime
-            _stop_runtime(conn, placement["frame_id"], now)
+            from core.sagas import stop_runtime
+            stop_runtime(conn, placement["frame_id"], now)
         recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
             kind=RecoveryKind.PANE_VANISHED if same_server else RecoveryKind.SERVER_RESTARTED,
@@ -515,7 +515,7 @@ def _restore_mains(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapsho
         if layout is None or layout.main is not None or layout.extra_panes:
             continue
         try:
-            pane = engine.stage.restore_main(view)
+            pane = engine.require_stage().restore_main(view)
         except TmuxError:
             continue  # nothing moved: _check_views opens the view's recovery
         if pane is not None:
@@ -739,8 +739,10 @@ def _watchdog(engine: Engine, now: int) -> int:
                               " AND submitted_at < ?", (now - watchdog_ms,)).fetchall():
             if settlement.expire_turn(engine, conn, c, now):
                 marked.append(c["control_turn_id"])
+    from core.sagas import lift_fence
+
     for control_turn_id in marked:
-        settlement.lift_fence(engine, control_turn_id)
+        lift_fence(engine, control_turn_id)
     return len(marked)
 
 
@@ -757,7 +759,7 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
     ``launch_uncertain`` recovery says so; a dead pane of it is killed.
     A push or return whose launch this was is settled by ``_interrupted``.
     """
-    from core.sagas import _stop_runtime
+    from core.sagas import stop_runtime
 
     conn = engine.conn
     adopted = failed = 0
@@ -795,7 +797,7 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
                 failure="interrupted before its pane was recorded; no live pane of it exists")
             placement = views_ops.placement_of_frame(tx, row["frame_id"])
             if placement is not None and placement["surface_id"] == surface_id:
-                _stop_runtime(tx, row["frame_id"], now)  # staged -> empty again
+                stop_runtime(tx, row["frame_id"], now)  # staged -> empty again
             else:
                 sessions_ops.move_surface(tx, surface_id, "retired", now)
                 sessions_ops.revoke_capabilities(tx, surface_id, now)
@@ -810,7 +812,7 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
                             "press n to start it again.", now=now)
         failed += 1
         if pane is not None and server_id is not None:  # tagged with its surface, but dead
-            engine.stage.kill_unrecorded(pane.pane_id, surface_id, server_id)
+            engine.require_stage().kill_unrecorded(pane.pane_id, surface_id, server_id)
     return adopted, failed
 
 
@@ -826,13 +828,13 @@ def _present_adopted(engine: Engine, view_id: str, frame_id: str, pane: PaneSnap
             placement["state"] != PlacementState.STAGED or not pane.parked:
         return  # a later focus presents it and opens its gate
     layout = None
-    snap = engine.stage.snapshot()
+    snap = engine.require_stage().snapshot()
     if snap is not None:
         layout = snap.view(view_id)
     if layout is None or layout.main is None or layout.main.role is not PaneRole.PLACEHOLDER:
         return
     try:
-        shown = engine.stage.present(view, pane.pane_id, launch_gate=gate_name(launch_id))
+        shown = engine.require_stage().present(view, pane.pane_id, launch_gate=gate_name(launch_id))
     except TmuxError:
         return  # nothing moved; the frame stays staged and a focus can show it
     if shown != pane.pane_id:
@@ -880,10 +882,11 @@ def _exited_providers(engine: Engine, snap: ServerSnapshot | None, server_id: st
             if layout is not None and layout.main is not None and \
                     layout.main.pane_id == pane.pane_id:
                 try:
-                    engine.stage.present(views_ops.get_view(conn, placement["view_id"]), None)
+                    engine.require_stage().present(
+                        views_ops.get_view(conn, placement["view_id"]), None)
                 except TmuxError:
                     continue  # main keeps the dead pane; _check_views opens a recovery
-        engine.stage.kill(pane.pane_id, surface_id=s["surface_id"])
+        engine.require_stage().kill(pane.pane_id, surface_id=s["surface_id"])
     return exited
 
 
@@ -964,7 +967,7 @@ def _stop_stray_panes(engine: Engine, snap: ServerSnapshot, server_id: str | Non
         pane = snap.pane(row["pane_id"])
         if pane is None or pane.surface_id != row["surface_id"] or not pane.parked:
             continue
-        stopped += engine.stage.kill(row["pane_id"], surface_id=row["surface_id"])
+        stopped += engine.require_stage().kill(row["pane_id"], surface_id=row["surface_id"])
     return stopped
 
 
@@ -977,7 +980,7 @@ def _revive_navigators(engine: Engine, snap: ServerSnapshot, server_id: str | No
         "SELECT view_id FROM user_views WHERE state <> 'retired' AND tmux_server_id = ?",
         (server_id,))}
     try:
-        return engine.stage.revive_navigators(snap, server_id, views)
+        return engine.require_stage().revive_navigators(snap, server_id, views)
     except TmuxError:
         return 0  # nothing was respawned; the next pass reads the panes again
 

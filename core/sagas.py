@@ -19,7 +19,6 @@ from core.enums import (
     FrameLifecycle,
     MembershipReason,
     PlacementState,
-    Provider,
     RecoveryKind,
     RecoveryState,
     TransitionKind,
@@ -73,8 +72,9 @@ def _agent_working(conn: sqlite3.Connection, frame_id: str) -> bool:
     return session["runtime_presence"] == "live" and session["activity"] == "working"
 
 
-def _live_pane(conn: sqlite3.Connection, frame_id: str) -> tuple[str | None, str | None]:
-    """(surface_id, pane_id) of a frame's live runtime, if any."""
+def live_pane(conn: sqlite3.Connection, frame_id: str) -> tuple[str | None, str | None]:
+    """(surface_id, pane_id) of a frame's live runtime, if any (also read by
+    ``core.settlement`` and ``core.recovery`` before they touch its pane)."""
     placement = views_ops.placement_of_frame(conn, frame_id)
     if placement is None or placement["surface_id"] is None:
         return None, None
@@ -106,18 +106,18 @@ def execute(engine: Engine, transition_id: str) -> None:
                                                "view", row["view_id"], now)
         if row["kind"] == TransitionKind.PUSH:
             child = frames_ops.get_frame(conn, row["target_frame_id"])
-            engine._start_bundle(conn, row["request_id"], child["frame_id"],
-                                 engine._provider_for(child), MembershipReason.STARTED, None,
-                                 now)
+            engine.start_bundle(conn, row["request_id"], child["frame_id"],
+                                engine.provider_for(child), MembershipReason.STARTED, None,
+                                now)
             child = frames_ops.get_frame(conn, row["target_frame_id"])
             conn.execute("UPDATE control_turns SET target_session_key = ?"
                          " WHERE transition_id = ?",
                          (child["current_session_key"], transition_id))
         elif row["kind"] == TransitionKind.COMPLETE_RETURN and engine.stage is not None:
             stop_first = _plan_parent_resume(engine, conn, row, now)
-    engine._fault("after_claim")
+    engine.fault_point("after_claim")
     for pane in stop_first:  # resume_only: the idle parent's old runtime goes first
-        engine.stage.kill(pane)
+        engine.require_stage().kill(pane)
     _move(engine, transition_id)
     from core.broker_membership import after_presentation
     after_presentation(engine, row["view_id"])  # a newly shown, ready agent gets its lines
@@ -137,27 +137,17 @@ def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.R
     if control is None or control["state"] != "prepared":
         return []  # handoff policy (no control turn), or already under way
     parent = frames_ops.get_frame(conn, row["target_frame_id"])
-    _surface, pane = _live_pane(conn, parent["frame_id"])
+    _surface, pane = live_pane(conn, parent["frame_id"])
     stop_first: list[str] = []
     if pane is not None:
         if control["transport"] != ControlTransport.RESUME_INITIAL or \
                 not _proven_idle(conn, parent["current_session_key"]):
             return []
-        stop_first = _stop_runtime(conn, parent["frame_id"], now)
+        stop_first = stop_runtime(conn, parent["frame_id"], now)
     placement = views_ops.placement_of_frame(conn, parent["frame_id"])
     if placement is None or placement["state"] != PlacementState.STOPPED_AFFINITY:
         return stop_first
-    key = parent["current_session_key"]
-    session = sessions_ops.get_session(conn, key) if key else None
-    from core.engine import _resumable
-
-    provider = Provider(session["provider"]) if session is not None \
-        else engine._provider_for(parent)
-    resume_key = key if session is not None and _resumable(session, provider) else None
-    reason = MembershipReason.RESUMED if resume_key else (
-        MembershipReason.ROLLOVER if session is not None else MembershipReason.STARTED)
-    engine._start_bundle(conn, row["request_id"], parent["frame_id"], provider, reason,
-                         resume_key, now)
+    engine.plan_start_bundle(conn, row["request_id"], parent["frame_id"], now)
     parent = frames_ops.get_frame(conn, row["target_frame_id"])
     conn.execute("UPDATE control_turns SET transport = 'resume_initial',"
                  " target_session_key = ?, updated_at = ? WHERE control_turn_id = ?",
@@ -232,7 +222,7 @@ def _move(engine: Engine, transition_id: str) -> None:
                 _roll_back(engine, transition_id, f"nothing launched: {exc.message}",
                            server_restarted=isinstance(exc, ServerIdentityMismatch))
                 return
-            engine._fault("after_launch")
+            engine.fault_point("after_launch")
         if row["kind"] == TransitionKind.COMPLETE_RETURN:
             resume_launch = _pending_launch(conn, row["target_frame_id"])
             if resume_launch is not None:
@@ -245,12 +235,12 @@ def _move(engine: Engine, transition_id: str) -> None:
                     _roll_back(engine, transition_id, f"nothing launched: {exc.message}",
                                server_restarted=isinstance(exc, ServerIdentityMismatch))
                     return
-                engine._fault("after_launch")
+                engine.fault_point("after_launch")
             _submit_control_turn(engine, transition_id)
         if row["kind"] == TransitionKind.MODE:
             _move_mode(engine, row)
             return
-        _surface_id, target_pane = _live_pane(conn, row["target_frame_id"])
+        _surface_id, target_pane = live_pane(conn, row["target_frame_id"])
         view = views_ops.get_view(conn, row["view_id"])
         control = transitions_ops.control_turn_of(conn, transition_id)
         # A typed claim line not yet seen by its UserPromptSubmit keeps the target
@@ -266,16 +256,15 @@ def _move(engine: Engine, transition_id: str) -> None:
             _roll_back(engine, transition_id, f"nothing moved: {exc}",
                        server_restarted=isinstance(exc, _SERVER_GONE))
             return
-        engine._fault("after_swap")
+        engine.fault_point("after_swap")
         if fenced and control is not None and \
                 _control_state(conn, transition_id) != "submitted":
             # Its UserPromptSubmit came while the pane was still parked (that hook
             # cannot lift a parked pane's fence): the evidence is in, lift it now.
-            from core.settlement import lift_fence
             lift_fence(engine, control["control_turn_id"])
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
-        engine._fault("after_move")
+        engine.fault_point("after_move")
         if target_pane is not None and shown != target_pane:
             _roll_back(engine, transition_id, f"main shows {shown}, expected {target_pane}")
             return
@@ -284,7 +273,7 @@ def _move(engine: Engine, transition_id: str) -> None:
     else:
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "inspected", engine.now())
-    engine._fault("after_inspect")
+    engine.fault_point("after_inspect")
     commit(engine, transition_id)
 
 
@@ -294,7 +283,7 @@ def _move_mode(engine: Engine, row: sqlite3.Row) -> None:
     view = views_ops.get_view(engine.conn, row["view_id"])
     target = ViewMode(row["target_mode"])
     try:
-        engine.stage.set_mode(view, target)
+        engine.require_stage().set_mode(view, target)
     except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch,
             TmuxUnavailable) as exc:
         _roll_back(engine, transition_id, f"mode not changed: {exc}",
@@ -302,14 +291,14 @@ def _move_mode(engine: Engine, row: sqlite3.Row) -> None:
         return
     with write_transaction(engine.conn) as tx:
         transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
-    engine._fault("after_move")
-    shown = engine.stage.layout_mode(views_ops.get_view(engine.conn, row["view_id"]))
+    engine.fault_point("after_move")
+    shown = engine.require_stage().layout_mode(views_ops.get_view(engine.conn, row["view_id"]))
     if shown is not None and shown != target:
         _roll_back(engine, transition_id, f"the view is in {shown} mode, expected {target}")
         return
     with write_transaction(engine.conn) as tx:
         transitions_ops.advance_phase(tx, transition_id, "moved", "inspected", engine.now())
-    engine._fault("after_inspect")
+    engine.fault_point("after_inspect")
     commit(engine, transition_id)
 
 
@@ -366,7 +355,7 @@ def commit(engine: Engine, transition_id: str) -> None:
         elif kind is TransitionKind.HUMAN_CLOSE:
             child = row["source_frame_id"]
             frames_ops.begin_close(conn, child, CloseReason.DISMISSED, now)
-            stop_after.extend(_stop_runtime(conn, child, now))
+            stop_after.extend(stop_runtime(conn, child, now))
             frames_ops.finish_close(conn, child, now)
             _settle(conn, transition_id, T.PRESENTED, now)
         else:
@@ -384,10 +373,10 @@ def commit(engine: Engine, transition_id: str) -> None:
                     control["transport"] == ControlTransport.LIVE_INPUT:
                 # The target is shown but was not proven idle, so no line was typed:
                 # say so at once (the recovery settles it) instead of waiting unseen.
-                from core.settlement import open_unclaimed
+                from core.unclaimed import open_unclaimed
                 open_unclaimed(engine, conn, transitions_ops.get_transition(conn, transition_id),
                                now)
-    engine._fault("after_commit")
+    engine.fault_point("after_commit")
     for pane in stop_after:
         if engine.stage is not None:
             engine.stage.kill(pane)
@@ -440,8 +429,11 @@ def _transfer_foreground(conn: sqlite3.Connection, frame_id: str, now: int) -> N
                                        context["claim_generation"], now)
 
 
-def _stop_runtime(conn: sqlite3.Connection, frame_id: str, now: int) -> list[str]:
-    """Mark a frame's runtime stopped; returns panes the caller must kill after commit."""
+def stop_runtime(conn: sqlite3.Connection, frame_id: str, now: int) -> list[str]:
+    """Mark a frame's runtime stopped; returns panes the caller must kill after commit.
+
+    Public: every path that ends a runtime inside its own transaction (a stop, a
+    claim, a settlement, a recovery) marks it through this one function."""
     placement = views_ops.placement_of_frame(conn, frame_id)
     panes: list[str] = []
     if placement is None:
@@ -496,7 +488,7 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
     if control["transport"] != ControlTransport.LIVE_INPUT:
         return
     row = transitions_ops.get_transition(conn, transition_id)
-    _surface, pane = _live_pane(conn, row["target_frame_id"])
+    _surface, pane = live_pane(conn, row["target_frame_id"])
     if pane is None:
         return
     session = sessions_ops.get_session(conn, control["target_session_key"])
@@ -505,9 +497,9 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
         return
     with write_transaction(conn) as tx:
         transitions_ops.mark_submitted(tx, control["control_turn_id"], engine.now())
-    engine._fault("after_submit_recorded")
+    engine.fault_point("after_submit_recorded")
     try:
-        engine.stage.paste_control(pane)
+        engine.require_stage().paste_control(pane)
     except SwitchboardError as exc:
         now = engine.now()
         with write_transaction(conn) as tx:
@@ -524,12 +516,12 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
                 now=now)
         return
     spawn_watchdog(engine, control["control_turn_id"])
-    engine._fault("after_submit")
+    engine.fault_point("after_submit")
 
 
 def spawn_watchdog(engine: Engine, control_turn_id: str) -> None:
     """The bounded settlement watchdog of one submitted turn, in its own process so it
-    outlives this one (``python -m core.settlement watchdog``); reconcile is the
+    outlives this one (``python -m core.workers watchdog``); reconcile is the
     backstop when even that process is gone."""
     import os
     import subprocess
@@ -544,11 +536,27 @@ def spawn_watchdog(engine: Engine, control_turn_id: str) -> None:
         env["SWITCHBOARD_CONFIG"] = str(home.config_path)
     try:
         subprocess.Popen(  # noqa: S603 - our own module, argv only
-            [sys.executable, "-m", "core.settlement", "watchdog", control_turn_id], env=env,
+            [sys.executable, "-m", "core.workers", "watchdog", control_turn_id], env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
     except OSError:
         pass  # reconcile's watchdog pass still marks it uncertain and lifts the fence
+
+
+def lift_fence(engine: Engine, control_turn_id: str) -> bool:
+    """Re-enable input of a control turn's target once it is shown in main: after its
+    exact UserPromptSubmit or its watchdog, never while parked (the saga fenced it
+    before typing the line; the hook and ``core.settlement``'s watchdog lift it)."""
+    if engine.stage is None:
+        return False
+    control = engine.conn.execute("SELECT * FROM control_turns WHERE control_turn_id = ?",
+                                  (control_turn_id,)).fetchone()
+    if control is None or control["transport"] != "live_input":
+        return False
+    surface_id, pane = live_pane(engine.conn, control["target_frame_id"])
+    if surface_id is None or pane is None:
+        return False
+    return engine.stage.lift_fence(pane, surface_id)
 
 
 def submit_after_stop(engine: Engine, transition_id: str) -> bool:
@@ -567,7 +575,7 @@ def submit_after_stop(engine: Engine, transition_id: str) -> bool:
             control["transport"] != ControlTransport.LIVE_INPUT or \
             row["state"] != T.AWAITING_CLAIM or engine.stage is None:
         return False
-    surface_id, pane = _live_pane(conn, row["target_frame_id"])
+    surface_id, pane = live_pane(conn, row["target_frame_id"])
     key = frames_ops.get_frame(conn, row["target_frame_id"])["current_session_key"]
     if pane is None or surface_id is None or not _proven_idle(conn, key):
         return False
@@ -616,4 +624,5 @@ def _resolve_gone_runtimes(engine: Engine, launch_id: str) -> None:
             recoveries_ops.close_recovery(conn, row["recovery_id"], RecoveryState.RESOLVED, now)
 
 
-__all__ = ["execute", "commit", "resume", "waits_for_stop", "launch"]
+__all__ = ["execute", "commit", "resume", "waits_for_stop", "launch", "lift_fence",
+           "live_pane", "stop_runtime"]

@@ -17,7 +17,6 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from core.errors import InvariantViolation
 from core.home import Home
 from storage.uri import sqlite_uri
 
@@ -48,13 +47,6 @@ def open_engine(home: Home | None = None, *, with_stage: bool = False,
         from core.stage import attach_stage
         attach_stage(engine, opened.home)
     return engine
-
-
-def engine_home(engine: Engine) -> Home:
-    """The home an engine was opened from: every ``open_engine`` engine has one."""
-    if engine.home is None:
-        raise InvariantViolation("this engine was not opened from a Switchboard home")
-    return engine.home
 
 
 class HookRegistry(NamedTuple):

@@ -35,6 +35,7 @@ from core.enums import (
     TransitionState,
 )
 from core.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
+from core.unclaimed import SETTLE_KEY, frame_title, mark_uncertain, open_unclaimed
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
@@ -58,8 +59,6 @@ EXECUTOR_START_MS = 10_000
 """A Stop hook starts the executor of the push/return it released well within this;
 a released transition still prepared after it lost that process."""
 
-SETTLE_KEY = "Enter"
-"""The navigator key (and ``switchboard recovery run``) that runs a safe_auto recovery."""
 
 
 @dataclass(frozen=True)
@@ -67,13 +66,6 @@ class SweepReport:
     ran: int = 0
     completed: int = 0
     stalled: int = 0
-
-
-def _title(conn: sqlite3.Connection, frame_id: str | None) -> str:
-    if frame_id is None:
-        return "the frame"
-    row = conn.execute("SELECT title FROM frames WHERE frame_id = ?", (frame_id,)).fetchone()
-    return f"“{row['title']}”" if row is not None else "the frame"
 
 
 def agent_working(conn: sqlite3.Connection, frame_id: str) -> bool:
@@ -123,7 +115,7 @@ def sweep(engine: Engine, now: int) -> SweepReport:
         for row in tx.execute(
                 "SELECT * FROM view_transitions WHERE state = 'settling'"
                 " AND kind = 'complete_return' AND updated_at < ?",
-                (now - _watchdog_ms(engine),)).fetchall():
+                (now - watchdog_ms(engine),)).fetchall():
             if agent_working(tx, row["target_frame_id"]):
                 continue  # its post-claim Stop will come
             _complete_settling(tx, row, now)
@@ -138,7 +130,8 @@ def sweep(engine: Engine, now: int) -> SweepReport:
     return SweepReport(ran, completed, stalled)
 
 
-def _watchdog_ms(engine: Engine) -> int:
+def watchdog_ms(engine: Engine) -> int:
+    """How long a submitted control turn may wait for its UserPromptSubmit (config)."""
     return int(engine.config.control_turns.watchdog_timeout_seconds * 1000)
 
 
@@ -180,52 +173,6 @@ def orphaned_wait(engine: Engine, transition_id: str, now: int) -> None:
             open_unclaimed(engine, conn, row, now)
 
 
-def open_unclaimed(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,
-                   now: int) -> int:
-    """The one view recovery for an unclaimed presentation (stable id: reopening is a
-    no-op); a typed control turn becomes uncertain with its own recovery."""
-    view_id = row["view_id"]
-    exists = conn.execute(
-        "SELECT 1 FROM recoveries WHERE kind = ? AND subject_type = 'view' AND subject_id = ?"
-        " AND state = 'open'", (RecoveryKind.TRANSITION_INTERRUPTED.value, view_id)).fetchone()
-    if exists is not None:
-        return 0
-    target, source = _title(conn, row["target_frame_id"]), _title(conn, row["source_frame_id"])
-    control = transitions_ops.control_turn_of(conn, row["transition_id"])
-    record = "brief" if row["kind"] == TransitionKind.PUSH else "handoff"
-    if control is not None and control["state"] == "prepared":
-        why = (f"{target} was shown but its activity is not proven idle, so the claim line "
-               "was not typed")
-    elif control is not None and control["state"] in ("submitted", "observed", "uncertain"):
-        why = f"the claim line reached {target} but it has not claimed the {record}"
-        _mark_uncertain(engine, conn, control, target, record, now)
-    else:
-        why = f"{target} has not claimed the {record}"
-    explanation = (
-        f"The {row['kind'].replace('_', '-')} from {source} is waiting: {why}. "
-        f"Press {SETTLE_KEY} (R) to settle it: the view is ready again and the {record} stays "
-        f"pending for {target} (its next transition_claim() returns it; nothing is typed).")
-    recoveries_ops.open_recovery(
-        conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
-        kind=RecoveryKind.TRANSITION_INTERRUPTED, subject_type="view", subject_id=view_id,
-        actionability=Actionability.SAFE_AUTO, explanation=explanation, now=now)
-    return 1
-
-
-def _mark_uncertain(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
-                    target: str, record: str, now: int) -> None:
-    if control["state"] in ("submitted", "observed"):
-        transitions_ops.move_control(conn, control["control_turn_id"], (control["state"],),
-                                     "uncertain", now, failure="no claim followed the line")
-    recoveries_ops.open_recovery(
-        conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
-        kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
-        subject_id=control["control_turn_id"], actionability=Actionability.OPEN_VIEW,
-        explanation=f"The claim line was typed into {target} once and is never typed again. "
-                    f"Press Enter on this recovery to go to {target} and ask it to call "
-                    f"transition_claim(): the {record} is still there.", now=now)
-
-
 def _note_waiting(engine: Engine, transition_id: str, now: int) -> int:
     """A prepared push/return whose agent is still working: it runs on that Stop.
 
@@ -238,7 +185,7 @@ def _note_waiting(engine: Engine, transition_id: str, now: int) -> int:
             return 0
         waiting_on = row["source_frame_id"] if agent_working(conn, row["source_frame_id"]) \
             else row["target_frame_id"]
-        title = _title(conn, waiting_on)
+        title = frame_title(conn, waiting_on)
         way_out = "press w (Withdraw) to cancel it" if row["kind"] == TransitionKind.PUSH \
             else f"select {title} and press s to stop that agent so it runs now"
         recoveries_ops.open_recovery(
@@ -259,7 +206,7 @@ def _open_failed(engine: Engine, transition_id: str, why: str, now: int) -> None
             kind=RecoveryKind.TRANSITION_INTERRUPTED, subject_type="view",
             subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
             explanation=f"A {row['kind'].replace('_', '-')} to "
-                        f"{_title(conn, row['target_frame_id'])} could not run ({why[:300]}); "
+                        f"{frame_title(conn, row['target_frame_id'])} could not run ({why[:300]}); "
                         f"its brief or handoff is kept. Press {SETTLE_KEY} (R) to present the "
                         "view's active frame again.", now=now)
 
@@ -297,16 +244,16 @@ def settle_unclaimed(engine: Engine, view_id: str) -> list[str]:
             transitions_ops.move_control(conn, control["control_turn_id"], ("prepared",),
                                          "superseded", now, failure="settled unclaimed")
         elif control is not None and control["state"] in ("submitted", "observed"):
-            _mark_uncertain(engine, conn, control, _title(conn, row["target_frame_id"]),
+            mark_uncertain(engine, conn, control, frame_title(conn, row["target_frame_id"]),
                             record, now)
         if row["kind"] == TransitionKind.COMPLETE_RETURN and row["source_frame_id"]:
-            from core.sagas import _stop_runtime
+            from core.sagas import stop_runtime
 
             child = frames_ops.get_frame(conn, row["source_frame_id"])
             placement = views_ops.placement_of_frame(conn, child["frame_id"])
             if child["lifecycle_state"] == FrameLifecycle.CLOSING and placement is not None \
                     and placement["state"] in (PlacementState.PARKED, PlacementState.STAGED):
-                panes = _stop_runtime(conn, child["frame_id"], now)
+                panes = stop_runtime(conn, child["frame_id"], now)
         transitions_ops.move_transition(conn, row["transition_id"], T(row["state"]),
                                         T.SETTLING, now)
         transitions_ops.move_transition(conn, row["transition_id"], T.SETTLING, T.COMPLETED,
@@ -351,7 +298,7 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
         if row["kind"] == TransitionKind.COMPLETE_RETURN:
             # Its task is closing with the handoff stored, and a closing frame has only
             # one way on (closed): the return is never withdrawn, only run sooner.
-            waiting = _title(conn, row["source_frame_id"] if agent_working(
+            waiting = frame_title(conn, row["source_frame_id"] if agent_working(
                 conn, row["source_frame_id"]) else row["target_frame_id"])
             raise Conflict(f"a complete-return cannot be withdrawn: its task is closing with "
                            f"the handoff stored. It runs when {waiting} ends its turn; select "
@@ -374,7 +321,7 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
         return "transition", row["transition_id"]
 
     semantic = {"view_id": view_id, "transition_id": transition_id, "by_frame": by_frame}
-    cancelled = engine._idempotent(request_id, "transition.cancel", semantic, body,
+    cancelled = engine.run_request(request_id, "transition.cancel", semantic, body,
                                    lambda tid: tid, lambda tid: tid)
     if cancelled is None:  # body always records the cancelled transition's id
         raise InvariantViolation(f"request {request_id} recorded no transition")
@@ -434,7 +381,7 @@ def expire_turn(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
     if not transitions_ops.move_control(conn, control["control_turn_id"], ("submitted",),
                                         "uncertain", now, failure="watchdog expired"):
         return False
-    target = _title(conn, control["target_frame_id"])
+    target = frame_title(conn, control["target_frame_id"])
     recoveries_ops.open_recovery(
         conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
         kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
@@ -446,23 +393,6 @@ def expire_turn(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
     return True
 
 
-def lift_fence(engine: Engine, control_turn_id: str) -> bool:
-    """Re-enable input of a control turn's target once it is shown in main: after its
-    exact UserPromptSubmit or its watchdog, never while parked."""
-    from core.sagas import _live_pane
-
-    if engine.stage is None:
-        return False
-    control = engine.conn.execute("SELECT * FROM control_turns WHERE control_turn_id = ?",
-                                  (control_turn_id,)).fetchone()
-    if control is None or control["transport"] != "live_input":
-        return False
-    surface_id, pane = _live_pane(engine.conn, control["target_frame_id"])
-    if surface_id is None or pane is None:
-        return False
-    return engine.stage.lift_fence(pane, surface_id)
-
-
 def run_watchdog(engine: Engine, control_turn_id: str) -> bool:
     """The watchdog's action for one turn (after its timeout): True if it expired it."""
     now = engine.now()
@@ -471,36 +401,12 @@ def run_watchdog(engine: Engine, control_turn_id: str) -> bool:
                                (control_turn_id,)).fetchone()
         expired = control is not None and control["state"] == "submitted" and \
             expire_turn(engine, conn, control, now)
+    from core.sagas import lift_fence
+
     lift_fence(engine, control_turn_id)
     return expired
 
 
-def _watchdog_process(control_turn_id: str) -> int:
-    """``python -m core.settlement watchdog ID``: wait the bounded timeout, then act."""
-    import time
-
-    from core.home import Home
-    from core.session import open_engine
-
-    home = Home.from_env()
-    engine = open_engine(home, with_stage=True)
-    try:
-        # The full timeout even when the prompt is observed early: that hook cannot lift
-        # the fence of a pane still parked, so this pass makes sure it is lifted in main.
-        time.sleep(_watchdog_ms(engine) / 1000)
-        run_watchdog(engine, control_turn_id)
-    finally:
-        engine.conn.close()
-    return 0
-
-
-__all__ = ["sweep", "settle_unclaimed", "cancel", "open_unclaimed", "SweepReport",
+__all__ = ["sweep", "settle_unclaimed", "cancel", "SweepReport",
            "CLAIM_OVERDUE_MS"]
 
-
-if __name__ == "__main__":
-    import sys
-
-    if len(sys.argv) == 3 and sys.argv[1] == "watchdog":
-        raise SystemExit(_watchdog_process(sys.argv[2]))
-    raise SystemExit("usage: python -m core.settlement watchdog CONTROL_TURN_ID")

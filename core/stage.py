@@ -511,7 +511,7 @@ class TmuxStage:
         adapter = self.adapter_for(view["tmux_server_id"])
         spawn = self.navigator_spawn(view["view_id"]) if mode is ViewMode.NAVIGATOR else None
         layout = adapter.set_mode(view_id=view["view_id"], mode=mode, navigator=spawn)
-        self.engine._fault("mode_after_move")
+        self.engine.fault_point("mode_after_move")
         self.engine.conn.execute("UPDATE user_views SET zoomed = ? WHERE view_id = ?",
                                  (1 if layout.zoomed else 0, view["view_id"]))
 

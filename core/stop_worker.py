@@ -27,6 +27,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from core.engine import Engine
     from core.home import Home
 
 LOG_NAME = "stop-worker.log"
@@ -52,9 +53,76 @@ def start(home: Home, generation: str, frame_id: str) -> None:
         setsid=True)
 
 
+def run_waiting_work(home: Home, generation: str, frame_id: str) -> list[str]:
+    """Run the push/complete-return that waited for this frame's Stop; settle returns.
+
+    Runs after the activity commit, on the full engine (validated config, tmux
+    stage on demand), and only when the hook's ``_waiting_for_stop`` said there is
+    work: here in the worker, or inline in ``core.hook_handler`` for a caller that
+    passes its own environment.
+    """
+    from core import claims, sagas
+    from core.session import open_engine
+
+    engine = open_engine(home, expected_generation=generation)
+    try:
+        executed: list[str] = list(claims.settle_after_stop(engine, frame_id))
+        if executed:
+            _sweep_returned_children(engine, home, executed)
+        # Its own push/return, and a return that waited for this (parent) agent's Stop;
+        # one whose other side is still working keeps waiting for that side's Stop.
+        rows = engine.conn.execute(
+            "SELECT transition_id FROM view_transitions WHERE state = 'prepared' AND"
+            " ((source_frame_id = ? AND kind IN ('push', 'complete_return'))"
+            "  OR (target_frame_id = ? AND kind = 'complete_return'))"
+            " ORDER BY created_at", (frame_id, frame_id)).fetchall()
+        runnable = [row["transition_id"] for row in rows
+                    if not sagas.waits_for_stop(engine, row["transition_id"])]
+        if runnable and engine.stage is None:
+            from core.stage import attach_stage
+            attach_stage(engine, home)
+        for transition_id in runnable:
+            sagas.execute(engine, transition_id)
+            executed.append(transition_id)
+        # A return shown to this parent before it was proven idle: this Stop proves it,
+        # so the fixed line is typed now (once; the turn was left prepared for this).
+        for row in engine.conn.execute(
+                "SELECT t.transition_id FROM view_transitions t JOIN control_turns c"
+                " ON c.transition_id = t.transition_id WHERE t.target_frame_id = ?"
+                " AND t.state = 'awaiting_claim' AND c.state = 'prepared'"
+                " AND c.transport = 'live_input'", (frame_id,)).fetchall():
+            if engine.stage is None:
+                from core.stage import attach_stage
+                attach_stage(engine, home)
+            sagas.submit_after_stop(engine, row["transition_id"])
+            executed.append(row["transition_id"])
+        return executed
+    finally:
+        engine.conn.close()
+
+
+def _sweep_returned_children(engine: Engine, home: Home, transition_ids: list[str]) -> None:
+    """Second chance for a returned child's parked pane: the claim already tried to
+    kill it; the parent's settling Stop makes sure it is gone (only tagged panes)."""
+    marks = ", ".join("?" for _ in transition_ids)
+    panes = engine.conn.execute(
+        "SELECT s.pane_id, s.surface_id FROM view_transitions t"
+        " JOIN frame_placements p ON p.frame_id = t.source_frame_id"
+        " JOIN surfaces s ON s.surface_id = p.surface_id"
+        f" WHERE t.transition_id IN ({marks}) AND s.lifecycle_state IN ('dead', 'retired')"
+        " AND s.pane_id IS NOT NULL", transition_ids).fetchall()
+    if not panes:
+        return
+    stage = engine.stage
+    if stage is None:
+        from core.stage import attach_stage
+        stage = attach_stage(engine, home)
+    for row in panes:
+        stage.kill(row["pane_id"], surface_id=row["surface_id"])
+
+
 def main(argv: list[str]) -> int:
     from core.home import Home
-    from core.hook_handler import _after_trusted_stop
 
     if len(argv) != 2:
         print("usage: python -m core.stop_worker GENERATION FRAME_ID", file=sys.stderr)
@@ -62,7 +130,7 @@ def main(argv: list[str]) -> int:
     generation, frame_id = argv
     home = Home.from_env()
     try:
-        _after_trusted_stop(home, generation, frame_id)
+        run_waiting_work(home, generation, frame_id)
     except Exception as exc:  # reconcile finishes it; say why in the log
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         print(f"{stamp} frame {frame_id}: waiting work not finished "

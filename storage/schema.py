@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from core import enums as e
-from core import machines
+import core.enums as e
+import core.machines as machines
 
 SCHEMA_VERSION = 1
 PROTOCOL_VERSION = 1

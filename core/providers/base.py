@@ -7,19 +7,15 @@ launch is authorized and this module only says *how* it would be run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from core.enums import LaunchAction, Provider
 from core.errors import ProviderError
 from core.providers.hooks import HookEvent, parse_hook
 from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
-
-if TYPE_CHECKING:
-    from core.providers.claude import ClaudeAdapter
-    from core.providers.codex import CodexAdapter
 
 __all__ = [
     "HookEvent",
@@ -28,7 +24,6 @@ __all__ = [
     "ProviderVersion",
     "check_prompt",
     "check_uuid",
-    "get_adapter",
 ]
 
 
@@ -150,38 +145,6 @@ def check_prompt(provider: Provider, initial_prompt: str | None) -> str | None:
     if "\x00" in initial_prompt:
         raise ProviderError("initial prompt contains a NUL byte", code="launch_invalid")
     return initial_prompt
-
-
-def get_adapter(
-    provider: Provider | str, command: str | Sequence[str] | None = None
-) -> ProviderAdapter:
-    """The adapter for ``provider``; ``command`` overrides the executable (e.g. the fake agent)."""
-    provider = Provider(provider)
-    if provider is Provider.CLAUDE:
-        return claude_adapter(command)
-    return codex_adapter(command)
-
-
-def claude_adapter(command: str | Sequence[str] | None = None) -> ClaudeAdapter:
-    """The Claude adapter itself, for callers that pass its own launch options."""
-    from core.providers.claude import ClaudeAdapter
-
-    return ClaudeAdapter(command=_as_command(command, "claude"))
-
-
-def codex_adapter(command: str | Sequence[str] | None = None) -> CodexAdapter:
-    """The Codex adapter itself, for callers that pass its own launch options."""
-    from core.providers.codex import CodexAdapter
-
-    return CodexAdapter(command=_as_command(command, "codex"))
-
-
-def _as_command(command: str | Sequence[str] | None, default: str) -> tuple[str, ...]:
-    if command is None:
-        return (default,)
-    if isinstance(command, str):
-        return (command,)
-    return tuple(command)
 
 
 def merge_env(plan: LaunchPlan, base: Mapping[str, str]) -> dict[str, str]:

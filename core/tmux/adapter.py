@@ -11,8 +11,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+import core.tmux.control_input as control_input
+import core.tmux.topology as topology
 from core.enums import ViewMode
-from core.tmux import control_input, topology
 from core.tmux.control_input import ControlSubmission
 from core.tmux.identity import ServerIdentity, read_identity, verify_identity
 from core.tmux.panes import (

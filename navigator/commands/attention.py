@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _attention(args: argparse.Namespace) -> int:
     from core import attention
-    from core.session import engine_home, open_engine
+    from core.session import open_engine
     from core.stage import socket_path_for
 
     engine = open_engine()
@@ -30,7 +30,7 @@ def _attention(args: argparse.Namespace) -> int:
     sent: list[attention.Notice] = []
     if args.publish:
         settings = engine.config.attention
-        socket = socket_path_for(engine, engine_home(engine))
+        socket = socket_path_for(engine, engine.require_home())
         if settings.status_line:
             attention.ensure_segment(socket)
         subject = attention.read_subject(engine.conn, args.frame) if args.frame else None

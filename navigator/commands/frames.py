@@ -75,7 +75,7 @@ def _list(args: argparse.Namespace) -> int:
     from core.session import open_engine
 
     engine = open_engine()
-    project_id = engine._project_id(args.project) if args.project else None
+    project_id = engine.config.project_id_for(args.project) if args.project else None
     rows = list_frames(engine.conn, project_id)
     text = "\n".join(
         f"{'  ' * r.depth}{r.frame_id}  {r.role:<9} {r.lifecycle_state:<7} {r.title}"

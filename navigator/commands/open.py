@@ -56,7 +56,7 @@ def _open(args: argparse.Namespace) -> int:
     engine = open_engine(with_stage=True)
     project = args.project or pick_project(
         [(p.name, p.root) for p in engine.config.projects], Path.cwd().resolve())
-    inside = _inside_same_server(engine.stage.socket_path)
+    inside = _inside_same_server(engine.require_stage().socket_path)
     request_id = new_request_id()
     directive = open_view(engine, request_id, project, desktop_focus_available=inside)
     if directive.error is not None:
@@ -69,7 +69,7 @@ def _open(args: argparse.Namespace) -> int:
         claim_lease(engine, view_id, request_id)  # this terminal attaches now
     window = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
                                  (view_id,)).fetchone()[0]
-    socket = engine.stage.socket_path
+    socket = engine.require_stage().socket_path
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     if inside:
         os.execvp("tmux", ["tmux", "-S", socket, "switch-client", "-t", window])

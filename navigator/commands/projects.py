@@ -1,5 +1,6 @@
-"""`switchboard project ...`: list and enter are defined beside views (which own the
-route); `project add` turns a folder into a project without hand-written UUIDs."""
+"""`switchboard project ...`: list, add and enter (the route itself is the views'
+``enter_project``); `project add` turns a folder into a project without
+hand-written UUIDs."""
 
 from __future__ import annotations
 
@@ -7,9 +8,24 @@ import argparse
 from pathlib import Path
 
 from navigator.commands.output import emit
-from navigator.commands.views import register_projects as register
+from navigator.commands.views import enter_project
 
 __all__ = ["register", "register_add"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    project = sub.add_parser("project", help="configured projects")
+    ps = project.add_subparsers(dest="project_command", metavar="ACTION", required=True)
+    p = ps.add_parser("list", help="configured projects")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_projects)
+    register_add(ps)
+    p = ps.add_parser("enter", help="show a project in its view")
+    p.add_argument("project", help="project name or id")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--request-id")
+    p.set_defaults(handler=lambda a: enter_project(
+        argparse.Namespace(**{**vars(a), "project": a.project})))
 
 
 def register_add(ps: argparse._SubParsersAction) -> None:
@@ -33,4 +49,16 @@ def _add(args: argparse.Namespace) -> int:
     emit(added, as_json=args.json,
          text=f"added project {added.name!r} ({added.root}) to {added.config_path}\n"
               f"next: `switchboard open {added.name}` (or run `switchboard` in that folder)")
+    return 0
+
+
+def _projects(args: argparse.Namespace) -> int:
+    from core.queries import list_projects
+    from core.session import open_engine
+
+    engine = open_engine()
+    rows = list_projects(engine.conn, engine.config)
+    emit(rows, as_json=args.json,
+         text="\n".join(f"{r.project_id}  {r.name:<20} {r.open_frames} open" for r in rows)
+         or "no projects configured")
     return 0

@@ -26,14 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _show(args: argparse.Namespace) -> int:
     from core.evidence import session_detail, session_key_for_frame
-    from core.session import engine_home, open_engine
+    from core.session import open_engine
 
     engine = open_engine()
     try:
         key = session_key_for_frame(engine.conn, args.frame_id)
     finally:
         engine.conn.close()
-    detail = session_detail(engine_home(engine), key, limit=args.limit)
+    detail = session_detail(engine.require_home(), key, limit=args.limit)
     if args.only != "all":
         from dataclasses import replace
 

@@ -1,4 +1,5 @@
-"""`switchboard view ...` and `switchboard project ...`: views and project routes."""
+"""`switchboard view ...`: views, and the project route (`enter_project`) that
+`switchboard project enter` shares."""
 
 from __future__ import annotations
 
@@ -46,26 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", required=True)
     p.add_argument("--json", action="store_true")
     p.add_argument("--request-id")
-    p.set_defaults(handler=_enter)
-
-
-def register_projects(sub: argparse._SubParsersAction) -> None:
-    project = sub.add_parser("project", help="configured projects")
-    ps = project.add_subparsers(dest="project_command", metavar="ACTION", required=True)
-    p = ps.add_parser("list", help="configured projects")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_projects)
-    from navigator.commands.projects import register_add
-
-    register_add(ps)
-    p = ps.add_parser("enter", help="show a project in its view")
-    p.add_argument("project", help="project name or id")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--request-id")
-    p.set_defaults(handler=lambda a: _enter(argparse.Namespace(**{**vars(a),
-                                                                 "project": a.project})))
-
-
+    p.set_defaults(handler=enter_project)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -109,7 +91,8 @@ def _mode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _enter(args: argparse.Namespace) -> int:
+def enter_project(args: argparse.Namespace) -> int:
+    """`view enter` and `project enter`: show a project in its view (the route)."""
     from core.session import open_engine
 
     result = open_engine(with_stage=True).project_enter(_rid(args), args.project)
@@ -143,15 +126,3 @@ def _open(args: argparse.Namespace) -> int:
         print(f"{directive.kind.value}: view {directive.view_id or '-'}"
               + (f" ({directive.error.message})" if directive.error else ""))
     return 0 if directive.error is None else 3
-
-
-def _projects(args: argparse.Namespace) -> int:
-    from core.queries import list_projects
-    from core.session import open_engine
-
-    engine = open_engine()
-    rows = list_projects(engine.conn, engine.config)
-    emit(rows, as_json=args.json,
-         text="\n".join(f"{r.project_id}  {r.name:<20} {r.open_frames} open" for r in rows)
-         or "no projects configured")
-    return 0

@@ -50,14 +50,14 @@ def _add(args: argparse.Namespace) -> int:
 def _remove(args: argparse.Namespace) -> int:
     from core.queries import live_agents_in_project
     from core.requests import new_request_id
-    from core.session import engine_home, open_engine
+    from core.session import open_engine
     from core.worktree import remove_worktree
 
     engine = open_engine()
     project = next((p for p in engine.config.projects
                     if args.project in (p.name, p.project_id)), None)
     live = live_agents_in_project(engine.conn, project.project_id) if project else 0
-    home = engine_home(engine)
+    home = engine.require_home()
     view = engine.conn.execute(
         "SELECT view_id FROM user_views WHERE project_id = ? AND state <> 'retired'",
         (project.project_id,)).fetchone() if project else None

@@ -1,6 +1,6 @@
 """The start bundle's exact rollback, before its provider could run.
 
-A start bundle (core.engine._start_bundle) is: the provider session and its
+A start bundle (core.engine.Engine.start_bundle) is: the provider session and its
 membership (a new start), the frame's current-session pointer, a planned
 launch and surface, the placement moved to ``staged``, and the WorkContext
 claim taken when it was released. When the provider is refused before any

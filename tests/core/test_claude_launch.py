@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from core.agent_tool_schemas import ENV_READY_FILE
 from core.hooks_install import (
     MCP_UNSEEN_TICKS,
     claude_tool_names,
@@ -16,11 +17,11 @@ from core.hooks_install import (
     render_claude_launch_settings,
 )
 from core.launcher import _fresh_ready_file, _mcp_config
-from core.mcp_server import ENV_READY_FILE, serve
+from core.mcp_server import serve
 
 
 def test_launch_settings_allow_exactly_the_switchboard_tools(tmp_path: Path) -> None:
-    from core.mcp_server import TOOLS
+    from core.agent_tool_schemas import TOOLS
 
     ready = tmp_path / "ready"
     document = json.loads(render_claude_launch_settings(["sb", "hook"], ready))

@@ -12,7 +12,8 @@ import pytest
 
 from core.enums import Activity, ActivityReason, LaunchAction, Provider, RuntimePresence
 from core.errors import ProviderError
-from core.providers.base import LaunchPlan, get_adapter
+from core.providers.adapters import get_adapter
+from core.providers.base import LaunchPlan
 from core.providers.hooks import CONTROL_TEMPLATE, HookEvent, HookKind, hook_payload, parse_hook
 from core.providers.version import parse_version, probe_version
 

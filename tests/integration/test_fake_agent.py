@@ -16,7 +16,7 @@ import pytest
 from core.enums import LaunchAction, Provider
 from core.errors import ProviderError
 from core.hooks_install import HookTarget, install
-from core.providers.base import get_adapter
+from core.providers.adapters import get_adapter
 from core.providers.hooks import CONTROL_TEMPLATE, HookKind, parse_hook
 from core.providers.version import probe_version
 from tests.waiting import assert_until

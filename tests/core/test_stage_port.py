@@ -1,0 +1,13 @@
+"""The tmux stage the engine is typed with: ``TmuxStage`` provides every member of
+``StagePort`` (mypy checks the signatures where ``attach_stage`` assigns it)."""
+
+from __future__ import annotations
+
+from core.stage import TmuxStage
+from core.stage_port import StagePort
+from tests.core.engines import fresh_engine
+
+
+def test_tmux_stage_satisfies_the_port(tmp_path) -> None:
+    engine = fresh_engine(tmp_path / "home")
+    assert isinstance(TmuxStage(engine, str(tmp_path / "sock")), StagePort)
