@@ -262,10 +262,11 @@ def _handoff_waiting(conn: sqlite3.Connection, frame_id: str) -> bool:
 
 
 def _bind_launch(conn: sqlite3.Connection, launch_id: str, now: int) -> None:
-    from storage.operations import recoveries as recoveries_ops
     from storage.operations import sessions as sessions_ops
 
     if sessions_ops.bind_launch(conn, launch_id, now):
+        from storage.operations import recoveries as recoveries_ops
+
         # The exact evidence that settles a bind timeout: resolve it in the same commit.
         recoveries_ops.resolve_for_subject(conn, RecoveryKind.BIND_TIMEOUT, "launch",
                                            launch_id, now)
@@ -275,12 +276,12 @@ def _observe_control(conn: sqlite3.Connection, frame_id: str, prompt_id: str | N
                      now: int) -> tuple[str, ...]:
     """The exact UserPromptSubmit after a submitted control turn: observed. Returns the
     live-input turns whose fence this evidence lifts."""
+    from storage.operations import transitions as transitions_ops
+
     rows = conn.execute(
         "SELECT control_turn_id FROM control_turns WHERE target_frame_id = ?"
         " AND state IN ('submitted', 'uncertain') AND transport = 'live_input'",
         (frame_id,)).fetchall()
-    from storage.operations import transitions as transitions_ops
-
     transitions_ops.observe_for_frame(conn, frame_id, prompt_id, now)
     return tuple(row[0] for row in rows)
 
