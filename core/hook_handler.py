@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
-from core.enums import Activity, ActivityReason, Provider, RuntimePresence
+from core.enums import Activity, ActivityReason, Provider, RecoveryKind, RuntimePresence
 from core.errors import Unauthorized
 from core.home import Home
 from core.providers.hooks import HookEvent, HookKind, parse_hook
@@ -264,29 +264,27 @@ def _handoff_waiting(conn: sqlite3.Connection, frame_id: str) -> bool:
 
 
 def _bind_launch(conn: sqlite3.Connection, launch_id: str, now: int) -> None:
-    row = conn.execute("SELECT state FROM launch_intents WHERE launch_id = ?",
-                       (launch_id,)).fetchone()
-    if row is not None and row["state"] == "started":
-        conn.execute("UPDATE launch_intents SET state = 'bound', updated_at = ?"
-                     " WHERE launch_id = ? AND state = 'started'", (now, launch_id))
+    from storage.operations import sessions as sessions_ops
+
+    if sessions_ops.bind_launch(conn, launch_id, now):
+        from storage.operations import recoveries as recoveries_ops
+
         # The exact evidence that settles a bind timeout: resolve it in the same commit.
-        conn.execute("UPDATE recoveries SET state = 'resolved', updated_at = ?"
-                     " WHERE kind = 'bind_timeout' AND subject_type = 'launch'"
-                     " AND subject_id = ? AND state = 'open'", (now, launch_id))
+        recoveries_ops.resolve_for_subject(conn, RecoveryKind.BIND_TIMEOUT, "launch",
+                                           launch_id, now)
 
 
 def _observe_control(conn: sqlite3.Connection, frame_id: str, prompt_id: str | None,
                      now: int) -> tuple[str, ...]:
     """The exact UserPromptSubmit after a submitted control turn: observed. Returns the
     live-input turns whose fence this evidence lifts."""
+    from storage.operations import transitions as transitions_ops
+
     rows = conn.execute(
         "SELECT control_turn_id FROM control_turns WHERE target_frame_id = ?"
         " AND state IN ('submitted', 'uncertain') AND transport = 'live_input'",
         (frame_id,)).fetchall()
-    conn.execute(
-        "UPDATE control_turns SET state = 'observed', observed_prompt_id = ?, updated_at = ?"
-        " WHERE target_frame_id = ? AND state IN ('submitted', 'uncertain')",
-        (prompt_id, now, frame_id))
+    transitions_ops.observe_for_frame(conn, frame_id, prompt_id, now)
     return tuple(row[0] for row in rows)
 
 

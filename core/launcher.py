@@ -26,7 +26,7 @@ from core.capabilities import (
     digest,
     new_raw_capability,
 )
-from core.enums import LaunchAction, PlacementState, Provider
+from core.enums import LaunchAction, PlacementState, Provider, RuntimePresence
 from core.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
 from core.files import private_dir, write_private
 from core.provider_checks import check_provider
@@ -154,8 +154,8 @@ def run(engine: Engine, launch_id: str, *, present: bool = True,
                                   now=engine.now())
         sessions_ops.bind_capability_pane(tx, surface["surface_id"], server_id, pane.pane_id)
         sessions_ops.move_launch(tx, launch_id, "authorized", "started", engine.now())
-        tx.execute("UPDATE provider_sessions SET runtime_presence = 'live', updated_at = ?"
-                   " WHERE session_key = ?", (engine.now(), launch["session_key"]))
+        sessions_ops.set_runtime_presence(tx, launch["session_key"], RuntimePresence.LIVE,
+                                          engine.now())
         sessions_ops.record_provider_version(tx, launch["session_key"], version.text,
                                              engine.now())
     from core.broker_membership import after_launch

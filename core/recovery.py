@@ -27,6 +27,7 @@ from core.enums import (
     PlacementState,
     RecoveryKind,
     RecoveryState,
+    RuntimePresence,
     TransitionKind,
     TransitionState,
 )
@@ -667,11 +668,8 @@ def _interrupted(engine: Engine, t: sqlite3.Row, snap: ServerSnapshot | None,
     movable = target_pane is None or target_pane.parked
     if phase == "intent" and movable and layout is not None and layout.main is not None:
         with write_transaction(conn) as tx:
-            taken = tx.execute(
-                "UPDATE view_transitions SET execution_owner = ?, lease_expires_at = ?,"
-                " updated_at = ? WHERE transition_id = ? AND state = 'executing'"
-                " AND transport_phase = 'intent' AND lease_expires_at < ?",
-                (engine.owner, now + sagas.LEASE_MS, now, transition_id, now)).rowcount
+            taken = transitions_ops.take_over_at_intent(tx, transition_id, engine.owner,
+                                                        now + sagas.LEASE_MS, now)
             views_ops.set_main_pane(tx, t["view_id"], layout.main.pane_id, now)
         if not taken:
             return "skipped"
@@ -784,9 +782,8 @@ def _interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id
                 sessions_ops.bind_capability_pane(tx, surface_id, server_id, pane.pane_id)
                 sessions_ops.move_launch(tx, launch_id, "authorized", "started", now)
                 if row["session_key"]:
-                    tx.execute("UPDATE provider_sessions SET runtime_presence = 'live',"
-                               " updated_at = ? WHERE session_key = ?",
-                               (now, row["session_key"]))
+                    sessions_ops.set_runtime_presence(tx, row["session_key"],
+                                                      RuntimePresence.LIVE, now)
             adopted += 1
             if row["view_id"] is not None and row["view_id"] not in busy:
                 _present_adopted(engine, row["view_id"], row["frame_id"], pane, launch_id)
@@ -897,8 +894,8 @@ def _runtime_exited(engine: Engine, conn: sqlite3.Connection, surface: sqlite3.R
     sessions_ops.move_surface(conn, surface_id, "dead", now)
     sessions_ops.revoke_capabilities(conn, surface_id, now)
     if surface["session_key"]:
-        conn.execute("UPDATE provider_sessions SET runtime_presence = 'stopped', updated_at = ?"
-                     " WHERE session_key = ?", (now, surface["session_key"]))
+        sessions_ops.set_runtime_presence(conn, surface["session_key"],
+                                          RuntimePresence.STOPPED, now)
     launch = conn.execute("SELECT state FROM launch_intents WHERE launch_id = ?",
                           (surface["launch_id"],)).fetchone()
     if launch is not None and launch["state"] == "started":

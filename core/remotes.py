@@ -10,7 +10,6 @@ operation reads them.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from core.envelope import decode_checked, encode_canonical
 from core.errors import EnvelopeError, NotFound, SwitchboardError
 from core.state_types import HostState
 from storage.connection import write_transaction
+from storage.operations import remotes as remotes_ops
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -61,17 +61,8 @@ def refresh(engine: Engine, name: str) -> RefreshResult:
         _record_failure(engine, remote, now, f"{exc.code}: {exc.message}")
         return RefreshResult(name, remote.host_id, "offline", exc.message)
     with write_transaction(engine.conn) as conn:
-        conn.execute(
-            "INSERT INTO host_state_cache (remote_name, host_id, state_json, content_hash,"
-            " observed_at, received_at, last_attempt_at, reachability, bounded_error)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'online', NULL)"
-            " ON CONFLICT(remote_name) DO UPDATE SET host_id = excluded.host_id,"
-            " state_json = excluded.state_json, content_hash = excluded.content_hash,"
-            " observed_at = excluded.observed_at, received_at = excluded.received_at,"
-            " last_attempt_at = excluded.last_attempt_at, reachability = 'online',"
-            " bounded_error = NULL",
-            (name, remote.host_id, canonical.decode("utf-8"),
-             hashlib.sha256(canonical).hexdigest(), state.generated_at, now, now))
+        remotes_ops.store_state(conn, remote_name=name, host_id=remote.host_id,
+                                canonical=canonical, observed_at=state.generated_at, now=now)
     return RefreshResult(name, remote.host_id, "online", None)
 
 
@@ -95,12 +86,8 @@ def _fetch(remote: RemoteConfig) -> bytes:
 
 def _record_failure(engine: Engine, remote: RemoteConfig, now: int, error: str) -> None:
     with write_transaction(engine.conn) as conn:
-        cur = conn.execute(
-            "UPDATE host_state_cache SET last_attempt_at = ?, reachability = 'offline',"
-            " bounded_error = ? WHERE remote_name = ?", (now, error[:1024], remote.name))
-        if cur.rowcount == 0:
-            # Never reached: remember the attempt without inventing a state.
-            pass
+        # Never reached (no row): remember nothing rather than invent a state.
+        remotes_ops.mark_offline(conn, remote.name, error, now)
 
 
 @dataclass(frozen=True)

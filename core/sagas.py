@@ -21,6 +21,7 @@ from core.enums import (
     PlacementState,
     RecoveryKind,
     RecoveryState,
+    RuntimePresence,
     TransitionKind,
     TransitionState,
     ViewMode,
@@ -110,9 +111,8 @@ def execute(engine: Engine, transition_id: str) -> None:
                                 engine.provider_for(child), MembershipReason.STARTED, None,
                                 now)
             child = frames_ops.get_frame(conn, row["target_frame_id"])
-            conn.execute("UPDATE control_turns SET target_session_key = ?"
-                         " WHERE transition_id = ?",
-                         (child["current_session_key"], transition_id))
+            transitions_ops.target_session_of_transition(conn, transition_id,
+                                                         child["current_session_key"])
         elif row["kind"] == TransitionKind.COMPLETE_RETURN and engine.stage is not None:
             stop_first = _plan_parent_resume(engine, conn, row, now)
     engine.fault_point("after_claim")
@@ -149,9 +149,8 @@ def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.R
         return stop_first
     engine.plan_start_bundle(conn, row["request_id"], parent["frame_id"], now)
     parent = frames_ops.get_frame(conn, row["target_frame_id"])
-    conn.execute("UPDATE control_turns SET transport = 'resume_initial',"
-                 " target_session_key = ?, updated_at = ? WHERE control_turn_id = ?",
-                 (parent["current_session_key"], now, control["control_turn_id"]))
+    transitions_ops.plan_resume_initial(conn, control["control_turn_id"],
+                                        parent["current_session_key"], now)
     return stop_first
 
 
@@ -451,8 +450,8 @@ def stop_runtime(conn: sqlite3.Connection, frame_id: str, now: int) -> list[str]
             sessions_ops.move_surface(conn, surface["surface_id"], "retired", now)
         sessions_ops.revoke_capabilities(conn, surface["surface_id"], now)
         if surface["session_key"]:
-            conn.execute("UPDATE provider_sessions SET runtime_presence = 'stopped',"
-                         " updated_at = ? WHERE session_key = ?", (now, surface["session_key"]))
+            sessions_ops.set_runtime_presence(conn, surface["session_key"],
+                                              RuntimePresence.STOPPED, now)
         launch = conn.execute("SELECT state FROM launch_intents WHERE launch_id = ?",
                               (surface["launch_id"],)).fetchone()
         if launch and launch["state"] in ("planned", "authorized"):
@@ -585,9 +584,7 @@ def submit_after_stop(engine: Engine, transition_id: str) -> bool:
         return False  # nothing typed; the recovery still explains the wait
     with write_transaction(conn) as tx:
         if control["target_session_key"] != key:
-            tx.execute("UPDATE control_turns SET target_session_key = ? WHERE"
-                       " control_turn_id = ? AND state = 'prepared'",
-                       (key, control["control_turn_id"]))
+            transitions_ops.retarget_prepared(tx, control["control_turn_id"], key)
         recoveries_ops.resolve_for_subject(tx, RecoveryKind.TRANSITION_INTERRUPTED, "view",
                                            row["view_id"], engine.now())
     _submit_control_turn(engine, transition_id)

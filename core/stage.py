@@ -57,6 +57,8 @@ from core.tmux.panes import (
 )
 from core.tmux.runner import TmuxRunner
 from core.tmux.topology import KeyBinding, NavigatorSpawn
+from storage.operations import servers as servers_ops
+from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -170,11 +172,10 @@ class TmuxStage:
         if row is not None:
             return row[0]
         server_id = str(uuid.uuid4())
-        conn.execute(
-            "INSERT INTO tmux_servers (tmux_server_id, host_id, socket_path, server_pid,"
-            " server_start_time, observed_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (server_id, self.engine.host_id, identity.socket_path, identity.server_pid,
-             identity.server_start_time, self.engine.now()))
+        servers_ops.insert_tmux_server(
+            conn, tmux_server_id=server_id, host_id=self.engine.host_id,
+            socket_path=identity.socket_path, server_pid=identity.server_pid,
+            server_start_time=identity.server_start_time, now=self.engine.now())
         return server_id
 
     def adapter_for(self, tmux_server_id: str | None) -> TmuxAdapter:
@@ -383,8 +384,7 @@ class TmuxStage:
             and not in_main_pane.parked else None
 
     def _record_main(self, view_id: str, pane_id: str) -> None:
-        self.engine.conn.execute("UPDATE user_views SET main_pane_id = ? WHERE view_id = ?",
-                                 (pane_id, view_id))
+        views_ops.set_main_pane(self.engine.conn, view_id, pane_id, self.engine.now())
 
     def _surface_of_pane(self, tmux_server_id: str | None,
                          pane_id: str) -> tuple[str, str | None] | None:
@@ -512,8 +512,7 @@ class TmuxStage:
         spawn = self.navigator_spawn(view["view_id"]) if mode is ViewMode.NAVIGATOR else None
         layout = adapter.set_mode(view_id=view["view_id"], mode=mode, navigator=spawn)
         self.engine.fault_point("mode_after_move")
-        self.engine.conn.execute("UPDATE user_views SET zoomed = ? WHERE view_id = ?",
-                                 (1 if layout.zoomed else 0, view["view_id"]))
+        views_ops.set_zoom(self.engine.conn, view["view_id"], layout.zoomed)
 
     # ----------------------------------------------------------- launches
 

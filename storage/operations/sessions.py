@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.enums import Activity, ActivityReason, LaunchAction, MembershipReason, Provider
+from core.enums import (
+    Activity,
+    ActivityReason,
+    LaunchAction,
+    MembershipReason,
+    Provider,
+    RuntimePresence,
+)
 from storage.operations.common import cas, one
 
 
@@ -69,6 +76,19 @@ def record_provider_version(conn: sqlite3.Connection, key: str, version: str,
         " WHERE session_key = ?", (version, now, key), f"provider session {key}")
 
 
+def set_runtime_presence(conn: sqlite3.Connection, key: str, presence: RuntimePresence,
+                         now: int) -> None:
+    """Whether the session's provider process runs: ``live`` once its pane is recorded
+    (a launch, or a reconcile adopting a pane), ``stopped`` once that pane exited or
+    was stopped on purpose.
+
+    Only the presence moves: activity and resumability are hook evidence
+    (``record_activity``), so a lost pane never rewrites what the provider said.
+    """
+    conn.execute("UPDATE provider_sessions SET runtime_presence = ?, updated_at = ?"
+                 " WHERE session_key = ?", (presence.value, now, key))
+
+
 def age_out_working(conn: sqlite3.Connection, *, observed_before: int, now: int) -> list[str]:
     """``working`` with no hook evidence since ``observed_before`` becomes ``unknown``.
 
@@ -113,6 +133,18 @@ def move_launch(conn: sqlite3.Connection, launch_id: str, from_state: str, to_st
     cas(conn, "UPDATE launch_intents SET state = ?, failure = COALESCE(?, failure),"
         " updated_at = ? WHERE launch_id = ? AND state = ?",
         (to_state, failure, now, launch_id, from_state), f"launch {launch_id}")
+
+
+def bind_launch(conn: sqlite3.Connection, launch_id: str, now: int) -> bool:
+    """started -> bound: the first authenticated hook of the launched session arrived.
+
+    Guarded on ``started`` (a launch already bound, failed or superseded stays as
+    it is); returns whether it moved, so the caller answers a bind-timeout recovery
+    only for the bind that actually happened, in the same commit.
+    """
+    cur = conn.execute("UPDATE launch_intents SET state = 'bound', updated_at = ?"
+                       " WHERE launch_id = ? AND state = 'started'", (now, launch_id))
+    return cur.rowcount == 1
 
 
 def insert_surface(conn: sqlite3.Connection, *, surface_id: str, host_id: str,

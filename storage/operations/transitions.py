@@ -63,6 +63,22 @@ def claim_execution(conn: sqlite3.Connection, transition_id: str, owner: str,
         (owner, lease_expires_at, now, transition_id), f"transition {transition_id}")
 
 
+def take_over_at_intent(conn: sqlite3.Connection, transition_id: str, owner: str,
+                        lease_expires_at: int, now: int) -> bool:
+    """An executing transition whose lease expired before anything moved (still at
+    ``intent``) is taken over by ``owner`` with a fresh lease.
+
+    The state, phase and expiry guards make the take-over exclusive: of two
+    reconcilers only one sees a row; returns whether this one took it.
+    """
+    cur = conn.execute(
+        "UPDATE view_transitions SET execution_owner = ?, lease_expires_at = ?,"
+        " updated_at = ? WHERE transition_id = ? AND state = 'executing'"
+        " AND transport_phase = 'intent' AND lease_expires_at < ?",
+        (owner, lease_expires_at, now, transition_id, now))
+    return cur.rowcount == 1
+
+
 def move_transition(conn: sqlite3.Connection, transition_id: str, from_state: TransitionState,
                     to_state: TransitionState, now: int, failure: str | None = None) -> None:
     cas(conn, "UPDATE view_transitions SET state = ?, failure = COALESCE(?, failure),"
@@ -120,6 +136,45 @@ def insert_control_turn(conn: sqlite3.Connection, *, control_turn_id: str, trans
 def control_turn_of(conn: sqlite3.Connection, transition_id: str) -> sqlite3.Row | None:
     return conn.execute("SELECT * FROM control_turns WHERE transition_id = ?",
                         (transition_id,)).fetchone()
+
+
+def target_session_of_transition(conn: sqlite3.Connection, transition_id: str,
+                                 session_key: str | None) -> None:
+    """Point a transition's control turn at the session its claim just started (a
+    push's child gets its session in the same claim), whatever the turn's state."""
+    conn.execute("UPDATE control_turns SET target_session_key = ? WHERE transition_id = ?",
+                 (session_key, transition_id))
+
+
+def retarget_prepared(conn: sqlite3.Connection, control_turn_id: str,
+                      session_key: str | None) -> None:
+    """A turn not yet typed follows its target frame's current session; a turn
+    already submitted keeps the session it was typed into."""
+    conn.execute("UPDATE control_turns SET target_session_key = ? WHERE"
+                 " control_turn_id = ? AND state = 'prepared'", (session_key, control_turn_id))
+
+
+def plan_resume_initial(conn: sqlite3.Connection, control_turn_id: str,
+                        session_key: str | None, now: int) -> None:
+    """The turn will be delivered as the resumed CLI's initial prompt: transport and
+    target session change together, so the turn never names one session and
+    the transport of another."""
+    conn.execute("UPDATE control_turns SET transport = ?, target_session_key = ?,"
+                 " updated_at = ? WHERE control_turn_id = ?",
+                 (ControlTransport.RESUME_INITIAL.value, session_key, now, control_turn_id))
+
+
+def observe_for_frame(conn: sqlite3.Connection, frame_id: str, prompt_id: str | None,
+                      now: int) -> None:
+    """The fixed control line's own UserPromptSubmit arrived in ``frame_id``: every
+    turn submitted to it (or uncertain) is observed, with that prompt's id.
+
+    Called from the hook path: this module must import nothing heavy.
+    """
+    conn.execute(
+        "UPDATE control_turns SET state = 'observed', observed_prompt_id = ?, updated_at = ?"
+        " WHERE target_frame_id = ? AND state IN ('submitted', 'uncertain')",
+        (prompt_id, now, frame_id))
 
 
 def mark_submitted(conn: sqlite3.Connection, control_turn_id: str, now: int) -> None:
