@@ -9,8 +9,12 @@ and core decide.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 from rich.style import Style
 from rich.text import Text
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
@@ -44,31 +48,29 @@ class RecoveryList(RowList):
     navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
                                                                repaint=False)
 
+    @dataclass
     class RecoverRequested(Message):
         """Run this safe_auto recovery."""
 
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        recovery_id: str
 
+    @dataclass
     class GoToRequested(Message):
         """Show the view or frame this open_view recovery is about (navigation only)."""
 
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        recovery_id: str
 
+    @dataclass
     class ExplainRequested(Message):
         """Say what to do about this manual recovery; nothing is run."""
 
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        recovery_id: str
 
+    @dataclass
     class DismissRequested(Message):
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        """Close this recovery without running anything."""
+
+        recovery_id: str
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -158,3 +160,30 @@ class RecoveryList(RowList):
         key = self.highlighted_key
         if key is not None:
             self.post_message(self.DismissRequested(key))
+
+    # ------------------------------------------------------------------ palette
+
+    def system_commands(self) -> Iterator[SystemCommand]:
+        """Palette entries for the selected recovery (none without one)."""
+        if self.selected_recovery is None:
+            return
+        yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
+                            "to its frame, or explain what to do", self.open_selected)
+        yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
+                            self.dismiss_selected)
+
+    def open_selected(self) -> None:
+        """What enter does, from the palette; says so when the row has gone meanwhile."""
+        recovery = self.selected_recovery
+        if recovery is None:
+            self.notify("No recovery selected: open recoveries are listed in the "
+                        "Recoveries panel.", severity="warning", markup=False)
+            return
+        self.post_message(self.intent_for(recovery))
+
+    def dismiss_selected(self) -> None:
+        recovery = self.selected_recovery
+        if recovery is None:
+            self.notify("No recovery selected.", severity="warning", markup=False)
+            return
+        self.post_message(self.DismissRequested(recovery.recovery_id))
