@@ -20,8 +20,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
@@ -37,9 +36,9 @@ from textual.worker import Worker
 
 from core.client import EngineClient, SubjectPlace
 from core.errors import SwitchboardError
-from core.evidence import SessionDetail
-from core.recovery import ReconcileReport
 from core.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
+from navigator import intents
+from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS
 from navigator.jobs import Group, Job, Jobs, problem_text, request_problem
 from navigator.layout import (
     COMPACT_ROWS,
@@ -50,7 +49,9 @@ from navigator.layout import (
     SHORT_ROWS,
     SIDEBAR_ROWS,
     LayoutKind,
+    fit_layout,
     layout_for,
+    stylesheet_path,
 )
 from navigator.loading import Loaded, read_state
 from navigator.lookup import (
@@ -61,26 +62,13 @@ from navigator.lookup import (
     view_of_project,
 )
 from navigator.palette import PlacesProvider
-from navigator.screens.complete import CompleteReturnScreen
-from navigator.screens.compose import ComposeMessageScreen
-from navigator.screens.confirm import ConfirmScreen
-from navigator.screens.help import HelpScreen
-from navigator.screens.new_task import NewTaskScreen
-from navigator.screens.recovery import RecoveryExplanationScreen
+from navigator.screens.help import HelpScreen, key_help
 from navigator.screens.session_detail import SessionDetailScreen
 from navigator.targeting import (
     Panel,
     Refusal,
     Selection,
-    closed_frame_for_key,
-    frame_for_key,
     is_remote,
-    recovery_about,
-    recovery_for_key,
-    recovery_target,
-    remote_refusal,
-    task_for_key,
-    view_for_key,
     view_to_focus,
 )
 from navigator.targeting import target_frame as frame_target
@@ -93,8 +81,12 @@ from navigator.widgets.inbox import InboxList
 from navigator.widgets.preview import PanePreview
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.search import SearchBox
-from navigator.widgets.too_small import Shortfall, TooSmallNotice
+from navigator.widgets.too_small import TooSmallNotice
 from navigator.widgets.views import ViewList
+
+if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
+    from core.evidence import SessionDetail
+    from core.recovery import ReconcileReport
 
 __all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "MIN_COLUMNS", "MIN_ROWS",
            "NARROW_WIDTH", "SHORT_ROWS", "SIDEBAR_ROWS", "LayoutKind", "SwitchboardApp",
@@ -104,11 +96,6 @@ _Answer = TypeVar("_Answer")
 """What a dialog dismisses with (a confirmation, a task, a message, a handoff)."""
 _Target = TypeVar("_Target")
 
-#: App keys that are off while a dialog, the help or the palette is open.
-BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "close_frame",
-                                   "reopen", "toggle_mode", "recover", "search", "help",
-                                   "details", "acknowledge_anywhere", "dismiss_anywhere",
-                                   "new_task"})
 #: Every this many poll ticks the navigator reads data_version even when no file moved
 #: (a backstop against a commit that left size and mtime as they were: 5 s at 4/s).
 FULL_CHECK_TICKS = 20
@@ -116,19 +103,6 @@ FULL_CHECK_TICKS = 20
 RECONCILE_INTERVAL = 10.0
 #: Transition states a request can end in that changed nothing.
 UNDONE_STATES = ("failed", "cancelled", "superseded")
-
-
-def stylesheet_path() -> Path:
-    """The canonical stylesheet in the top-level ``styles/`` folder.
-
-    A source checkout or editable install finds it beside the package; a
-    wheel install falls back to the copy shipped as package data
-    (``navigator/switchboard.tcss``, a symlink to the canonical file in git).
-    """
-    canonical = Path(__file__).resolve().parent.parent / "styles" / "switchboard.tcss"
-    if canonical.is_file():
-        return canonical
-    return Path(__file__).resolve().parent / "switchboard.tcss"
 
 
 @dataclass(frozen=True)
@@ -146,31 +120,7 @@ class SwitchboardApp(App[None]):
     TITLE = "Switchboard"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-wide")]
     COMMANDS = App.COMMANDS | {PlacesProvider}
-    BINDINGS = [
-        Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
-        Binding("s", "stop", "Stop", tooltip="stop the frame's agent; n resumes its session"),
-        Binding("b", "go_back", "Back", tooltip="show the parent; the task stays open"),
-        Binding("c", "complete", "Complete", tooltip="complete the task and return"),
-        Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
-        Binding("w", "cancel_transition", "Withdraw",
-                tooltip="cancel the view's push or return while it waits for a Stop"),
-        Binding("r", "reopen", "Reopen", tooltip="reopen a closed frame from History"),
-        Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
-        Binding("R", "recover", "Recover", key_display="R",
-                tooltip="run the selected recovery (safe_auto ones only)"),
-        Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
-        Binding("p", "new_task", "Task",
-                tooltip="push a new task under the selected frame (title and brief)"),
-        Binding("t", "message", "Message", tooltip="message the frame's agent (replies: Inbox)"),
-        Binding("l", "inbox_stream", "Stream",
-                tooltip="open/close the read-only inbox stream pane in the view"),
-        Binding("slash", "search", "Search", key_display="/"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
-        # a and d act in their panels; pressed anywhere else they say where (never silent)
-        Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
-        Binding("d", "dismiss_anywhere", "Dismiss", show=False),
-        Binding("question_mark", "help", "Help", key_display="?"),
-    ]
+    BINDINGS = KEY_BINDINGS
 
     PREVIEW_DELAY = 0.3
     """Seconds the cursor rests on a frame before its pane is read (never a poll)."""
@@ -311,26 +261,7 @@ class SwitchboardApp(App[None]):
         return layout_for(size, self.navigator_width)
 
     def _fit_layout(self, size: Size) -> None:
-        """Switch layouts with App classes, so every screen (dialogs too) follows.
-
-        A pane too small for anything hides every panel (nothing lays out text in
-        zero cells) and shows one line saying what it needs; the compact layout
-        drops borders and idle panels and keeps a one-row footer. A 40-column
-        sidebar gets Textual's compact footer keys (no padding).
-        """
-        kind = self.layout_for(size)
-        self.query_one(TooSmallNotice).shortfall = Shortfall(
-            MIN_COLUMNS, MIN_ROWS, size.width, size.height)
-        footer = self.query_one(KeyFooter)
-        footer.compact = size.width < NARROW_WIDTH
-        footer.brief = kind is not LayoutKind.FULL
-        was_hidden = self.layout_kind is LayoutKind.TOO_SMALL
-        self.layout_kind = kind
-        self.set_class(kind is LayoutKind.TOO_SMALL, "-too-small")
-        self.set_class(kind is LayoutKind.COMPACT, "-compact")
-        self.set_class(kind is LayoutKind.COMPACT and size.height < SHORT_ROWS, "-short")
-        if was_hidden and self.screen is self.screen_stack[0] and self.focused is None:
-            self.query_one(FrameTree).focus()  # hidden panels lost the focus
+        self.layout_kind = fit_layout(self, size, self.layout_for(size), self.layout_kind)
 
     # ------------------------------------------------------------------ loading
 
@@ -417,7 +348,8 @@ class SwitchboardApp(App[None]):
         return Selection(self.bound_view_id, self.current_view_id, panel,
                          self.query_one(ViewList).highlighted_key,
                          ref.project_id if ref is not None else None,
-                         ref.frame if ref is not None else None)
+                         ref.frame if ref is not None else None,
+                         self.query_one(RecoveryList).selected_recovery)
 
     def target_view(self) -> ViewRow | None:
         """The view a key acts on: the pane's own view, else the selection's view."""
@@ -485,16 +417,14 @@ class SwitchboardApp(App[None]):
                     title=f"{description} refused", severity="error", markup=False,
                     timeout=8)
 
-    def _ask_then_request(self, screen: Screen[_Answer | None], description: str,
-                          done: Callable[[_Answer], str],
-                          call: Callable[[_Answer], Callable[[], object]]) -> None:
-        """Show a dialog; a given answer (not None, False or empty) becomes one engine
+    def _ask_then_request(self, ask: intents.Ask[_Answer]) -> None:
+        """Show the dialog; a given answer (not None, False or empty) becomes one engine
         request, a cancelled one changes nothing."""
         def answered(answer: _Answer | None) -> None:
             if answer:
-                self.request(description, done(answer), call(answer))
+                self.request(ask.description, ask.done(answer), ask.call(answer))
 
-        self.push_screen(screen, answered)
+        self.push_screen(ask.screen, answered)
 
     def request_enter_project(self, project_id: str, name: str) -> None:
         project = project_by_id(self.navigator_state, project_id)
@@ -549,111 +479,52 @@ class SwitchboardApp(App[None]):
         # Engine keys are off while a dialog or the palette is open.
         return not (action in BLOCKED_UNDER_DIALOGS and len(self.screen_stack) > 1)
 
-    def _frame_for_key(self, missing: str, *, open_only: bool = False
-                       ) -> FrameSummary | None:
-        return self._accept(frame_for_key(self.navigator_state, self._selection(), missing,
-                                          open_only=open_only))
-
-    def _view_for_key(self) -> ViewRow | None:
-        return self._accept(view_for_key(self.navigator_state, self._selection()))
+    def _act(self, key: intents.Key) -> None:
+        """Carry out what an engine key asks for (see ``navigator.intents``)."""
+        intent = key(self.navigator_state, self._selection(), self.client)
+        if isinstance(intent, Refusal):
+            self.notify(intent.text, severity="warning", markup=False)
+        elif isinstance(intent, intents.Ask):
+            self._ask_then_request(intent)
+        else:
+            self.request(intent.description, intent.done, intent.call)
 
     def action_start(self) -> None:
-        frame = self._frame_for_key("Select a frame to start a session in.", open_only=True)
-        if frame is not None:
-            self.request("Start", f"Starting a session in {frame.title}",
-                         partial(self.client.start, frame.frame_id))
+        self._act(intents.start)
 
     def action_stop(self) -> None:
-        frame = self._frame_for_key("Select a frame whose agent should stop.")
-        if frame is None:
-            return
-        self._ask_then_request(
-            ConfirmScreen(f"Stop the agent of “{frame.title}”? Its session is kept; n "
-                          "resumes it.", confirm_label="Stop agent"),
-            "Stop", lambda _: f"Stopped the agent of {frame.title}",
-            lambda _: partial(self.client.stop, frame.frame_id))
+        self._act(intents.stop)
 
     def action_go_back(self) -> None:
-        """b: the parent of the view's active frame (named apart from App.action_back,
-        which pops a screen)."""
-        view = self._view_for_key()
-        if view is not None:
-            self.request("Back", "Showing the parent; the task stays open",
-                         partial(self.client.back, view.view_id))
+        """b (named apart from Textual's App.action_back, which pops a screen)."""
+        self._act(intents.go_back)
 
     def action_cancel_transition(self) -> None:
-        view = self._view_for_key()
-        if view is not None:
-            self.request("Withdraw", "The waiting transition is cancelled; nothing moved",
-                         partial(self.client.cancel_transition, view.view_id))
+        self._act(intents.cancel_transition)
 
     def action_new_task(self) -> None:
-        frame = self._frame_for_key("Select the frame the new task goes under.",
-                                    open_only=True)
-        if frame is None:
-            return
-        self._ask_then_request(
-            NewTaskScreen(frame.title), "New task",
-            lambda task: f"Pushing “{task.title}” under {frame.title}",
-            lambda task: partial(self.client.push, frame.frame_id, task.title, task.brief))
+        self._act(intents.new_task)
 
     def action_message(self) -> None:
-        frame = self._frame_for_key("Select a frame whose agent should get a message.")
-        if frame is None:
-            return
-        self._ask_then_request(
-            ComposeMessageScreen(frame.title), "Message",
-            lambda _: f"Message for {frame.title} sent",
-            lambda text: partial(self.client.message_frame, frame.frame_id, text))
+        self._act(intents.message)
 
     def action_inbox_stream(self) -> None:
-        view = self._view_for_key()
-        if view is not None:
-            self.request("Inbox stream", "Inbox stream toggled",
-                         partial(self.client.toggle_inbox_stream, view.view_id))
+        self._act(intents.inbox_stream)
 
     def action_complete(self) -> None:
-        frame = self._accept(task_for_key(self.navigator_state, self._selection(),
-                                          "complete"))
-        if frame is None:
-            return
-        self._ask_then_request(
-            CompleteReturnScreen(frame.title), "Complete",
-            lambda _: f"Returning from {frame.title} to its parent",
-            lambda answer: partial(self.client.complete, frame.frame_id, answer.summary,
-                                   answer.next_action))
+        self._act(intents.complete)
 
     def action_close_frame(self) -> None:
-        frame = self._accept(task_for_key(self.navigator_state, self._selection(), "close"))
-        if frame is None:
-            return
-        self._ask_then_request(
-            ConfirmScreen(f"Close “{frame.title}” without a handoff? Its parent is shown "
-                          "first, then its agent is stopped.", confirm_label="Close task"),
-            "Close", lambda _: f"Closed {frame.title} (dismissed)",
-            lambda _: partial(self.client.close, frame.frame_id))
+        self._act(intents.close_frame)
 
     def action_reopen(self) -> None:
-        frame = self._accept(closed_frame_for_key(self.navigator_state, self._selection()))
-        if frame is not None:
-            self.request("Reopen", f"Reopened {frame.title}",
-                         partial(self.client.reopen, frame.frame_id))
+        self._act(intents.reopen)
 
     def action_toggle_mode(self) -> None:
-        view = self._view_for_key()
-        if view is None:
-            return
-        other = "direct" if view.mode == "navigator" else "navigator"
-        done = f"{view.title}: {other} mode" + (
-            " (tmux prefix + S brings the navigator back)" if other == "direct" else "")
-        self.request("Mode", done, partial(self.client.toggle_mode, view.view_id))
+        self._act(intents.toggle_mode)
 
     def action_recover(self) -> None:
-        recovery = self._accept(recovery_for_key(
-            self.navigator_state, self.query_one(RecoveryList).selected_recovery))
-        if recovery is not None:
-            self.request("Recover", f"Recovery {recovery.kind} handled",
-                         partial(self.client.recover, recovery.recovery_id))
+        self._act(intents.recover)
 
     def action_details(self) -> None:
         frame = self.target_frame()
@@ -683,19 +554,7 @@ class SwitchboardApp(App[None]):
 
     def key_help(self) -> list[tuple[str, str]]:
         """Every key of the app and its panels, for the help screen and README."""
-        keys = [("enter", "focus the frame / enter the project or view / recovery: run, "
-                          "go to or explain it / ack"),
-                ("tab", "next panel"), ("space", "fold or unfold a tree node")]
-        for binding in self.BINDINGS:
-            assert isinstance(binding, Binding)
-            keys.append((binding.key_display or binding.key,
-                         f"{binding.description}: {binding.tooltip}" if binding.tooltip
-                         else binding.description))
-        keys += [("d", "Dismiss: close the selected recovery (Recoveries panel)"),
-                 ("a", "Acknowledge the selected message (Inbox panel)"),
-                 ("ctrl+p", "command palette: every action, project and frame"),
-                 ("ctrl+q", "quit the navigator (agents keep running)")]
-        return keys
+        return key_help(binding for binding in self.BINDINGS if isinstance(binding, Binding))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -796,24 +655,7 @@ class SwitchboardApp(App[None]):
         self.request("Dismiss recovery", "Recovery dismissed",
                      partial(self.client.dismiss_recovery, message.recovery_id))
 
-    def on_recovery_list_go_to_requested(self, message: RecoveryList.GoToRequested) -> None:
-        recovery = self.query_one(RecoveryList).recovery(message.recovery_id)
-        if recovery is None:
-            return
-        if self._accept(remote_refusal(self.navigator_state, recovery.host_id) or recovery):
-            self._locate_subject(recovery, self._go_to_subject)
-
-    def on_recovery_list_explain_requested(self, message: RecoveryList.ExplainRequested
-                                           ) -> None:
-        recovery = self.query_one(RecoveryList).recovery(message.recovery_id)
-        if recovery is None:
-            return
-        if recovery.host_id != getattr(self.navigator_state, "local_host_id", None):
-            self._explain_recovery(recovery, SubjectPlace(None, None))  # rows are elsewhere
-            return
-        self._locate_subject(recovery, self._explain_recovery)
-
-    def _locate_subject(self, recovery: RecoveryRow,
+    def locate_recovery(self, recovery: RecoveryRow,
                         then: Callable[[RecoveryRow, SubjectPlace], None]) -> None:
         """Find the recovery's view and frame off the event loop, then call ``then``; a
         failed read only loses the "where" (the explanation still helps)."""
@@ -822,38 +664,20 @@ class SwitchboardApp(App[None]):
                     Job(partial(then, recovery),
                         lambda _: then(recovery, SubjectPlace(None, None))), exclusive=True)
 
-    def _go_to_subject(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
-        """open_view: select the view and frame the recovery is about, show that frame
-        in its view when it is not already shown (navigation only), and say what to
-        check. Nothing is recovered; d dismisses the row once checked."""
-        target = recovery_target(self.navigator_state, place)
-        view, found = target.view, target.found
-        if found is None and view is None:
-            self.notify(f"{recovery.explanation} What it was about is gone from the registry; "
-                        "press d to dismiss it.", title=recovery.kind.replace("_", " "),
-                        severity="warning", markup=False, timeout=10)
-            return
+    def show_place(self, view: ViewRow | None, frame: FrameSummary | None) -> None:
+        """Select a view and a frame in the panels; an open frame its view does not show
+        is focused there (navigation only)."""
         if view is not None:
             self._set_current_view(view.view_id)
             self.query_one(ViewList).highlight_key(view.view_id)
         frames = self.query_one(FrameTree)
-        title = view.title if view is not None else ""
-        if found is not None:
-            frame = found[0]
-            title = frame.title
+        if frame is not None:
             frames.select_key(frame_key(frame.frame_id))
             if (view is not None and frame.lifecycle_state == "open"
                     and view.active_frame_id != frame.frame_id):
                 self.request("Focus", f"Showing {frame.title}",
                              partial(self._focus_and_show, view.view_id, frame.frame_id))
         frames.focus()
-        self.notify(f"{recovery.explanation} Press d on the recovery once checked.",
-                    title=f"Look at {title}", markup=False, timeout=10)
-
-    def _explain_recovery(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
-        """manual: the whole explanation and what it is about, in a small dialog."""
-        self.push_screen(RecoveryExplanationScreen(
-            recovery, recovery_about(self.navigator_state, place)))
 
     # ------------------------------------------------------------------ preview
 

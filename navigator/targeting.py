@@ -36,7 +36,8 @@ class Panel(StrEnum):
 @dataclass(frozen=True)
 class Selection:
     """What the person points at: the pane's own view, the view keys followed last,
-    the focused panel, the Views cursor and the Projects tree cursor."""
+    the focused panel, the Views cursor, the Projects tree cursor and the selected
+    recovery."""
 
     bound_view_id: str | None = None
     current_view_id: str | None = None
@@ -44,6 +45,7 @@ class Selection:
     views_cursor: str | None = None
     tree_project_id: str | None = None
     tree_frame: FrameSummary | None = None
+    recovery: RecoveryRow | None = None
 
 
 @dataclass(frozen=True)
