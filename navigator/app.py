@@ -73,7 +73,7 @@ from navigator.targeting import (
 )
 from navigator.targeting import target_frame as frame_target
 from navigator.targeting import target_view as view_target
-from navigator.ui_state import PaneLayout, UiStateStore, apply_layout, capture_layout
+from navigator.ui_state import PaneLayout, PaneMemory, UiStateStore, apply_layout
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.footer import KeyFooter
 from navigator.widgets.frames import FrameTree, NodeRef, frame_key
@@ -150,12 +150,9 @@ class SwitchboardApp(App[None]):
         self._jobs = Jobs()
         self._reconcile_problem: str | None = None
         self._load_problem: str | None = None
-        self._restored = False
-        self._layout: PaneLayout | None = None
-        self._save_timer: Timer | None = None
         self._preview_timer: Timer | None = None
         self.inbox_messages: list[Any] = []
-        self.ui_store = UiStateStore(client, view_id or "default")
+        self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
         self.layout_kind: LayoutKind | None = None
 
@@ -292,7 +289,7 @@ class SwitchboardApp(App[None]):
         reads what this pane remembers."""
 
         def load() -> tuple[PaneLayout | None, Loaded | None]:
-            layout = self.ui_store.read_layout() if first else None
+            layout = self.memory.store.read_layout() if first else None
             known = None if first else self.data_version
             return layout, read_state(self.client, self._inbox_wanted(), known=known)
 
@@ -301,7 +298,7 @@ class SwitchboardApp(App[None]):
     def _loaded(self, outcome: tuple[PaneLayout | None, Loaded | None]) -> None:
         layout, loaded = outcome
         if layout is not None:
-            self._layout = layout
+            self.memory.layout = layout
         if loaded is not None:
             self._apply_loaded(loaded)
 
@@ -315,9 +312,7 @@ class SwitchboardApp(App[None]):
         elif loaded.inbox is not None:
             self.inbox_messages = loaded.inbox
             inbox.set_messages(loaded.inbox)
-        if not self._restored:
-            self._restored = True
-            self._restore_layout(self._layout)
+        self.memory.restore_once(self._restore_layout)
 
     def _load_failed(self, error: Exception) -> None:
         problem = problem_text(error)
@@ -719,33 +714,14 @@ class SwitchboardApp(App[None]):
 
     # ------------------------------------------------------------------ UI state
 
-    def collect_ui_state(self) -> PaneLayout:
-        return capture_layout(self, self.current_view_id, self._layout or PaneLayout())
-
-    def _restore_layout(self, layout: PaneLayout | None) -> None:
-        if layout is None:
-            return
+    def _restore_layout(self, layout: PaneLayout) -> None:
         if not self.bound_view_id and layout.current_view is not None:
             self.current_view_id = layout.current_view
         apply_layout(self, layout)
         self._update_breadcrumb()
 
     def _schedule_ui_save(self) -> None:
-        """Snapshot now (cheap), write at most twice a second (debounced)."""
-        if not self._restored or not self.is_running:
-            return
-        self._layout = self.collect_ui_state()
-        if self._save_timer is not None:
-            self._save_timer.stop()
-        self._save_timer = self.set_timer(0.5, self._save_ui_state)
-
-    def _save_ui_state(self) -> None:
-        if self._layout is not None:  # written in a thread; the store never raises
-            self.run_worker(partial(self.ui_store.write_layout, self._layout),
-                            group=Group.UI_STATE, thread=True, exclusive=True,
-                            exit_on_error=False)
+        self.memory.snapshot(self.current_view_id)
 
     def on_unmount(self) -> None:
-        """Exit writes the last snapshot synchronously: one small file, once."""
-        if self._restored and self._layout is not None:
-            self.ui_store.write_layout(self._layout)
+        self.memory.flush()

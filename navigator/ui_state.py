@@ -10,12 +10,16 @@ and put it back on the panels.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from textual.app import App
+from textual.timer import Timer
 from textual.widget import Widget
 
+from navigator.jobs import Group
 from navigator.widgets.frames import FrameTree
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.views import ViewList
@@ -147,3 +151,45 @@ def apply_layout(app: App[Any], layout: PaneLayout) -> None:
 
     if layout.scroll:
         app.call_after_refresh(apply_scroll)
+
+
+class PaneMemory:
+    """One pane's layout between runs: put back once the first state is shown, then
+    snapshotted on every move (cheap), written at most twice a second in a thread and
+    once more, synchronously, at exit."""
+
+    SAVE_DELAY = 0.5
+
+    def __init__(self, app: App[Any], store: UiStateStore) -> None:
+        self._app = app
+        self.store = store
+        self.layout: PaneLayout | None = None
+        self.restored = False
+        self._timer: Timer | None = None
+
+    def restore_once(self, apply: Callable[[PaneLayout], None]) -> None:
+        """The first state is on screen: ``apply`` the remembered layout, if any."""
+        if self.restored:
+            return
+        self.restored = True
+        if self.layout is not None:
+            apply(self.layout)
+
+    def snapshot(self, current_view_id: str | None) -> None:
+        if not self.restored or not self._app.is_running:
+            return
+        self.layout = capture_layout(self._app, current_view_id, self.layout or PaneLayout())
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self._app.set_timer(self.SAVE_DELAY, self._save)
+
+    def _save(self) -> None:
+        if self.layout is not None:  # the store never raises
+            self._app.run_worker(partial(self.store.write_layout, self.layout),
+                                 group=Group.UI_STATE, thread=True, exclusive=True,
+                                 exit_on_error=False)
+
+    def flush(self) -> None:
+        """At exit: one small file, once."""
+        if self.restored and self.layout is not None:
+            self.store.write_layout(self.layout)
