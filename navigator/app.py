@@ -39,7 +39,7 @@ from core.errors import SwitchboardError
 from core.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
 from navigator import intents
 from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS
-from navigator.jobs import Group, Job, Jobs, problem_text, request_problem
+from navigator.jobs import Group, Job, Jobs, request_problem
 from navigator.layout import (
     COMPACT_ROWS,
     DEFAULT_NAVIGATOR_WIDTH,
@@ -53,7 +53,7 @@ from navigator.layout import (
     layout_for,
     stylesheet_path,
 )
-from navigator.loading import Loaded, read_state
+from navigator.loading import FULL_CHECK_TICKS, Loaded, Refresher, read_state
 from navigator.lookup import (
     frame_by_id,
     host_of_frame,
@@ -86,9 +86,8 @@ from navigator.widgets.views import ViewList
 
 if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
     from core.evidence import SessionDetail
-    from core.recovery import ReconcileReport
 
-__all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "MIN_COLUMNS", "MIN_ROWS",
+__all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS", "MIN_ROWS",
            "NARROW_WIDTH", "SHORT_ROWS", "SIDEBAR_ROWS", "LayoutKind", "SwitchboardApp",
            "stylesheet_path"]
 
@@ -96,9 +95,6 @@ _Answer = TypeVar("_Answer")
 """What a dialog dismisses with (a confirmation, a task, a message, a handoff)."""
 _Target = TypeVar("_Target")
 
-#: Every this many poll ticks the navigator reads data_version even when no file moved
-#: (a backstop against a commit that left size and mtime as they were: 5 s at 4/s).
-FULL_CHECK_TICKS = 20
 #: Seconds between reconciles of tmux with the registry while the navigator runs.
 RECONCILE_INTERVAL = 10.0
 #: Transition states a request can end in that changed nothing.
@@ -144,12 +140,8 @@ class SwitchboardApp(App[None]):
             reconcile_interval = RECONCILE_INTERVAL if client.drives_tmux else 0
         self.reconcile_interval = reconcile_interval
         self.current_view_id: str | None = view_id
-        self.data_version: int | None = None
-        self._stamp: tuple[tuple[int, int], ...] | None = None
-        self._ticks = 0
         self._jobs = Jobs()
-        self._reconcile_problem: str | None = None
-        self._load_problem: str | None = None
+        self.refresher = Refresher(self)
         self._preview_timer: Timer | None = None
         self.inbox_messages: list[Any] = []
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
@@ -188,18 +180,18 @@ class SwitchboardApp(App[None]):
         self._fit_layout(self.size)
         self.query_one(FrameTree).set_configured_projects(self.client.configured_projects())
         self.query_one(FrameTree).focus()
-        self._load(first=True)
-        self.set_interval(self.poll_interval, self._poll)
+        self.refresher.load(first=True)
+        self.set_interval(self.poll_interval, self.refresher.poll)
         if self.reconcile_interval:
-            self._reconcile_tick()  # a restarted navigator first checks tmux
-            self.set_interval(self.reconcile_interval, self._reconcile_tick)
+            self.refresher.reconcile_tick()  # a restarted navigator first checks tmux
+            self.set_interval(self.reconcile_interval, self.refresher.reconcile_tick)
 
     def configured_project_names(self) -> dict[str, str]:
         return {p.project_id: p.name for p in self.client.configured_projects()}
 
     # ------------------------------------------------------------------ workers
 
-    def _start(self, work: Callable[[], _Target], group: Group, job: Job[_Target], *,
+    def start_job(self, work: Callable[[], _Target], group: Group, job: Job[_Target], *,
                exclusive: bool = False, name: str = "") -> None:
         """Run ``work`` in a thread worker; ``job`` runs on the event loop when it ends."""
         worker = self.run_worker(work, name=name, group=group, thread=True,
@@ -210,44 +202,12 @@ class SwitchboardApp(App[None]):
         """Every worker's end: its result, or its error as the job words it."""
         self._jobs.finished(event)
 
-    def _group_busy(self, group: Group) -> bool:
+    def group_busy(self, group: Group) -> bool:
         """Whether a worker of ``group`` has not finished yet (checked on the event loop,
         where workers change state, so a finishing worker is never cancelled by the
         next tick's exclusive start)."""
         return any(worker.group == group and not worker.is_finished
                    for worker in self.workers)
-
-    # ------------------------------------------------------------------ reconcile
-
-    def _reconcile_tick(self) -> None:
-        """Start a reconcile unless one still runs (a slow tmux never piles them up).
-        Watchdog, expired leases, exited providers, stale activity: what it writes
-        changes data_version, so the next poll redraws (an aged badge included)."""
-        if not self._group_busy(Group.RECONCILE):
-            self._start(partial(self.client.reconcile_if_due, self.reconcile_interval),
-                        Group.RECONCILE, Job(self._reconciled, self._reconcile_failed),
-                        exclusive=True)
-
-    def _reconciled(self, report: ReconcileReport | None) -> None:
-        """Quiet: speaks only when recoveries were opened."""
-        if report is None:
-            return  # another navigator of this host has the turn
-        self._reconcile_problem = None
-        opened = report.recoveries_opened
-        if opened:
-            what = "1 recovery needs" if opened == 1 else f"{opened} recoveries need"
-            self.notify(f"{what} attention; see the Recoveries panel.", title="Recoveries",
-                        severity="warning", markup=False)
-
-    def _reconcile_failed(self, error: Exception) -> None:
-        """Once per run of failures: the navigator still browses; the next tick retries."""
-        problem = problem_text(error)
-        if self._reconcile_problem is None:
-            self.notify(f"Could not check tmux against the registry ({problem}). "
-                        f"The navigator retries every {self.reconcile_interval:g} s; "
-                        "`switchboard reconcile` shows the whole error.",
-                        title="Reconcile failed", severity="warning", markup=False)
-        self._reconcile_problem = problem
 
     # ------------------------------------------------------------------ layout
 
@@ -262,49 +222,16 @@ class SwitchboardApp(App[None]):
 
     # ------------------------------------------------------------------ loading
 
-    def _poll(self) -> None:
-        """Start a load only when a registry or broker file moved (a few stats on the
-        event loop), or every ``FULL_CHECK_TICKS`` ticks as a backstop."""
-        self._ticks += 1
-        stamp = self._change_stamp()
-        if (stamp is not None and stamp == self._stamp and self.data_version is not None
-                and self._ticks % FULL_CHECK_TICKS):
-            return
-        if not self._group_busy(Group.LOAD):
-            self._stamp = stamp
-            self._load(first=False)
-
-    def _change_stamp(self) -> tuple[tuple[int, int], ...] | None:
-        """The client's file stamp; None (always load) when it cannot be read."""
-        try:
-            return self.client.change_stamp()
-        except Exception:  # a broken stamp must never stop loading
-            return None
-
-    def _inbox_wanted(self) -> str | None:
+    def inbox_wanted(self) -> str | None:
         return self.bound_view_id or self.current_view_id
 
-    def _load(self, first: bool) -> None:
-        """Rebuild state only when the registry (or broker) changed; the first load also
-        reads what this pane remembers."""
+    def memory_store(self) -> UiStateStore:
+        return self.memory.store
 
-        def load() -> tuple[PaneLayout | None, Loaded | None]:
-            layout = self.memory.store.read_layout() if first else None
-            known = None if first else self.data_version
-            return layout, read_state(self.client, self._inbox_wanted(), known=known)
-
-        self._start(load, Group.LOAD, Job(self._loaded, self._load_failed), exclusive=True)
-
-    def _loaded(self, outcome: tuple[PaneLayout | None, Loaded | None]) -> None:
-        layout, loaded = outcome
+    def show_loaded(self, loaded: Loaded, layout: PaneLayout | None) -> None:
+        """New state on screen; the first one also puts the remembered layout back."""
         if layout is not None:
             self.memory.layout = layout
-        if loaded is not None:
-            self._apply_loaded(loaded)
-
-    def _apply_loaded(self, loaded: Loaded) -> None:
-        self.data_version = loaded.version
-        self._load_problem = None
         self.navigator_state = loaded.state
         inbox = self.query_one(InboxList)
         if loaded.inbox_problem:
@@ -314,14 +241,8 @@ class SwitchboardApp(App[None]):
             inbox.set_messages(loaded.inbox)
         self.memory.restore_once(self._restore_layout)
 
-    def _load_failed(self, error: Exception) -> None:
-        problem = problem_text(error)
-        if problem == self._load_problem:
-            return  # the poll retries every tick; say it once per distinct problem
-        self._load_problem = problem
-        self.notify(f"Could not read the registry: {problem}. The navigator keeps "
-                    "the last state and retries; check `switchboard state navigator --json`.",
-                    title="Refresh failed", severity="error", markup=False)
+    def warn(self, text: str, title: str, *, error: bool = False) -> None:
+        self.notify(text, title=title, severity="error" if error else "warning", markup=False)
 
     def watch_navigator_state(self, state: NavigatorState | None) -> None:
         if state is None:
@@ -385,14 +306,14 @@ class SwitchboardApp(App[None]):
         def work() -> _Finished:
             return _Finished(call(), self._reread())
 
-        self._start(work, Group.REQUESTS,
+        self.start_job(work, Group.REQUESTS,
                     Job(partial(self._request_done, description, done),
                         partial(self._request_refused, description)), name=description)
 
     def _reread(self) -> Loaded | None:
         """In a request's thread; a failed read is left to the next poll."""
         try:
-            return read_state(self.client, self._inbox_wanted())
+            return read_state(self.client, self.inbox_wanted())
         except Exception:  # the poll will pick the change up instead
             return None
 
@@ -405,7 +326,7 @@ class SwitchboardApp(App[None]):
         else:
             self.notify(done, title=description, markup=False, timeout=3)
         if finished.loaded is not None:
-            self._apply_loaded(finished.loaded)
+            self.refresher.show(finished.loaded)
 
     def _request_refused(self, description: str, error: Exception) -> None:
         self.notify(humanize(request_problem(description, error), self.navigator_state),
@@ -455,7 +376,7 @@ class SwitchboardApp(App[None]):
     def _set_current_view(self, view_id: str) -> None:
         if not self.bound_view_id and view_id != self.current_view_id:
             self.current_view_id = view_id
-            self.data_version = None  # the inbox follows the view: reload on the next tick
+            self.refresher.data_version = None  # the inbox follows the view: reload soon
         self._schedule_ui_save()
 
     def request_focus_frame(self, frame_id: str, project_id: str) -> None:
@@ -527,7 +448,7 @@ class SwitchboardApp(App[None]):
             return
         assert frame is not None
         # a thread worker: the session file is read off the event loop
-        self._start(partial(self.client.session_detail, frame.frame_id), Group.DETAILS,
+        self.start_job(partial(self.client.session_detail, frame.frame_id), Group.DETAILS,
                     Job(partial(self._show_details, frame.title), self._details_failed),
                     exclusive=True)
 
@@ -654,7 +575,7 @@ class SwitchboardApp(App[None]):
                         then: Callable[[RecoveryRow, SubjectPlace], None]) -> None:
         """Find the recovery's view and frame off the event loop, then call ``then``; a
         failed read only loses the "where" (the explanation still helps)."""
-        self._start(partial(self.client.recovery_subject, recovery.subject_type,
+        self.start_job(partial(self.client.recovery_subject, recovery.subject_type,
                             recovery.subject_id), Group.RECOVERY_SUBJECT,
                     Job(partial(then, recovery),
                         lambda _: then(recovery, SubjectPlace(None, None))), exclusive=True)
@@ -698,7 +619,7 @@ class SwitchboardApp(App[None]):
             return
         show = partial(self._show_preview, frame.frame_id, frame.title)
         # a preview is a convenience: a failed read clears it, no toast
-        self._start(partial(self.client.preview, frame.frame_id), Group.PREVIEW,
+        self.start_job(partial(self.client.preview, frame.frame_id), Group.PREVIEW,
                     Job(show, lambda _: show(None)), exclusive=True)
 
     def _show_preview(self, frame_id: str, title: str, lines: list[str] | None) -> None:
