@@ -26,11 +26,9 @@ from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container, Vertical
-from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Input, OptionList, Tree
 from textual.worker import Worker
 
@@ -56,7 +54,6 @@ from navigator.layout import (
 from navigator.loading import FULL_CHECK_TICKS, Loaded, Refresher, read_state
 from navigator.lookup import (
     frame_by_id,
-    host_of_frame,
     humanize,
     project_by_id,
     view_of_project,
@@ -118,9 +115,6 @@ class SwitchboardApp(App[None]):
     COMMANDS = App.COMMANDS | {PlacesProvider}
     BINDINGS = KEY_BINDINGS
 
-    PREVIEW_DELAY = 0.3
-    """Seconds the cursor rests on a frame before its pane is read (never a poll)."""
-
     navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
                                                                repaint=False)
 
@@ -142,7 +136,6 @@ class SwitchboardApp(App[None]):
         self.current_view_id: str | None = view_id
         self._jobs = Jobs()
         self.refresher = Refresher(self)
-        self._preview_timer: Timer | None = None
         self.inbox_messages: list[Any] = []
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
@@ -192,7 +185,7 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ workers
 
     def start_job(self, work: Callable[[], _Target], group: Group, job: Job[_Target], *,
-               exclusive: bool = False, name: str = "") -> None:
+                  exclusive: bool = False, name: str = "") -> None:
         """Run ``work`` in a thread worker; ``job`` runs on the event loop when it ends."""
         worker = self.run_worker(work, name=name, group=group, thread=True,
                                  exclusive=exclusive, exit_on_error=False)
@@ -549,7 +542,7 @@ class SwitchboardApp(App[None]):
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
         self._update_breadcrumb()
         self._schedule_ui_save()
-        self._schedule_preview()
+        self.query_one(PanePreview).follow()
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._update_breadcrumb()
@@ -597,41 +590,12 @@ class SwitchboardApp(App[None]):
 
     # ------------------------------------------------------------------ preview
 
-    def _schedule_preview(self) -> None:
-        if self._preview_timer is not None:
-            self._preview_timer.stop()
-        self._preview_timer = self.set_timer(self.PREVIEW_DELAY, self._start_preview)
-
-    def _start_preview(self) -> None:
-        """Read the pane of a parked live agent under the cursor; clear it otherwise."""
-        try:  # a dialog or the palette covers the panels: no preview now
-            ref = self._tree_ref()
-            preview = self.query_one(PanePreview)
-        except NoMatches:
-            return
-        frame = ref.frame if ref is not None else None
-        session = frame.current_session if frame is not None else None
-        if (frame is None or ref is None or ref.shown or session is None
-                or session.runtime_presence != "live"
-                or is_remote(self.navigator_state,
-                             host_of_frame(self.navigator_state, frame.frame_id))):
-            preview.clear()
-            return
-        show = partial(self._show_preview, frame.frame_id, frame.title)
-        # a preview is a convenience: a failed read clears it, no toast
-        self.start_job(partial(self.client.preview, frame.frame_id), Group.PREVIEW,
-                    Job(show, lambda _: show(None)), exclusive=True)
-
-    def _show_preview(self, frame_id: str, title: str, lines: list[str] | None) -> None:
-        try:
-            ref = self._tree_ref()
-            preview = self.query_one(PanePreview)
-        except NoMatches:
-            return
-        if lines is None or ref is None or ref.frame_id != frame_id:
-            preview.clear()  # the cursor moved on, or the pane is gone
-            return
-        preview.show_lines(frame_id, title, lines)
+    def fetch_preview(self, frame_id: str,
+                      then: Callable[[list[str] | None], None]) -> None:
+        """Read a frame's pane off the event loop; a preview is a convenience: a failed
+        read clears it, no toast."""
+        self.start_job(partial(self.client.preview, frame_id), Group.PREVIEW,
+                       Job(then, lambda _: then(None)), exclusive=True)
 
     # ------------------------------------------------------------------ UI state
 

@@ -200,3 +200,14 @@ def recovery_about(state: NavigatorState | None, place: SubjectPlace) -> str | N
         return f"{found[0].title} ({found[1].name})"
     view = view_by_id(state, place.view_id)
     return f"the view {view.title}" if view is not None else None
+
+
+def preview_frame(state: NavigatorState | None, frame: FrameSummary | None,
+                  shown: bool) -> FrameSummary | None:
+    """The tree cursor's frame when its pane is worth a preview: a live agent of this
+    host that its view does not show (a parked one)."""
+    session = frame.current_session if frame is not None else None
+    if (frame is None or shown or session is None or session.runtime_presence != "live"
+            or is_remote(state, host_of_frame(state, frame.frame_id))):
+        return None
+    return frame
