@@ -9,9 +9,11 @@ changes reaches the screen through the same data_version check.
 Intent flows up: panels post nested messages, keys are bound actions, and
 every one becomes one EngineClient request (a fresh request id, the same
 engine the CLI uses) in a thread worker, so the event loop never waits on
-SQLite or tmux. Which view or frame a key acts on is ``navigator.targeting``;
-what a pane remembers is ``navigator.ui_state``; a worker's end (its result,
-or its error as a one-line toast) is ``navigator.jobs``.
+SQLite or tmux. The app composes and routes; the rest lives beside it:
+``targeting`` (which view or frame a key acts on), ``intents`` (the keys and
+what each asks for), ``loading`` (polls, loads, reconciles), ``jobs`` (a
+worker's end: its result, or its error as a one-line toast), ``ui_state``
+(what a pane remembers), ``layout`` (which layout the size allows).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from textual.worker import Worker
 from core.client import EngineClient, SubjectPlace
 from core.errors import SwitchboardError
 from core.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
-from navigator import intents
+from navigator import intents, lookup, targeting
 from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS
 from navigator.jobs import Group, Job, Jobs, request_problem
 from navigator.layout import (
@@ -52,24 +54,9 @@ from navigator.layout import (
     stylesheet_path,
 )
 from navigator.loading import FULL_CHECK_TICKS, Loaded, Refresher, read_state
-from navigator.lookup import (
-    frame_by_id,
-    humanize,
-    project_by_id,
-    view_of_project,
-)
 from navigator.palette import PlacesProvider
 from navigator.screens.help import HelpScreen, key_help
 from navigator.screens.session_detail import SessionDetailScreen
-from navigator.targeting import (
-    Panel,
-    Refusal,
-    Selection,
-    is_remote,
-    view_to_focus,
-)
-from navigator.targeting import target_frame as frame_target
-from navigator.targeting import target_view as view_target
 from navigator.ui_state import PaneLayout, PaneMemory, UiStateStore, apply_layout
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.footer import KeyFooter
@@ -84,9 +71,9 @@ from navigator.widgets.views import ViewList
 if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
     from core.evidence import SessionDetail
 
-__all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS", "MIN_ROWS",
-           "NARROW_WIDTH", "SHORT_ROWS", "SIDEBAR_ROWS", "LayoutKind", "SwitchboardApp",
-           "stylesheet_path"]
+__all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS",
+           "MIN_ROWS", "NARROW_WIDTH", "SHORT_ROWS", "SIDEBAR_ROWS", "LayoutKind",
+           "SwitchboardApp", "stylesheet_path"]
 
 _Answer = TypeVar("_Answer")
 """What a dialog dismisses with (a confirmation, a task, a message, a handoff)."""
@@ -248,13 +235,13 @@ class SwitchboardApp(App[None]):
     def _tree_ref(self) -> NodeRef | None:
         return self.query_one(FrameTree).selected_ref
 
-    def _selection(self) -> Selection:
+    def _selection(self) -> targeting.Selection:
         """What the person points at now (see ``navigator.targeting``)."""
         focused = self.focused
-        panel = (Panel.VIEWS if isinstance(focused, ViewList) else
-                 Panel.TREE if isinstance(focused, FrameTree) else Panel.OTHER)
+        panel = (targeting.Panel.VIEWS if isinstance(focused, ViewList) else
+                 targeting.Panel.TREE if isinstance(focused, FrameTree) else targeting.Panel.OTHER)
         ref = self._tree_ref()
-        return Selection(self.bound_view_id, self.current_view_id, panel,
+        return targeting.Selection(self.bound_view_id, self.current_view_id, panel,
                          self.query_one(ViewList).highlighted_key,
                          ref.project_id if ref is not None else None,
                          ref.frame if ref is not None else None,
@@ -262,15 +249,15 @@ class SwitchboardApp(App[None]):
 
     def target_view(self) -> ViewRow | None:
         """The view a key acts on: the pane's own view, else the selection's view."""
-        return view_target(self.navigator_state, self._selection())
+        return targeting.target_view(self.navigator_state, self._selection())
 
     def target_frame(self) -> FrameSummary | None:
         """The selected frame in the tree, else the target view's active frame."""
-        return frame_target(self.navigator_state, self._selection())
+        return targeting.target_frame(self.navigator_state, self._selection())
 
-    def _accept(self, target: _Target | Refusal) -> _Target | None:
+    def _accept(self, target: _Target | targeting.Refusal) -> _Target | None:
         """The target, or None after saying why the key does nothing."""
-        if isinstance(target, Refusal):
+        if isinstance(target, targeting.Refusal):
             self.notify(target.text, severity="warning", markup=False)
             return None
         return target
@@ -322,7 +309,7 @@ class SwitchboardApp(App[None]):
             self.refresher.show(finished.loaded)
 
     def _request_refused(self, description: str, error: Exception) -> None:
-        self.notify(humanize(request_problem(description, error), self.navigator_state),
+        self.notify(lookup.humanize(request_problem(description, error), self.navigator_state),
                     title=f"{description} refused", severity="error", markup=False,
                     timeout=8)
 
@@ -336,13 +323,13 @@ class SwitchboardApp(App[None]):
         self.push_screen(ask.screen, answered)
 
     def request_enter_project(self, project_id: str, name: str) -> None:
-        project = project_by_id(self.navigator_state, project_id)
-        if project is not None and is_remote(self.navigator_state, project.host_id):
+        project = lookup.project_by_id(self.navigator_state, project_id)
+        if project is not None and targeting.is_remote(self.navigator_state, project.host_id):
             # Another host's project: its own engine decides, through ssh in a window.
             self.request("Open remote project", f"Opening {name} over ssh",
                          partial(self.client.open_remote, project.host_id, name))
             return
-        view = view_of_project(self.navigator_state, project_id)
+        view = lookup.view_of_project(self.navigator_state, project_id)
         if view is not None:
             self.current_view_id = view.view_id
         self.request("Enter project", f"Showing {name}",
@@ -373,10 +360,10 @@ class SwitchboardApp(App[None]):
         self._schedule_ui_save()
 
     def request_focus_frame(self, frame_id: str, project_id: str) -> None:
-        view = self._accept(view_to_focus(self.navigator_state, project_id))
+        view = self._accept(targeting.view_to_focus(self.navigator_state, project_id))
         if view is None:
             return
-        frame = frame_by_id(self.navigator_state, frame_id)
+        frame = lookup.frame_by_id(self.navigator_state, frame_id)
         title = frame.title if frame is not None else frame_id
         self._set_current_view(view.view_id)
         self.request("Focus", f"Showing {title}",
@@ -391,7 +378,7 @@ class SwitchboardApp(App[None]):
     def _act(self, key: intents.Key) -> None:
         """Carry out what an engine key asks for (see ``navigator.intents``)."""
         intent = key(self.navigator_state, self._selection(), self.client)
-        if isinstance(intent, Refusal):
+        if isinstance(intent, targeting.Refusal):
             self.notify(intent.text, severity="warning", markup=False)
         elif isinstance(intent, intents.Ask):
             self._ask_then_request(intent)
@@ -510,7 +497,7 @@ class SwitchboardApp(App[None]):
 
     def on_view_list_enter_requested(self, message: ViewList.EnterRequested) -> None:
         self._set_current_view(message.view_id)
-        project = project_by_id(self.navigator_state, message.project_id)
+        project = lookup.project_by_id(self.navigator_state, message.project_id)
         if self._need(project, "This view shows no project; see the Recoveries panel."):
             assert project is not None
             self.request_enter_project(project.project_id, project.name)
