@@ -239,13 +239,14 @@ class SwitchboardApp(App[None]):
         """What the person points at now (see ``navigator.targeting``)."""
         focused = self.focused
         panel = (targeting.Panel.VIEWS if isinstance(focused, ViewList) else
-                 targeting.Panel.TREE if isinstance(focused, FrameTree) else targeting.Panel.OTHER)
+                 targeting.Panel.TREE if isinstance(focused, FrameTree) else
+                 targeting.Panel.OTHER)
         ref = self._tree_ref()
-        return targeting.Selection(self.bound_view_id, self.current_view_id, panel,
-                         self.query_one(ViewList).highlighted_key,
-                         ref.project_id if ref is not None else None,
-                         ref.frame if ref is not None else None,
-                         self.query_one(RecoveryList).selected_recovery)
+        return targeting.Selection(
+            self.bound_view_id, self.current_view_id, panel,
+            self.query_one(ViewList).highlighted_key,
+            ref.project_id if ref is not None else None, ref.frame if ref is not None else None,
+            self.query_one(RecoveryList).selected_recovery)
 
     def target_view(self) -> ViewRow | None:
         """The view a key acts on: the pane's own view, else the selection's view."""
@@ -287,8 +288,8 @@ class SwitchboardApp(App[None]):
             return _Finished(call(), self._reread())
 
         self.start_job(work, Group.REQUESTS,
-                    Job(partial(self._request_done, description, done),
-                        partial(self._request_refused, description)), name=description)
+                       Job(partial(self._request_done, description, done),
+                           partial(self._request_refused, description)), name=description)
 
     def _reread(self) -> Loaded | None:
         """In a request's thread; a failed read is left to the next poll."""
@@ -429,8 +430,8 @@ class SwitchboardApp(App[None]):
         assert frame is not None
         # a thread worker: the session file is read off the event loop
         self.start_job(partial(self.client.session_detail, frame.frame_id), Group.DETAILS,
-                    Job(partial(self._show_details, frame.title), self._details_failed),
-                    exclusive=True)
+                       Job(partial(self._show_details, frame.title), self._details_failed),
+                       exclusive=True)
 
     def _show_details(self, title: str, detail: SessionDetail) -> None:
         self.push_screen(SessionDetailScreen(title, detail))
@@ -556,9 +557,9 @@ class SwitchboardApp(App[None]):
         """Find the recovery's view and frame off the event loop, then call ``then``; a
         failed read only loses the "where" (the explanation still helps)."""
         self.start_job(partial(self.client.recovery_subject, recovery.subject_type,
-                            recovery.subject_id), Group.RECOVERY_SUBJECT,
-                    Job(partial(then, recovery),
-                        lambda _: then(recovery, SubjectPlace(None, None))), exclusive=True)
+                               recovery.subject_id), Group.RECOVERY_SUBJECT,
+                       Job(partial(then, recovery),
+                           lambda _: then(recovery, SubjectPlace(None, None))), exclusive=True)
 
     def show_place(self, view: ViewRow | None, frame: FrameSummary | None) -> None:
         """Select a view and a frame in the panels; an open frame its view does not show
