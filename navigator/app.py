@@ -463,22 +463,12 @@ class SwitchboardApp(App[None]):
         yield from self.query_one(InboxList).system_commands()
 
     def action_acknowledge_anywhere(self) -> None:
-        """``a`` outside the Inbox: say where it works instead of acting on a message the
-        person is not looking at."""
-        if self.query_one(InboxList).selected_message_id is None:
-            self.notify("Nothing to acknowledge: the Inbox has no message for this view.",
-                        markup=False)
-        else:
-            self.notify("a acknowledges the selected message in the Inbox panel: move there "
-                        "(tab) first.", markup=False)
+        """``a`` outside the Inbox: say where it works (never silent)."""
+        self.query_one(InboxList).say_where_a_works()
 
     def action_dismiss_anywhere(self) -> None:
-        """``d`` outside Recoveries: the same, for dismissing a recovery."""
-        if self.query_one(RecoveryList).selected_recovery is None:
-            self.notify("Nothing to dismiss: no recovery is open.", markup=False)
-        else:
-            self.notify("d dismisses the selected recovery in the Recoveries panel: move "
-                        "there (tab) first.", markup=False)
+        """``d`` outside Recoveries: say where it works (never silent)."""
+        self.query_one(RecoveryList).say_where_d_works()
 
     # ------------------------------------------------------------------ panel intents
 

@@ -122,6 +122,16 @@ class InboxList(RowList):
             yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
                                 self.acknowledge_selected)
 
+    def say_where_a_works(self) -> None:
+        """``a`` pressed outside this panel: say where it works instead of acting on a
+        message the person is not looking at."""
+        if self.selected_message_id is None:
+            self.notify("Nothing to acknowledge: the Inbox has no message for this view.",
+                        markup=False)
+        else:
+            self.notify("a acknowledges the selected message in the Inbox panel: move there "
+                        "(tab) first.", markup=False)
+
     def acknowledge_selected(self) -> None:
         message_id = self.selected_message_id
         if message_id is None:

@@ -235,6 +235,14 @@ class RecoveryList(RowList):
         yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
                             self.dismiss_selected)
 
+    def say_where_d_works(self) -> None:
+        """``d`` pressed outside this panel: say where it works."""
+        if self.selected_recovery is None:
+            self.notify("Nothing to dismiss: no recovery is open.", markup=False)
+        else:
+            self.notify("d dismisses the selected recovery in the Recoveries panel: move "
+                        "there (tab) first.", markup=False)
+
     def open_selected(self) -> None:
         """What enter does, from the palette; says so when the row has gone meanwhile."""
         recovery = self.selected_recovery
