@@ -18,7 +18,17 @@ from core.engine import Engine
 from core.errors import SwitchboardError
 from core.home import Home
 from core.requests import new_request_id
-from core.state_types import NavigatorState
+from core.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
+from core.state_types import NavigatorState, ProjectRow
+
+if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
+    from core.broker import InboxEntry
+    from core.broker import Message as BrokerMessage
+    from core.broker_membership import PersonSent
+    from core.evidence import SessionDetail
+    from core.inbox_pane import StreamPane
+    from core.recovery import ReconcileReport, RecoveryRecord
+    from core.remote_open import RemoteWindow
 
 if TYPE_CHECKING:
     from core.recovery import ReconcileReport, RecoveryRecord
@@ -87,7 +97,7 @@ class EngineClient:
         with self._lock:
             return build_navigator_state(self.engine)
 
-    def session_detail(self, frame_id: str, limit: int = 50) -> Any:
+    def session_detail(self, frame_id: str, limit: int = 50) -> SessionDetail:
         """The frame's current session evidence (``core.evidence.SessionDetail``).
 
         The key comes from the registry under the lock; the session file is read
@@ -167,35 +177,60 @@ class EngineClient:
         return files
 
     # --------------------------------------------------------------- requests
+    # One typed method per engine operation, each with a fresh request id under
+    # the lock (the registry connection is not shared across threads otherwise).
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def enter_project(self, name: str) -> RouteResult:
         with self._lock:
-            return getattr(self.engine, method)(new_request_id(), *args, **kwargs)
+            return self.engine.project_enter(new_request_id(), name)
 
-    def open_remote(self, host_id: str, project: str) -> Any:
+    def start(self, frame_id: str) -> StartResult:
+        with self._lock:
+            return self.engine.frame_start(new_request_id(), frame_id)
+
+    def stop(self, frame_id: str) -> FrameResult:
+        with self._lock:
+            return self.engine.frame_stop(new_request_id(), frame_id)
+
+    def cancel_transition(self, view_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.transition_cancel(new_request_id(), view_id=view_id)
+
+    def back(self, view_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.frame_back(new_request_id(), view_id)
+
+    def focus(self, view_id: str, frame_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.view_focus(new_request_id(), view_id, frame_id)
+
+    def push(self, frame_id: str, title: str, brief: str) -> TransitionResult:
+        """A person's push: the same transition an agent's task_push prepares."""
+        with self._lock:
+            return self.engine.frame_push(new_request_id(), frame_id, title, brief)
+
+    def complete(self, frame_id: str, summary: str, next_action: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.frame_complete(new_request_id(), frame_id, summary, next_action)
+
+    def close(self, frame_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.frame_close(new_request_id(), frame_id)
+
+    def reopen(self, frame_id: str) -> FrameResult:
+        with self._lock:
+            return self.engine.frame_reopen(new_request_id(), frame_id)
+
+    def toggle_mode(self, view_id: str) -> ViewResult:
+        with self._lock:
+            return self.engine.view_mode(new_request_id(), view_id)
+
+    def open_remote(self, host_id: str, project: str) -> RemoteWindow:
         """A remote host's project: a local window running ssh into its own view."""
         from core.remote_open import open_remote, remote_for_host
 
         with self._lock:
             return open_remote(self.engine, remote_for_host(self.engine, host_id), project)
-
-    def enter_project(self, name: str) -> RouteResult:
-        return self._call("project_enter", name)
-
-    def start(self, frame_id: str) -> StartResult:
-        return self._call("frame_start", frame_id)
-
-    def stop(self, frame_id: str) -> FrameResult:
-        return self._call("frame_stop", frame_id)
-
-    def cancel_transition(self, view_id: str) -> TransitionResult:
-        return self._call("transition_cancel", view_id=view_id)
-
-    def back(self, view_id: str) -> TransitionResult:
-        return self._call("frame_back", view_id)
-
-    def focus(self, view_id: str, frame_id: str) -> TransitionResult:
-        return self._call("view_focus", view_id, frame_id)
 
     def show_view(self, view_id: str) -> None:
         """Take the person's tmux client to that view's window (no registry change)."""
@@ -210,22 +245,6 @@ class EngineClient:
 
         with self._lock:
             return preview_lines(self.engine, frame_id)
-
-    def push(self, frame_id: str, title: str, brief: str) -> TransitionResult:
-        """A person's push: the same transition an agent's task_push prepares."""
-        return self._call("frame_push", frame_id, title, brief)
-
-    def complete(self, frame_id: str, summary: str, next_action: str) -> TransitionResult:
-        return self._call("frame_complete", frame_id, summary, next_action)
-
-    def close(self, frame_id: str) -> TransitionResult:
-        return self._call("frame_close", frame_id)
-
-    def reopen(self, frame_id: str) -> FrameResult:
-        return self._call("frame_reopen", frame_id)
-
-    def toggle_mode(self, view_id: str) -> ViewResult:
-        return self._call("view_mode", view_id)
 
     def reconcile(self) -> ReconcileReport:
         """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
@@ -259,30 +278,48 @@ class EngineClient:
 
     # --------------------------------------------------------------- broker
 
-    def inbox(self, view_id: str | None = None) -> list[Any]:
+    def inbox(self, view_id: str | None = None) -> list[InboxEntry]:
         from core import inbox_view
 
         with self._lock:
             return inbox_view.inbox_for_view(self.engine, self.home, view_id)
 
-    def ack(self, message_id: int, member_id: int | None = None) -> Any:
+    def ack(self, message_id: int, member_id: int | None = None) -> BrokerMessage:
         from core import inbox_view
 
         return inbox_view.ack(self.home, message_id, member_id)
 
-    def message_frame(self, frame_id: str, text: str) -> Any:
+    def message_frame(self, frame_id: str, text: str) -> PersonSent:
         """The person's message to a frame's agent (core.broker_membership.person_send)."""
         from core.broker_membership import person_send
 
         with self._lock:
             return person_send(self.engine, frame_id, text)
 
-    def toggle_inbox_stream(self, view_id: str) -> Any:
+    def toggle_inbox_stream(self, view_id: str) -> StreamPane:
         """Open or close the view's read-only inbox stream pane (core.inbox_pane)."""
         from core.inbox_pane import toggle_inbox_stream
 
         with self._lock:
             return toggle_inbox_stream(self.engine, view_id)
+
+    # --------------------------------------------------------------- config
+
+    @property
+    def drives_tmux(self) -> bool:
+        """Whether requests move tmux panes (a stage is attached): a navigator then
+        reconciles periodically and takes the person to views shown elsewhere."""
+        return self.engine.stage is not None
+
+    def navigator_width(self) -> int:
+        """The width tmux gives a navigator pane when there is room (`tmux.navigator_width`)."""
+        return int(self.engine.config.tmux.navigator_width)
+
+    def configured_projects(self) -> list[ProjectRow]:
+        """Projects in config, as rows: one never entered has no registry row yet."""
+        config = self.engine.config
+        return [ProjectRow(project_id=p.project_id, host_id=config.host.host_id, name=p.name)
+                for p in config.projects]
 
     # --------------------------------------------------------------- ui state
 

@@ -9,7 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(ModalScreen[bool | None]):
     """Dismisses with True only on an explicit yes; escape and "n" mean no."""
 
     BINDINGS = [

@@ -22,6 +22,22 @@ TMUX_HINTS = (
 )
 
 
+def key_help(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
+    """Every key of the app (its ``bindings``) and its panels, with what it does."""
+    keys = [("enter", "focus the frame / enter the project or view / recovery: run, "
+                      "go to or explain it / ack"),
+            ("tab", "next panel"), ("space", "fold or unfold a tree node")]
+    for binding in bindings:
+        keys.append((binding.key_display or binding.key,
+                     f"{binding.description}: {binding.tooltip}" if binding.tooltip
+                     else binding.description))
+    keys += [("d", "Dismiss: close the selected recovery (Recoveries panel)"),
+             ("a", "Acknowledge the selected message (Inbox panel)"),
+             ("ctrl+p", "command palette: every action, project and frame"),
+             ("ctrl+q", "quit the navigator (agents keep running)")]
+    return keys
+
+
 class HelpScreen(ModalScreen[None]):
     """Built from the app's own bindings so it can never drift from the keys."""
 

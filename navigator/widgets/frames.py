@@ -124,15 +124,15 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
     for project in projects:
         host = state.host_row(project.host_id) if state is not None else None
         remote = state is not None and project.host_id != state.local_host_id
-        view = view_of_project.get(project.project_id)
+        shown_in = view_of_project.get(project.project_id)
         # host.observed_at moves on every build; only what the subtree shows counts
         host_shown = (host.display_name, host.stale, host.reachability) if host else None
-        inputs = (project, host_shown, view, needle, remote)
+        inputs = (project, host_shown, shown_in, needle, remote)
         cached = cache.get(project.project_id) if cache is not None else None
         if cached is not None and cached[0] == inputs:
             spec = cached[1]
         else:
-            spec = _project_spec(project, host, view, needle, remote)
+            spec = _project_spec(project, host, shown_in, needle, remote)
             if cache is not None:
                 cache[project.project_id] = (inputs, spec)
         if spec is not None:
@@ -197,29 +197,26 @@ class FrameTree(Tree[NodeRef]):
                                                                repaint=False)
     filter_text: reactive[str] = reactive("")
 
+    @dataclass
     class FocusRequested(Message):
         """Show this open frame in its project's view (navigation only)."""
 
-        def __init__(self, frame_id: str, project_id: str) -> None:
-            super().__init__()
-            self.frame_id = frame_id
-            self.project_id = project_id
+        frame_id: str
+        project_id: str
 
+    @dataclass
     class ProjectEnterRequested(Message):
         """Enter this project: the engine picks the frame to show."""
 
-        def __init__(self, project_id: str, project_name: str) -> None:
-            super().__init__()
-            self.project_id = project_id
-            self.project_name = project_name
+        project_id: str
+        project_name: str
 
+    @dataclass
     class HistorySelected(Message):
         """A closed frame was chosen: it can only be reopened."""
 
-        def __init__(self, frame_id: str, title: str) -> None:
-            super().__init__()
-            self.frame_id = frame_id
-            self.title = title
+        frame_id: str
+        title: str
 
     class LayoutChanged(Message):
         """Expansion changed; the app persists UI state."""

@@ -7,10 +7,12 @@ panel says so instead of looking empty.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rich.text import Text
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
@@ -60,10 +62,11 @@ class InboxList(RowList):
     messages: reactive[tuple[Any, ...]] = reactive((), always_update=True, repaint=False)
     unavailable: reactive[str | None] = reactive(None)
 
+    @dataclass
     class AckRequested(Message):
-        def __init__(self, message_id: Any) -> None:
-            super().__init__()
-            self.message_id = message_id
+        """Acknowledge this broker message (the broker's id)."""
+
+        message_id: Any
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -112,6 +115,30 @@ class InboxList(RowList):
         self.border_title = f"Inbox ({count})" if count else "Inbox"
         self.set_class(count > 0, "-has-messages")  # the compact layout shows it only then
         self.sync_rows(rows)
+
+    def system_commands(self) -> Iterator[SystemCommand]:
+        """The palette's entry for the selected message (none without one)."""
+        if self.selected_message_id is not None:
+            yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
+                                self.acknowledge_selected)
+
+    def say_where_a_works(self) -> None:
+        """``a`` pressed outside this panel: say where it works instead of acting on a
+        message the person is not looking at."""
+        if self.selected_message_id is None:
+            self.notify("Nothing to acknowledge: the Inbox has no message for this view.",
+                        markup=False)
+        else:
+            self.notify("a acknowledges the selected message in the Inbox panel: move there "
+                        "(tab) first.", markup=False)
+
+    def acknowledge_selected(self) -> None:
+        message_id = self.selected_message_id
+        if message_id is None:
+            self.notify("No message selected: messages for this view are listed in the "
+                        "Inbox panel.", severity="warning", markup=False)
+            return
+        self.post_message(self.AckRequested(message_id))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

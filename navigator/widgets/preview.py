@@ -1,18 +1,80 @@
-"""The preview panel: what a parked agent last printed (read-only, on selection)."""
+"""The preview panel: what a parked agent last printed (read-only, on selection).
+
+The panel follows the Projects tree cursor: once the cursor rests on a parked
+live agent's frame for ``DELAY`` seconds, it asks the app (``PreviewHost``) to
+read that pane off the event loop; any other row, or a cursor that moved on
+meanwhile, clears it. Nothing is polled.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Protocol, cast
+
 from rich.text import Text
+from textual.css.query import NoMatches
+from textual.timer import Timer
 from textual.widgets import Static
+
+from core.state_types import NavigatorState
+from navigator.targeting import preview_frame
+from navigator.widgets.frames import FrameTree, NodeRef
+
+
+class PreviewHost(Protocol):
+    """What the panel needs from the app (narrow: no import cycle)."""
+
+    navigator_state: NavigatorState | None
+
+    def fetch_preview(self, frame_id: str,
+                      then: Callable[[list[str] | None], None]) -> None: ...
 
 
 class PanePreview(Static):
-    """Shown only while a parked agent's frame is selected; the app fills it."""
+    """Shown only while a parked agent's frame is selected."""
+
+    DELAY = 0.3
+    """Seconds the cursor rests on a frame before its pane is read (never a poll)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self.border_title = "Preview"
         self.frame_id: str | None = None
+        self._timer: Timer | None = None
+
+    def follow(self) -> None:
+        """The tree cursor moved: read its pane once it rests (debounced)."""
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(self.DELAY, self._rested)
+
+    def _cursor(self) -> NodeRef | None:
+        """The tree cursor; NoMatches when a dialog covers the panels."""
+        return self.app.query_one(FrameTree).selected_ref
+
+    def _rested(self) -> None:
+        try:  # a dialog or the palette covers the panels: no preview now
+            ref = self._cursor()
+        except NoMatches:
+            return
+        host = cast(PreviewHost, self.app)
+        frame = preview_frame(host.navigator_state, ref.frame if ref is not None else None,
+                              ref is not None and ref.shown)
+        if frame is None:
+            self.clear()
+            return
+        host.fetch_preview(frame.frame_id, partial(self._read, frame.frame_id, frame.title))
+
+    def _read(self, frame_id: str, title: str, lines: list[str] | None) -> None:
+        try:
+            ref = self._cursor()
+        except NoMatches:
+            return
+        if lines is None or ref is None or ref.frame_id != frame_id:
+            self.clear()  # the cursor moved on, or the pane is gone
+            return
+        self.show_lines(frame_id, title, lines)
 
     def show_lines(self, frame_id: str, title: str, lines: list[str]) -> None:
         self.frame_id = frame_id

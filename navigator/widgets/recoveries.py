@@ -3,20 +3,29 @@
 Actionability decides the wording and what enter does: ``safe_auto`` is fixed
 by one key (enter or R runs it), ``open_view`` asks the person to go and look
 (enter goes to the frame it is about), ``manual`` only explains (enter shows
-what to do). The panel never guesses a fix; it posts the intent and the app
-and core decide.
+what to do). The panel never guesses a fix: running or dismissing one is a request the app
+sends. Going to look and explaining are the panel's own: it asks the app
+(``RecoveryHost``) where the subject is and to show that place.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol, cast
+
 from rich.style import Style
 from rich.text import Text
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList
 
-from core.state_types import NavigatorState, RecoveryRow
+from core.client import SubjectPlace
+from core.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
+from navigator.screens.recovery import RecoveryExplanationScreen
+from navigator.targeting import recovery_about, recovery_target, remote_refusal
 from navigator.widgets.rows import Row, RowList
 
 ACTIONABILITY: dict[str, tuple[str, str]] = {
@@ -24,6 +33,15 @@ ACTIONABILITY: dict[str, tuple[str, str]] = {
     "open_view": ("→", "look"),
     "manual": ("✎", "manual"),
 }
+
+
+class RecoveryHost(Protocol):
+    """What the panel needs from the app to go and look (narrow: no import cycle)."""
+
+    def locate_recovery(self, recovery: RecoveryRow,
+                        then: Callable[[RecoveryRow, SubjectPlace], None]) -> None: ...
+
+    def show_place(self, view: ViewRow | None, frame: FrameSummary | None) -> None: ...
 
 
 class RecoveryList(RowList):
@@ -44,31 +62,29 @@ class RecoveryList(RowList):
     navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
                                                                repaint=False)
 
+    @dataclass
     class RecoverRequested(Message):
         """Run this safe_auto recovery."""
 
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        recovery_id: str
 
+    @dataclass
     class GoToRequested(Message):
         """Show the view or frame this open_view recovery is about (navigation only)."""
 
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        recovery_id: str
 
+    @dataclass
     class ExplainRequested(Message):
         """Say what to do about this manual recovery; nothing is run."""
 
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        recovery_id: str
 
+    @dataclass
     class DismissRequested(Message):
-        def __init__(self, recovery_id: str) -> None:
-            super().__init__()
-            self.recovery_id = recovery_id
+        """Close this recovery without running anything."""
+
+        recovery_id: str
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -158,3 +174,87 @@ class RecoveryList(RowList):
         key = self.highlighted_key
         if key is not None:
             self.post_message(self.DismissRequested(key))
+
+    # ------------------------------------------------------------------ go and look
+
+    @property
+    def _host(self) -> RecoveryHost:
+        return cast(RecoveryHost, self.app)
+
+    def on_recovery_list_go_to_requested(self, message: GoToRequested) -> None:
+        message.stop()
+        recovery = self.recovery(message.recovery_id)
+        if recovery is None:
+            return
+        refusal = remote_refusal(self.navigator_state, recovery.host_id)
+        if refusal is not None:
+            self.notify(refusal.text, severity="warning", markup=False)
+            return
+        self._host.locate_recovery(recovery, self._go_to)
+
+    def _go_to(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
+        """open_view: select the view and frame the recovery is about (the app shows
+        that frame in its view when it is not shown) and say what to check. Nothing
+        is recovered; d dismisses the row once checked."""
+        target = recovery_target(self.navigator_state, place)
+        frame = target.found[0] if target.found is not None else None
+        if frame is None and target.view is None:
+            self.notify(f"{recovery.explanation} What it was about is gone from the registry; "
+                        "press d to dismiss it.", title=recovery.kind.replace("_", " "),
+                        severity="warning", markup=False, timeout=10)
+            return
+        self._host.show_place(target.view, frame)
+        title = frame.title if frame is not None else \
+            target.view.title if target.view is not None else ""
+        self.notify(f"{recovery.explanation} Press d on the recovery once checked.",
+                    title=f"Look at {title}", markup=False, timeout=10)
+
+    def on_recovery_list_explain_requested(self, message: ExplainRequested) -> None:
+        message.stop()
+        recovery = self.recovery(message.recovery_id)
+        if recovery is None:
+            return
+        if recovery.host_id != getattr(self.navigator_state, "local_host_id", None):
+            self._explain(recovery, SubjectPlace(None, None))  # its rows are elsewhere
+            return
+        self._host.locate_recovery(recovery, self._explain)
+
+    def _explain(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
+        """manual: the whole explanation and what it is about, in a small dialog."""
+        self.app.push_screen(RecoveryExplanationScreen(
+            recovery, recovery_about(self.navigator_state, place)))
+
+    # ------------------------------------------------------------------ palette
+
+    def system_commands(self) -> Iterator[SystemCommand]:
+        """Palette entries for the selected recovery (none without one)."""
+        if self.selected_recovery is None:
+            return
+        yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
+                            "to its frame, or explain what to do", self.open_selected)
+        yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
+                            self.dismiss_selected)
+
+    def say_where_d_works(self) -> None:
+        """``d`` pressed outside this panel: say where it works."""
+        if self.selected_recovery is None:
+            self.notify("Nothing to dismiss: no recovery is open.", markup=False)
+        else:
+            self.notify("d dismisses the selected recovery in the Recoveries panel: move "
+                        "there (tab) first.", markup=False)
+
+    def open_selected(self) -> None:
+        """What enter does, from the palette; says so when the row has gone meanwhile."""
+        recovery = self.selected_recovery
+        if recovery is None:
+            self.notify("No recovery selected: open recoveries are listed in the "
+                        "Recoveries panel.", severity="warning", markup=False)
+            return
+        self.post_message(self.intent_for(recovery))
+
+    def dismiss_selected(self) -> None:
+        recovery = self.selected_recovery
+        if recovery is None:
+            self.notify("No recovery selected.", severity="warning", markup=False)
+            return
+        self.post_message(self.DismissRequested(recovery.recovery_id))

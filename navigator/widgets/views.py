@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -55,13 +57,12 @@ class ViewList(RowList):
                                                                repaint=False)
     current_view_id: reactive[str | None] = reactive(None)
 
+    @dataclass
     class EnterRequested(Message):
         """Show this view's project (the engine routes to its frame)."""
 
-        def __init__(self, view_id: str, project_id: str | None) -> None:
-            super().__init__()
-            self.view_id = view_id
-            self.project_id = project_id
+        view_id: str
+        project_id: str | None
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -36,9 +36,9 @@ async def test_idle_ticks_start_no_load_until_a_write(demo: Scenario) -> None:
     app = SwitchboardApp(client, poll_interval=0.02, reconcile_interval=0)  # type: ignore[arg-type]
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        start_ticks, start_reads = app._ticks, client.version_reads
-        await wait_until(pilot, lambda: app._ticks >= start_ticks + 3 * FULL_CHECK_TICKS)
-        ticks = app._ticks - start_ticks
+        start_ticks, start_reads = app.refresher.ticks, client.version_reads
+        await wait_until(pilot, lambda: app.refresher.ticks >= start_ticks + 3 * FULL_CHECK_TICKS)
+        ticks = app.refresher.ticks - start_ticks
         reads = client.version_reads - start_reads
         assert reads <= ticks // FULL_CHECK_TICKS + 1, (ticks, reads)  # backstop only
 

@@ -1,0 +1,205 @@
+"""The app's keys, and what each engine key asks for: a request, a dialog and then a
+request, or a refusal.
+
+One function per key, over the state, the person's ``Selection`` and the
+client: it picks the target (``navigator.targeting``) and names the request
+without running it, so the app only carries intents out and each key's
+meaning is tested without a screen. Every request is one EngineClient call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from core.client import EngineClient
+from core.state_types import NavigatorState
+from navigator.screens.complete import CompleteReturnScreen
+from navigator.screens.compose import ComposeMessageScreen
+from navigator.screens.confirm import ConfirmScreen
+from navigator.screens.new_task import NewTaskScreen
+from navigator.targeting import (
+    Refusal,
+    Selection,
+    closed_frame_for_key,
+    frame_for_key,
+    recovery_for_key,
+    task_for_key,
+    view_for_key,
+)
+
+#: App keys that are off while a dialog, the help or the palette is open.
+BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "close_frame",
+                                   "reopen", "toggle_mode", "recover", "search", "help",
+                                   "details", "acknowledge_anywhere", "dismiss_anywhere",
+                                   "new_task"})
+
+KEY_BINDINGS: list[BindingType] = [
+        Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
+    Binding("s", "stop", "Stop", tooltip="stop the frame's agent; n resumes its session"),
+    Binding("b", "go_back", "Back", tooltip="show the parent; the task stays open"),
+    Binding("c", "complete", "Complete", tooltip="complete the task and return"),
+    Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
+    Binding("w", "cancel_transition", "Withdraw",
+            tooltip="cancel the view's push or return while it waits for a Stop"),
+    Binding("r", "reopen", "Reopen", tooltip="reopen a closed frame from History"),
+    Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
+    Binding("R", "recover", "Recover", key_display="R",
+            tooltip="run the selected recovery (safe_auto ones only)"),
+    Binding("i", "details", "Details", tooltip="the frame's session: tool runs and events"),
+    Binding("p", "new_task", "Task",
+            tooltip="push a new task under the selected frame (title and brief)"),
+    Binding("t", "message", "Message", tooltip="message the frame's agent (replies: Inbox)"),
+    Binding("l", "inbox_stream", "Stream",
+            tooltip="open/close the read-only inbox stream pane in the view"),
+    Binding("slash", "search", "Search", key_display="/"),
+    Binding("escape", "clear_filter", "Clear filter", show=False),
+    # a and d act in their panels; pressed anywhere else they say where (never silent)
+    Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
+    Binding("d", "dismiss_anywhere", "Dismiss", show=False),
+    Binding("question_mark", "help", "Help", key_display="?"),
+]
+"""The app's keys; each engine key's action has its function below."""
+
+_Answer = TypeVar("_Answer")
+"""What a dialog dismisses with (a confirmation, a task, a message, a handoff)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One engine request: its toast title, what the toast says once done, the call."""
+
+    description: str
+    done: str
+    call: Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Ask(Generic[_Answer]):
+    """A dialog first; a given answer becomes the request, a cancelled one nothing."""
+
+    screen: Screen[_Answer | None]
+    description: str
+    done: Callable[[_Answer], str]
+    call: Callable[[_Answer], Callable[[], object]]
+
+
+Intent = Request | Ask[Any] | Refusal
+Key = Callable[[NavigatorState | None, Selection, EngineClient], Intent]
+"""An engine key: (state, selection, client) -> what it asks for."""
+
+
+def start(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    frame = frame_for_key(state, selection, "Select a frame to start a session in.",
+                          open_only=True)
+    if isinstance(frame, Refusal):
+        return frame
+    return Request("Start", f"Starting a session in {frame.title}",
+                   partial(client.start, frame.frame_id))
+
+
+def stop(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    frame = frame_for_key(state, selection, "Select a frame whose agent should stop.")
+    if isinstance(frame, Refusal):
+        return frame
+    return Ask(ConfirmScreen(f"Stop the agent of “{frame.title}”? Its session is kept; n "
+                             "resumes it.", confirm_label="Stop agent"),
+               "Stop", lambda _: f"Stopped the agent of {frame.title}",
+               lambda _: partial(client.stop, frame.frame_id))
+
+
+def go_back(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    view = view_for_key(state, selection)
+    if isinstance(view, Refusal):
+        return view
+    return Request("Back", "Showing the parent; the task stays open",
+                   partial(client.back, view.view_id))
+
+
+def cancel_transition(state: NavigatorState | None, selection: Selection,
+                      client: EngineClient) -> Intent:
+    view = view_for_key(state, selection)
+    if isinstance(view, Refusal):
+        return view
+    return Request("Withdraw", "The waiting transition is cancelled; nothing moved",
+                   partial(client.cancel_transition, view.view_id))
+
+
+def new_task(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    frame = frame_for_key(state, selection, "Select the frame the new task goes under.",
+                          open_only=True)
+    if isinstance(frame, Refusal):
+        return frame
+    return Ask(NewTaskScreen(frame.title), "New task",
+               lambda task: f"Pushing “{task.title}” under {frame.title}",
+               lambda task: partial(client.push, frame.frame_id, task.title, task.brief))
+
+
+def message(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    frame = frame_for_key(state, selection, "Select a frame whose agent should get a message.")
+    if isinstance(frame, Refusal):
+        return frame
+    return Ask(ComposeMessageScreen(frame.title), "Message",
+               lambda _: f"Message for {frame.title} sent",
+               lambda text: partial(client.message_frame, frame.frame_id, text))
+
+
+def inbox_stream(state: NavigatorState | None, selection: Selection,
+                 client: EngineClient) -> Intent:
+    view = view_for_key(state, selection)
+    if isinstance(view, Refusal):
+        return view
+    return Request("Inbox stream", "Inbox stream toggled",
+                   partial(client.toggle_inbox_stream, view.view_id))
+
+
+def complete(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    frame = task_for_key(state, selection, "complete")
+    if isinstance(frame, Refusal):
+        return frame
+    return Ask(CompleteReturnScreen(frame.title), "Complete",
+               lambda _: f"Returning from {frame.title} to its parent",
+               lambda answer: partial(client.complete, frame.frame_id, answer.summary,
+                                      answer.next_action))
+
+
+def close_frame(state: NavigatorState | None, selection: Selection,
+                client: EngineClient) -> Intent:
+    frame = task_for_key(state, selection, "close")
+    if isinstance(frame, Refusal):
+        return frame
+    return Ask(ConfirmScreen(f"Close “{frame.title}” without a handoff? Its parent is shown "
+                             "first, then its agent is stopped.", confirm_label="Close task"),
+               "Close", lambda _: f"Closed {frame.title} (dismissed)",
+               lambda _: partial(client.close, frame.frame_id))
+
+
+def reopen(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    frame = closed_frame_for_key(state, selection)
+    if isinstance(frame, Refusal):
+        return frame
+    return Request("Reopen", f"Reopened {frame.title}", partial(client.reopen, frame.frame_id))
+
+
+def toggle_mode(state: NavigatorState | None, selection: Selection,
+                client: EngineClient) -> Intent:
+    view = view_for_key(state, selection)
+    if isinstance(view, Refusal):
+        return view
+    other = "direct" if view.mode == "navigator" else "navigator"
+    done = f"{view.title}: {other} mode" + (
+        " (tmux prefix + S brings the navigator back)" if other == "direct" else "")
+    return Request("Mode", done, partial(client.toggle_mode, view.view_id))
+
+
+def recover(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    recovery = recovery_for_key(state, selection.recovery)
+    if isinstance(recovery, Refusal):
+        return recovery
+    return Request("Recover", f"Recovery {recovery.kind} handled",
+                   partial(client.recover, recovery.recovery_id))

@@ -1,0 +1,92 @@
+"""Which layout a navigator pane's size allows (full, compact, or too small), and
+the stylesheet that draws each.
+
+``layout_for`` is pure, so the thresholds are tested without a screen;
+``fit_layout`` turns its answer into App classes (``-too-small``, ``-compact``,
+``-short``) that every screen's stylesheet follows.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.geometry import Size
+
+from core.config import NAVIGATOR_WIDTH_RANGE
+from navigator.widgets.footer import KeyFooter
+from navigator.widgets.frames import FrameTree
+from navigator.widgets.too_small import Shortfall, TooSmallNotice
+
+#: Below this many columns the panels stack (the navigator as a sidebar pane).
+NARROW_WIDTH = 60
+#: The navigator pane's width when the config names none (config `tmux.navigator_width`).
+DEFAULT_NAVIGATOR_WIDTH = 40
+#: The compact layout's minimum: narrower or lower than this, only one line says so.
+#: The width is the smallest the config accepts, so a configured width always renders.
+MIN_COLUMNS = NAVIGATOR_WIDTH_RANGE[0]
+MIN_ROWS = 5
+#: Fewer rows than this also get the compact layout: two columns (from NARROW_WIDTH)
+#: need COMPACT_ROWS, the stacked sidebar SIDEBAR_ROWS (its footer alone wraps to 3).
+COMPACT_ROWS = 16
+SIDEBAR_ROWS = 22
+#: Fewer rows than this: the compact layout shows only the breadcrumb, tree and footer.
+SHORT_ROWS = 14
+
+
+def stylesheet_path() -> Path:
+    """The canonical stylesheet in the top-level ``styles/`` folder.
+
+    A source checkout or editable install finds it beside the package; a
+    wheel install falls back to the copy shipped as package data
+    (``navigator/switchboard.tcss``, a symlink to the canonical file in git).
+    """
+    canonical = Path(__file__).resolve().parent.parent / "styles" / "switchboard.tcss"
+    if canonical.is_file():
+        return canonical
+    return Path(__file__).resolve().parent / "switchboard.tcss"
+
+
+class LayoutKind(StrEnum):
+    """Which layout the pane's size allows (App classes ``-too-small``, ``-compact``)."""
+
+    TOO_SMALL = "too_small"
+    COMPACT = "compact"
+    FULL = "full"
+
+
+def layout_for(size: Size, navigator_width: int) -> LayoutKind:
+    """Too small below MIN_COLUMNS x MIN_ROWS; compact below the configured navigator
+    width or the rows the full layout needs; else the full layout (two columns from
+    NARROW_WIDTH)."""
+    if size.width < MIN_COLUMNS or size.height < MIN_ROWS:
+        return LayoutKind.TOO_SMALL
+    rows = COMPACT_ROWS if size.width >= NARROW_WIDTH else SIDEBAR_ROWS
+    if size.width < navigator_width or size.height < rows:
+        return LayoutKind.COMPACT
+    return LayoutKind.FULL
+
+
+def fit_layout(app: App[Any], size: Size, kind: LayoutKind,
+               previous: LayoutKind | None) -> LayoutKind:
+    """Switch layouts with App classes, so every screen (dialogs too) follows.
+
+    A pane too small for anything hides every panel (nothing lays out text in
+    zero cells) and shows one line saying what it needs; the compact layout
+    drops borders and idle panels and keeps a one-row footer. A 40-column
+    sidebar gets Textual's compact footer keys (no padding).
+    """
+    app.query_one(TooSmallNotice).shortfall = Shortfall(
+        MIN_COLUMNS, MIN_ROWS, size.width, size.height)
+    footer = app.query_one(KeyFooter)
+    footer.compact = size.width < NARROW_WIDTH
+    footer.brief = kind is not LayoutKind.FULL
+    app.set_class(kind is LayoutKind.TOO_SMALL, "-too-small")
+    app.set_class(kind is LayoutKind.COMPACT, "-compact")
+    app.set_class(kind is LayoutKind.COMPACT and size.height < SHORT_ROWS, "-short")
+    if (previous is LayoutKind.TOO_SMALL and app.screen is app.screen_stack[0]
+            and app.focused is None):
+        app.query_one(FrameTree).focus()  # hidden panels lost the focus
+    return kind
