@@ -34,9 +34,9 @@ from textual.screen import Screen
 from textual.widgets import Input, OptionList, Tree
 from textual.worker import Worker
 
-from core.client import EngineClient, SubjectPlace
-from core.errors import SwitchboardError
-from core.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
+from core.engine.client import EngineClient, SubjectPlace
+from core.model.errors import SwitchboardError
+from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
 from navigator import intents, lookup, targeting
 from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS
 from navigator.jobs import Group, Job, Jobs, request_problem
@@ -69,7 +69,7 @@ from navigator.widgets.too_small import TooSmallNotice
 from navigator.widgets.views import ViewList
 
 if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
-    from core.evidence import SessionDetail
+    from core.evidence.store import SessionDetail
 
 __all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS",
            "MIN_ROWS", "NARROW_WIDTH", "SHORT_ROWS", "SIDEBAR_ROWS", "LayoutKind",

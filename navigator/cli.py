@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
-    from core.errors import SwitchboardError
+    from core.model.errors import SwitchboardError
 
 # group name -> module; every module exposes ``register(subparsers)`` which adds
 # its parser(s) with ``set_defaults(handler=callable)``; the handler takes the
@@ -74,7 +74,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     # Everything Switchboard creates (registry, session files, -wal/-shm, config,
     # per-launch files, logs) is the person's alone: owner-only from the start.
-    from core.files import restore_umask, set_private_umask
+    from core.model.files import restore_umask, set_private_umask
 
     old_umask = set_private_umask()
     try:
@@ -116,14 +116,14 @@ def _run(handler: Callable[[object], int | None], args: object) -> int:
     point prints a traceback for the machine's state. Anything else is a bug
     and keeps its traceback.
     """
-    from core.errors import SwitchboardError
+    from core.model.errors import SwitchboardError
 
     try:
         return int(handler(args) or 0)
     except SwitchboardError as exc:
         return _report(exc)
     except Exception as exc:
-        from core.failures import environment_failure_of
+        from core.engine.failures import environment_failure_of
 
         failure = environment_failure_of(exc)
         if failure is None:

@@ -17,8 +17,8 @@ from typing import Any, Generic, TypeVar
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from core.client import EngineClient
-from core.state_types import NavigatorState
+from core.engine.client import EngineClient
+from core.state.state_types import NavigatorState
 from navigator.screens.complete import CompleteReturnScreen
 from navigator.screens.compose import ComposeMessageScreen
 from navigator.screens.confirm import ConfirmScreen

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from textual.worker import Worker, WorkerState
 
-from core.errors import SwitchboardError
+from core.model.errors import SwitchboardError
 
 T = TypeVar("T")
 

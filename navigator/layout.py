@@ -15,7 +15,7 @@ from typing import Any
 from textual.app import App
 from textual.geometry import Size
 
-from core.config import NAVIGATOR_WIDTH_RANGE
+from core.install.config import NAVIGATOR_WIDTH_RANGE
 from navigator.widgets.footer import KeyFooter
 from navigator.widgets.frames import FrameTree
 from navigator.widgets.too_small import Shortfall, TooSmallNotice

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from core.client import EngineClient
-from core.errors import SwitchboardError
-from core.state_types import NavigatorState
+from core.engine.client import EngineClient
+from core.model.errors import SwitchboardError
+from core.state.state_types import NavigatorState
 from navigator.jobs import Group, Job, problem_text
 from navigator.targeting import inbox_view_id
 from navigator.ui_state import PaneLayout, UiStateStore
 
 if TYPE_CHECKING:
-    from core.recovery import ReconcileReport
+    from core.reconcile.recovery import ReconcileReport
 
 _T = TypeVar("_T")
 #: Every this many poll ticks the navigator reads data_version even when no file moved

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from core.state_types import FrameSummary, NavigatorState, ProjectRow, ViewRow
+from core.state.state_types import FrameSummary, NavigatorState, ProjectRow, ViewRow
 
 
 def live_views(state: NavigatorState | None) -> tuple[ViewRow, ...]:

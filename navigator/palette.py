@@ -13,7 +13,7 @@ from typing import Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from core.state_types import NavigatorState
+from core.state.state_types import NavigatorState
 
 
 class Navigable(Protocol):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from core.client import SubjectPlace
-from core.state_types import FrameSummary, NavigatorState, ProjectRow, RecoveryRow, ViewRow
+from core.engine.client import SubjectPlace
+from core.state.state_types import FrameSummary, NavigatorState, ProjectRow, RecoveryRow, ViewRow
 from navigator.lookup import (
     frame_by_id,
     frame_with_project,

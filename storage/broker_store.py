@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from core.errors import InvariantViolation
-from core.files import create_private_file, private_dir
+from core.model.errors import InvariantViolation
+from core.model.files import create_private_file, private_dir
 from storage.broker_schema import (
     APPLICATION_ID,
     KNOWN_DDL,

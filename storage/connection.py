@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.errors import Conflict, IllegalEdge, InvariantViolation, RegistryUnavailable
+from core.model.errors import Conflict, IllegalEdge, InvariantViolation, RegistryUnavailable
 from storage.environment import database_path, environment_failure
 from storage.uri import sqlite_uri
 

@@ -11,7 +11,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from core.errors import EnvironmentFailure
+from core.model.errors import EnvironmentFailure
 
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR = 5, 6, 8, 10
 SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH = 13, 14, 3, 23

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.errors import SwitchboardError
+from core.model.errors import SwitchboardError
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from core.errors import RegistryUnavailable
+from core.model.errors import RegistryUnavailable
 from storage.session_db import (
     BUSY_TIMEOUT_MS,
     CREATED_BY,

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.enums import ActivationState
-from core.errors import RegistryUnavailable
-from core.files import create_private_file, private_dir, write_private
+from core.model.enums import ActivationState
+from core.model.errors import RegistryUnavailable
+from core.model.files import create_private_file, private_dir, write_private
 from storage.connection import connect
 from storage.environment import environment_failure
 from storage.schema import APPLICATION_ID, PROTOCOL_VERSION, REQUIRED_TABLES, SCHEMA_VERSION, ddl

@@ -1,7 +1,7 @@
 """Registry schema v1: tables, constraints, partial unique indexes and edge triggers.
 
 The DDL is text, but every closed value set and every state machine is taken
-from ``core.enums`` / ``core.machines`` so storage refuses exactly what the
+from ``core.model.enums`` / ``core.model.machines`` so storage refuses exactly what the
 engine refuses. Constraint and trigger names say the invariant they guard;
 ``storage.connection`` maps them to domain errors.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-import core.enums as e
-import core.machines as machines
+import core.model.enums as e
+import core.model.machines as machines
 
 SCHEMA_VERSION = 1
 PROTOCOL_VERSION = 1

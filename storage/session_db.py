@@ -3,7 +3,7 @@
 ``$SWITCHBOARD_HOME/sessions/<safe session key>/session.db`` holds what the
 spec's session DB holds: the hook path fills ``sessions``, ``agents``,
 ``events``, ``messages``, ``tool_runs`` and (through ``storage.session_evidence``)
-``command_runs``, ``artifacts`` and ``diagnostics``; ``core.evidence_tasks`` the
+``command_runs``, ``artifacts`` and ``diagnostics``; ``core.evidence.tasks`` the
 task lineage. Why this shape:
 
 - Diagnosis before any write, like the registry and the broker: the 100-byte
@@ -24,7 +24,7 @@ task lineage. Why this shape:
 
 Stdlib only and no Textual: the hook imports this on every provider event,
 so the closed values it writes are the StrEnum values of
-``core.evidence_enums`` spelled as constants (a test keeps them equal) rather
+``core.model.evidence_enums`` spelled as constants (a test keeps them equal) rather
 than an import of every enum, and rows are plain arguments, not dataclasses.
 """
 
@@ -39,8 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import RegistryUnavailable
-from core.files import create_private_file, private_dir
+from core.model.errors import RegistryUnavailable
+from core.model.files import create_private_file, private_dir
 from storage.environment import environment_failure
 from storage.uri import sqlite_uri
 

@@ -9,7 +9,7 @@ file is created, so the hook path never parses this text.
 
 from __future__ import annotations
 
-from core.evidence_enums import CLOSED_COLUMNS
+from core.model.evidence_enums import CLOSED_COLUMNS
 
 #: table -> column definitions, verbatim from the spec (order matters: it is the file's).
 TABLES: dict[str, str] = {

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from core.config import CheckoutConfig, Config, ProjectConfig, default_config
-from core.engine import Engine
-from core.home import Home
-from core.ports import FixedClock, SequentialIds
-from core.registry import init_registry, open_current
+from core.engine.engine import Engine
+from core.install.config import CheckoutConfig, Config, ProjectConfig, default_config
+from core.install.home import Home
+from core.install.registry import init_registry, open_current
+from core.model.ports import FixedClock, SequentialIds
 
 HOST_ID = "11111111-1111-4111-8111-111111111111"
 

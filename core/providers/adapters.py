@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.enums import Provider
+from core.model.enums import Provider
 from core.providers.base import ProviderAdapter
 from core.providers.claude import ClaudeAdapter
 from core.providers.codex import CodexAdapter

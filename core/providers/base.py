@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from core.enums import LaunchAction, Provider
-from core.errors import ProviderError
+from core.model.enums import LaunchAction, Provider
+from core.model.errors import ProviderError
 from core.providers.hooks import HookEvent, parse_hook
 from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.enums import LaunchAction, Provider
-from core.errors import ProviderError
+from core.model.enums import LaunchAction, Provider
+from core.model.errors import ProviderError
 from core.providers.base import AdapterCommon, LaunchPlan, check_prompt, check_uuid
 from core.providers.hooks import CLAUDE_HOOK_EVENTS
 

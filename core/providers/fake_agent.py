@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import SupportsInt
 
-from core.control_line import CONTROL_TEMPLATE
+from core.model.control_line import CONTROL_TEMPLATE
 from core.providers import fake_argv
 from core.providers.fake_mcp import McpClient, OverrideError, StdioServer, parse_overrides
 

@@ -38,9 +38,9 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import NamedTuple
 
-from core.control_line import CONTROL_TEMPLATE
-from core.enums import Activity, ActivityReason, Provider, RuntimePresence
-from core.errors import ProviderError
+from core.model.control_line import CONTROL_TEMPLATE
+from core.model.enums import Activity, ActivityReason, Provider, RuntimePresence
+from core.model.errors import ProviderError
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_TOKEN_CHARS = 128

@@ -17,8 +17,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from core.enums import Provider
-from core.errors import ProviderError
+from core.model.enums import Provider
+from core.model.errors import ProviderError
 
 DEFAULT_TIMEOUT_S = 5.0
 MAX_VERSION_OUTPUT = 4096

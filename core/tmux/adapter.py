@@ -13,7 +13,7 @@ from typing import Protocol
 
 import core.tmux.control_input as control_input
 import core.tmux.topology as topology
-from core.enums import ViewMode
+from core.model.enums import ViewMode
 from core.tmux.control_input import ControlSubmission
 from core.tmux.identity import ServerIdentity, read_identity, verify_identity
 from core.tmux.panes import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from core.control_line import CONTROL_TEMPLATE
+from core.model.control_line import CONTROL_TEMPLATE
 from core.tmux.commands import Check, both, equals, guarded, outcome
 from core.tmux.errors import PaneNotFenced, TmuxCommandFailed, UnmanagedPane
 from core.tmux.identity import ServerIdentity, run_guarded

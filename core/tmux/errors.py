@@ -6,7 +6,7 @@ refuses the transition; none of them is ever retried blindly.
 
 from __future__ import annotations
 
-from core.errors import TmuxError
+from core.model.errors import TmuxError
 
 
 class TmuxUnavailable(TmuxError):

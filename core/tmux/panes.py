@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from functools import cached_property
 
-from core.enums import ViewMode
+from core.model.enums import ViewMode
 from core.tmux.errors import TmuxCommandFailed, TopologyConflict
 from core.tmux.identity import ServerIdentity, identity_command, run_guarded
 from core.tmux.runner import TmuxCommand, TmuxRunner

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import libtmux
 
-from core.files import person_umask
+from core.model.files import person_umask
 from core.tmux.errors import (
     PaneNotFound,
     TargetNotFound,

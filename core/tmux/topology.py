@@ -18,8 +18,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from core.config import NAVIGATOR_WIDTH_RANGE
-from core.enums import ViewMode
+from core.install.config import NAVIGATOR_WIDTH_RANGE
+from core.model.enums import ViewMode
 from core.tmux.commands import (
     Check,
     both,

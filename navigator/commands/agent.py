@@ -49,31 +49,31 @@ def _print(value: dict, args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from core.agent_tools import task_push
+    from core.agent.tools import task_push
 
     return _print(task_push(args.title, args.brief, args.purpose, args.provider), args)
 
 
 def _complete(args: argparse.Namespace) -> int:
-    from core.agent_tools import task_complete_return
+    from core.agent.tools import task_complete_return
 
     return _print(task_complete_return(args.summary, args.next_action), args)
 
 
 def _claim(args: argparse.Namespace) -> int:
-    from core.agent_tools import transition_claim
+    from core.agent.tools import transition_claim
 
     return _print(transition_claim(), args)
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    from core.agent_tools import transition_cancel
+    from core.agent.tools import transition_cancel
 
     return _print(transition_cancel(request_id=args.request_id), args)
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from core.mcp_server import serve
+    from core.agent.mcp_server import serve
 
     serve(sys.stdin.buffer, sys.stdout.buffer)
     return 0

@@ -1,6 +1,6 @@
 """`switchboard agent message-*`, `switchboard-current`, ...: broker and context tools (JSON out).
 
-The same functions the MCP server calls (core.agent_tools_broker), so both
+The same functions the MCP server calls (core.agent.tools_broker), so both
 paths share the engine, the capability checks and the idempotency rules.
 """
 
@@ -33,7 +33,7 @@ def register(ags: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_wait)
-    from core.agent_tool_schemas import CONTEXT_TOOLS
+    from core.agent.tool_schemas import CONTEXT_TOOLS
 
     for tool in CONTEXT_TOOLS:
         p = ags.add_parser(tool["name"].replace("_", "-"), help=tool["description"])
@@ -48,36 +48,36 @@ def _print(value: dict) -> int:
 
 
 def _send(args: argparse.Namespace) -> int:
-    from core.agent_tools_broker import message_send
+    from core.agent.tools_broker import message_send
 
     return _print(message_send(args.to, args.text))
 
 
 def _broadcast(args: argparse.Namespace) -> int:
-    from core.agent_tools_broker import message_broadcast
+    from core.agent.tools_broker import message_broadcast
 
     return _print(message_broadcast(args.text))
 
 
 def _poll(args: argparse.Namespace) -> int:
-    from core.agent_tools_broker import message_poll
+    from core.agent.tools_broker import message_poll
 
     return _print(message_poll())
 
 
 def _ack(args: argparse.Namespace) -> int:
-    from core.agent_tools_broker import message_ack
+    from core.agent.tools_broker import message_ack
 
     return _print(message_ack(args.id))
 
 
 def _wait(args: argparse.Namespace) -> int:
-    from core.agent_tools_broker import message_wait
+    from core.agent.tools_broker import message_wait
 
     return _print(message_wait(args.timeout))
 
 
 def _context(args: argparse.Namespace) -> int:
-    from core.agent_tools_context import call
+    from core.agent.tools_context import call
 
     return _print(call(args.tool, {}))

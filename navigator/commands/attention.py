@@ -21,9 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from core import attention
-    from core.session import open_engine
-    from core.stage import socket_path_for
+    from core.engine.session import open_engine
+    from core.hooks import attention
+    from core.tmux.stage import socket_path_for
 
     engine = open_engine()
     counts = attention.read_counts(engine.conn)

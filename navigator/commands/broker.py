@@ -1,4 +1,4 @@
-"""CLI groups ``fleet``, ``member``, ``message`` and ``inbox``: thin parsing over core.broker.
+"""CLI groups ``fleet``, ``member``, ``message`` and ``inbox``: thin parsing over the broker.
 
 Every command takes ``--broker-db PATH`` (default ``$SWITCHBOARD_HOME/broker.sqlite3``)
 and ``--json``. Commands that may notify panes (``message send``, ``message wait``)
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.broker import (
+from core.broker.broker import (
     Broker,
     InvalidRequest,
     Message,
@@ -23,8 +23,8 @@ from core.broker import (
     UnknownMember,
     inbox_for_members,
 )
-from core.broker_delivery import DrainReport
-from core.home import Home
+from core.broker.delivery import DrainReport
+from core.install.home import Home
 from navigator.commands.output import emit
 
 # --------------------------------------------------------------------------- plumbing
@@ -66,7 +66,7 @@ def _tmux_socket(args: argparse.Namespace) -> str | None:
 def _open(args: argparse.Namespace, *, create: bool = True) -> Broker:
     """Agents Switchboard launched are typed to only when shown and ready (the registry's
     gate, opened lazily); hand-registered members keep the plain rules."""
-    from core.broker_membership import LazyRegistryGate
+    from core.broker.membership import LazyRegistryGate
 
     return Broker.open(_broker_path(args), tmux_socket=_tmux_socket(args), create=create,
                        gate=LazyRegistryGate())
@@ -305,7 +305,7 @@ def _inbox(args: argparse.Namespace) -> int:
             print("switchboard: invalid_request: --stream follows exactly one --member",
                   file=sys.stderr)
             return 2
-        from core.broker_stream import follow_inbox
+        from core.broker.stream import follow_inbox
 
         try:
             for message in follow_inbox(_broker_path(args), args.member[0],
@@ -366,7 +366,7 @@ def _pane_of(broker: Broker, member_id: int) -> str:
 
 
 def _member_capture(args: argparse.Namespace) -> int:
-    from core.tmux_probe import capture_lines
+    from core.tmux.probe import capture_lines
 
     with _open(args, create=False) as broker:
         member_id = _member_id(broker, args.member_id)
@@ -378,7 +378,7 @@ def _member_capture(args: argparse.Namespace) -> int:
 
 
 def _member_ping(args: argparse.Namespace) -> int:
-    from core.tmux_probe import probe_pane
+    from core.tmux.probe import probe_pane
 
     with _open(args, create=False) as broker:
         member_id = _member_id(broker, args.member_id)

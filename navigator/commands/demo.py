@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from core.demo import build, default_demo_home, stop
+    from core.install.demo import build, default_demo_home, stop
 
     if args.stop or args.reset:
         ended = stop(args.home or default_demo_home(), reset=args.reset)

@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from core.doctor import Verdict, run_doctor
-    from core.home import Home
+    from core.install.doctor import Verdict, run_doctor
+    from core.install.home import Home
 
     findings = run_doctor(Home.from_env())
     lines = []

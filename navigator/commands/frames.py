@@ -64,15 +64,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _engine():
-    from core.session import open_engine
+    from core.engine.session import open_engine
     return open_engine(with_stage=True)
 
 
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.queries import list_frames
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.state.queries import list_frames
 
     engine = open_engine()
     project_id = engine.config.project_id_for(args.project) if args.project else None
@@ -85,8 +85,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from core.queries import get_frame_summary
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.state.queries import get_frame_summary
 
     row = get_frame_summary(open_engine().conn, args.frame_id)
     emit(row, as_json=args.json)
@@ -94,7 +94,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from core.enums import Provider
+    from core.model.enums import Provider
 
     result = _engine().frame_start(_rid(args), args.frame_id,
                                    Provider(args.provider) if args.provider else None,
@@ -110,7 +110,7 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from core.enums import Provider
+    from core.model.enums import Provider
 
     result = _engine().frame_push(_rid(args), args.frame_id, args.title, args.brief,
                                   purpose=args.purpose,

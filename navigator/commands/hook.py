@@ -74,7 +74,7 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
             sys.stdout.write('{"activity": null, "executed": [], "handled": false,'
                              ' "reason": "unmanaged session: no Switchboard markers"}\n')
         return 0
-    from core.hook_handler import handle_hook
+    from core.hooks.hook_handler import handle_hook
     from core.providers.hooks import MAX_PAYLOAD_BYTES
 
     # One byte past the bound is enough to refuse an oversized payload; the rest
@@ -88,7 +88,7 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
         # fixed line, nothing interpolated (the handoff itself comes from the claim).
         import json
 
-        from core.control_line import CONTROL_TEMPLATE
+        from core.model.control_line import CONTROL_TEMPLATE
         json.dump({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                           "additionalContext": CONTROL_TEMPLATE}}, sys.stdout)
         sys.stdout.write("\n")

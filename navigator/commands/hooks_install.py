@@ -11,10 +11,8 @@ import argparse
 import shlex
 from pathlib import Path
 
-from core.enums import Provider
-from core.errors import ConfigError
-from core.home import Home
-from core.hooks_install import (
+from core.install.home import Home
+from core.install.hooks_install import (
     HookInstallation,
     HookStatus,
     HookTarget,
@@ -23,6 +21,8 @@ from core.hooks_install import (
     status,
     uninstall,
 )
+from core.model.enums import Provider
+from core.model.errors import ConfigError
 from navigator.commands.output import emit
 
 CLAUDE_DEFAULT_SETTINGS = "claude-hooks.settings.json"

@@ -8,7 +8,7 @@ the current directory, or the only configured one.
 Opening also repairs what would make the view a dead end: after a tmux server
 restart the view is rebuilt on the running server (its server_restarted
 recovery runs; agents stay stopped until `n` resumes them), and a navigator
-pane that crashed or was quit is respawned in place (``core.recovery.enter_view``).
+pane that crashed or was quit is respawned in place (``core.reconcile.recovery.enter_view``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def pick_project(projects: list[tuple[str, str]], cwd: Path) -> str:
     """(name, root) pairs -> the name to open: the deepest root holding cwd, else the only one."""
-    from core.errors import NotFound
+    from core.model.errors import NotFound
 
     holding = [(len(Path(root).resolve().parts), name) for name, root in projects
                if cwd == Path(root).resolve() or Path(root).resolve() in cwd.parents]
@@ -48,10 +48,10 @@ def pick_project(projects: list[tuple[str, str]], cwd: Path) -> str:
 
 
 def _open(args: argparse.Namespace) -> int:
-    from core.errors import InvariantViolation
-    from core.presentation import claim_lease, open_view
-    from core.requests import new_request_id
-    from core.session import open_engine
+    from core.engine.presentation import claim_lease, open_view
+    from core.engine.requests import new_request_id
+    from core.engine.session import open_engine
+    from core.model.errors import InvariantViolation
 
     engine = open_engine(with_stage=True)
     project = args.project or pick_project(

@@ -84,7 +84,7 @@ def emit(value: Any, *, as_json: bool, text: str | None = None) -> None:
 
 def request_id_from(args) -> str:
     """``--request-id`` when given (validated, for an idempotent retry), else a fresh one."""
-    from core.requests import check_uuid, new_request_id
+    from core.engine.requests import check_uuid, new_request_id
 
     given = getattr(args, "request_id", None)
     return check_uuid(given, "--request-id") if given else new_request_id()

@@ -40,9 +40,9 @@ def register_add(ps: argparse._SubParsersAction) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from core.enums import Provider
-    from core.home import Home
-    from core.project_add import add_project
+    from core.install.home import Home
+    from core.install.project_add import add_project
+    from core.model.enums import Provider
 
     added = add_project(Home.from_env(), args.path or Path.cwd(), name=args.name,
                         provider=Provider(args.provider) if args.provider else None)
@@ -53,8 +53,8 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _projects(args: argparse.Namespace) -> int:
-    from core.queries import list_projects
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.state.queries import list_projects
 
     engine = open_engine()
     rows = list_projects(engine.conn, engine.config)

@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _reconcile(args: argparse.Namespace) -> int:
-    from core.recovery import reconcile
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.reconcile.recovery import reconcile
 
     report = reconcile(open_engine(with_stage=True))
     emit(report, as_json=args.json, text=reconcile_text(report))
@@ -48,8 +48,8 @@ def reconcile_text(report) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.recovery import list_recoveries
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.reconcile.recovery import list_recoveries
 
     rows = list_recoveries(open_engine(), include_closed=args.all)
     emit(rows, as_json=args.json, text="\n".join(
@@ -59,8 +59,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _one(args: argparse.Namespace) -> int:
-    from core import recovery
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.reconcile import recovery
     from navigator.commands.output import request_id_from
 
     engine = open_engine(with_stage=args.action == "run")

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.session import open_engine
+    from core.engine.session import open_engine
 
     engine = open_engine()
     rows = [dict(r) for r in engine.conn.execute(
@@ -44,8 +44,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from core.remotes import refresh
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.state.remotes import refresh
 
     engine = open_engine()
     names = [args.name] if args.name else [r.name for r in engine.config.remotes]
@@ -57,8 +57,8 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> int:
-    from core.remote_open import open_remote, remote_by_name
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.state.remote_open import open_remote, remote_by_name
 
     engine = open_engine(with_stage=True)
     window = open_remote(engine, remote_by_name(engine, args.name), args.project)

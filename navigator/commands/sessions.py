@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from navigator.commands.output import emit
 
 if TYPE_CHECKING:
-    from core.evidence import SessionDetail
+    from core.evidence.store import SessionDetail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from core.evidence import session_detail, session_key_for_frame
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.evidence.store import session_detail, session_key_for_frame
 
     engine = open_engine()
     try:
@@ -37,7 +37,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.only != "all":
         from dataclasses import replace
 
-        from core.evidence import TimelineFilter, filter_timeline
+        from core.evidence.store import TimelineFilter, filter_timeline
         detail = replace(detail, timeline=tuple(
             filter_timeline(detail.timeline, TimelineFilter(args.only))))
     emit(detail, as_json=args.json, text=render_text(detail))

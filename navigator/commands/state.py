@@ -16,9 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _state(args: argparse.Namespace) -> int:
-    from core.envelope import encode_canonical
-    from core.session import open_engine
-    from core.state_builder import build_host_state, build_navigator_state
+    from core.engine.session import open_engine
+    from core.state.envelope import encode_canonical
+    from core.state.state_builder import build_host_state, build_navigator_state
 
     engine = open_engine()
     envelope = build_host_state(engine) if args.which == "host" \

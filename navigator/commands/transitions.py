@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.errors import SwitchboardError
+from core.model.errors import SwitchboardError
 from navigator.commands.output import emit
 from navigator.commands.output import request_id_from as _rid
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    from core.session import open_engine
+    from core.engine.session import open_engine
 
     if (args.view is None) == (args.transition_id is None):
         raise SwitchboardError("name exactly one: a TRANSITION_ID or --view VIEW "

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from core.client import EngineClient
+    from core.engine.client import EngineClient
     from navigator.app import SwitchboardApp
 
     try:

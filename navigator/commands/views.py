@@ -51,8 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.queries import list_views
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.state.queries import list_views
 
     rows = list_views(open_engine().conn)
     text = "\n".join(f"{r.view_id}  {r.mode:<9} {r.state:<13} rev {r.revision}  "
@@ -62,9 +62,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from core.errors import NotFound
-    from core.queries import list_views
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.model.errors import NotFound
+    from core.state.queries import list_views
 
     rows = [r for r in list_views(open_engine().conn) if r.view_id == args.view_id]
     if not rows:
@@ -74,7 +74,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _focus(args: argparse.Namespace) -> int:
-    from core.session import open_engine
+    from core.engine.session import open_engine
 
     result = open_engine(with_stage=True).view_focus(_rid(args), args.view_id, args.frame_id)
     emit(result, as_json=args.json, text=f"focus: {result.state}")
@@ -82,8 +82,8 @@ def _focus(args: argparse.Namespace) -> int:
 
 
 def _mode(args: argparse.Namespace) -> int:
-    from core.enums import ViewMode
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.model.enums import ViewMode
 
     result = open_engine(with_stage=True).view_mode(
         _rid(args), args.view_id, ViewMode(args.mode) if args.mode else None)
@@ -93,7 +93,7 @@ def _mode(args: argparse.Namespace) -> int:
 
 def enter_project(args: argparse.Namespace) -> int:
     """`view enter` and `project enter`: show a project in its view (the route)."""
-    from core.session import open_engine
+    from core.engine.session import open_engine
 
     result = open_engine(with_stage=True).project_enter(_rid(args), args.project)
     emit(result, as_json=args.json,
@@ -102,7 +102,7 @@ def enter_project(args: argparse.Namespace) -> int:
 
 
 def _retire(args: argparse.Namespace) -> int:
-    from core.session import open_engine
+    from core.engine.session import open_engine
 
     result = open_engine().view_retire(_rid(args), args.view_id)
     emit(result, as_json=args.json, text=f"view {result.view_id} retired")
@@ -112,9 +112,9 @@ def _retire(args: argparse.Namespace) -> int:
 def _open(args: argparse.Namespace) -> int:
     import sys
 
-    from core.envelope import encode_canonical
-    from core.presentation import open_view
-    from core.session import open_engine
+    from core.engine.presentation import open_view
+    from core.engine.session import open_engine
+    from core.state.envelope import encode_canonical
 
     engine = open_engine(with_stage=True)
     directive = open_view(engine, _rid(args), args.project,

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _base_project(args: argparse.Namespace) -> str:
     if args.project:
         return str(args.project)
-    from core.config import load_config
-    from core.home import Home
+    from core.install.config import load_config
+    from core.install.home import Home
     from navigator.commands.open import pick_project
 
     config = load_config(Home.from_env().config_path)
@@ -36,8 +36,8 @@ def _base_project(args: argparse.Namespace) -> str:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from core.home import Home
-    from core.worktree import add_worktree
+    from core.install.home import Home
+    from core.install.worktree import add_worktree
 
     made, _ = add_worktree(Home.from_env(), _base_project(args), args.name, path=args.path,
                            branch=args.branch)
@@ -48,10 +48,10 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from core.queries import live_agents_in_project
-    from core.requests import new_request_id
-    from core.session import open_engine
-    from core.worktree import remove_worktree
+    from core.engine.requests import new_request_id
+    from core.engine.session import open_engine
+    from core.install.worktree import remove_worktree
+    from core.state.queries import live_agents_in_project
 
     engine = open_engine()
     project = next((p for p in engine.config.projects
@@ -63,7 +63,7 @@ def _remove(args: argparse.Namespace) -> int:
         (project.project_id,)).fetchone() if project else None
     removed = remove_worktree(home, args.project, live_agents=live)
     if view is not None:
-        from core.errors import SwitchboardError
+        from core.model.errors import SwitchboardError
 
         try:
             engine.view_retire(new_request_id(), view[0])

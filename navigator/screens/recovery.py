@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from core.state_types import RecoveryRow
+from core.state.state_types import RecoveryRow
 
 
 class RecoveryExplanationScreen(ModalScreen[None]):

@@ -24,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from core.evidence import (
+from core.evidence.store import (
     SessionDetail,
     TimelineEntry,
     TimelineFilter,

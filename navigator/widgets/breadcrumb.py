@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.state_types import HostRow, ViewRow
+from core.state.state_types import HostRow, ViewRow
 from navigator.widgets.badges import BADGE_COMPONENT_CLASSES, BadgeKind, badge_text
 
 SEPARATOR = " › "

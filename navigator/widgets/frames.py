@@ -23,7 +23,7 @@ from textual.widgets import Tree
 from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
 
-from core.state_types import FrameSummary, HostRow, NavigatorState, ProjectRow, ViewRow
+from core.state.state_types import FrameSummary, HostRow, NavigatorState, ProjectRow, ViewRow
 from navigator.widgets.badges import (
     BADGE_COMPONENT_CLASSES,
     BADGES,

@@ -17,7 +17,7 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Static
 
-from core.state_types import NavigatorState
+from core.state.state_types import NavigatorState
 from navigator.targeting import preview_frame
 from navigator.widgets.frames import FrameTree, NodeRef
 

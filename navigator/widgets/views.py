@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList
 
-from core.state_types import FrameSummary, HostRow, NavigatorState, ViewRow
+from core.state.state_types import FrameSummary, HostRow, NavigatorState, ViewRow
 from navigator.widgets.badges import (
     BADGE_COMPONENT_CLASSES,
     BadgeKind,

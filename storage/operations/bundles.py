@@ -1,6 +1,6 @@
 """The start bundle's exact rollback, before its provider could run.
 
-A start bundle (core.engine.Engine.start_bundle) is: the provider session and its
+A start bundle (core.engine.engine.Engine.start_bundle) is: the provider session and its
 membership (a new start), the frame's current-session pointer, a planned
 launch and surface, the placement moved to ``staged``, and the WorkContext
 claim taken when it was released. When the provider is refused before any
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.enums import PlacementState
+from core.model.enums import PlacementState
 from storage.operations import frames as frames_ops
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from core.errors import Conflict, NotFound
+from core.model.errors import Conflict, NotFound
 
 
 def one(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...], what: str) -> sqlite3.Row:

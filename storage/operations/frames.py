@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.enums import ClaimState, CloseReason, CreatedBy, FrameLifecycle, FrameRole
-from core.errors import Conflict
+from core.model.enums import ClaimState, CloseReason, CreatedBy, FrameLifecycle, FrameRole
+from core.model.errors import Conflict
 from storage.operations.common import cas, one
 
 

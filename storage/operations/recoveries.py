@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.enums import Actionability, RecoveryKind, RecoveryState, ViewState
+from core.model.enums import Actionability, RecoveryKind, RecoveryState, ViewState
 from storage.operations import views as views_ops
 from storage.operations.common import cas, one
 

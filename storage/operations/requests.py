@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from core.enums import RequestState
-from core.errors import RequestConflict
+from core.model.enums import RequestState
+from core.model.errors import RequestConflict
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.enums import (
+from core.model.enums import (
     Activity,
     ActivityReason,
     LaunchAction,

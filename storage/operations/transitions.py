@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from core.control_line import TEMPLATE_VERSION
-from core.enums import ControlKind, ControlTransport, TransitionKind, TransitionState
+from core.model.control_line import TEMPLATE_VERSION
+from core.model.enums import ControlKind, ControlTransport, TransitionKind, TransitionState
 from storage.operations.common import cas, one
 
 NONTERMINAL = ("prepared", "executing", "presented", "awaiting_claim", "settling")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.enums import PlacementState, ViewMode, ViewState
+from core.model.enums import PlacementState, ViewMode, ViewState
 from storage.operations.common import cas, one
 
 

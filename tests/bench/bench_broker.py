@@ -24,7 +24,7 @@ from pathlib import Path
 
 import libtmux
 
-from core.broker import Broker, PlacementSpec
+from core.broker.broker import Broker, PlacementSpec
 from tests.waiting import retry_until
 
 VISIBLE_TIMEOUT_S = 5.0

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import libtmux
 
-from core.broker import Broker, PlacementSpec
-from core.broker_delivery import PaneTarget
+from core.broker.broker import Broker, PlacementSpec
+from core.broker.delivery import PaneTarget
 from tests.waiting import retry_until
 
 VISIBLE_TIMEOUT_S = 5.0

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
 from storage.session_db import session_db_path
 from tests.core.test_hook_handler import fixture_lines, launch_live_surface
 from tests.waiting import retry_until

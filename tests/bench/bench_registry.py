@@ -14,7 +14,7 @@ memberships so frames carry several sessions as in real use.
 
 Figures (issue 2 targets):
 
-- host state: ``core.state_builder.build_host_state(engine)`` (rows to the
+- host state: ``core.state.state_builder.build_host_state(engine)`` (rows to the
   typed HostState v1); median <= 50 ms. Canonical encoding of that envelope
   and ``build_navigator_state`` are printed for information.
 - named op: one ``view_mode`` commit (request record, CAS on revision, bump),
@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.claims import claim_for_frame, settle_after_stop
-from core.engine import Engine
-from core.enums import ViewMode
-from core.ports import FixedClock, SequentialIds
-from core.requests import new_request_id
+from core.engine.claims import claim_for_frame, settle_after_stop
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.model.enums import ViewMode
+from core.model.ports import FixedClock, SequentialIds
 from storage.connection import write_transaction
 from tests.factories import HOST_ID, make_engine, project_config
 
@@ -128,18 +128,18 @@ def summary(samples: list[float]) -> str:
 
 def host_state_figures(engine: Engine, rounds: int) -> tuple[str, list[float]]:
     try:
-        from core.state_builder import build_host_state, build_navigator_state
+        from core.state.state_builder import build_host_state, build_navigator_state
     except ModuleNotFoundError:
-        from core.queries import list_frames, list_views
+        from core.state.queries import list_frames, list_views
 
-        print("   core.state_builder is missing: timing list_frames + list_views instead")
+        print("   core.state.state_builder is missing: timing list_frames + list_views instead")
         return "list_frames+list_views", timed(
             lambda: (list_frames(engine.conn), list_views(engine.conn)), rounds)
 
     timed(lambda: build_host_state(engine), 3)  # warm the page cache
     samples = timed(lambda: build_host_state(engine), rounds)
     try:
-        from core.envelope import encode_canonical
+        from core.state.envelope import encode_canonical
 
         state = build_host_state(engine)
         encoded = encode_canonical(state)

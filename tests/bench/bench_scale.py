@@ -38,14 +38,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from core.claims import claim_for_frame
-from core.config import ProviderConfig, TmuxConfig
-from core.enums import Provider
-from core.home import ENV_HOME, Home
-from core.recovery import reconcile
-from core.registry import init_registry
-from core.requests import new_request_id
-from core.session import open_engine
+from core.engine.claims import claim_for_frame
+from core.engine.requests import new_request_id
+from core.engine.session import open_engine
+from core.install.config import ProviderConfig, TmuxConfig
+from core.install.home import ENV_HOME, Home
+from core.install.registry import init_registry
+from core.model.enums import Provider
+from core.reconcile.recovery import reconcile
 from navigator.app import RECONCILE_INTERVAL
 from tests.bench.bench_hook import BASELINE, hook_commands, recorded
 from tests.bench.bench_tmux import quantile
@@ -160,7 +160,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         nav_pids = [pid for nav in navigators for pid in _children(nav)]
 
         # idle
-        stamp = home.run_dir / "reconcile.stamp"  # core.reconcile_turn.STAMP_NAME
+        stamp = home.run_dir / "reconcile.stamp"  # core.reconcile.reconcile_turn.STAMP_NAME
         turns, last_mtime = 0, None
         before = _cpu_ticks(nav_pids)
         started = time.monotonic()

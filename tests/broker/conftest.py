@@ -8,9 +8,9 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from core.broker import Broker, PlacementSpec, open_broker
-from core.broker_delivery import Notifier, PaneLocks, TmuxTyper
-from core.ports import Clock, FixedClock
+from core.broker.broker import Broker, PlacementSpec, open_broker
+from core.broker.delivery import Notifier, PaneLocks, TmuxTyper
+from core.model.ports import Clock, FixedClock
 from tests.waiting import assert_until, retry_value
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.broker import (
+from core.broker.broker import (
     AlreadyAcked,
     Broker,
     BrokerCorrupt,
@@ -35,7 +35,7 @@ from core.broker import (
     iso_utc,
     open_broker,
 )
-from core.ports import FixedClock
+from core.model.ports import FixedClock
 from tests.broker.conftest import fleet_with_worker, placeholder
 
 

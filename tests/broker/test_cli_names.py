@@ -91,7 +91,7 @@ def test_member_capture_and_ping(sb_home: Path, tmux_socket: Path,
 
 
 def test_inbox_row_names_sender_and_recipient() -> None:
-    from core.broker import InboxEntry, MessageState
+    from core.broker.broker import InboxEntry, MessageState
     from navigator.widgets.inbox import _who
 
     entry = InboxEntry(1, 1, 2, "Fix the bug", 3, "person", "done", MessageState.INPUT_REQUIRED,

@@ -15,8 +15,8 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from core.broker import Broker, MessageState, PlacementSpec, open_broker
-from core.broker_delivery import (
+from core.broker.broker import Broker, MessageState, PlacementSpec, open_broker
+from core.broker.delivery import (
     DeliveryFailed,
     Notifier,
     PaneLocks,
@@ -137,7 +137,7 @@ def test_two_concurrent_sender_processes_never_interleave_lines(
     go = tmp_path / "go"
     script = (
         "import os, sys, time\n"
-        "from core.broker import Broker\n"
+        "from core.broker.broker import Broker\n"
         "path, socket, go, fleet, sender, recipient, count = sys.argv[1:]\n"
         "with Broker.open(path, tmux_socket=socket) as broker:\n"
         "    while not os.path.exists(go): time.sleep(0.001)\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.broker import Broker, BrokerUnavailable, PlacementSpec, open_broker
+from core.broker.broker import Broker, BrokerUnavailable, PlacementSpec, open_broker
 from navigator.cli import main
 from storage.broker_schema import V1_DDL
 from storage.broker_store import Verdict, diagnose

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.broker import Broker, PlacementSpec
-from core.broker_delivery import Notifier, NotNotified, PaneLocks, PaneTarget
-from core.broker_membership import blocked_reason
+from core.broker.broker import Broker, PlacementSpec
+from core.broker.delivery import Notifier, NotNotified, PaneLocks, PaneTarget
+from core.broker.membership import blocked_reason
 
 
 def _row(**values: object) -> dict[str, object]:
@@ -57,7 +57,7 @@ class _Gate:
 
 def _fleet(tmp_path: Path, gate: _Gate | None, director_description: str
            ) -> tuple[Broker, _Typer, int, int]:
-    from core.broker import open_broker
+    from core.broker.broker import open_broker
 
     store = open_broker(tmp_path / "b.sqlite3")
     typer = _Typer()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from core.broker import open_broker
+from core.broker.broker import open_broker
 from storage.broker_schema import APPLICATION_ID, KNOWN_SHAPES, LEDGER_VERSION
 from storage.broker_store import diagnose, diagnose_connection
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.broker import Broker, BrokerUnavailable, UnknownMember, open_broker
-from core.broker_stream import follow_inbox
+from core.broker.broker import Broker, BrokerUnavailable, UnknownMember, open_broker
+from core.broker.stream import follow_inbox
 from tests.broker.conftest import fleet_with_worker, placeholder
 
 REPO = Path(__file__).resolve().parents[2]

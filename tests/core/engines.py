@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.engine import Engine
-from core.home import Home
-from core.ports import FixedClock, SequentialIds
-from core.registry import open_current
+from core.engine.engine import Engine
+from core.install.home import Home
+from core.install.registry import open_current
+from core.model.ports import FixedClock, SequentialIds
 from tests.factories import make_engine
 
 _TEMPLATES: dict[str, Path] = {}

@@ -17,18 +17,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.engine import Engine
-from core.enums import Activity
-from core.hook_handler import handle_hook
-from core.provider_checks import (
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.hooks.hook_handler import handle_hook
+from core.model.enums import Activity
+from core.reconcile.provider_checks import (
     STALE_WORKING_AFTER_MS,
     effective_activity,
     effective_session,
     reconcile_stale_activity,
 )
-from core.requests import new_request_id
-from core.state_builder import build_host_state, build_navigator_state
+from core.state.state_builder import build_host_state, build_navigator_state
 from storage.connection import write_transaction
 from tests.core.engines import dump, fresh_engine
 from tests.core.test_hook_handler import LiveSurface, launch_live_surface, payload_for

@@ -9,19 +9,19 @@ import subprocess
 import time
 from pathlib import Path
 
-from core.agent_tool_schemas import ENV_READY_FILE
-from core.hooks_install import (
+from core.agent.mcp_server import serve
+from core.agent.tool_schemas import ENV_READY_FILE
+from core.engine.launcher import _fresh_ready_file, _mcp_config
+from core.install.hooks_install import (
     MCP_UNSEEN_TICKS,
     claude_tool_names,
     mcp_wait_command,
     render_claude_launch_settings,
 )
-from core.launcher import _fresh_ready_file, _mcp_config
-from core.mcp_server import serve
 
 
 def test_launch_settings_allow_exactly_the_switchboard_tools(tmp_path: Path) -> None:
-    from core.agent_tool_schemas import TOOLS
+    from core.agent.tool_schemas import TOOLS
 
     ready = tmp_path / "ready"
     document = json.loads(render_claude_launch_settings(["sb", "hook"], ready))

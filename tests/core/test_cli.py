@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.config import ProviderConfig, TmuxConfig, render_config
-from core.enums import Provider
+from core.install.config import ProviderConfig, TmuxConfig, render_config
+from core.model.enums import Provider
 from navigator.cli import main
 from tests.factories import project_config
 from tests.integration.journey_env import fake_provider_command
@@ -133,8 +133,8 @@ def test_init_keeps_the_socket_a_config_template_names(
 
 
 def test_recovery_dismiss_and_resolve_are_retry_safe(cli, sb_home: Path) -> None:
-    from core.enums import Actionability, RecoveryKind
-    from core.session import open_engine
+    from core.engine.session import open_engine
+    from core.model.enums import Actionability, RecoveryKind
     from storage.connection import write_transaction
     from storage.operations import recoveries as recoveries_ops
 

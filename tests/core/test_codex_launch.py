@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from core.agent_tool_schemas import TOOLS
-from core.enums import LaunchAction, Provider
-from core.errors import ProviderError
-from core.hooks_install import HOOK_TIMEOUT_S, codex_session_hooks, hook_argv
-from core.launcher import AGENT_TOOL_NAMES, _plan
+from core.agent.tool_schemas import TOOLS
+from core.engine.launcher import AGENT_TOOL_NAMES, _plan
+from core.install.hooks_install import HOOK_TIMEOUT_S, codex_session_hooks, hook_argv
+from core.model.enums import LaunchAction, Provider
+from core.model.errors import ProviderError
 from core.providers.adapters import get_adapter
 from core.providers.codex import (
     SESSION_FLAGS_SOURCE,

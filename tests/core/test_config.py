@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.config import (
+from core.install.config import (
     AutomationConfig,
     CheckoutConfig,
     Config,
@@ -30,9 +30,9 @@ from core.config import (
     parse_config,
     render_config,
 )
-from core.enums import CompleteReturnPolicy, Provider, TransportPolicy, ViewMode
-from core.errors import ConfigError, NotFound
-from core.text import UNSAFE_CHARS
+from core.model.enums import CompleteReturnPolicy, Provider, TransportPolicy, ViewMode
+from core.model.errors import ConfigError, NotFound
+from core.model.text import UNSAFE_CHARS
 
 GEN = "0b6c2b3e-5d0a-4c47-9d3b-2f4f1e8a9c10"
 HOST = "1b6c2b3e-5d0a-4c47-9d3b-2f4f1e8a9c11"

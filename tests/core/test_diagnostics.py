@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.diagnostics import Severity, Toolchain, parse
+from core.evidence.diagnostics import Severity, Toolchain, parse
 
 PYTEST = """\
 ============================= FAILURES =============================
@@ -60,9 +60,9 @@ F401 [*] `os` imported but unused
   |        ^^
 """
 
-MYPY = ('core/engine.py:120: error: Incompatible return value type (got "int", '
+MYPY = ('core/engine/engine.py:120: error: Incompatible return value type (got "int", '
         'expected "str")  [return-value]\n'
-        'core/engine.py:130:9: note: Revealed type is "builtins.int"\n'
+        'core/engine/engine.py:130:9: note: Revealed type is "builtins.int"\n'
         "Found 1 error in 1 file (checked 3 source files)\n")
 
 GO_BUILD = "# example.com/app\n./main.go:10:5: undefined: foo\n"
@@ -136,7 +136,7 @@ def test_ruff_concise_and_full_give_one_signature() -> None:
 def test_mypy_with_and_without_column() -> None:
     error, note = parse(MYPY)
     assert (error.toolchain, error.file, error.line, error.column, error.code) == (
-        Toolchain.MYPY, "core/engine.py", 120, None, "return-value")
+        Toolchain.MYPY, "core/engine/engine.py", 120, None, "return-value")
     assert note.severity is Severity.NOTE and note.column == 9
 
 

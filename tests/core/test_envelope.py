@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core.enums import (
+from core.model.enums import (
     Actionability,
     ActivationState,
     Activity,
@@ -41,7 +41,9 @@ from core.enums import (
     ViewMode,
     ViewState,
 )
-from core.envelope import (
+from core.model.errors import EnvelopeError
+from core.model.text import UNSAFE_CHARS
+from core.state.envelope import (
     MAX_ARRAY_ITEMS,
     MAX_DEPTH,
     MAX_ENCODED_BYTES,
@@ -52,8 +54,7 @@ from core.envelope import (
     encode_canonical,
     sensitive_reason,
 )
-from core.errors import EnvelopeError
-from core.state_types import (
+from core.state.state_types import (
     BreadcrumbItem,
     DirectiveError,
     FrameSummary,
@@ -84,7 +85,6 @@ from core.state_types import (
     Truncation,
     ViewRow,
 )
-from core.text import UNSAFE_CHARS
 
 
 def _id(n: int) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
 from storage.project_db import (
     DEBUG_RECORDS,
     LEARNED_MEMORY,
@@ -197,7 +197,7 @@ def test_failing_then_passing_pytest_gives_runs_artifacts_diagnostics_and_a_debu
 def test_codex_exit_code_comes_from_its_output_header() -> None:
     """Codex's PostToolUse carries the output text; its ``Exit code:`` header is the
     provider's own statement. A bare text (the recorded one) leaves the exit unknown."""
-    from core.evidence_capture import Outcome, command_facts
+    from core.evidence.capture import Outcome, command_facts
 
     post = recorded("PostToolUse", CODEX_FIXTURE)
     bare = command_facts("codex", "PostToolUse", post)
@@ -256,7 +256,7 @@ def test_session_cap_stops_storing_output_and_says_so(
     """In-process (the cap is patched lower): past the budget, output is not stored and
     the run's metadata names the streams and the reason."""
     import storage.session_evidence as evidence
-    from core.hook_handler import handle_hook
+    from core.hooks.hook_handler import handle_hook
 
     monkeypatch.setattr(evidence, "SESSION_CAP", 40_000)
     pre = recorded("PreToolUse")
@@ -333,8 +333,8 @@ def test_project_file_has_the_spec_schema_and_closed_enums(tmp_path: Path) -> No
 def _command(conn: sqlite3.Connection, session_dir: Path, at: int, tool_use_id: str,
              output: str, code: int) -> str:
     """One finished command through the same writers the hook uses; its run id."""
-    from core.evidence_capture import CommandFacts, Outcome
-    from core.evidence_hook import prepare_command
+    from core.evidence.capture import CommandFacts, Outcome
+    from core.evidence.hook import prepare_command
     from storage.session_db import record_hook_event
 
     facts = CommandFacts("pytest -q", "/src", True, stdout=output, exit_code=code,
@@ -349,8 +349,8 @@ def _command(conn: sqlite3.Connection, session_dir: Path, at: int, tool_use_id: 
 
 
 def test_memory_enabled_adds_candidates_never_promoted(tmp_path: Path) -> None:
-    from core.evidence_debug import record_fixes
-    from core.home import Home
+    from core.evidence.debug import record_fixes
+    from core.install.home import Home
     from storage.session_db import open_session_db
 
     home = Home(root=tmp_path, config_path=tmp_path / "missing.toml")
@@ -401,9 +401,9 @@ def test_a_fix_seen_while_the_failure_is_still_parsing_is_recorded_by_its_worker
         tmp_path: Path) -> None:
     """Big failing output (parse deferred), then a quick pass: the pass does not record a
     guess; the failing run's worker records the fix with the real signature."""
-    from core.evidence_debug import later_pass, record_fixes
-    from core.evidence_hook import diagnostic_rows
-    from core.home import Home
+    from core.evidence.debug import later_pass, record_fixes
+    from core.evidence.hook import diagnostic_rows
+    from core.install.home import Home
     from storage.session_db import iso, new_id, open_session_db
     from storage.session_evidence import complete_parse
 
@@ -452,8 +452,8 @@ def test_a_stated_non_zero_exit_makes_the_tool_run_an_error(
 def test_the_timeline_covers_the_frames_earlier_sessions(tmp_path: Path) -> None:
     """A restarted frame keeps its history: the new session's attempt names the earlier
     one, and the detail merges both (timeline, commands, failures by signature)."""
-    from core.evidence import session_detail
-    from core.home import Home
+    from core.evidence.store import session_detail
+    from core.install.home import Home
     from storage.session_db import open_session_db
     from storage.session_lineage import SessionFacts, record_attempt
 
@@ -466,8 +466,8 @@ def test_the_timeline_covers_the_frames_earlier_sessions(tmp_path: Path) -> None
         try:
             record_attempt(conn, SessionFacts(key, "claude", "proj", "/src", "frame-1"), None,
                            len(earlier) + 1, None, at, earlier_sessions=earlier)
-            from core.evidence_capture import CommandFacts, Outcome
-            from core.evidence_hook import prepare_command
+            from core.evidence.capture import CommandFacts, Outcome
+            from core.evidence.hook import prepare_command
             from storage.session_db import record_hook_event
 
             record = prepare_command(conn, path.parent, key, CommandFacts(

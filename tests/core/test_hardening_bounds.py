@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from core.mcp_server import MAX_LINE_BYTES
+from core.agent.mcp_server import MAX_LINE_BYTES
 from core.providers.hooks import MAX_PAYLOAD_BYTES
 from tests.core.test_mcp_server import McpProcess, base_env
 
@@ -126,7 +126,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_an_oversized_config_is_refused_in_one_line(tmp_path: Path) -> None:
-    from core.config import MAX_CONFIG_BYTES
+    from core.install.config import MAX_CONFIG_BYTES
 
     env = _init_home(tmp_path)
     config = Path(env["SWITCHBOARD_CONFIG"])
@@ -154,6 +154,7 @@ def test_an_oversized_generation_pointer_is_refused_in_words(tmp_path: Path) -> 
 
 
 def test_hook_path_pins_the_config_bound() -> None:
-    from core import config, session
+    from core.engine import session
+    from core.install import config
 
     assert session.MAX_CONFIG_BYTES == config.MAX_CONFIG_BYTES

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.errors import EnvironmentFailure
-from core.files import write_private
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.model.errors import EnvironmentFailure
+from core.model.files import write_private
 from tests.core.engines import dump as dump_registry
 from tests.core.engines import rid
 from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
@@ -212,7 +212,7 @@ def test_private_write_on_a_full_disk_keeps_the_old_file(small_disk: Path) -> No
 def test_a_registry_locked_past_the_timeout_is_named_in_words(tmp_path: Path) -> None:
     import sqlite3
 
-    from core.errors import RegistryUnavailable
+    from core.model.errors import RegistryUnavailable
 
     engine = make_engine(tmp_path / "home")
     holder = sqlite3.connect(str(tmp_path / "home" / "state" / engine.generation_id
@@ -235,7 +235,7 @@ def test_a_registry_locked_past_the_timeout_is_named_in_words(tmp_path: Path) ->
 
 
 def test_broker_on_a_read_only_disk_says_so(small_disk: Path) -> None:
-    from core.broker import open_broker
+    from core.broker.broker import open_broker
 
     path = small_disk / "broker.sqlite3"
     open_broker(path).close()

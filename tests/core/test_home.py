@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from core.capabilities import AGENT_TOOL_ENV
-from core.config import ProviderConfig, TmuxConfig
-from core.enums import Provider
-from core.home import ENV_CONFIG, ENV_HOME, Home
-from core.launcher import launch_home_env
+from core.engine.capabilities import AGENT_TOOL_ENV
+from core.engine.launcher import launch_home_env
+from core.engine.session import open_engine
+from core.install.config import ProviderConfig, TmuxConfig
+from core.install.home import ENV_CONFIG, ENV_HOME, Home
+from core.install.registry import init_registry, open_current
+from core.model.enums import Provider
 from core.providers.fake_mcp import CODEX_DEFAULT_ENV
-from core.registry import init_registry, open_current
-from core.session import open_engine
-from core.stage import attach_stage
+from core.tmux.stage import attach_stage
 from tests.factories import project_config
 from tests.integration.journey_env import fake_provider_command
 

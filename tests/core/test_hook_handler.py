@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
-from core.engine import Engine
-from core.errors import ProviderError, Unauthorized
-from core.hook_handler import handle_hook
-from core.requests import new_request_id
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.hooks.hook_handler import handle_hook
+from core.model.errors import ProviderError, Unauthorized
 from storage.connection import write_transaction
 from tests.integration.journey_env import make_live_engine
 from tests.waiting import retry_until
@@ -79,7 +79,7 @@ def mint_capability(engine: Engine, launch_id: str, raw: str) -> None:
 
 def launch_live_surface(root: Path, socket: Path, provider: str = "claude") -> LiveSurface:
     """A registry with one started fake-provider frame whose launch is bound."""
-    from core.enums import Provider
+    from core.model.enums import Provider
 
     engine = make_live_engine(root, socket)
     route = engine.project_enter(new_request_id(), "alpha")

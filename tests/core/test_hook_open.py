@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from core import session as session_mod
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.errors import ConfigError, RegistryUnavailable, Unauthorized
-from core.hook_handler import handle_hook
-from core.session import HOOK_OPEN_CACHE, open_for_hook
+from core.engine import session as session_mod
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.engine.session import HOOK_OPEN_CACHE, open_for_hook
+from core.hooks.hook_handler import handle_hook
+from core.model.errors import ConfigError, RegistryUnavailable, Unauthorized
 from navigator.commands.hook import parse_fast
 from storage import schema
 from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
@@ -82,7 +82,7 @@ def test_first_hook_opens_fully_and_leaves_a_cache_then_lean(
 
 def test_lean_connection_has_the_standard_pragmas(live: LiveSurface) -> None:
     assert prompt(live).handled
-    from core.home import Home
+    from core.install.home import Home
 
     opened = open_for_hook(Home.from_env(live.env()), live.engine.generation_id)
     try:
@@ -170,7 +170,7 @@ def test_partial_registry_behind_a_valid_cache_is_refused_unchanged(
 
 def test_reset_between_check_and_commit_is_a_stale_noop(
         live: LiveSurface, monkeypatch: pytest.MonkeyPatch) -> None:
-    import core.hook_handler as handler
+    import core.hooks.hook_handler as handler
 
     real_open = handler.open_for_hook
     pointer = live.root / "state" / "current"

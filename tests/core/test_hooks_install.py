@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.enums import Provider
-from core.errors import Conflict, ProviderError
-from core.hooks_install import (
+from core.install.hooks_install import (
     HookStatus,
     HookTarget,
     hook_argv,
@@ -21,6 +19,8 @@ from core.hooks_install import (
     status,
     uninstall,
 )
+from core.model.enums import Provider
+from core.model.errors import Conflict, ProviderError
 from core.providers.hooks import CLAUDE_HOOK_EVENTS, CODEX_HOOK_EVENTS
 from navigator.cli import main
 

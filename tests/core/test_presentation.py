@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine
-from core.enums import DirectiveKind
-from core.envelope import decode_checked, encode_canonical
-from core.presentation import LEASE_MS, open_view
-from core.state_types import PresentationDirective
+from core.engine.engine import Engine
+from core.engine.presentation import LEASE_MS, open_view
+from core.model.enums import DirectiveKind
+from core.state.envelope import decode_checked, encode_canonical
+from core.state.state_types import PresentationDirective
 from tests.factories import make_engine
 
 FIRST = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -77,7 +77,7 @@ def test_directive_round_trips_as_canonical_json(engine: Engine) -> None:
 
 
 def test_claimed_lease_frees_the_view_for_the_next_open(engine: Engine) -> None:
-    from core.presentation import claim_lease
+    from core.engine.presentation import claim_lease
 
     first = open_view(engine, FIRST, "alpha", desktop_focus_available=False)
     assert claim_lease(engine, first.view_id, SECOND) is False  # only its own request

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.enums import Activity, ActivityReason, LaunchAction, Provider, RuntimePresence
-from core.errors import ProviderError
+from core.model.enums import Activity, ActivityReason, LaunchAction, Provider, RuntimePresence
+from core.model.errors import ProviderError
 from core.providers.adapters import get_adapter
 from core.providers.base import LaunchPlan
 from core.providers.hooks import CONTROL_TEMPLATE, HookEvent, HookKind, hook_payload, parse_hook
@@ -436,7 +436,7 @@ def test_codex_new_and_resume_argv():
 
 
 def test_codex_gets_the_agent_tools_as_mcp_overrides_before_resume():
-    from core.capabilities import AGENT_TOOL_ENV, ENV_CAPABILITY
+    from core.engine.capabilities import AGENT_TOOL_ENV, ENV_CAPABILITY
     from core.providers.codex import McpServer
     from core.providers.fake_mcp import parse_overrides
 

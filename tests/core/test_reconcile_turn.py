@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from core.reconcile_turn import DUE_FRACTION, LOCK_NAME, STAMP_NAME, host_turn
+from core.reconcile.reconcile_turn import DUE_FRACTION, LOCK_NAME, STAMP_NAME, host_turn
 
 
 def test_one_turn_per_interval(tmp_path: Path) -> None:

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from core.config import RemoteConfig
-from core.engine import Engine
-from core.envelope import decode_checked, encode_canonical
-from core.home import Home
-from core.registry import init_registry, open_current
-from core.remotes import refresh
-from core.requests import new_request_id
-from core.state_builder import build_navigator_state
-from core.state_types import NavigatorState
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.install.config import RemoteConfig
+from core.install.home import Home
+from core.install.registry import init_registry, open_current
+from core.state.envelope import decode_checked, encode_canonical
+from core.state.remotes import refresh
+from core.state.state_builder import build_navigator_state
+from core.state.state_types import NavigatorState
 from tests.factories import make_engine, project_config
 
 REMOTE_HOST = "44444444-4444-4444-8444-444444444444"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from core import state_builder
-from core.provider_checks import effective_session
-from core.state_builder import build_navigator_state
+from core.reconcile.provider_checks import effective_session
+from core.state import state_builder
+from core.state.state_builder import build_navigator_state
 from core.tmux.identity import ServerIdentity
 from core.tmux.panes import PaneRole, PaneSnapshot, ServerSnapshot
 from tests.bench.bench_registry import populate

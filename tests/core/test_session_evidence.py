@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.evidence import session_detail
-from core.home import Home
-from core.hook_handler import handle_hook
-from core.ports import FixedClock
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.evidence.store import session_detail
+from core.hooks.hook_handler import handle_hook
+from core.install.home import Home
+from core.model.ports import FixedClock
 from storage.session_db import APPLICATION_ID, iso, session_db_path
 from tests.core.test_hook_handler import (
     FIXTURES,

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from core.stage import TmuxStage
-from core.stage_port import StagePort
+from core.engine.stage_port import StagePort
+from core.tmux.stage import TmuxStage
 from tests.core.engines import fresh_engine
 
 

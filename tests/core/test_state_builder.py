@@ -20,17 +20,17 @@ from typing import Any
 
 import pytest
 
-from core import state_builder
-from core.engine import Engine
-from core.enums import ActivationState
-from core.envelope import EnumKind, encode_canonical
-from core.home import Home
-from core.ports import FixedClock, SequentialIds
-from core.provider_checks import STALE_WORKING_AFTER_MS, effective_session
-from core.registry import open_current
-from core.requests import new_request_id
-from core.state_builder import build_host_state
-from core.state_types import (
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.install.home import Home
+from core.install.registry import open_current
+from core.model.enums import ActivationState
+from core.model.ports import FixedClock, SequentialIds
+from core.reconcile.provider_checks import STALE_WORKING_AFTER_MS, effective_session
+from core.state import state_builder
+from core.state.envelope import EnumKind, encode_canonical
+from core.state.state_builder import build_host_state
+from core.state.state_types import (
     HostCheckout,
     HostControlTurn,
     HostFrame,

@@ -16,10 +16,10 @@ import os
 import sys
 from pathlib import Path
 
-from core import recovery
-from core.engine import Engine
-from core.enums import ViewMode
-from core.requests import new_request_id
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.model.enums import ViewMode
+from core.reconcile import recovery
 from tests.integration.transitions_env import open_stage_engine
 
 EXIT_AT_FAULT = 86

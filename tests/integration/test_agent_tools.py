@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
-from core.hook_handler import handle_hook
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
+from core.hooks.hook_handler import handle_hook
 from tests.core.test_hook_handler import (
     LiveSurface,
     launch_live_surface,

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from core.attention import (
+from core.engine.requests import new_request_id
+from core.hooks.attention import (
     AttentionCounts,
     AttentionKind,
     Client,
@@ -26,7 +27,6 @@ from core.attention import (
     notices,
     terminal_bytes,
 )
-from core.requests import new_request_id
 from tests.integration.journey_env import make_live_engine, tmux, type_line
 from tests.waiting import retry_until
 

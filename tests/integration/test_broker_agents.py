@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core.enums import Provider
-from core.requests import new_request_id
+from core.engine.requests import new_request_id
+from core.model.enums import Provider
 from tests.integration.journey_env import make_live_engine, one, tmux, type_line
 from tests.integration.transitions_env import screen
 from tests.waiting import retry_until
@@ -88,13 +88,13 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
     assert "[switchboard] message" not in screen(tmux_socket, main)  # parked: not typed
 
     # The person sees its message in the view's Inbox...
-    from core.inbox_view import inbox_for_view
+    from core.broker.inbox_view import inbox_for_view
 
     inbox = inbox_for_view(engine, engine.home, view_id)
     rows = {(e.from_name, e.to_name, e.text) for e in inbox}
     assert ("Fix the bug", "person", "tests pass now") in rows
     # ... and in the read-only stream, opened as its own pane of the view (key w).
-    from core.inbox_pane import OPT_INBOX, StreamPane, toggle_inbox_stream
+    from core.broker.inbox_pane import OPT_INBOX, StreamPane, toggle_inbox_stream
 
     def stream_panes() -> list[str]:
         return [line.split()[0] for line in tmux(
@@ -108,7 +108,7 @@ def test_task_agent_messages_parked_workspace(tmp_path: Path, tmux_socket: Path,
         screen(tmux_socket, stream_pane)
 
     # The person answers from the navigator: the shown, ready child gets it typed at once.
-    from core.broker_membership import person_send
+    from core.broker.membership import person_send
 
     assert retry_until(lambda: _activity(engine, child_frame) == "ready", 30)
     sent = person_send(engine, child_frame, "thanks, carry on")
@@ -227,7 +227,7 @@ def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
     type_line(tmux_socket, child_pane, "/complete Fixed foo :: review")
     assert retry_until(lambda: one(engine, "SELECT lifecycle_state FROM frames WHERE"
                                             " frame_id = ?", child_frame) == ("closed",), 40)
-    from core.broker_membership import after_launch
+    from core.broker.membership import after_launch
 
     after_launch(engine, route.frame_id)  # any later reconcile sees the closed frame
     assert _broker(broker_db, "SELECT status FROM members WHERE description = ?",
@@ -252,7 +252,7 @@ def test_resumed_agent_keeps_its_member_and_gets_what_waited(
     assert retry_until(lambda: first_pane not in tmux(tmux_socket, "list-panes", "-a", "-F",
                                                       "#{pane_id}").split(), 15.0)
 
-    from core.broker_membership import person_send
+    from core.broker.membership import person_send
 
     sent = person_send(engine, route.frame_id, "welcome back")
     assert sent.delivery.startswith("pending: its agent is not running")

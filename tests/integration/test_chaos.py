@@ -13,7 +13,7 @@ other:
 
 After each fault a fresh engine whose clock is past every lease and watchdog
 runs ``reconcile`` once. Then the invariant must hold
-(``core.settlement.invariant_problems``: every view ready with nothing in
+(``core.reconcile.settlement.invariant_problems``: every view ready with nothing in
 flight, or an open recovery that names its way out), the registry must agree
 with tmux, no line was typed twice and no brief or handoff was lost
 (``transitions_env.problems``). Then the recoveries' own action runs (what
@@ -35,15 +35,15 @@ from pathlib import Path
 
 import pytest
 
-from core import recovery
-from core.claims import claim_for_frame
-from core.engine import Engine
-from core.enums import ViewMode
-from core.errors import SwitchboardError
-from core.recovery import reconcile
-from core.requests import new_request_id
-from core.sagas import LEASE_MS
-from core.settlement import invariant_problems
+from core.engine.claims import claim_for_frame
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.engine.sagas import LEASE_MS
+from core.model.enums import ViewMode
+from core.model.errors import SwitchboardError
+from core.reconcile import recovery
+from core.reconcile.recovery import reconcile
+from core.reconcile.settlement import invariant_problems
 from tests.integration.fault_child import perform
 from tests.integration.journey_env import tmux
 from tests.integration.test_faults import POINTS

@@ -17,10 +17,10 @@ import sys
 import uuid
 from pathlib import Path
 
-from core.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.enums import Provider
-from core.home import ENV_HOME
-from core.requests import new_request_id
+from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.engine.requests import new_request_id
+from core.install.home import ENV_HOME
+from core.model.enums import Provider
 from storage.project_db import DEBUG_RECORDS, project_db_path
 from storage.session_db import session_db_path
 from tests.core.test_evidence_commands import FAILING, FIXED, TEST, pytest_run, recorded

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from core.enums import LaunchAction, Provider
-from core.errors import ProviderError
-from core.hooks_install import HookTarget, install
+from core.install.hooks_install import HookTarget, install
+from core.model.enums import LaunchAction, Provider
+from core.model.errors import ProviderError
 from core.providers.adapters import get_adapter
 from core.providers.hooks import CONTROL_TEMPLATE, HookKind, parse_hook
 from core.providers.version import probe_version

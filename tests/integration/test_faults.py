@@ -4,14 +4,14 @@ For each transition kind and each transport phase, the engine is stopped at a
 named saga point (``Engine.fault``): in process by raising, and for a subset
 in a separate process that calls ``os._exit`` there. A fresh engine on the
 same registry, whose clock is past every lease and watchdog, then runs
-``core.recovery.reconcile``. Afterwards tmux and the registry must agree
+``core.reconcile.recovery.reconcile``. Afterwards tmux and the registry must agree
 (``transitions_env.problems``): one pane in main, the committed placement is
 what tmux shows, nothing left executing, no second control line or
 submission, no lost brief or handoff, and a recovery wherever the outcome is
 uncertain. The last test prints how many faults were injected and how many
 ended consistent.
 
-Saga points (core/sagas.py, core/stage.py): after_claim (intent), after_launch
+Saga points (core/engine/sagas.py, core/tmux/stage.py): after_claim (intent), after_launch
 (push: child pane staged behind its gate), after_submit_recorded /
 after_submit (complete_return: before / after the one paste), after_swap (the
 swap happened, phase still intent), after_move (moved), after_inspect
@@ -31,14 +31,14 @@ from pathlib import Path
 
 import pytest
 
-from core import recovery
-from core.claims import claim_for_frame
-from core.engine import Engine
-from core.enums import ViewMode
-from core.recovery import reconcile
-from core.requests import new_request_id
-from core.sagas import LEASE_MS
-from core.stage import CONTROL_TEMPLATE
+from core.engine.claims import claim_for_frame
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.engine.sagas import LEASE_MS
+from core.model.enums import ViewMode
+from core.reconcile import recovery
+from core.reconcile.recovery import reconcile
+from core.tmux.stage import CONTROL_TEMPLATE
 from tests.integration.fault_child import EXIT_AT_FAULT, perform
 from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (

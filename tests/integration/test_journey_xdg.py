@@ -24,10 +24,16 @@ from pathlib import Path
 
 import pytest
 
-from core.config import CheckoutConfig, ProjectConfig, ProviderConfig, load_config, render_config
-from core.enums import Provider
-from core.home import Home
-from core.session import open_engine
+from core.engine.session import open_engine
+from core.install.config import (
+    CheckoutConfig,
+    ProjectConfig,
+    ProviderConfig,
+    load_config,
+    render_config,
+)
+from core.install.home import Home
+from core.model.enums import Provider
 from tests.integration.journey_env import fake_provider_command, one, tmux, type_line
 from tests.waiting import retry_until
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from core.config import ProviderConfig, TmuxConfig
-from core.enums import Provider
-from core.errors import ProviderError
-from core.home import Home
-from core.registry import init_registry
-from core.requests import new_request_id
-from core.session import open_engine
+from core.engine.requests import new_request_id
+from core.engine.session import open_engine
+from core.install.config import ProviderConfig, TmuxConfig
+from core.install.home import Home
+from core.install.registry import init_registry
+from core.model.enums import Provider
+from core.model.errors import ProviderError
 from tests.factories import project_config
 from tests.integration.journey_env import tmux
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from core.requests import new_request_id
+from core.engine.requests import new_request_id
 from tests.integration.journey_env import make_live_engine, tmux
 from tests.waiting import retry_until
 
 
-def _view(engine) -> dict:  # noqa: ANN001 - core.engine.Engine
+def _view(engine) -> dict:  # noqa: ANN001 - core.engine.engine.Engine
     return dict(engine.conn.execute("SELECT * FROM user_views").fetchone())
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine
-from core.enums import ViewMode
-from core.recovery import reconcile
-from core.requests import new_request_id
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.model.enums import ViewMode
+from core.reconcile.recovery import reconcile
 from core.tmux import PaneSnapshot
 from storage.operations import views as views_ops
 from tests.integration.journey_env import tmux

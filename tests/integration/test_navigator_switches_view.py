@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core.client import EngineClient
-from core.errors import SwitchboardError
-from core.home import Home
-from core.requests import new_request_id
+from core.engine.client import EngineClient
+from core.engine.requests import new_request_id
+from core.install.home import Home
+from core.model.errors import SwitchboardError
 from navigator.app import SwitchboardApp
 from tests.integration.journey_env import make_live_engine, tmux
 from tests.navigator.helpers import select_project, settle
@@ -28,7 +28,7 @@ def _current_window(socket: Path, session: str) -> str:
     return tmux(socket, "display-message", "-p", "-t", f"={session}:", "#{window_id}").strip()
 
 
-def _views(engine) -> dict[str, dict]:  # noqa: ANN001 - core.engine.Engine
+def _views(engine) -> dict[str, dict]:  # noqa: ANN001 - core.engine.engine.Engine
     return {row["name"]: dict(row) for row in engine.conn.execute(
         "SELECT p.name, v.* FROM user_views v JOIN projects p USING (project_id)")}
 

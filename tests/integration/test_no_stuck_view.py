@@ -3,7 +3,7 @@
 Each test drives the real engine against a private tmux server with fake
 providers, reaches the state that used to be a dead end, and checks that the
 way out the recovery names actually works. The invariant itself is
-``core.settlement.invariant_problems``.
+``core.reconcile.settlement.invariant_problems``.
 """
 
 from __future__ import annotations
@@ -19,20 +19,21 @@ from pathlib import Path
 
 import pytest
 
-from core import agent_tools, recovery
-from core.claims import claim_for_frame
-from core.config import ProviderConfig, TmuxConfig
-from core.engine import Engine
-from core.enums import Activity, ActivityReason, Provider
-from core.errors import Conflict, ProviderError
-from core.home import Home
-from core.recovery import reconcile
-from core.registry import init_registry
-from core.requests import new_request_id
-from core.sagas import LEASE_MS
-from core.session import open_engine
-from core.settlement import invariant_problems
-from core.stage import CONTROL_TEMPLATE
+from core.agent import tools as agent_tools
+from core.engine.claims import claim_for_frame
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.engine.sagas import LEASE_MS
+from core.engine.session import open_engine
+from core.install.config import ProviderConfig, TmuxConfig
+from core.install.home import Home
+from core.install.registry import init_registry
+from core.model.enums import Activity, ActivityReason, Provider
+from core.model.errors import Conflict, ProviderError
+from core.reconcile import recovery
+from core.reconcile.recovery import reconcile
+from core.reconcile.settlement import invariant_problems
+from core.tmux.stage import CONTROL_TEMPLATE
 from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
 from storage.operations import sessions as sessions_ops
@@ -387,7 +388,7 @@ def test_the_settlement_watchdog_runs_without_a_reconcile(tmp_path: Path,
 def test_a_claim_checks_the_callers_placement_generation(tmp_path: Path,
                                                          tmux_socket: Path) -> None:
     engine, world = build_world(tmp_path, tmux_socket)
-    from core.capabilities import ENV_CAPABILITY, authenticate
+    from core.engine.capabilities import ENV_CAPABILITY, authenticate
 
     raw = pane_env(engine, str(world.child_id))[ENV_CAPABILITY]
     with write_transaction(engine.conn) as conn:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import NotFound
+from core.model.errors import NotFound
 from navigator.commands.open import pick_project
 from tests.integration.journey_env import make_live_engine, tmux
 

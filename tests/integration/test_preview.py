@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.preview import preview_lines
-from core.requests import new_request_id
+from core.engine.requests import new_request_id
+from core.tmux.preview import preview_lines
 from tests.integration.journey_env import make_live_engine, tmux, type_line
 from tests.waiting import retry_until
 

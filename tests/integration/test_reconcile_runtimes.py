@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core import recovery
-from core.enums import ViewMode
-from core.recovery import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS, reconcile
-from core.requests import new_request_id
+from core.engine.requests import new_request_id
+from core.model.enums import ViewMode
+from core.reconcile import recovery
+from core.reconcile.recovery import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS, reconcile
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
@@ -269,7 +269,7 @@ def test_a_reading_older_than_a_launch_does_not_orphan_its_pane(
 
 def _orphan_as_an_older_reading_did(engine, surface_id: str) -> None:  # noqa: ANN001
     """The state a reconcile with a stale tmux reading left behind (before the fix)."""
-    from core.enums import Actionability, RecoveryKind
+    from core.model.enums import Actionability, RecoveryKind
     from storage.operations import recoveries as recoveries_ops
 
     with write_transaction(engine.conn) as tx:
@@ -337,7 +337,7 @@ def test_a_view_is_degraded_while_a_recovery_about_it_is_open(
         tmp_path: Path, tmux_socket: Path) -> None:
     """The view's window is gone: reconcile opens its recovery and the view shows
     degraded (state and attention); running the recovery rebuilds it and it is ready."""
-    from core.state_builder import build_navigator_state
+    from core.state.state_builder import build_navigator_state
 
     engine, world = build_world(tmp_path, tmux_socket, with_child=False)
     view = views_ops.get_view(engine.conn, world.view_id)

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from core.config import RemoteConfig
-from core.home import Home
-from core.registry import init_registry
-from core.remote_open import open_remote
-from core.remotes import refresh
+from core.install.config import RemoteConfig
+from core.install.home import Home
+from core.install.registry import init_registry
+from core.state.remote_open import open_remote
+from core.state.remotes import refresh
 from tests.factories import project_config
 from tests.integration.journey_env import make_live_engine, tmux
 from tests.waiting import retry_until

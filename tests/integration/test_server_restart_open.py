@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from core.client import EngineClient
-from core.engine import Engine
-from core.enums import DirectiveKind
-from core.presentation import open_view
-from core.requests import new_request_id
-from core.stage import CONTROL_TEMPLATE
+from core.engine.client import EngineClient
+from core.engine.engine import Engine
+from core.engine.presentation import open_view
+from core.engine.requests import new_request_id
+from core.model.enums import DirectiveKind
 from core.tmux import PaneRole, ServerIdentity, TmuxRunner, TmuxUnavailable
+from core.tmux.stage import CONTROL_TEMPLATE
 from storage.operations import views as views_ops
 from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
@@ -218,7 +218,7 @@ def test_each_project_is_rebuilt_when_it_is_entered(tmp_path: Path, tmux_socket:
     assert _runtime(nav_engine, alpha.frame_id) == ("stopped_affinity", "stopped")
 
     # Nothing is left to record, and entering again changes nothing.
-    from core.recovery import reconcile
+    from core.reconcile.recovery import reconcile
     assert reconcile(nav_engine).recoveries_opened == 0
     window = views_ops.get_view(nav_engine.conn, alpha.view_id)["tmux_window_id"]
     navigator.enter_project("alpha")

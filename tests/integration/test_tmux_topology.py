@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.enums import ViewMode
+from core.model.enums import ViewMode
 from core.tmux import (
     HOLDING_SESSION,
     NavigatorSpawn,

@@ -17,15 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.claims import claim_for_frame
-from core.config import ControlTurnsConfig, ProviderConfig, TmuxConfig
-from core.engine import Engine
-from core.enums import Activity, ActivityReason, Provider
-from core.home import Home
-from core.registry import init_registry
-from core.requests import new_request_id
-from core.session import open_engine
-from core.stage import CONTROL_TEMPLATE
+from core.engine.claims import claim_for_frame
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.engine.session import open_engine
+from core.install.config import ControlTurnsConfig, ProviderConfig, TmuxConfig
+from core.install.home import Home
+from core.install.registry import init_registry
+from core.model.enums import Activity, ActivityReason, Provider
+from core.tmux.stage import CONTROL_TEMPLATE
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
@@ -255,7 +255,7 @@ def problems(engine: Engine, view_id: str) -> list[str]:
                 f"SELECT r.first_claimed_at, t.state, t.view_id FROM {table} r"
                 " JOIN view_transitions t ON t.transition_id = r.transition_id"):
             # A cancelled transition's record was withdrawn on purpose, not lost; a failed
-            # push's brief is claimed by its task's next start (core.claims).
+            # push's brief is claimed by its task's next start (core.engine.claims).
             claimable = row["state"] in ("presented", "awaiting_claim", "settling", "completed",
                                          "cancelled") or \
                 (table == "transition_briefs" and row["state"] == "failed")

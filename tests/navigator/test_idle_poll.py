@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from core.enums import Activity, ActivityReason
+from core.model.enums import Activity, ActivityReason
 from navigator.app import FULL_CHECK_TICKS, SwitchboardApp
 from navigator.widgets.badges import BadgeKind
 from navigator.widgets.frames import frame_key

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from core.errors import SwitchboardError
-from core.state_types import NavigatorState
+from core.model.errors import SwitchboardError
+from core.state.state_types import NavigatorState
 from navigator import intents
 from navigator.jobs import problem_text, request_problem
 from navigator.lookup import frame_by_id

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from core.enums import Activity
-from core.requests import new_request_id
+from core.engine.requests import new_request_id
+from core.model.enums import Activity
 from navigator.app import SwitchboardApp
 from navigator.screens.complete import CompleteReturnScreen
 from navigator.screens.confirm import ConfirmScreen

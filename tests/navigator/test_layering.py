@@ -9,7 +9,7 @@ from navigator.app import stylesheet_path
 
 ROOT = Path(__file__).resolve().parents[2]
 NEVER_IN_NAVIGATOR = {"sqlite3", "aiosqlite", "libtmux"}
-NEVER_IN_WIDGETS = NEVER_IN_NAVIGATOR | {"storage", "core.engine", "core.tmux", "core.stage"}
+NEVER_IN_WIDGETS = NEVER_IN_NAVIGATOR | {"storage", "core.engine.engine", "core.tmux"}
 
 
 def _imports(path: Path) -> set[str]:

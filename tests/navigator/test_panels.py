@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from core.requests import new_request_id
+from core.engine.requests import new_request_id
 from navigator.app import SwitchboardApp
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.frames import FrameTree, NodeKind, frame_key, history_key
@@ -73,7 +73,7 @@ async def test_recoveries_panel_lists_open_recoveries_with_actionability(demo: S
 
 
 async def test_manual_recovery_explains_instead_of_acting(demo: Scenario) -> None:
-    from core.enums import Actionability, RecoveryKind
+    from core.model.enums import Actionability, RecoveryKind
     from tests.navigator.scenario import add_recovery
 
     manual = add_recovery(demo, "Write docs", RecoveryKind.TRANSITION_INTERRUPTED,
@@ -280,7 +280,7 @@ async def test_a_refused_request_becomes_a_notification(demo: Scenario) -> None:
 async def test_cached_remote_host_is_shown_but_never_acted_on(demo: Scenario) -> None:
     from dataclasses import replace
 
-    from core.state_types import FrameSummary, HostRow, ProjectRow
+    from core.state.state_types import FrameSummary, HostRow, ProjectRow
 
     remote_host = "44444444-4444-4444-8444-444444444444"
     remote_frame = "55555555-5555-4555-8555-555555555555"
@@ -325,7 +325,7 @@ def test_unknown_activity_has_its_own_badge_never_ready() -> None:
 
 
 async def test_unknown_activity_reads_the_same_in_the_tree_and_views(demo: Scenario) -> None:
-    from core.enums import Activity
+    from core.model.enums import Activity
     from navigator.widgets.badges import BadgeKind
     from navigator.widgets.views import view_badge
     from tests.navigator.scenario import set_activity
@@ -382,7 +382,7 @@ async def test_palette_acknowledges_the_selected_message(demo: Scenario) -> None
 def test_a_degraded_view_has_its_own_badge_not_needs_input(demo: Scenario) -> None:
     from dataclasses import replace
 
-    from core.enums import ViewState
+    from core.model.enums import ViewState
     from navigator.widgets.badges import BADGES, BadgeKind
     from navigator.widgets.views import view_badge
 

@@ -11,9 +11,9 @@ import threading
 import time
 from typing import Any
 
-from core.provider_checks import STALE_WORKING_AFTER_MS
-from core.requests import new_request_id
-from core.sagas import LEASE_MS
+from core.engine.requests import new_request_id
+from core.engine.sagas import LEASE_MS
+from core.reconcile.provider_checks import STALE_WORKING_AFTER_MS
 from navigator.app import RECONCILE_INTERVAL, SwitchboardApp
 from navigator.widgets.badges import BadgeKind
 from navigator.widgets.frames import frame_key
@@ -105,7 +105,7 @@ class _FlakyReconcile:
 
     def reconcile_if_due(self, interval: float) -> Any:
         """The real client's turn-taking, around this stand-in's reconcile."""
-        from core.reconcile_turn import host_turn
+        from core.reconcile.reconcile_turn import host_turn
 
         with host_turn(self._client.home.run_dir, interval) as mine:
             return self.reconcile() if mine else None

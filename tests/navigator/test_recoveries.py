@@ -7,8 +7,8 @@ control turn, a view, a launch, a surface.
 
 from __future__ import annotations
 
-from core.client import SubjectPlace
-from core.enums import Actionability, RecoveryKind
+from core.engine.client import SubjectPlace
+from core.model.enums import Actionability, RecoveryKind
 from navigator.app import SwitchboardApp
 from navigator.screens.recovery import RecoveryExplanationScreen
 from navigator.widgets.frames import FrameTree, frame_key

@@ -83,8 +83,8 @@ PYTEST_FAIL = ("F                                                     [100%]\n"
 def record_frame_work(scenario: Scenario, title: str) -> str:
     """A frame's session that did real-shaped work: attempt, prompt, a failing pytest run,
     a Read, the passing run, and a claimed handoff; fixed times."""
-    from core.evidence_capture import CommandFacts, Outcome
-    from core.evidence_hook import prepare_command
+    from core.evidence.capture import CommandFacts, Outcome
+    from core.evidence.hook import prepare_command
     from storage.session_lineage import (
         SessionFacts,
         TaskFacts,
@@ -254,7 +254,7 @@ def test_prompts_and_outputs_stay_out_of_host_and_navigator_state(demo: Scenario
     other hosts never read it."""
     import json
 
-    from core.state_builder import build_host_state
+    from core.state.state_builder import build_host_state
     from navigator.commands.output import to_plain
 
     record_frame_work(demo, "Fix login")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.client import SubjectPlace
-from core.state_types import HostRow, NavigatorState, ProjectRow
+from core.engine.client import SubjectPlace
+from core.state.state_types import HostRow, NavigatorState, ProjectRow
 from navigator.lookup import frame_by_id, view_by_id
 from navigator.targeting import (
     NO_VIEW,

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from core.control_line import CONTROL_TEMPLATE
+from core.model.control_line import CONTROL_TEMPLATE
 
 MODEL = "claude-standin-1"
 SWITCHBOARD_PREFIX = "mcp__switchboard__"

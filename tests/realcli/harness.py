@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from core.config import ProviderConfig, TmuxConfig
-from core.engine import Engine
-from core.enums import Provider
-from core.home import Home
-from core.registry import init_registry
-from core.session import open_engine
+from core.engine.engine import Engine
+from core.engine.session import open_engine
+from core.install.config import ProviderConfig, TmuxConfig
+from core.install.home import Home
+from core.install.registry import init_registry
+from core.model.enums import Provider
 from tests.factories import project_config
 from tests.integration.journey_env import one
 from tests.waiting import retry_until

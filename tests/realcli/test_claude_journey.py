@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from core.client import EngineClient
-from core.control_line import CONTROL_TEMPLATE
-from core.engine import Engine
-from core.enums import Provider
-from core.home import Home
-from core.hooks_install import claude_tool_names
-from core.requests import new_request_id
+from core.engine.client import EngineClient
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.install.home import Home
+from core.install.hooks_install import claude_tool_names
+from core.model.control_line import CONTROL_TEMPLATE
+from core.model.enums import Provider
 from tests.integration.journey_env import one, tmux
 from tests.realcli.anthropic_standin import TOOLTEST_COMMAND, AnthropicStandin, script
 from tests.realcli.harness import (
@@ -284,7 +284,7 @@ def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
     holds it until Switchboard's server has listed its tools, so the very first
     request already offers them."""
     slow = ("/bin/sh", "-c", f"sleep 4; exec {sys.executable} -m navigator.cli mcp")
-    monkeypatch.setattr("core.launcher.MCP_SERVER_ARGV", slow)
+    monkeypatch.setattr("core.engine.launcher.MCP_SERVER_ARGV", slow)
     engine, socket = world.engine, world.socket
     route = engine.project_enter(new_request_id(), "alpha")
     engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)

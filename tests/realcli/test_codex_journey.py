@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine
-from core.enums import Provider
-from core.home import Home
-from core.requests import new_request_id
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.install.home import Home
+from core.model.enums import Provider
 from tests.integration.journey_env import one, pane_ids, tmux
 from tests.realcli.harness_codex import (
     API_KEY,

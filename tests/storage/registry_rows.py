@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import machines
+from core.model import machines
 from storage.connection import connect
 from tests.factories import HOST_ID, make_engine
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine
-from core.errors import InvariantViolation
+from core.engine.engine import Engine
+from core.model.errors import InvariantViolation
 from storage.connection import write_transaction
 from storage.limits import TEXT_LIMITS, TextTooLong, describe_check
 from storage.schema import ddl

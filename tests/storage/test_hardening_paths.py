@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from core.broker import Broker, open_broker
-from core.broker_delivery import PaneLocks
+from core.broker.broker import Broker, open_broker
+from core.broker.delivery import PaneLocks
 from navigator.cli import main
 from storage.broker_store import open_store
 from storage.uri import canonical, sqlite_uri

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import Engine
-from core.errors import Conflict, InvariantViolation, SwitchboardError
-from core.home import Home
-from core.ports import FixedClock, SequentialIds
-from core.registry import open_current
+from core.engine.engine import Engine
+from core.install.home import Home
+from core.install.registry import open_current
+from core.model.errors import Conflict, InvariantViolation, SwitchboardError
+from core.model.ports import FixedClock, SequentialIds
 from storage.connection import connect, write_transaction
 from tests.factories import make_engine
 from tests.storage import registry_rows as rows
@@ -491,7 +491,7 @@ def test_threads_pushing_from_one_view_make_one_transition(
 
 def _enter_in_process(root: str, request_id: str, barrier, results) -> None:
     """Runs in a separate process: open the registry like a front end and enter."""
-    from core.session import open_engine
+    from core.engine.session import open_engine
 
     try:
         engine = open_engine(_home(Path(root)))

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import HostConfig, load_config, render_config
-from core.errors import RegistryUnavailable, SwitchboardError
-from core.home import Home
-from core.registry import init_registry, open_current, reset_registry
+from core.install.config import HostConfig, load_config, render_config
+from core.install.home import Home
+from core.install.registry import init_registry, open_current, reset_registry
+from core.model.errors import RegistryUnavailable, SwitchboardError
 from navigator.cli import main as cli_main
 from storage.registry_file import diagnose, open_registry
 from storage.schema import APPLICATION_ID

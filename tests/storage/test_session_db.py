@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.evidence_enums import (
+from core.model.evidence_enums import (
     CLOSED_COLUMNS,
     AgentStatus,
     EventSourceKind,

@@ -1,6 +1,6 @@
 """Every state machine of the contract, edge by edge, enforced by the registry itself.
 
-Table-driven from ``core.machines.ALL``: for every machine and every ordered
+Table-driven from ``core.model.machines.ALL``: for every machine and every ordered
 pair of distinct states, a row is brought to the first state by legal edges
 (raw SQL on a real registry file) and the second state is written. Storage must
 accept exactly the legal edges and refuse every other with
@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from core import machines
-from core.errors import IllegalEdge, InvariantViolation
+from core.model import machines
+from core.model.errors import IllegalEdge, InvariantViolation
 from storage import schema
 from storage.connection import write_transaction
 from tests.storage import registry_rows as rows
 
 # The contract's edges, transcribed independently from navigator-contract.txt, so a
-# change to core/machines.py that drifts from the spec fails here.
+# change to core/model/machines.py that drifts from the spec fails here.
 CONTRACT_EDGES: dict[str, dict[str, set[str]]] = {
     "frame": {"open": {"closing"}, "closing": {"closed"}, "closed": {"open"}},
     "work_context": {"released": {"held", "blocked"}, "held": {"released", "blocked"},

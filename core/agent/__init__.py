@@ -1,0 +1,1 @@
+"""The agent tools and the MCP server that offers them to Claude Code and Codex."""

@@ -1,0 +1,1 @@
+"""The message broker: store, membership, delivery into panes, inbox views."""

@@ -1,0 +1,351 @@
+"""At-least-once pane notification: type one line per pending message into the recipient's pane.
+
+Guarantees (spec: broker data model, messages):
+- Nothing is written before input; ``notified_at`` is stamped only after the
+  whole line and its Enter were submitted, while the message is still pending
+  and the pane lock is held. A message ACKed before the stamp counts as
+  notified (the stamp then touches no row, which is correct).
+- A failed attempt leaves ``notified_at`` null and ends the drain with a
+  not-notified diagnostic; the next send or wait retries, so a line may appear
+  twice but is never lost. Poll and ACK stay authoritative.
+- One drain attempts each message at most once (the caller's ``attempted``
+  set spans one send or wait invocation).
+- Lines from concurrent processes never interleave in a pane: each line is
+  typed under an OS file lock (``fcntl.flock``) whose file name is derived
+  from backend/session/pane, so every placement naming the same pane shares
+  one lock, across processes.
+- The root Director is never typed to; neither are self-sends (they are
+  stamped on insert by the caller).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import libtmux
+
+from core.broker.kick import MANAGED_PREFIX
+from core.tmux.commands import Check, equals, guarded, outcome
+from core.tmux.errors import PaneNotFound
+from storage.broker_schema import (
+    MemberStatus,
+    MessageState,
+    decode_member_status,
+    decode_message_state,
+)
+from storage.broker_store import BrokerStore
+
+LOCK_TIMEOUT_S = 10.0
+_MAX_PLACEMENT_RACES = 5
+
+
+@dataclass(frozen=True)
+class PaneTarget:
+    """A concrete pane; the lock identity is backend/session/pane (window is display only)."""
+
+    backend: str
+    session: str
+    window: str
+    pane: str
+
+    @property
+    def lock_name(self) -> str:
+        key = "\0".join((self.backend, self.session, self.pane)).encode()
+        return f"pane-{hashlib.sha256(key).hexdigest()[:32]}.lock"
+
+
+class DeliveryFailed(Exception):
+    """One typing attempt did not complete; the reason goes into the diagnostic."""
+
+
+class PaneLockTimeout(DeliveryFailed):
+    pass
+
+
+class PaneLocks:
+    """Per-pane input locks as ``flock``ed files in one directory shared by all processes."""
+
+    def __init__(self, lock_dir: Path, *, timeout: float = LOCK_TIMEOUT_S) -> None:
+        self.lock_dir = Path(lock_dir)
+        self.timeout = timeout
+
+    @classmethod
+    def beside(cls, broker_path: Path) -> PaneLocks:
+        """Locks live next to the broker file, so every user of that broker shares them."""
+        broker_path = Path(broker_path)
+        return cls(broker_path.with_name(broker_path.name + ".locks"))
+
+    def path_for(self, target: PaneTarget) -> Path:
+        return self.lock_dir / target.lock_name
+
+    @contextmanager
+    def hold(self, *targets: PaneTarget) -> Iterator[None]:
+        """Hold every distinct target's lock, taken in name order (no lock-order deadlock)."""
+        names = sorted({t.lock_name: t for t in targets}.items())
+        with ExitStack() as stack:
+            for _, target in names:
+                stack.enter_context(self._hold_one(target))
+            yield
+
+    @contextmanager
+    def _hold_one(self, target: PaneTarget) -> Iterator[None]:
+        self.lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path_for(target), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + self.timeout
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise PaneLockTimeout(
+                            f"pane {target.pane} input lock stayed busy for "
+                            f"{self.timeout:g}s") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+
+class Typer(Protocol):
+    """Types one complete line (text then Enter) into a pane, or raises DeliveryFailed."""
+
+    def type_line(self, target: PaneTarget, line: str) -> None: ...
+
+
+class TmuxTyper:
+    """libtmux against an explicit socket path; one tmux invocation per line."""
+
+    def __init__(self, socket_path: str | os.PathLike[str] | None) -> None:
+        self.socket_path = None if socket_path is None else str(socket_path)
+        self._server = (None if self.socket_path is None
+                        else libtmux.Server(socket_path=self.socket_path))
+
+    def type_line(self, target: PaneTarget, line: str) -> None:
+        if target.backend != "tmux":
+            raise DeliveryFailed(f"backend {target.backend!r} is not supported")
+        if self._server is None:
+            raise DeliveryFailed(
+                "no tmux socket configured (pass --tmux-socket or set SWITCHBOARD_TMUX_SOCKET)")
+        try:
+            # One tmux command: the text and its Enter are typed together, and only
+            # into a live pane that takes input. tmux drops keys sent to a fenced
+            # (input-disabled, parked) pane without an error, so a plain send-keys
+            # would stamp a message its agent never saw.
+            command = guarded([
+                Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
+                Check(target.pane, equals("#{pane_input_off}", "0"), "fenced"),
+            ], [("send-keys", "-t", target.pane, "-l", line),
+                ("send-keys", "-t", target.pane, "Enter")])
+        except ValueError as exc:  # not an exact %N pane id
+            raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
+        result = self._server.cmd(*command)
+        if result.returncode != 0 or result.stderr:
+            detail = "; ".join(result.stderr) or f"exit status {result.returncode}"
+            raise DeliveryFailed(f"tmux send-keys to {target.pane} failed: {detail}")
+        try:
+            verdict = outcome(result.stdout)
+        except PaneNotFound:
+            raise DeliveryFailed(f"pane {target.pane} no longer exists") from None
+        if verdict != "ok":
+            why = {"dead": "its program exited",
+                   "fenced": "it is parked with input disabled"}.get(verdict or "", verdict)
+            raise DeliveryFailed(f"pane {target.pane} was not typed into: {why}; "
+                                 "the message stays pending")
+
+
+_UNSAFE = re.compile(r"[^\x20-\x26\x28-\x7e]")  # printable ASCII except the quote
+
+
+def notification_line(message_id: int, sender_name: str, from_member_id: int,
+                      to_member_id: int) -> str:
+    """The one line typed per message: it carries the id and how to read it.
+
+    Printable ASCII only, without ``'`` (no control characters can reach the
+    agent's input, and the line fits one quoted token of a guarded tmux command);
+    starts with ``[`` and ends with a digit, so tmux never reads it as an
+    option or a ``;`` command separator.
+    """
+    name = _UNSAFE.sub("?", sender_name)[:40]
+    return (f"[switchboard] message {message_id} from {name} (member {from_member_id}):"
+            f" run `switchboard message poll --member {to_member_id}`, then ack {message_id}")
+
+
+def managed_line(message_id: int, sender_name: str) -> str:
+    """The line typed to a Switchboard-launched agent: its tools, not the broker CLI."""
+    name = _UNSAFE.sub("?", sender_name)[:40]
+    return (f"[switchboard] message {message_id} from {name}: call message_poll() to read it,"
+            f" then message_ack({message_id})")
+
+
+class DeliveryGate(Protocol):
+    """Decides, for a Switchboard-launched member, whether its pane may be typed into now.
+
+    ``blocked`` returns why not (the message stays pending, unstamped, and is
+    typed when the reason clears: the agent's Stop, its presentation, its
+    unfencing), or None when the pane is shown, takes input and the agent is
+    ready with no prompt open. Members the gate does not manage keep the
+    format's plain rules.
+    """
+
+    def blocked(self, frame_id: str, target: PaneTarget) -> str | None: ...
+
+
+def managed_frame(description: str | None) -> str | None:
+    """The frame id a managed member stands for, or None for a hand-registered member."""
+    if description and description.startswith(MANAGED_PREFIX):
+        return description[len(MANAGED_PREFIX):] or None
+    return None
+
+
+@dataclass(frozen=True)
+class NotNotified:
+    """Why a pending message was not typed this time (it stays pending and unstamped)."""
+
+    message_id: int
+    to_member_id: int
+    pane: str | None
+    reason: str
+
+    def diagnostic(self) -> str:
+        where = f" into pane {self.pane}" if self.pane else ""
+        return (f"message {self.message_id} to member {self.to_member_id} is stored but was "
+                f"not typed{where}: {_without_tail(self.reason)}; it stays pending, and the "
+                f"next send to that member or a wait retries it")
+
+
+def _without_tail(reason: str) -> str:
+    """Reasons may already say the message stays pending; say it once."""
+    for tail in ("; the message stays pending", "; it stays pending"):
+        if reason.endswith(tail):
+            return reason[: -len(tail)]
+    return reason
+
+
+@dataclass(frozen=True)
+class DrainReport:
+    to_member_id: int
+    notified: tuple[int, ...] = ()
+    skipped: str | None = None  # why the recipient gets no pane notifications at all
+    not_notified: NotNotified | None = None
+    deferred: str | None = None  # managed recipient not ready/shown: typed later, not failed
+
+
+def _eligible_target(row: sqlite3.Row | None, gate: DeliveryGate | None = None
+                     ) -> tuple[PaneTarget | None, str | None]:
+    """A concrete pane for an active ordinary member of a live fleet, or the reason not."""
+    if row is None:
+        return None, "recipient no longer exists"
+    status = decode_member_status(row["status"])
+    if status is not MemberStatus.ACTIVE:
+        return None, "recipient is deregistered"
+    if row["fleet_deleted_at"] is not None:
+        return None, "recipient's fleet is deleted"
+    managed = gate is not None and managed_frame(row["description"]) is not None
+    if row["director_member_id"] == row["member_id"] and not managed:
+        return None, "the root Director is notified through wait/poll, never its pane"
+    if row["backend"] is None:
+        return None, "recipient has no placement"
+    if row["mux_pane_id"] is None:
+        return None, "recipient's placement has no pane yet"
+    return PaneTarget(row["backend"], row["mux_session"], row["mux_window_id"],
+                      row["mux_pane_id"]), None
+
+
+def _target_row(store: BrokerStore, member_id: int) -> sqlite3.Row | None:
+    return store.conn.execute(
+        "SELECT m.member_id, m.status, m.description, f.director_member_id,"
+        " f.deleted_at AS fleet_deleted_at,"
+        " p.backend, p.mux_session, p.mux_window_id, p.mux_pane_id"
+        " FROM members m JOIN fleets f ON f.fleet_id = m.fleet_id"
+        " LEFT JOIN member_placements p ON p.member_id = m.member_id"
+        " WHERE m.member_id = ?", (member_id,)).fetchone()
+
+
+@dataclass
+class Notifier:
+    """Drains one recipient's pending notifications; one instance per invocation is fine."""
+
+    typer: Typer
+    locks: PaneLocks
+    # Test seam: runs after a line is submitted and before the stamp.
+    after_submit: Callable[[int], None] | None = field(default=None, repr=False)
+    # Switchboard-launched members: typed only when shown and ready (one line per ready turn).
+    gate: DeliveryGate | None = None
+
+    def drain(self, store: BrokerStore, to_member_id: int, *, now: Callable[[], str],
+              attempted: set[int]) -> DrainReport:
+        """Type each eligible pending message oldest first; stop at the first failure."""
+        notified: list[int] = []
+        races = 0
+        while True:
+            target, why_not = _eligible_target(_target_row(store, to_member_id), self.gate)
+            if target is None:
+                return DrainReport(to_member_id, tuple(notified), skipped=why_not)
+            candidate = store.next_notification_candidate(to_member_id, attempted)
+            if candidate is None:
+                return DrainReport(to_member_id, tuple(notified))
+            message_id = candidate["message_id"]
+            try:
+                with self.locks.hold(target):
+                    # Revalidate eligibility, placement and the message under the lock.
+                    locked_row = _target_row(store, to_member_id)
+                    locked_target, why_not = _eligible_target(locked_row, self.gate)
+                    if locked_target is None or locked_row is None:  # no row has no target
+                        return DrainReport(to_member_id, tuple(notified), skipped=why_not)
+                    if locked_target.lock_name != target.lock_name:
+                        races += 1
+                        if races > _MAX_PLACEMENT_RACES:
+                            return DrainReport(to_member_id, tuple(notified), not_notified=(
+                                NotNotified(message_id, to_member_id, locked_target.pane,
+                                            "the placement kept moving")))
+                        continue  # moved meanwhile: take the new pane's lock instead
+                    target = locked_target  # same pane lock (the window may have changed)
+                    attempted.add(message_id)
+                    row = store.get_message(message_id)
+                    if (row is None
+                            or decode_message_state(row["status_state"])
+                            is not MessageState.INPUT_REQUIRED
+                            or row["notified_at"] is not None):
+                        continue  # another drain stamped it, or it was ACKed: done
+                    frame_id = managed_frame(locked_row["description"]) if self.gate else None
+                    if frame_id is not None and self.gate:
+                        # A ready agent that gets a line starts working: one line per
+                        # ready period; its next Stop (or presentation) types the next.
+                        if notified:
+                            attempted.discard(message_id)
+                            return DrainReport(to_member_id, tuple(notified))
+                        blocked = self.gate.blocked(frame_id, target)
+                        if blocked is not None:
+                            attempted.discard(message_id)
+                            return DrainReport(to_member_id, tuple(notified), deferred=blocked)
+                    sender = store.get_member(row["from_member_id"])
+                    sender_name = sender["name"] if sender else "?"
+                    line = (managed_line(message_id, sender_name) if frame_id is not None
+                            else notification_line(message_id, sender_name,
+                                                   row["from_member_id"], to_member_id))
+                    self.typer.type_line(target, line)
+                    if self.after_submit is not None:
+                        self.after_submit(message_id)
+                    try:
+                        store.stamp_notified(message_id, now())  # 0 rows: ACKed first, fine
+                    except sqlite3.OperationalError as exc:  # typed, but the file is locked
+                        raise DeliveryFailed(f"typed, but notified_at not stamped ({exc})"
+                                             ) from exc
+                    notified.append(message_id)
+            except DeliveryFailed as exc:
+                return DrainReport(to_member_id, tuple(notified), not_notified=NotNotified(
+                    message_id, to_member_id, target.pane, str(exc)))

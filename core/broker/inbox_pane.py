@@ -1,0 +1,74 @@
+"""The read-only inbox stream as its own pane in a view window, opened and closed by a key.
+
+The pane runs ``switchboard inbox --stream`` for the project's person member
+(who has no pane of its own), split below the view's main pane. It is tagged
+``@sb_inbox=<view_id>`` (not ``@sb_role``: it is not a surface, nothing is
+recorded about it in the registry, and swaps of main leave it in place).
+Every tmux step is one process whose first command is the server identity
+guard; closing kills only a pane still carrying this view's tag.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from core.model.errors import Conflict
+from core.tmux.commands import Check, equals, guarded, outcome
+from core.tmux.identity import identity_guard
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+
+OPT_INBOX = "@sb_inbox"
+STREAM_HEIGHT = 8
+
+
+class StreamPane(StrEnum):
+    OPENED = "opened"
+    CLOSED = "closed"
+
+
+def toggle_inbox_stream(engine: Engine, view_id: str) -> StreamPane:
+    """Open the view's inbox stream pane, or close it when it is open."""
+    from core.broker.membership import open_managed_broker, sync_project
+    from storage.operations import views as views_ops
+
+    view = views_ops.get_view(engine.conn, view_id)
+    if view["tmux_window_id"] is None or view["main_pane_id"] is None:
+        raise Conflict("this view has no tmux window yet; enter the project first",
+                       code="view_unbound")
+    adapter = engine.require_stage().adapter_for(view["tmux_server_id"])
+    guard = identity_guard(adapter.expected)
+    listed = adapter.runner.run([guard, ("list-panes", "-t", view["tmux_window_id"], "-F",
+                                         f"#{{pane_id}}\t#{{{OPT_INBOX}}}")])
+    existing = [line.split("\t")[0] for line in listed.stdout
+                if line.endswith("\t" + view_id)]
+    if existing:
+        pane = existing[0]
+        adapter.runner.run([guard, guarded(
+            [Check(pane, equals(f"#{{{OPT_INBOX}}}", view_id), "not_inbox")],
+            [("kill-pane", "-t", pane)])])
+        return StreamPane.CLOSED
+    with open_managed_broker(engine) as broker:
+        fleet = sync_project(engine, broker, view["project_id"])
+        if fleet is None or fleet.person_id is None:
+            raise Conflict("no agent of this project has run yet, so there is no inbox to "
+                           "stream; start the workspace agent first", code="no_fleet")
+        person = fleet.person_id
+        broker_path = broker.store.path
+    command = shlex.join([sys.executable, "-m", "navigator.cli", "inbox", "--stream",
+                          "--member", str(person), "--broker-db", str(broker_path)])
+    made = adapter.runner.run([guard, ("split-window", "-v", "-d", "-l", str(STREAM_HEIGHT),
+                                       "-t", view["main_pane_id"], "-P", "-F", "#{pane_id}",
+                                       command)])
+    pane = made.stdout[-1].strip()
+    tagged = adapter.runner.run([guard, guarded(
+        [Check(pane, equals("#{pane_dead}", "0"), "dead")],
+        [("set-option", "-p", "-t", pane, OPT_INBOX, view_id)])])
+    if outcome(tagged.stdout) != "ok":
+        raise Conflict("the inbox stream pane exited at once; run `switchboard inbox "
+                       f"--stream --member {person}` to see why", code="stream_failed")
+    return StreamPane.OPENED

@@ -1,0 +1,62 @@
+"""The hook's side of broker delivery: after a trusted Stop, hand pending lines on.
+
+Stdlib only (the hook path stays lean: no Textual, no engine, no libtmux): one
+read-only SQLite query says whether the stopped frame's member has a message
+that was never typed; only then a detached ``python -m core.engine.workers kick``
+does the real work (reconcile, gate, type under the pane lock) while the hook
+returns at once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from contextlib import suppress
+from pathlib import Path
+
+from storage.uri import sqlite_uri
+
+MANAGED_PREFIX = "switchboard-frame:"
+"""Description prefix of a member that is a Switchboard-launched agent's frame."""
+
+
+def frame_description(frame_id: str) -> str:
+    return MANAGED_PREFIX + frame_id
+
+
+def pending_for_frame(broker_path: Path, frame_id: str) -> bool:
+    """Cheap read-only check for the hook: does this frame's member wait for a line?
+
+    Plain SQLite, no diagnosis, no engine: a few milliseconds on a Stop.
+    """
+    if not broker_path.exists():
+        return False
+    try:
+        conn = sqlite3.connect(sqlite_uri(broker_path, mode="ro"), uri=True, timeout=0.5)
+    except sqlite3.Error:
+        return False
+    try:
+        row = conn.execute(
+            "SELECT 1 FROM messages ms JOIN members m ON m.member_id = ms.to_member_id"
+            " WHERE m.description = ? AND m.status = 'active'"
+            " AND ms.status_state <> 'completed' AND ms.notified_at IS NULL LIMIT 1",
+            (frame_description(frame_id),)).fetchone()
+        return row is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def kick_after_stop(broker_path: Path, frame_id: str, env: dict[str, str]) -> bool:
+    """Spawn a detached deliverer when this frame has undelivered messages; hook stays fast."""
+    if not pending_for_frame(broker_path, frame_id):
+        return False
+    with suppress(OSError):
+        subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "core.engine.workers", "kick", frame_id], env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True)
+        return True
+    return False

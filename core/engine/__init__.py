@@ -1,0 +1,1 @@
+"""The one engine: requests, transitions (sagas), claims, launches and sessions."""

@@ -1,0 +1,343 @@
+"""EngineClient: the one object a frontend holds.
+
+It opens the registry once, builds NavigatorState on request, and turns each
+user intent into an engine request with a fresh request id. Blocking calls
+are meant to run in a frontend's worker thread; nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.engine.engine import Engine
+from core.engine.requests import new_request_id
+from core.install.home import Home
+from core.model.errors import SwitchboardError
+from core.model.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
+from core.state.state_types import NavigatorState, ProjectRow
+
+if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
+    from core.broker.broker import InboxEntry
+    from core.broker.broker import Message as BrokerMessage
+    from core.broker.inbox_pane import StreamPane
+    from core.broker.membership import PersonSent
+    from core.evidence.store import SessionDetail
+    from core.reconcile.recovery import ReconcileReport, RecoveryRecord
+    from core.state.remote_open import RemoteWindow
+
+if TYPE_CHECKING:
+    from core.model.results import (
+        FrameResult,
+        RouteResult,
+        StartResult,
+        TransitionResult,
+        ViewResult,
+    )
+    from core.reconcile.recovery import ReconcileReport, RecoveryRecord
+
+# The navigator's remembered layout is a few hundred bytes; never read more than this.
+UI_STATE_MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SubjectPlace:
+    """Where a recovery's subject is shown: its view and frame, when they can be told."""
+
+    view_id: str | None
+    frame_id: str | None
+
+
+#: subject type -> SQL giving (view_id, frame_id) of that subject; read-only.
+_SUBJECT_SQL: dict[str, str] = {
+    "view": "SELECT view_id, active_frame_id FROM user_views WHERE view_id = ?",
+    "frame": "SELECT NULL, frame_id FROM frames WHERE frame_id = ?",
+    "transition": "SELECT view_id, target_frame_id FROM view_transitions"
+                  " WHERE transition_id = ?",
+    "control_turn": "SELECT t.view_id, c.target_frame_id FROM control_turns c"
+                    " JOIN view_transitions t ON t.transition_id = c.transition_id"
+                    " WHERE c.control_turn_id = ?",
+    "launch": "SELECT NULL, frame_id FROM launch_intents WHERE launch_id = ?",
+    "surface": "SELECT NULL, l.frame_id FROM surfaces s"
+               " JOIN launch_intents l ON l.launch_id = s.launch_id WHERE s.surface_id = ?",
+}
+
+
+@dataclass
+class EngineClient:
+    engine: Engine
+    home: Home
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stamped: tuple[str, tuple[str, ...]] | None = field(default=None, repr=False,
+                                                         compare=False)
+    """(generation, paths) that ``change_stamp`` stats, worked out once per generation."""
+
+    @classmethod
+    def open(cls, home: Home | None = None, *, with_stage: bool = True) -> EngineClient:
+        from core.engine.session import open_engine
+
+        home = home or Home.from_env()
+        engine = open_engine(home, with_stage=with_stage)
+        return cls(engine=engine, home=home)
+
+    def shutdown(self) -> None:
+        """Release the registry connection (the navigator calls this on exit)."""
+        with self._lock:
+            self.engine.conn.close()
+
+    # --------------------------------------------------------------- reads
+
+    def state(self) -> NavigatorState:
+        from core.state.state_builder import build_navigator_state
+
+        with self._lock:
+            return build_navigator_state(self.engine)
+
+    def session_detail(self, frame_id: str, limit: int = 50) -> SessionDetail:
+        """The frame's current session evidence (``core.evidence.store.SessionDetail``).
+
+        The key comes from the registry under the lock; the session file is read
+        after it is released, on its own read-only connection.
+        """
+        from core.evidence.store import session_detail, session_key_for_frame
+
+        with self._lock:
+            key = session_key_for_frame(self.engine.conn, frame_id)
+        return session_detail(self.home, key, limit)
+
+    def recovery_subject(self, subject_type: str, subject_id: str) -> SubjectPlace:
+        """The view and frame a recovery is about, so a frontend can go and look.
+
+        Read-only. A frame without a view of its own is looked up through its
+        owning placement; an unknown subject type or a vanished row gives Nones.
+        """
+        sql = _SUBJECT_SQL.get(subject_type)
+        if sql is None:
+            return SubjectPlace(None, None)
+        with self._lock:
+            conn = self.engine.conn
+            row = conn.execute(sql, (subject_id,)).fetchone()
+            if row is None:
+                return SubjectPlace(None, None)
+            view_id, frame_id = row[0], row[1]
+            if view_id is None and frame_id is not None:
+                placed = conn.execute(
+                    "SELECT view_id FROM frame_placements WHERE frame_id = ?"
+                    " AND state <> 'orphaned'", (frame_id,)).fetchone()
+                view_id = placed[0] if placed is not None else None
+        return SubjectPlace(view_id, frame_id)
+
+    def data_version(self) -> int:
+        """Cheap change detection: SQLite's data_version plus the broker file's mtime."""
+        with self._lock:
+            version = self.engine.conn.execute("PRAGMA data_version").fetchone()[0]
+            total = self.engine.conn.total_changes
+        try:
+            broker = os.stat(self.home.broker_path).st_mtime_ns
+        except OSError:
+            broker = 0
+        return hash((version, total, broker))
+
+    def change_stamp(self) -> tuple[tuple[int, int], ...]:
+        """Size and mtime of every file a registry or broker commit touches: no lock, no SQL.
+
+        The navigator compares this on its event loop every tick and starts a
+        ``data_version`` read only when it moved, so an idle navigator starts no
+        worker thread at all (a worker per tick cost ~20x the stats). In WAL mode
+        each commit appends to ``-wal`` and a checkpoint rewrites the database
+        file; the pointer file moves on a registry reset. A missing file reads
+        as (0, 0).
+        """
+        stamps = []
+        for path in self._change_files:
+            try:
+                info = os.stat(path)
+            except OSError:
+                stamps.append((0, 0))
+            else:
+                stamps.append((info.st_mtime_ns, info.st_size))
+        return tuple(stamps)
+
+    @property
+    def _change_files(self) -> tuple[str, ...]:
+        """The stamped paths, worked out once per generation (pathlib per tick showed up
+        as a third of an idle navigator's own CPU)."""
+        generation = self.engine.generation_id
+        if self._stamped is not None and self._stamped[0] == generation:
+            return self._stamped[1]
+        registry = os.fspath(self.home.registry_path(generation))
+        broker = os.fspath(self.home.broker_path)
+        files = (registry, f"{registry}-wal", broker, f"{broker}-wal",
+                 os.fspath(self.home.current_pointer))
+        self._stamped = (generation, files)
+        return files
+
+    # --------------------------------------------------------------- requests
+    # One typed method per engine operation, each with a fresh request id under
+    # the lock (the registry connection is not shared across threads otherwise).
+
+    def enter_project(self, name: str) -> RouteResult:
+        with self._lock:
+            return self.engine.project_enter(new_request_id(), name)
+
+    def start(self, frame_id: str) -> StartResult:
+        with self._lock:
+            return self.engine.frame_start(new_request_id(), frame_id)
+
+    def stop(self, frame_id: str) -> FrameResult:
+        with self._lock:
+            return self.engine.frame_stop(new_request_id(), frame_id)
+
+    def cancel_transition(self, view_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.transition_cancel(new_request_id(), view_id=view_id)
+
+    def back(self, view_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.frame_back(new_request_id(), view_id)
+
+    def focus(self, view_id: str, frame_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.view_focus(new_request_id(), view_id, frame_id)
+
+    def push(self, frame_id: str, title: str, brief: str) -> TransitionResult:
+        """A person's push: the same transition an agent's task_push prepares."""
+        with self._lock:
+            return self.engine.frame_push(new_request_id(), frame_id, title, brief)
+
+    def complete(self, frame_id: str, summary: str, next_action: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.frame_complete(new_request_id(), frame_id, summary, next_action)
+
+    def close(self, frame_id: str) -> TransitionResult:
+        with self._lock:
+            return self.engine.frame_close(new_request_id(), frame_id)
+
+    def reopen(self, frame_id: str) -> FrameResult:
+        with self._lock:
+            return self.engine.frame_reopen(new_request_id(), frame_id)
+
+    def toggle_mode(self, view_id: str) -> ViewResult:
+        with self._lock:
+            return self.engine.view_mode(new_request_id(), view_id)
+
+    def open_remote(self, host_id: str, project: str) -> RemoteWindow:
+        """A remote host's project: a local window running ssh into its own view."""
+        from core.state.remote_open import open_remote, remote_for_host
+
+        with self._lock:
+            return open_remote(self.engine, remote_for_host(self.engine, host_id), project)
+
+    def show_view(self, view_id: str) -> None:
+        """Take the person's tmux client to that view's window (no registry change)."""
+        from core.engine.presentation import show_view
+
+        with self._lock:
+            show_view(self.engine, view_id)
+
+    def preview(self, frame_id: str) -> list[str] | None:
+        """Last lines of the frame's live agent pane (read-only, one tmux process)."""
+        from core.tmux.preview import preview_lines
+
+        with self._lock:
+            return preview_lines(self.engine, frame_id)
+
+    def reconcile(self) -> ReconcileReport:
+        """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
+        runs it at start and then periodically)."""
+        from core.reconcile.recovery import reconcile
+
+        with self._lock:
+            return reconcile(self.engine)
+
+    def reconcile_if_due(self, interval: float) -> ReconcileReport | None:
+        """Reconcile when this host's turn is due (``core.reconcile.reconcile_turn``), else None.
+
+        Each navigator calls this on its interval; one of them reconciles per
+        interval however many views are open."""
+        from core.reconcile.reconcile_turn import host_turn
+
+        with host_turn(self.home.run_dir, interval) as mine:
+            return self.reconcile() if mine else None
+
+    def recover(self, recovery_id: str) -> RecoveryRecord:
+        from core.reconcile import recovery
+
+        with self._lock:
+            return recovery.execute(self.engine, new_request_id(), recovery_id)
+
+    def dismiss_recovery(self, recovery_id: str) -> RecoveryRecord:
+        from core.reconcile import recovery
+
+        with self._lock:
+            return recovery.dismiss(self.engine, new_request_id(), recovery_id)
+
+    # --------------------------------------------------------------- broker
+
+    def inbox(self, view_id: str | None = None) -> list[InboxEntry]:
+        from core.broker import inbox_view
+
+        with self._lock:
+            return inbox_view.inbox_for_view(self.engine, self.home, view_id)
+
+    def ack(self, message_id: int, member_id: int | None = None) -> BrokerMessage:
+        from core.broker import inbox_view
+
+        return inbox_view.ack(self.home, message_id, member_id)
+
+    def message_frame(self, frame_id: str, text: str) -> PersonSent:
+        """The person's message to a frame's agent (core.broker.membership.person_send)."""
+        from core.broker.membership import person_send
+
+        with self._lock:
+            return person_send(self.engine, frame_id, text)
+
+    def toggle_inbox_stream(self, view_id: str) -> StreamPane:
+        """Open or close the view's read-only inbox stream pane (core.broker.inbox_pane)."""
+        from core.broker.inbox_pane import toggle_inbox_stream
+
+        with self._lock:
+            return toggle_inbox_stream(self.engine, view_id)
+
+    # --------------------------------------------------------------- config
+
+    @property
+    def drives_tmux(self) -> bool:
+        """Whether requests move tmux panes (a stage is attached): a navigator then
+        reconciles periodically and takes the person to views shown elsewhere."""
+        return self.engine.stage is not None
+
+    def navigator_width(self) -> int:
+        """The width tmux gives a navigator pane when there is room (`tmux.navigator_width`)."""
+        return int(self.engine.config.tmux.navigator_width)
+
+    def configured_projects(self) -> list[ProjectRow]:
+        """Projects in config, as rows: one never entered has no registry row yet."""
+        config = self.engine.config
+        return [ProjectRow(project_id=p.project_id, host_id=config.host.host_id, name=p.name)
+                for p in config.projects]
+
+    # --------------------------------------------------------------- ui state
+
+    @property
+    def _ui_state_path(self) -> Path:
+        return self.home.root / "ui_state.json"
+
+    def load_ui_state(self) -> dict[str, Any]:
+        from core.model.files import read_bounded
+
+        try:
+            value = json.loads(read_bounded(self._ui_state_path, UI_STATE_MAX_BYTES,
+                                            "ui state file"))
+        except (OSError, ValueError, SwitchboardError):
+            return {}  # the navigator starts from defaults rather than refuse to open
+        return value if isinstance(value, dict) else {}
+
+    def save_ui_state(self, state: dict[str, Any]) -> None:
+        from core.model.files import write_private
+
+        write_private(self._ui_state_path, json.dumps(state, sort_keys=True))

@@ -1,0 +1,1 @@
+"""Session evidence: command runs, artifacts, diagnostics, lineage, debug records."""

@@ -1,0 +1,191 @@
+"""The hook's evidence write: one event, and for a shell tool its command run.
+
+Called by ``core.hooks.hook_handler`` after the registry commit, best effort. The
+order keeps the spec's artifact rule: output files are written and renamed
+into place first, then one transaction records the event, the tool run, the
+command run, its artifact rows and (for small outputs) its diagnostics. A
+failed transaction removes the files it would have named.
+
+Cost: a plain turn only opens the session file; a tool event parses its
+payload a second time (``parse_hook`` keeps no content). Output larger than
+``INLINE_PARSE_BYTES`` is stored at once but parsed by a detached
+``python -m core.evidence.worker`` so the agent's hook does not wait for it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.evidence.capture import TOOL_EVENTS, CommandFacts, command_facts, decode, prompt_text
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from core.install.home import Home
+    from core.providers.hooks import HookEvent
+    from storage.session_evidence import CommandRecord, DiagnosticRow
+
+INLINE_PARSE_BYTES = 64 * 1024
+WORKER_MODULE = "core.evidence.worker"
+
+
+@dataclass(frozen=True)
+class HookFacts:
+    """The registry facts the hook learned in its own transaction."""
+
+    session_key: str
+    project_id: str
+    project_root: str
+    frame_id: str | None
+    activity: str | None
+
+
+def diagnostic_rows(text: str, artifact_id: str | None) -> list[DiagnosticRow]:
+    """``core.evidence.diagnostics.parse`` mapped to the spec's columns and closed severities."""
+    from core.evidence import diagnostics
+    from storage.session_evidence import SEVERITY_BY_DIAGNOSTIC, DiagnosticRow
+
+    return [DiagnosticRow(artifact_id, d.language, d.toolchain.value,
+                          SEVERITY_BY_DIAGNOSTIC.get(d.severity.value, "info"), d.file, d.line,
+                          d.column, d.code, d.message, d.semantic_signature)
+            for d in diagnostics.parse(text)]
+
+
+def prepare_command(conn: sqlite3.Connection, session_dir: Path, session_key: str,
+                    facts: CommandFacts) -> CommandRecord:
+    """Write the output files (bounded, budgeted) and parse them when small."""
+    from storage import session_db
+    from storage.session_evidence import (
+        PARSED,
+        PENDING,
+        SESSION_CAP,
+        CommandRecord,
+        session_artifact_bytes,
+        write_artifact_file,
+    )
+
+    base = CommandRecord(facts.command, facts.cwd, facts.finished, facts.exit_code,
+                         facts.exit_source, facts.duration_ms, facts.outcome.value,
+                         facts.interrupted)
+    if not facts.finished:
+        return base
+    streams = [(name, text) for name, text in (("stdout", facts.stdout),
+                                               ("stderr", facts.stderr),
+                                               ("output", facts.combined)) if text]
+    if not streams:
+        return base
+    budget = SESSION_CAP - session_artifact_bytes(conn, session_key)
+    written, dropped = [], []
+    for name, text in streams:
+        artifact = write_artifact_file(session_dir, session_db.new_id(), name, text, budget)
+        if artifact is None:
+            dropped.append(name)
+            continue
+        budget -= artifact.size_bytes
+        written.append(artifact)
+    if not written:
+        return replace(base, dropped_streams=tuple(dropped))
+    stored = sum(a.size_bytes for a in written)
+    rows: list[DiagnosticRow] = []
+    state = PENDING
+    if stored <= INLINE_PARSE_BYTES:
+        for artifact in written:
+            rows += diagnostic_rows(Path(artifact.path).read_text("utf-8", "replace"),
+                                    artifact.artifact_id)
+        state = PARSED
+    return replace(base, artifacts=tuple(written), diagnostics=tuple(rows),
+                   parse_state=state, dropped_streams=tuple(dropped))
+
+
+def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
+           now: int) -> None:
+    """One hook's evidence (raises on a refused file; the caller reports and moves on)."""
+    from storage import session_db
+
+    key = facts.session_key
+    document = None
+    if hook.event in TOOL_EVENTS or hook.kind.value == "prompt_submitted":
+        document = decode(payload)
+    command = command_facts(hook.provider.value, hook.event, document) if document else None
+    prompt = prompt_text(document) if document and hook.kind.value == "prompt_submitted" \
+        else None
+    path = session_db.session_db_path(home.root, key)
+    conn = session_db.open_session_db(path, now_ms=now)
+    try:
+        if facts.frame_id and not _has_attempt(conn, key):  # once per session
+            try:
+                from core.evidence.tasks import attempt_from_hook
+
+                attempt_from_hook(home, conn, facts, hook.provider.value, now)
+            except Exception as exc:  # the hook's own event is still worth recording
+                print(f"switchboard: session attempt not recorded: {exc}", file=sys.stderr)
+        task_id = _task_of(conn, facts.frame_id)
+        prepared = prepare_command(conn, path.parent, key, command) if command else None
+        try:
+            event_id = session_db.record_hook_event(
+                conn, session_key=key, provider=hook.provider.value,
+                project_id=facts.project_id, project_root=facts.project_root,
+                frame_id=facts.frame_id, event=hook.event, kind=hook.kind.value,
+                now_ms=now, turn_id=hook.turn_id, tool_name=hook.tool_name,
+                tool_use_id=hook.tool_use_id, model_id=hook.model,
+                notification_type=hook.notification_type, activity=facts.activity,
+                failed=hook.event == "PostToolUseFailure" or (
+                    prepared is not None and prepared.outcome == "failed"),
+                command=prepared, prompt=prompt,
+                task_id=task_id)
+        except BaseException:
+            for artifact in prepared.artifacts if prepared else ():
+                Path(artifact.path).unlink(missing_ok=True)  # never a file without its row
+            raise
+        if hook.kind.value == "session_ended":
+            from storage.session_evidence import sweep_orphans
+
+            sweep_orphans(conn, path.parent, now / 1000)
+        if prepared is None or not prepared.finished:
+            return
+        run_id = conn.execute("SELECT command_run_id FROM events WHERE id = ?",
+                              (event_id,)).fetchone()[0]
+        if prepared.parse_state == "pending":
+            spawn_worker(home, key, run_id, facts)
+        elif prepared.outcome == "passed":
+            from core.evidence.debug import record_fixes
+
+            record_fixes(home, facts.project_id, conn, key, run_id, facts.frame_id, now)
+    finally:
+        conn.close()
+
+
+def _has_attempt(conn: sqlite3.Connection, key: str) -> bool:
+    """The session's lineage is recorded (see ``storage.session_lineage.has_attempt``;
+    asked here so a plain hook imports none of the lineage code)."""
+    return conn.execute("SELECT 1 FROM events WHERE session_id = ? AND type = ? LIMIT 1",
+                        (key, "attempt_started")).fetchone() is not None
+
+
+def _task_of(conn: sqlite3.Connection, frame_id: str | None) -> str | None:
+    """The frame's task id when its attempt was recorded (tasks.id is the frame id)."""
+    if not frame_id:
+        return None
+    row = conn.execute("SELECT id FROM tasks WHERE id = ?", (frame_id,)).fetchone()
+    return row[0] if row else None
+
+
+def spawn_worker(home: Home, session_key: str, run_id: str, facts: HookFacts) -> None:
+    """Parse a big output in a detached process: the agent's hook returns now."""
+    import subprocess
+
+    from core.engine.capabilities import ENV_CAPABILITY
+
+    env = {k: v for k, v in os.environ.items() if k != ENV_CAPABILITY}  # it needs no authority
+    env.update(home.child_env())
+    argv = [sys.executable, "-m", WORKER_MODULE, session_key, run_id, facts.project_id,
+            facts.frame_id or ""]
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                     env=env, cwd=str(root))

@@ -1,0 +1,1 @@
+"""The hook path: provider hooks in, activity and attention out. Kept lean."""

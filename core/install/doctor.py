@@ -1,0 +1,195 @@
+"""`switchboard doctor`: one verdict per part of the installation, and what to do.
+
+Read-only: nothing is created, migrated or repaired here. Each check catches
+its own failure so one broken part never hides the verdict on the others.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.model.errors import SwitchboardError
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+    from core.install.home import Home
+
+
+class Verdict(StrEnum):
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Finding:
+    part: str
+    verdict: Verdict
+    detail: str
+    fix: str = ""
+
+
+def _registry(home: Home) -> tuple[list[Finding], Engine | None]:
+    from core.engine.session import open_engine
+
+    try:
+        engine = open_engine(home)
+    except SwitchboardError as exc:
+        return [Finding("registry", Verdict.FAIL, exc.message,
+                        "run `switchboard init` (a new home) or fix the file named above")], None
+    except (sqlite3.Error, OSError) as exc:
+        return [Finding("registry", Verdict.FAIL, f"cannot open the registry: {exc}",
+                        "check the file permissions under the Switchboard home")], None
+    projects = engine.conn.execute("SELECT COUNT(*) FROM projects").fetchone()[0]
+    return [Finding("registry", Verdict.OK,
+                    f"generation {engine.generation_id}, {projects} project(s)")], engine
+
+
+def _broker(home: Home) -> Finding:
+    from storage.broker_store import Verdict as FileVerdict
+    from storage.broker_store import diagnose
+
+    path = home.broker_path
+    diagnosis = diagnose(path)
+    if diagnosis.verdict is FileVerdict.MISSING:
+        return Finding("broker", Verdict.OK, f"no broker file yet at {path}; the first agent "
+                                             "launch creates it")
+    if diagnosis.usable:
+        from core.broker.broker import open_broker
+
+        store = open_broker(path, create=False, readonly=True)
+        try:
+            fleets = store.conn.execute(
+                "SELECT COUNT(*) FROM fleets WHERE deleted_at IS NULL").fetchone()[0]
+            unread = store.conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE status_state <> 'completed'").fetchone()[0]
+        finally:
+            store.close()
+        return Finding("broker", Verdict.OK, f"{path}: {fleets} live fleet(s), "
+                                             f"{unread} unread message(s)")
+    return Finding("broker", Verdict.FAIL, f"{path} {diagnosis.detail} (left unchanged)",
+                   "move the file aside; the next agent launch creates a fresh broker")
+
+
+def _session_files(home: Home, engine: Engine) -> Finding:
+    from storage.session_db import SessionDbRefused, open_session_db_readonly, session_db_path
+
+    keys = [r[0] for r in engine.conn.execute(
+        "SELECT session_key FROM provider_sessions ORDER BY updated_at DESC LIMIT 200")]
+    bad: list[str] = []
+    present = 0
+    for key in keys:
+        path = session_db_path(home.root, key)
+        if not path.exists():
+            continue  # evidence is written from the first hook on; none yet is fine
+        present += 1
+        try:
+            open_session_db_readonly(path).close()
+        except (SessionDbRefused, sqlite3.Error) as exc:
+            bad.append(f"{key}: {exc}")
+    if bad:
+        return Finding("session files", Verdict.FAIL,
+                       f"{len(bad)} of {present} unreadable; first: {bad[0]}",
+                       "move the named file aside; its session's evidence restarts empty")
+    return Finding("session files", Verdict.OK,
+                   f"{present} evidence file(s) readable for {len(keys)} session(s)")
+
+
+def _tmux(engine: Engine) -> Finding:
+    from core.tmux.errors import TmuxUnavailable
+    from core.tmux.identity import read_identity
+    from core.tmux.stage import attach_stage
+
+    if shutil.which("tmux") is None:
+        return Finding("tmux", Verdict.FAIL, "tmux is not on PATH",
+                       "install tmux (3.2 or newer)")
+    stage = attach_stage(engine, engine.require_home())
+    try:
+        live = read_identity(stage.runner)
+    except TmuxUnavailable:
+        return Finding("tmux", Verdict.OK, f"no server on {stage.socket_path} yet; "
+                                           "`switchboard open` starts it")
+    recorded = engine.conn.execute(
+        "SELECT COUNT(*) FROM user_views v JOIN tmux_servers t USING (tmux_server_id)"
+        " WHERE v.state <> 'retired' AND NOT (t.socket_path = ? AND t.server_pid = ?"
+        " AND t.server_start_time = ?)",
+        (live.socket_path, live.server_pid, live.server_start_time)).fetchone()[0]
+    if recorded:
+        return Finding("tmux", Verdict.WARN,
+                       f"server pid {live.server_pid} on {stage.socket_path} is not the one "
+                       f"{recorded} view(s) were recorded on (it restarted)",
+                       "enter each project again (`switchboard open PROJECT`) to rebuild "
+                       "its view; Recoveries lists what to resume")
+    return Finding("tmux", Verdict.OK, f"server pid {live.server_pid} on "
+                                       f"{stage.socket_path} matches the recorded views")
+
+
+def _providers(engine: Engine) -> list[Finding]:
+    from core.model.enums import Provider
+    from core.model.errors import ProviderError
+    from core.reconcile.provider_checks import check_provider
+
+    findings = []
+    for provider in Provider:
+        try:
+            version = check_provider(engine.config, provider)
+        except ProviderError as exc:
+            verdict = Verdict.WARN if exc.code == "provider_disabled" else Verdict.FAIL
+            findings.append(Finding(f"provider {provider.value}", verdict, exc.message,
+                                    "" if verdict is Verdict.WARN else
+                                    f"install {provider.value} or fix [providers."
+                                    f"{provider.value}] command in the config"))
+            continue
+        findings.append(Finding(f"provider {provider.value}", Verdict.OK, version.text))
+    return findings
+
+
+def _hooks(engine: Engine) -> Finding:
+    from core.engine.launcher import hook_command
+
+    argv = hook_command(engine)
+    program = argv[0] if argv else ""
+    if not program or (shutil.which(program) is None and not Path(program).is_file()):
+        return Finding("hooks", Verdict.FAIL, f"hook command {program or '(empty)'!r} is not "
+                                              "runnable",
+                       "fix [hooks] command in the config (default: switchboard hook)")
+    return Finding("hooks", Verdict.OK,
+                   f"each launch installs its hooks and agent tools (command: {argv[0]} "
+                   f"{' '.join(argv[1:])})")
+
+
+def run_doctor(home: Home) -> list[Finding]:
+    """Every check, in order; later checks that need the registry are skipped without it."""
+    findings, engine = _registry(home)
+    findings.append(_guarded("broker", lambda: _broker(home)))
+    if engine is None:
+        return findings
+    try:
+        findings.append(_guarded("session files", lambda: _session_files(home, engine)))
+        findings.append(_guarded("tmux", lambda: _tmux(engine)))
+        findings.extend(_guarded_many("providers", lambda: _providers(engine)))
+        findings.append(_guarded("hooks", lambda: _hooks(engine)))
+    finally:
+        engine.conn.close()
+    return findings
+
+
+def _guarded(part: str, check: Callable[[], Finding]) -> Finding:
+    try:
+        return check()
+    except (SwitchboardError, sqlite3.Error, OSError) as exc:
+        return Finding(part, Verdict.FAIL, str(getattr(exc, "message", exc)),
+                       "see the message; nothing was changed")
+
+
+def _guarded_many(part: str, check: Callable[[], list[Finding]]) -> list[Finding]:
+    try:
+        return check()
+    except (SwitchboardError, sqlite3.Error, OSError) as exc:
+        return [Finding(part, Verdict.FAIL, str(getattr(exc, "message", exc)), "")]

@@ -1,0 +1,192 @@
+"""Files Switchboard writes are private; files it reads from outside are bounded.
+
+The registry holds briefs, handoffs and desktop tokens, session files hold
+hook evidence, per-launch files hold settings: none of it is anyone else's
+business on a shared machine. Every entry point sets ``PRIVATE_UMASK`` (so
+SQLite's own -wal/-shm files and any folder made on the way are private too),
+and the helpers here create with explicit modes, so a caller that runs
+without the umask (a library user, a test) still gets 0600 files and 0700
+folders. An ``OSError`` from the machine (disk full, read-only, permission)
+becomes one sentence naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.model.errors import EnvironmentFailure, SwitchboardError
+
+PRIVATE_UMASK = 0o077
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+# The umask the person ran Switchboard with, while ``set_private_umask`` is in force.
+_person_umask: int | None = None
+_umask_lock = threading.RLock()
+
+
+def set_private_umask() -> int:
+    """Make everything this process creates owner-only; returns the old umask.
+
+    The old value is kept for ``person_umask``: processes that run the
+    person's own work (a tmux server and the agents in its panes) must create
+    the person's files with the person's umask, not Switchboard's.
+    """
+    global _person_umask
+    with _umask_lock:
+        old = os.umask(PRIVATE_UMASK)
+        if _person_umask is None:
+            _person_umask = old
+    return old
+
+
+def restore_umask(old: int) -> None:
+    """Undo ``set_private_umask`` (an in-process caller such as a test returns)."""
+    global _person_umask
+    with _umask_lock:
+        os.umask(old)
+        _person_umask = None
+
+
+@contextmanager
+def person_umask() -> Iterator[None]:
+    """Run a child process (tmux: it may start the server the agents run in) under
+    the person's own umask. Switchboard's files keep their explicit 0600/0700
+    modes meanwhile, so the brief window costs them nothing."""
+    with _umask_lock:
+        if _person_umask is None:
+            yield
+            return
+        os.umask(_person_umask)
+        try:
+            yield
+        finally:
+            os.umask(PRIVATE_UMASK)
+
+
+def create_private_file(path: str | os.PathLike[str]) -> bool:
+    """Create an empty 0600 file if missing (True when this call created it).
+
+    SQLite gives a database's -wal and -shm files the database file's own
+    mode, so a database created this way stays private with its companions.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise os_failure(exc, path) or exc from None
+    try:
+        os.fchmod(fd, PRIVATE_FILE_MODE)
+    finally:
+        os.close(fd)
+    return True
+
+
+def private_dir(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` (and missing parents) as 0700; an existing folder is left as is.
+
+    Only folders Switchboard creates are tightened: a person's own project or
+    home folder that already exists keeps the mode they chose.
+    """
+    path = Path(path)
+    missing: list[Path] = []
+    cursor = path
+    while not cursor.exists() and cursor != cursor.parent:
+        missing.append(cursor)
+        cursor = cursor.parent
+    try:
+        for folder in reversed(missing):
+            try:
+                folder.mkdir(mode=PRIVATE_DIR_MODE)
+            except FileExistsError:
+                continue  # another process made it first
+            os.chmod(folder, PRIVATE_DIR_MODE)  # mkdir's mode is filtered by the umask
+    except OSError as exc:
+        raise os_failure(exc, path) or exc from None
+    return path
+
+
+def write_private(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` as a 0600 file, atomically (a temp file, then rename).
+
+    On a full or read-only disk the temp file is removed and the old file (if
+    any) is untouched; the error names the path and what to do.
+    """
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        try:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise os_failure(exc, path) or exc from None
+    return path
+
+
+class FileTooLarge(SwitchboardError):
+    code = "file_too_large"
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """Read at most ``limit`` bytes of ``path``; a larger file is refused in words.
+
+    Reads ``limit + 1`` bytes, so a huge (or endless, like a FIFO) file is never
+    buffered whole. ``FileNotFoundError`` and other ``OSError``s pass through
+    for the caller to word.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(f"{what} {path} is larger than {limit} bytes; it cannot be a "
+                           f"valid {what}: check what wrote it (nothing was changed)")
+    return data
+
+
+_OS_WHAT = {
+    errno.ENOSPC: ("disk_full", "disk full while writing {path}: free space and retry"),
+    errno.EDQUOT: ("disk_full", "disk quota exceeded while writing {path}: free space "
+                                "and retry"),
+    errno.EROFS: ("read_only", "{path} is on a read-only file system: remount it writable "
+                               "or point SWITCHBOARD_HOME elsewhere, then retry"),
+    errno.EACCES: ("permission_denied", "permission denied on {path}: fix its permissions "
+                                        "and retry"),
+    errno.EPERM: ("permission_denied", "{path} may not be changed (immutable or not "
+                                       "yours): fix that and retry"),
+    errno.EIO: ("io_error", "the disk failed while writing {path}: check the disk, then "
+                            "retry"),
+}
+
+
+NOTHING_CHANGED = "; nothing was changed"
+STOPPED = "; the command stopped there"
+
+
+def os_failure(exc: BaseException, path: str | os.PathLike[str] | None = None, *,
+               tail: str = NOTHING_CHANGED) -> EnvironmentFailure | None:
+    """The EnvironmentFailure an ``OSError`` stands for, or None when it is something else.
+
+    ``tail`` says what happened to the state: callers that wrote atomically
+    say nothing changed; a catch-all that cannot know says the command stopped.
+    """
+    if not isinstance(exc, OSError) or exc.errno not in _OS_WHAT:
+        return None
+    where = path if path is not None else (exc.filename or "a Switchboard file")
+    code, template = _OS_WHAT[exc.errno]
+    return EnvironmentFailure(template.format(path=where) + tail, code=code)

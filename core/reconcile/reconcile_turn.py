@@ -1,0 +1,64 @@
+"""One reconciler per host: a turn taken through a lock file, not one per navigator.
+
+Every view's navigator used to reconcile on its own interval, so 20 views meant two
+reconciles (and their tmux processes) per second. Now a navigator's tick asks for the
+host's turn: an ``fcntl`` lock under the home's run folder (released by the kernel when
+its holder exits, so a crashed navigator never blocks the others) plus a stamp file
+whose mtime is when the last turn started. Whoever ticks first after the interval
+reconciles; the rest skip and see its results through the registry as before.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.model.files import PRIVATE_FILE_MODE, create_private_file, private_dir
+
+LOCK_NAME = "reconcile.lock"
+STAMP_NAME = "reconcile.stamp"
+
+#: A turn is due once this share of the interval has passed since the last one started:
+#: navigators tick at their own phase, so the first tick after most of an interval
+#: takes it and the host reconciles about once per interval, never much less often.
+DUE_FRACTION = 0.8
+
+
+@contextmanager
+def host_turn(run_dir: Path, interval: float, *,
+              clock: Callable[[], float] = time.time) -> Iterator[bool]:
+    """Yield True when the caller holds the host's reconcile turn and should reconcile.
+
+    False while another process reconciles (the lock is held) or when one started
+    less than ``DUE_FRACTION x interval`` seconds ago. A stamp from the future (the
+    clock went back) counts as due, so a clock step never stops reconciling.
+    """
+    private_dir(run_dir)
+    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        stamp = run_dir / STAMP_NAME
+        now = clock()
+        try:
+            age = now - os.stat(stamp).st_mtime
+        except FileNotFoundError:
+            age = None
+        if age is not None and 0 <= age < interval * DUE_FRACTION:
+            yield False
+            return
+        create_private_file(stamp)
+        os.utime(stamp, (now, now))
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
+
+
+__all__ = ["DUE_FRACTION", "host_turn"]

@@ -1,0 +1,1 @@
+"""Read models: the host and navigator state, their envelopes, remotes and queries."""
