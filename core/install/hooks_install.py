@@ -185,9 +185,10 @@ CLAUDE_MCP_SERVER = "switchboard"
 ``mcp__<server>__<tool>``."""
 MCP_WAIT_LIMIT_S = 30
 """How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
-MCP_UNSEEN_TICKS = 50
-"""Tenths of a second without our server as a child before the wait gives up: a loaded
-machine can take seconds to spawn it (1 s let prompts through without the tools)."""
+MCP_UNSEEN_S = 10
+"""Seconds (wall clock) without our server as a child before the wait gives up: a loaded
+machine can take seconds to spawn it (1 s, then 5 s counted in 0.1 s ticks that each
+also ran pgrep, let prompts through without the tools under load)."""
 MCP_SERVER_PATTERN = "navigator[.]cli mcp"
 """``pgrep -f`` pattern of the agent-tool server (``launcher.MCP_SERVER_ARGV``)."""
 
@@ -208,21 +209,23 @@ def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
     UserPromptSubmit hooks finish, so this hook waits until the server wrote
     ``ready_file`` (after answering ``tools/list``), but only while that server
     is a child of this Claude (``$PPID``) and at most ``limit_s``. A server not
-    seen for ``MCP_UNSEEN_TICKS`` (not spawned yet, or briefly invisible to
+    seen for ``MCP_UNSEEN_S`` (not spawned yet, or briefly invisible to
     ``pgrep -f`` while it execs) ends the wait; a CLI that never starts it pays
-    that once per launch (``<ready_file>.none`` remembers it). Plain
-    POSIX sh, silent (hook output would become prompt
-    context), always exit 0.
+    that once per launch (``<ready_file>.none`` remembers it). Both limits are
+    wall-clock seconds (``date +%s``), so a slow ``pgrep`` on a loaded machine
+    does not stretch them. Plain POSIX sh, silent (hook output would become
+    prompt context), always exit 0.
     """
-    ticks = int(limit_s * 10)
     alive = (f"pgrep -P \"$PPID\" -f {shlex.quote(MCP_SERVER_PATTERN)} >/dev/null 2>&1")
     return (f"f={shlex.quote(str(ready_file))}; "
-            "[ -e \"$f\" ] || [ -e \"$f.none\" ] && exit 0; i=0; m=0; s=0; "
-            f"while [ ! -e \"$f\" ] && [ \"$i\" -lt {ticks} ]; do "
-            f"if {alive}; then s=1; m=0; else m=$((m+1)); fi; "
-            f"if [ \"$m\" -ge {MCP_UNSEEN_TICKS} ]; then [ \"$s\" = 1 ] || : > \"$f.none\"; "
-            "exit 0; fi; "
-            "sleep 0.1; i=$((i+1)); done; exit 0")
+            "[ -e \"$f\" ] || [ -e \"$f.none\" ] && exit 0; "
+            "t=$(date +%s); seen=$t; s=0; "
+            "while [ ! -e \"$f\" ]; do now=$(date +%s); "
+            f"[ $((now - t)) -ge {int(limit_s)} ] && exit 0; "
+            f"if {alive}; then s=1; seen=$now; fi; "
+            f"if [ $((now - seen)) -ge {MCP_UNSEEN_S} ]; then "
+            "[ \"$s\" = 1 ] || : > \"$f.none\"; exit 0; fi; "
+            "sleep 0.1; done; exit 0")
 
 
 def render_claude_launch_settings(hook_command: Sequence[str],

@@ -24,6 +24,7 @@ from core.model.errors import ConfigError, RegistryUnavailable, Unauthorized
 from navigator.commands.hook import parse_fast
 from storage import schema
 from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
+from tests.waiting import retry_until
 
 
 @pytest.fixture
@@ -98,6 +99,10 @@ def test_lean_connection_has_the_standard_pragmas(live: LiveSurface) -> None:
 
 
 def test_refused_capability_leaves_no_cache(live: LiveSurface) -> None:
+    # The agent's own SessionStart hook (a real pane's) may still be writing its cache
+    # just after the bind commit: let it, then start from none.
+    retry_until(lambda: cache_path(live).exists(), 10)
+    cache_path(live).unlink(missing_ok=True)
     before = dump(live)
     with pytest.raises(Unauthorized):
         prompt(live, **{ENV_CAPABILITY: "sbcap1_" + "A" * 43})
