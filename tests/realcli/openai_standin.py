@@ -36,6 +36,7 @@ PUSH = re.compile(r"^PUSH\s+(?P<a>.+?)\s*::\s*(?P<b>.+?)\s*$", re.M)
 COMPLETE = re.compile(r"^COMPLETE\s+(?P<a>.+?)\s*::\s*(?P<b>.+?)\s*$", re.M)
 TOOLTEST = "TOOLTEST"
 TOOLTEST_FILE = "standin-tooltest.txt"
+TOOLTEST_COMMAND = f"touch {TOOLTEST_FILE}"
 SLOW = "SLOW"
 SLOW_S = 3.0
 
@@ -131,7 +132,7 @@ class Script:
     def shell_call(self) -> tuple[str, str | None, dict[str, Any]]:
         """A command outside the workspace sandbox, asking for approval to run it."""
         names = {name for name, _ in _functions(self.body)}
-        command = f"touch {TOOLTEST_FILE}"
+        command = TOOLTEST_COMMAND
         reason = "TOOLTEST needs to write a file"
         if "exec_command" in names:
             return "exec_command", None, {"cmd": command, "sandbox_permissions":
