@@ -23,6 +23,7 @@ from core.install.home import Home
 from core.install.registry import init_registry
 from core.model.enums import Provider
 from storage.session_db import session_db_path
+from storage.uri import sqlite_uri
 from tests.factories import project_config
 from tests.integration.journey_env import one
 from tests.waiting import retry_until
@@ -104,7 +105,7 @@ def command_runs(home: Home, session_key: str, command: str) -> list[CommandRun]
     path = session_db_path(home.root, session_key)
     if not path.exists():
         return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True)
     try:
         rows = conn.execute(
             "SELECT c.command, c.cwd, c.exit_code, c.duration_ms, c.completed_at IS NOT NULL,"
@@ -122,7 +123,7 @@ def evidence_dump(home: Home, session_key: str) -> str:
     path = session_db_path(home.root, session_key)
     if not path.exists():
         return f"no evidence file at {path}"
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True)
     try:
         return "\n".join(
             f"{table}: {[tuple(r) for r in conn.execute(sql)]}" for table, sql in (
