@@ -36,6 +36,7 @@ import libtmux
 
 from core.broker.kick import MANAGED_PREFIX
 from core.tmux.commands import Check, equals, guarded, outcome
+from core.tmux.control_input import ENTER_AFTER_PASTE_S
 from core.tmux.errors import PaneNotFound
 from storage.broker_schema import (
     MemberStatus,
@@ -144,11 +145,15 @@ class TmuxTyper:
             # One tmux command: the text and its Enter are typed together, and only
             # into a live pane that takes input. tmux drops keys sent to a fenced
             # (input-disabled, parked) pane without an error, so a plain send-keys
-            # would stamp a message its agent never saw.
+            # would stamp a message its agent never saw. The Enter follows a short
+            # pause: keys that reach the agent in one read are a paste to Claude
+            # Code, which does not submit on an Enter inside it (the line would sit
+            # unsent in its input box); `run-shell` blocks only this command queue.
             command = guarded([
                 Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
                 Check(target.pane, equals("#{pane_input_off}", "0"), "fenced"),
             ], [("send-keys", "-t", target.pane, "-l", line),
+                ("run-shell", f"sleep {ENTER_AFTER_PASTE_S}"),
                 ("send-keys", "-t", target.pane, "Enter")])
         except ValueError as exc:  # not an exact %N pane id
             raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None

@@ -344,3 +344,35 @@ def test_notification_line_is_safe_for_tmux() -> None:
     assert line.startswith("[") and line[-1].isdigit()
     assert all(" " <= ch <= "~" for ch in line) and "'" not in line
     assert "message 7" in line
+
+
+_READ_LOGGER = """
+import os, sys, tty
+tty.setraw(0)
+with open(sys.argv[1], "ab", buffering=0) as log:
+    while True:
+        log.write(os.read(0, 65536).hex().encode() + b"\\n")
+"""
+
+
+def test_enter_arrives_after_the_line_in_a_read_of_its_own(
+        tmp_path: Path, tmux_socket: Path, tmux_server: libtmux.Server) -> None:
+    """A real CLI (Claude Code) reads keys that arrive together as a paste and does not
+    submit on an Enter inside it: the line would sit unsent in its input box. So the
+    Enter must reach the agent in a later read than the text."""
+    log = tmp_path / "reads.log"
+    script = tmp_path / "reads.py"
+    script.write_text(_READ_LOGGER)
+    pane = tmux_server.cmd("new-window", "-d", "-t", "scratch:", "-P", "-F", "#{pane_id}",
+                           f"exec {sys.executable} {script} {log}").stdout[0]
+    assert retry_until(log.exists, 10)  # opened only once the terminal is raw
+    line = notification_line(7, "boss", 1, 2)
+    TmuxTyper(tmux_socket).type_line(PaneTarget("tmux", "scratch", "@1", pane), line)
+
+    def reads() -> list[bytes]:
+        return [bytes.fromhex(r) for r in log.read_text().split()]
+
+    assert retry_until(lambda: b"\r" in b"".join(reads()), 5), reads()
+    chunks = reads()
+    assert b"".join(chunks) == line.encode() + b"\r"
+    assert chunks[-1] == b"\r", chunks  # the Enter came on its own

@@ -11,6 +11,10 @@ The script reads the newest user turn:
 * a typed line containing the Switchboard control line -> ``transition_claim``;
 * ``PUSH title :: brief`` -> ``task_push``;
 * ``COMPLETE summary :: next action`` -> ``task_complete_return``;
+* ``MSG recipient :: text`` -> ``message_send``;
+* a typed broker notification (``[switchboard] message N from ...: call
+  message_poll() ...``) -> ``message_poll``; its result -> ``message_ack`` of
+  message N when the poll listed it; the ACK's result -> ``STANDIN-ACKED N``;
 * ``TOOLTEST`` -> a Bash command that needs the person's permission;
 * ``SLOWTEST`` -> a text answer held back for ``SLOW_S`` seconds (a turn a test
   can watch while it runs);
@@ -47,6 +51,8 @@ SLOW_S = 3.0
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _PUSH = re.compile(r"\bPUSH\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
 _COMPLETE = re.compile(r"\bCOMPLETE\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
+_MSG = re.compile(r"\bMSG\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
+_NOTICE = re.compile(r"\[switchboard\] message (?P<id>\d+) from .*message_poll\(\)")
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,8 @@ def _tool_use_names(messages: Sequence[dict[str, Any]]) -> dict[str, str]:
     return names
 
 
-def _after_tool(offered: Sequence[str], name: str, result: str, is_error: bool) -> Reply:
+def _after_tool(offered: Sequence[str], name: str, result: str, is_error: bool,
+                messages: Sequence[dict[str, Any]] = ()) -> Reply:
     if is_error:
         return Reply(f"STANDIN-TOOL-ERROR {name}: {result[:200]}")
     if name == SWITCHBOARD_PREFIX + "transition_claim":
@@ -180,7 +187,36 @@ def _after_tool(offered: Sequence[str], name: str, result: str, is_error: bool) 
                          {"summary": complete["a"].strip(), "next_action": complete["b"].strip()})
         kind = claimed.get("kind", "?")
         return Reply(f"STANDIN-CLAIMED {kind}: {claimed.get('title')} ({len(told)} chars)")
+    if name == SWITCHBOARD_PREFIX + "message_poll":
+        return _ack_announced(offered, messages, _json_object(result))
+    if name == SWITCHBOARD_PREFIX + "message_ack":
+        return Reply(f"STANDIN-ACKED {_json_object(result).get('message_id')}")
+    if name == SWITCHBOARD_PREFIX + "message_send":
+        sent = _json_object(result)
+        return Reply(f"STANDIN-SENT {sent.get('message_id')}: {sent.get('delivery')}")
     return Reply(f"STANDIN-DONE {name}")
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _ack_announced(offered: Sequence[str], messages: Sequence[dict[str, Any]],
+                   polled: dict[str, Any]) -> Reply:
+    """ACK the message the typed notification named, if the poll listed it."""
+    announced = None
+    for message in reversed(messages):
+        if message.get("role") == "user" and (found := _NOTICE.search(_typed_text(message))):
+            announced = int(found["id"])
+            break
+    listed = [m.get("message_id") for m in polled.get("messages") or [] if isinstance(m, dict)]
+    if announced is None or announced not in listed:
+        return Reply(f"STANDIN-POLL-MISMATCH announced {announced}, polled {listed}")
+    return _call(offered, "message_ack", {"id": announced})
 
 
 def script(body: dict[str, Any]) -> Reply:
@@ -198,12 +234,17 @@ def script(body: dict[str, Any]) -> Reply:
         names = _tool_use_names(messages)
         block = results[-1]
         return _after_tool(offered, names.get(str(block.get("tool_use_id")), "?"),
-                           _result_text(block), bool(block.get("is_error")))
+                           _result_text(block), bool(block.get("is_error")), messages)
     text = _typed_text(last)
     if not offered:
         return Reply("STANDIN-SIDE")  # a title / summary request: never a tool call
     if CONTROL_TEMPLATE in text:
         return _call(offered, "transition_claim", {})
+    if _NOTICE.search(text):  # before the patterns below: a sender's title is free text
+        return _call(offered, "message_poll", {})
+    if match := _MSG.search(text):
+        return _call(offered, "message_send", {"to": match["a"].strip(),
+                                               "text": match["b"].strip()})
     if match := _PUSH.search(text):
         return _call(offered, "task_push", {"title": match["a"].strip(),
                                             "brief": match["b"].strip()})

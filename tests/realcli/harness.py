@@ -8,10 +8,12 @@ loopback model stand-in with ``env NAME=VALUE ... /path/to/cli``.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.engine.engine import Engine
@@ -20,6 +22,8 @@ from core.install.config import ProviderConfig, TmuxConfig
 from core.install.home import Home
 from core.install.registry import init_registry
 from core.model.enums import Provider
+from storage.session_db import session_db_path
+from storage.uri import sqlite_uri
 from tests.factories import project_config
 from tests.integration.journey_env import one
 from tests.waiting import retry_until
@@ -79,3 +83,52 @@ def activity(engine: Engine, frame_id: str) -> str | None:
                       " ON f.current_session_key = s.session_key WHERE f.frame_id = ?",
               frame_id)
     return None if row is None else row[0]
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """One ``command_runs`` row of a session's evidence file, with its tool run."""
+
+    command: str
+    cwd: str
+    exit_code: int | None
+    duration_ms: int | None
+    completed: bool
+    outcome: str | None
+    tool_name: str | None
+    tool_status: str | None
+
+
+def command_runs(home: Home, session_key: str, command: str) -> list[CommandRun]:
+    """The runs of exactly ``command`` in the session's own evidence file (read only),
+    each joined to the tool run it belongs to; [] while the file does not exist."""
+    path = session_db_path(home.root, session_key)
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT c.command, c.cwd, c.exit_code, c.duration_ms, c.completed_at IS NOT NULL,"
+            " c.metadata_json, t.tool_name, t.status FROM command_runs c"
+            " LEFT JOIN tool_runs t ON t.id = c.tool_run_id WHERE c.command = ?"
+            " ORDER BY c.started_at", (command,)).fetchall()
+    finally:
+        conn.close()
+    return [CommandRun(r[0], r[1], r[2], r[3], bool(r[4]),
+                       json.loads(r[5] or "{}").get("outcome"), r[6], r[7]) for r in rows]
+
+
+def evidence_dump(home: Home, session_key: str) -> str:
+    """Every command and tool run of the session, for a failing assertion's message."""
+    path = session_db_path(home.root, session_key)
+    if not path.exists():
+        return f"no evidence file at {path}"
+    conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True)
+    try:
+        return "\n".join(
+            f"{table}: {[tuple(r) for r in conn.execute(sql)]}" for table, sql in (
+                ("tool_runs", "SELECT id, tool_name, status, duration_ms FROM tool_runs"),
+                ("command_runs", "SELECT tool_run_id, command, cwd, exit_code, duration_ms,"
+                                 " completed_at, metadata_json FROM command_runs")))
+    finally:
+        conn.close()

@@ -11,6 +11,10 @@ user prompt of the request:
   ``transition_claim``, and after its output a message naming what was claimed
   (a brief or a handoff: the returned instructions say to act on it);
 - ``TOOLTEST`` -> a shell command that asks for the person's approval;
+- ``MSG recipient :: text`` -> a call of ``message_send``;
+- a typed broker notification (``[switchboard] message N from ...: call
+  message_poll() ...``) -> ``message_poll``, then ``message_ack`` of message N
+  once the poll listed it, then a message ``Acked N``;
 - anything else -> one text message that ends the turn.
 
 A prompt containing ``SLOW`` is answered after ``SLOW_S`` seconds, so a test
@@ -34,8 +38,11 @@ from typing import Any
 CONTROL_PREFIX = "Call transition_claim()"
 PUSH = re.compile(r"^PUSH\s+(?P<a>.+?)\s*::\s*(?P<b>.+?)\s*$", re.M)
 COMPLETE = re.compile(r"^COMPLETE\s+(?P<a>.+?)\s*::\s*(?P<b>.+?)\s*$", re.M)
+MSG = re.compile(r"^MSG\s+(?P<a>.+?)\s*::\s*(?P<b>.+?)\s*$", re.M)
+NOTICE = re.compile(r"\[switchboard\] message (?P<id>\d+) from .*message_poll\(\)")
 TOOLTEST = "TOOLTEST"
 TOOLTEST_FILE = "standin-tooltest.txt"
+TOOLTEST_COMMAND = f"touch {TOOLTEST_FILE}"
 SLOW = "SLOW"
 SLOW_S = 3.0
 
@@ -131,7 +138,7 @@ class Script:
     def shell_call(self) -> tuple[str, str | None, dict[str, Any]]:
         """A command outside the workspace sandbox, asking for approval to run it."""
         names = {name for name, _ in _functions(self.body)}
-        command = f"touch {TOOLTEST_FILE}"
+        command = TOOLTEST_COMMAND
         reason = "TOOLTEST needs to write a file"
         if "exec_command" in names:
             return "exec_command", None, {"cmd": command, "sandbox_permissions":
@@ -154,6 +161,14 @@ class Script:
             kind = claimed.get("kind", "nothing")
             title = claimed.get("title", "")
             return [_message(f"Claimed {kind}: {title}. Following the instructions.")]
+        notice = NOTICE.search(prompt)
+        if notice:  # before the patterns below: a sender's title is free text
+            return [self._read_message(int(notice["id"]))]
+        if match := MSG.search(prompt):
+            if not self.outputs:
+                return [self._call("message_send", {"to": match["a"], "text": match["b"]})]
+            sent = _output_json(self.outputs[-1])
+            return [_message(f"Sent {sent.get('message_id')}: {sent.get('delivery')}")]
         for pattern, tool in ((PUSH, "task_push"), (COMPLETE, "task_complete_return")):
             match = pattern.search(prompt)
             if match:
@@ -168,6 +183,18 @@ class Script:
                 return [_function_call(name, namespace, args)]
             return [_message("TOOLTEST finished.")]
         return [_message(f"Stand-in reply to: {prompt.strip()[:80]}")]
+
+    def _read_message(self, announced: int) -> dict[str, Any]:
+        """Poll; ACK the announced message once the poll listed it; then say so."""
+        if not self.outputs:
+            return self._call("message_poll", {})
+        if len(self.outputs) == 1:
+            polled = _output_json(self.outputs[0]).get("messages") or []
+            listed = [m.get("message_id") for m in polled if isinstance(m, dict)]
+            if announced not in listed:
+                return _message(f"Poll mismatch: announced {announced}, polled {listed}")
+            return self._call("message_ack", {"id": announced})
+        return _message(f"Acked {_output_json(self.outputs[-1]).get('message_id')}")
 
     def _call(self, suffix: str, args: dict[str, Any]) -> dict[str, Any]:
         name, namespace = self.tool(suffix)

@@ -16,6 +16,7 @@ id; tmux server killed -> the project opened again -> resume.
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from core.broker.delivery import managed_line
+from core.broker.inbox_view import inbox_for_view
 from core.engine.client import EngineClient
 from core.engine.engine import Engine
 from core.engine.requests import new_request_id
@@ -31,10 +34,13 @@ from core.install.home import Home
 from core.install.hooks_install import claude_tool_names
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
+from storage.uri import sqlite_uri
 from tests.integration.journey_env import one, tmux
 from tests.realcli.anthropic_standin import TOOLTEST_COMMAND, AnthropicStandin, script
 from tests.realcli.harness import (
     activity,
+    command_runs,
+    evidence_dump,
     main_pane,
     make_real_engine,
     screen,
@@ -47,6 +53,8 @@ from tests.waiting import retry_until
 
 PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL = (f"mcp__switchboard__{name}" for name in (
     "task_push", "task_complete_return", "transition_claim"))
+SEND_TOOL, POLL_TOOL, ACK_TOOL = (f"mcp__switchboard__{name}" for name in (
+    "message_send", "message_poll", "message_ack"))
 SLOW = 60.0  # generous: the CLI starts in a second or two, but the machine is shared
 
 
@@ -115,8 +123,33 @@ class World:
             out.append(f"--- pane {pane} ---\n" + screen(self.socket, pane).rstrip())
         return "\n".join(out)
 
+    def broker(self, sql: str, *args: object) -> list[tuple]:
+        """Rows of the home's broker file, read only ([] before it exists)."""
+        path = xdg_home(self.root).broker_path
+        if not path.exists():
+            return []
+        conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True)
+        try:
+            return [tuple(r) for r in conn.execute(sql, args).fetchall()]
+        finally:
+            conn.close()
+
     def panes(self) -> list[str]:
         return tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+
+    def assert_command_run(self, frame_id: str, command: str) -> None:
+        """The frame's session evidence holds one finished run of exactly ``command``,
+        in the project folder, linked to its Bash tool run."""
+        home = xdg_home(self.root)
+        key = str(one(self.engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+                      frame_id)[0])
+        assert retry_until(lambda: [r.completed for r in command_runs(home, key, command)]
+                           == [True], SLOW), evidence_dump(home, key) + "\n" + self.dump()
+        (run,) = command_runs(home, key, command)
+        assert (Path(run.cwd).resolve(), run.tool_name, run.tool_status) == \
+            (self.project.resolve(), "Bash", "ok"), (run, evidence_dump(home, key))
+        assert run.duration_ms is not None and run.duration_ms >= 0, run
+        assert (run.exit_code, run.outcome) == (None, "passed"), run  # as Claude states it
 
 
 @pytest.fixture
@@ -180,6 +213,10 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     tmux(socket, "send-keys", "-t", main, "Enter")  # 1. Yes
     world.wait_activity(parent, "ready")
     assert marker.exists()
+    # ... and the Bash run lands in the session's evidence as one command run of its
+    # tool run: the exact command, where it ran, how long; Claude states no exit code,
+    # its PostToolUse (not PostToolUseFailure) says the run passed.
+    world.assert_command_run(parent, TOOLTEST_COMMAND)
 
     # push: Switchboard's own tools run without asking, by the names the CLI gave them
     type_prompt(socket, main, "PUSH Fix the bug :: Make test_foo pass")
@@ -345,3 +382,68 @@ def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(world: World)
     assert "STANDIN-CLAIMED handoff: Child" in parent_screen
     assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE frame_id = ?",
                child) == ("closed", "completed")
+
+
+def test_real_claude_task_agent_messages_its_parked_workspace(world: World) -> None:
+    """Issue 13 with the real CLI: the task agent sends its workspace agent a message
+    through MCP (``message_send``); nothing is typed while the workspace is parked;
+    showing it types the one notification line, and the workspace agent polls and
+    ACKs it (``message_poll``, ``message_ack``); the person sees it in the Inbox
+    meanwhile; one send, one line, one ACK."""
+    engine, socket = world.engine, world.socket
+    route = engine.project_enter(new_request_id(), "alpha")
+    parent = route.frame_id
+    engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
+    main = main_pane(engine)
+    world.wait_prompt(main)
+    assert {SEND_TOOL, POLL_TOOL, ACK_TOOL} <= set(claude_tool_names())  # pre-approved
+
+    type_prompt(socket, main, "PUSH Fix the bug :: Make test_foo pass")
+    assert retry_until(lambda: world.transition("push") is not None
+                       and world.transition("push")[0] == "completed", SLOW), world.dump()
+    child = world.frame("Fix the bug")
+    child_pane = main_pane(engine)
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+                       is not None, SLOW), world.dump()
+    world.wait_activity(child, "ready")
+    workspace = str(one(engine, "SELECT title FROM frames WHERE frame_id = ?", parent)[0])
+
+    # The task agent sends; its parent is parked, so the message waits unstamped.
+    type_prompt(socket, child_pane, "MSG workspace :: please review the diff")
+    assert retry_until(lambda: world.broker("SELECT COUNT(*) FROM messages") == [(1,)],
+                       SLOW), world.dump()
+    assert retry_until(lambda: "STANDIN-SENT" in screen(socket, child_pane), SLOW), world.dump()
+    world.wait_activity(child, "ready")
+    ((message_id, notified, state),) = world.broker(
+        "SELECT message_id, notified_at, status_state FROM messages"
+        " WHERE text = 'please review the diff'")
+    assert (notified, state) == (None, "input_required"), world.dump()
+    assert world.api.journal.tool_calls() == [PUSH_TOOL, CLAIM_TOOL, SEND_TOOL], world.dump()
+    line = managed_line(message_id, "Fix the bug")
+    assert "[switchboard] message" not in screen(socket, main), world.dump()  # parked
+
+    # The person sees it in the view's Inbox, pending, from the task to the workspace.
+    inbox = [(e.message_id, e.from_name, e.to_name, e.text, e.pending)
+             for e in inbox_for_view(engine, xdg_home(world.root), world.view_id)]
+    assert (message_id, "Fix the bug", workspace, "please review the diff", True) in inbox, inbox
+
+    # Showing the workspace types the line once; its agent polls and ACKs that message.
+    engine.view_focus(new_request_id(), world.view_id, parent)
+    assert main_pane(engine) == main
+    assert retry_until(lambda: world.broker(
+        "SELECT status_state FROM messages WHERE message_id = ?", message_id)
+        == [("completed",)], SLOW), world.dump()
+    assert retry_until(lambda: f"STANDIN-ACKED {message_id}" in screen(socket, main), SLOW), \
+        world.dump()
+    world.wait_activity(parent, "ready")
+    # Claude wraps the echoed prompt at the pane's width: compare the words.
+    assert _words(screen(socket, main)).count(_words(line)) == 1, world.dump()
+    assert world.api.journal.tool_calls()[3:] == [POLL_TOOL, ACK_TOOL], world.dump()
+    assert world.broker("SELECT COUNT(*), COUNT(notified_at) FROM messages") == [(1, 1)]
+    inbox = [(e.message_id, e.pending)
+             for e in inbox_for_view(engine, xdg_home(world.root), world.view_id)]
+    assert (message_id, True) not in inbox, inbox  # handled: no longer waiting for anyone
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())

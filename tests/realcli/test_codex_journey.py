@@ -25,6 +25,7 @@ from core.engine.requests import new_request_id
 from core.install.home import Home
 from core.model.enums import Provider
 from tests.integration.journey_env import one, pane_ids, tmux
+from tests.realcli.harness import command_runs, evidence_dump
 from tests.realcli.harness_codex import (
     API_KEY,
     PROJECT,
@@ -39,7 +40,12 @@ from tests.realcli.harness_codex import (
     type_prompt,
 )
 from tests.realcli.install import RealClis
-from tests.realcli.openai_standin import CONTROL_PREFIX, TOOLTEST_FILE, OpenAIStandin
+from tests.realcli.openai_standin import (
+    CONTROL_PREFIX,
+    TOOLTEST_COMMAND,
+    TOOLTEST_FILE,
+    OpenAIStandin,
+)
 from tests.waiting import fail_unless
 
 pytestmark = [pytest.mark.tmux, pytest.mark.timeout(480)]
@@ -162,6 +168,17 @@ def test_real_codex_journey_in_the_persons_own_home(
         fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S,
                     lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
         assert (person.project / TOOLTEST_FILE).exists()
+        # ... and lands in the session's evidence as one command run of its tool run;
+        # Codex's hook states no exit code (its response text is empty), so the outcome
+        # stays unknown rather than guessed.
+        sb_home = switchboard_home(tmp_path)
+        fail_unless(lambda: [r.completed for r in command_runs(sb_home, key, TOOLTEST_COMMAND)]
+                    == [True], TURN_S, lambda: evidence_dump(sb_home, key))
+        (run,) = command_runs(sb_home, key, TOOLTEST_COMMAND)
+        assert (Path(run.cwd).resolve(), run.tool_name, run.tool_status) == \
+            (person.project.resolve(), "Bash", "ok"), (run, evidence_dump(sb_home, key))
+        assert run.duration_ms is not None and run.duration_ms >= 0, run
+        assert (run.exit_code, run.outcome) == (None, "unknown"), run
 
         # --- push: the child in main claims its brief (one submission) -------------
         type_prompt(tmux_socket, parent, "PUSH Fix the bug :: Make test_foo pass")

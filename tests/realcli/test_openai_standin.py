@@ -99,3 +99,24 @@ def test_a_tool_that_was_not_offered_is_said_not_called() -> None:
                                               "input": [_user("PUSH a :: b")]}))
         assert reply["type"] == "message"
         assert "no tool ending in 'task_push'" in reply["content"][0]["text"]
+
+
+def test_a_typed_notification_polls_then_acks_the_announced_message() -> None:
+    from core.broker.delivery import managed_line
+
+    tools = [*TOOLS, {"type": "namespace", "name": "mcp__switchboard", "tools": [
+        {"type": "function", "name": "message_poll"},
+        {"type": "function", "name": "message_ack"}]}]
+    with OpenAIStandin() as standin:
+        history = [_user(managed_line(4, "Fix the bug"))]
+        [poll] = _done_items(_post(standin, {"tools": tools, "input": history}))
+        assert poll["name"] == "message_poll"
+        polled = {"ok": True, "messages": [{"message_id": 4, "text": "look"}]}
+        history += [poll, {"type": "function_call_output", "call_id": poll["call_id"],
+                           "output": json.dumps(polled)}]
+        [ack] = _done_items(_post(standin, {"tools": tools, "input": history}))
+        assert (ack["name"], json.loads(ack["arguments"])) == ("message_ack", {"id": 4})
+        history += [ack, {"type": "function_call_output", "call_id": ack["call_id"],
+                          "output": json.dumps({"ok": True, "message_id": 4})}]
+        [said] = _done_items(_post(standin, {"tools": tools, "input": history}))
+        assert said["content"][0]["text"] == "Acked 4"
