@@ -21,7 +21,7 @@ from navigator.targeting import inbox_view_id
 from navigator.ui_state import PaneLayout, UiStateStore
 
 if TYPE_CHECKING:
-    from core.reconcile.recovery import ReconcileReport
+    from core.reconcile.reconcile import ReconcileReport
 
 _T = TypeVar("_T")
 #: Every this many poll ticks the navigator reads data_version even when no file moved

@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
     from core.broker.inbox_pane import StreamPane
     from core.broker.membership import PersonSent
     from core.evidence.store import SessionDetail
-    from core.reconcile.recovery import ReconcileReport, RecoveryRecord
+    from core.reconcile.reconcile import ReconcileReport
+    from core.reconcile.recovery import RecoveryRecord
     from core.state.remote_open import RemoteWindow
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
         TransitionResult,
         ViewResult,
     )
-    from core.reconcile.recovery import ReconcileReport, RecoveryRecord
+    from core.reconcile.reconcile import ReconcileReport
+    from core.reconcile.recovery import RecoveryRecord
 
 # The navigator's remembered layout is a few hundred bytes; never read more than this.
 UI_STATE_MAX_BYTES = 1024 * 1024
@@ -249,7 +251,7 @@ class EngineClient:
     def reconcile(self) -> ReconcileReport:
         """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
         runs it at start and then periodically)."""
-        from core.reconcile.recovery import reconcile
+        from core.reconcile.reconcile import reconcile
 
         with self._lock:
             return reconcile(self.engine)

@@ -81,7 +81,7 @@ class Engine:
         """The attached stage, for steps that only run with one (a launch, a view's
         rebuild); without one the request is refused by name instead of failing on
         ``None``. Public because those steps live in ``core.engine.launcher`` and
-        ``core.reconcile.recovery``."""
+        ``core.reconcile``."""
         if self.stage is None:
             raise Conflict("no tmux stage in this process; run it from a home with tmux "
                            "configured", code="no_stage")
@@ -113,7 +113,7 @@ class Engine:
         rebuilds the result from the stored id without mutating anything. Public
         because requests implemented beside the engine (a cancel in
         ``core.reconcile.settlement``, a recovery's execution in
-        ``core.reconcile.recovery``) get the same idempotency through it.
+        ``core.reconcile.recover_view``) get the same idempotency through it.
         """
         fp = fingerprint(operation, semantic)
         with write_transaction(self.conn) as conn:

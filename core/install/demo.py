@@ -94,7 +94,7 @@ def build(root: Path) -> DemoSession:
         engine.frame_push(new_request_id(), route.frame_id, "Add tests",
                           "Add property tests for the parser's round trip.")
     else:
-        from core.reconcile.recovery import reconcile
+        from core.reconcile.reconcile import reconcile
         reconcile(engine)
     view = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
                                (route.view_id,)).fetchone()

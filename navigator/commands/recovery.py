@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _reconcile(args: argparse.Namespace) -> int:
     from core.engine.session import open_engine
-    from core.reconcile.recovery import reconcile
+    from core.reconcile.reconcile import reconcile
 
     report = reconcile(open_engine(with_stage=True))
     emit(report, as_json=args.json, text=reconcile_text(report))

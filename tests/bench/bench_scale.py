@@ -45,7 +45,7 @@ from core.install.config import ProviderConfig, TmuxConfig
 from core.install.home import ENV_HOME, Home
 from core.install.registry import init_registry
 from core.model.enums import Provider
-from core.reconcile.recovery import reconcile
+from core.reconcile.reconcile import reconcile
 from navigator.app import RECONCILE_INTERVAL
 from tests.bench.bench_hook import BASELINE, hook_commands, recorded
 from tests.bench.bench_tmux import quantile

@@ -42,7 +42,7 @@ from core.engine.sagas import LEASE_MS
 from core.model.enums import ViewMode
 from core.model.errors import SwitchboardError
 from core.reconcile import recovery
-from core.reconcile.recovery import reconcile
+from core.reconcile.reconcile import reconcile
 from core.reconcile.settlement import invariant_problems
 from tests.integration.fault_child import perform
 from tests.integration.journey_env import tmux

@@ -4,7 +4,7 @@ For each transition kind and each transport phase, the engine is stopped at a
 named saga point (``Engine.fault``): in process by raising, and for a subset
 in a separate process that calls ``os._exit`` there. A fresh engine on the
 same registry, whose clock is past every lease and watchdog, then runs
-``core.reconcile.recovery.reconcile``. Afterwards tmux and the registry must agree
+``core.reconcile.reconcile.reconcile``. Afterwards tmux and the registry must agree
 (``transitions_env.problems``): one pane in main, the committed placement is
 what tmux shows, nothing left executing, no second control line or
 submission, no lost brief or handoff, and a recovery wherever the outcome is
@@ -37,7 +37,7 @@ from core.engine.requests import new_request_id
 from core.engine.sagas import LEASE_MS
 from core.model.enums import ViewMode
 from core.reconcile import recovery
-from core.reconcile.recovery import reconcile
+from core.reconcile.reconcile import ReconcileReport, reconcile
 from core.tmux.stage import CONTROL_TEMPLATE
 from tests.integration.fault_child import EXIT_AT_FAULT, perform
 from tests.integration.journey_env import tmux
@@ -176,7 +176,7 @@ def test_fault_then_reconcile_is_consistent(tmp_path: Path, tmux_socket: Path, k
     assert found == []
 
 
-def _action(report: recovery.ReconcileReport) -> str:
+def _action(report: ReconcileReport) -> str:
     """What reconcile did, in words, for the summary."""
     done = [name for name, count in (
         ("finished from pane evidence", report.transitions_finished),

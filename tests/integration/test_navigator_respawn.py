@@ -20,7 +20,7 @@ import pytest
 from core.engine.engine import Engine
 from core.engine.requests import new_request_id
 from core.model.enums import ViewMode
-from core.reconcile.recovery import reconcile
+from core.reconcile.reconcile import reconcile
 from core.tmux import PaneSnapshot
 from storage.operations import views as views_ops
 from tests.integration.journey_env import tmux

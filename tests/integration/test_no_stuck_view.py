@@ -28,10 +28,10 @@ from core.engine.session import open_engine
 from core.install.config import ProviderConfig, TmuxConfig
 from core.install.home import Home
 from core.install.registry import init_registry
-from core.model.enums import Activity, ActivityReason, Provider
+from core.model.enums import Actionability, Activity, ActivityReason, Provider, RecoveryKind
 from core.model.errors import Conflict, ProviderError
 from core.reconcile import recovery
-from core.reconcile.recovery import reconcile
+from core.reconcile.reconcile import reconcile
 from core.reconcile.settlement import invariant_problems
 from core.tmux.stage import CONTROL_TEMPLATE
 from storage.connection import write_transaction
@@ -412,8 +412,8 @@ def test_reconcile_resolves_stale_uncertain_records_of_settled_turns(
     with write_transaction(engine.conn) as conn:  # an older record nobody resolved
         recoveries_ops.open_recovery(
             conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
-            kind=recovery.RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
-            subject_id=turn_id, actionability=recovery.Actionability.OPEN_VIEW,
+            kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
+            subject_id=turn_id, actionability=Actionability.OPEN_VIEW,
             explanation="old record; press Enter", now=engine.now())
     reconcile(engine)
     assert [r for r in recovery.list_recoveries(engine)

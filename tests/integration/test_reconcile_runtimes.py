@@ -18,7 +18,8 @@ import pytest
 from core.engine.requests import new_request_id
 from core.model.enums import ViewMode
 from core.reconcile import recovery
-from core.reconcile.recovery import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS, reconcile
+from core.reconcile.launches import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS
+from core.reconcile.reconcile import reconcile
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops

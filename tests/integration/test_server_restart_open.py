@@ -218,7 +218,7 @@ def test_each_project_is_rebuilt_when_it_is_entered(tmp_path: Path, tmux_socket:
     assert _runtime(nav_engine, alpha.frame_id) == ("stopped_affinity", "stopped")
 
     # Nothing is left to record, and entering again changes nothing.
-    from core.reconcile.recovery import reconcile
+    from core.reconcile.reconcile import reconcile
     assert reconcile(nav_engine).recoveries_opened == 0
     window = views_ops.get_view(nav_engine.conn, alpha.view_id)["tmux_window_id"]
     navigator.enter_project("alpha")

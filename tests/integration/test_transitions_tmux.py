@@ -22,6 +22,7 @@ from core.engine.engine import Engine
 from core.engine.requests import new_request_id
 from core.model.enums import ViewMode
 from core.reconcile import recovery
+from core.reconcile.reconcile import reconcile
 from core.tmux import PaneSnapshot, ServerIdentityMismatch
 from core.tmux.stage import CONTROL_TEMPLATE, TmuxStage
 from storage.operations import views as views_ops
@@ -254,7 +255,7 @@ def test_recover_runs_a_safe_auto_recovery_as_a_recover_transition(
     workspace, child = pane_of(engine, world.workspace_id), pane_of(engine, world.child_id)
     tmux(tmux_socket, "swap-pane", "-d", "-s", workspace, "-t", child)  # by hand
     assert main_of(engine, world.view_id) == workspace
-    report = recovery.reconcile(engine)
+    report = reconcile(engine)
     assert report.recoveries_opened == 1
     (found,) = recovery.list_recoveries(engine)
     assert (found.kind, found.subject_id, found.actionability) == (
@@ -270,7 +271,7 @@ def test_recover_runs_a_safe_auto_recovery_as_a_recover_transition(
     assert main_of(engine, world.view_id) == child
     assert pane(engine, workspace).parked and pane(engine, workspace).input_off
     assert problems(engine, world.view_id) == []
-    assert recovery.reconcile(engine).recoveries_opened == 0
+    assert reconcile(engine).recoveries_opened == 0
 
 
 def test_holding_panes_are_unreachable_by_window_navigation(
@@ -330,7 +331,7 @@ def test_a_pane_id_reused_after_a_server_restart_is_rejected(
     # An explicit project entry rebuilds the view instead (test_server_restart_open.py).
     untouched()
 
-    report = recovery.reconcile(engine)
+    report = reconcile(engine)
     assert report.surfaces_lost == 1
     kinds = {(r.kind, r.subject_type, r.actionability) for r in recovery.list_recoveries(engine)}
     assert kinds == {("server_restarted", "view", "safe_auto"),

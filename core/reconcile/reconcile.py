@@ -1,0 +1,188 @@
+"""Reconcile: compare tmux with the registry once, in a fixed order of steps.
+
+``reconcile`` reads the tmux server once (one snapshot: identity and every
+pane) and compares it with the registry: live surfaces whose pane vanished,
+views recorded on a restarted server, a view whose main shows another pane
+than its committed placement, executing transitions whose lease expired,
+submitted control turns past their watchdog. It finishes what the pane
+metadata proves and records a recovery for everything else. It never repeats
+a swap it cannot prove did not happen, and never types a control line.
+
+This module is only the order of the steps and the rule that keeps the one
+reading honest (it is compared with the rows under the write lock); each
+step lives in the module of its concern (``surfaces``, ``views``,
+``launches``, ``runtimes``, ``transitions``, ``controls``, ``panes``). What a
+person does with the recoveries it opens is ``core.reconcile.recovery``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.reconcile import settlement
+from core.reconcile.controls import expire_overdue_turns, resolve_settled_controls
+from core.reconcile.launches import LAUNCH_REPORT_MS, bind_timeouts, interrupted_launches
+from core.reconcile.pane_evidence import live_server_id
+from core.reconcile.panes import revive_navigators, stop_stray_panes
+from core.reconcile.runtimes import exited_providers
+from core.reconcile.surfaces import found_surfaces, lost_surfaces
+from core.reconcile.transitions import settle_expired
+from core.reconcile.views import check_views, restore_mains
+from core.tmux.panes import ServerSnapshot
+from storage.connection import write_transaction
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+    from core.engine.stage_port import StagePort
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    """What one pass saw and did (``switchboard reconcile`` prints it)."""
+
+    panes_seen: int
+    surfaces_lost: int
+    transitions_finished: int
+    transitions_rolled_back: int
+    turns_marked_uncertain: int
+    recoveries_opened: int
+    transitions_resumed: int = 0
+    views_repaired: int = 0
+    panes_stopped: int = 0
+    sessions_aged: int = 0
+    launches_adopted: int = 0
+    launches_failed: int = 0
+    providers_exited: int = 0
+    binds_overdue: int = 0
+    surfaces_found: int = 0
+    navigators_respawned: int = 0
+    transitions_run: int = 0
+    transitions_settled: int = 0
+    transitions_stalled: int = 0
+    mains_restored: int = 0
+
+
+@dataclass
+class _Pass:
+    """One reconcile pass: its time, its latest tmux reading and what each step did."""
+
+    now: int
+    snap: ServerSnapshot | None
+    server_id: str | None
+    aged: int = 0
+    adopted: int = 0
+    failed: int = 0
+    exited: int = 0
+    lost: int = 0
+    restored: int = 0
+    found: int = 0
+    repaired: int = 0
+    overdue: int = 0
+    finished: int = 0
+    resumed: int = 0
+    rolled: int = 0
+    uncertain: int = 0
+    stopped: int = 0
+    revived: int = 0
+
+
+def reconcile(engine: Engine) -> ReconcileReport:
+    """Compare tmux with the registry once; finish, roll back or record a recovery."""
+    from core.reconcile.provider_checks import reconcile_stale_activity
+
+    now = engine.now()
+    aged = len(reconcile_stale_activity(engine.conn, now))  # a lost Stop: working -> unknown
+    stage: StagePort | None = engine.stage
+    seen = _others_commits(engine.conn)
+    snap = stage.snapshot() if stage is not None else None
+    run = _Pass(now, snap, live_server_id(engine, snap), aged=aged)
+    before = _recoveries(engine.conn)
+    if stage is not None:
+        _settle_launches_and_exits(engine, run)
+        _compare_under_write_lock(engine, stage, run, seen)
+    expired = settle_expired(engine, run.snap, run.server_id, now)
+    run.finished, run.resumed, run.rolled = expired.finished, expired.resumed, expired.rolled_back
+    run.uncertain = expire_overdue_turns(engine, now)
+    swept = settlement.sweep(engine, now)
+    resolve_settled_controls(engine, now)
+    if stage is not None and run.snap is not None:
+        _finish_in_tmux(engine, stage, run, run.snap)
+    return _report(run, swept, _recoveries(engine.conn) - before)
+
+
+def _settle_launches_and_exits(engine: Engine, run: _Pass) -> None:
+    """Interrupted launches and exited providers, each in its own commits (they run tmux)."""
+    busy = _busy_views(engine.conn, run.now)
+    run.adopted, run.failed = interrupted_launches(engine, run.snap, run.server_id, busy,
+                                                   run.now)
+    run.exited = exited_providers(engine, run.snap, run.server_id, busy, run.now)
+
+
+def _compare_under_write_lock(engine: Engine, stage: StagePort, run: _Pass, seen: int) -> None:
+    """Surfaces, mains, views and bind timeouts against a reading no older than the rows."""
+    with write_transaction(engine.conn) as tx:
+        # Read tmux again while holding the write lock: a launch records its pane
+        # as live and a saga marks its view busy only in a write transaction, so
+        # this reading is never older than the rows it is compared with (an older
+        # one would call a just-launched pane vanished and orphan its surface).
+        busy = _busy_views(tx, run.now)
+        if run.adopted or run.failed or run.exited or _others_commits(tx) != seen:
+            run.snap = stage.snapshot()
+        run.lost = lost_surfaces(engine, tx, run.snap, run.server_id, run.now)
+        run.restored = restore_mains(engine, tx, run.snap, run.server_id, busy, run.now)
+        if run.restored:
+            run.snap = stage.snapshot()
+        run.found = found_surfaces(tx, run.snap, run.server_id, run.now)
+        run.repaired = check_views(engine, tx, run.snap, run.server_id, busy, run.now)
+        run.overdue = bind_timeouts(engine, tx, run.now)
+
+
+def _finish_in_tmux(engine: Engine, stage: StagePort, run: _Pass,
+                    snap: ServerSnapshot) -> None:
+    """Stray panes of committed stops are killed and dead navigators respawned."""
+    if run.finished or run.resumed:  # those commits stopped panes themselves: read again
+        snap = run.snap = stage.snapshot() or snap
+    run.stopped = stop_stray_panes(engine, snap, run.server_id)
+    run.revived = revive_navigators(engine, snap, run.server_id)
+
+
+def _report(run: _Pass, swept: settlement.SweepReport, opened: int) -> ReconcileReport:
+    return ReconcileReport(
+        panes_seen=len(run.snap.panes) if run.snap is not None else 0,
+        surfaces_lost=run.lost, transitions_finished=run.finished,
+        transitions_rolled_back=run.rolled, turns_marked_uncertain=run.uncertain,
+        recoveries_opened=opened, transitions_resumed=run.resumed,
+        views_repaired=run.repaired, panes_stopped=run.stopped, sessions_aged=run.aged,
+        launches_adopted=run.adopted, launches_failed=run.failed,
+        providers_exited=run.exited, binds_overdue=run.overdue, surfaces_found=run.found,
+        navigators_respawned=run.revived, transitions_run=swept.ran,
+        transitions_settled=swept.completed, transitions_stalled=swept.stalled,
+        mains_restored=run.restored)
+
+
+def _recoveries(conn: sqlite3.Connection) -> int:
+    """Recoveries recorded so far, open or not (the report counts what a pass added)."""
+    return int(conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0])
+
+
+def _others_commits(conn: sqlite3.Connection) -> int:
+    """SQLite's count of commits by other connections, as this connection sees it.
+
+    Unchanged between the first tmux read and the write lock means no launch or
+    saga committed in between, so that read is not older than the rows it is
+    compared with and one `list-panes` serves the whole reconcile.
+    """
+    return conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+def _busy_views(conn: sqlite3.Connection, now: int) -> set[str]:
+    """Views whose tmux state belongs to someone at work: a transition executing, or
+    a start presenting its pane (main shows it a moment before staged -> active)."""
+    return {row[0] for row in conn.execute(
+        "SELECT view_id FROM view_transitions WHERE state = 'executing'"
+        " UNION SELECT p.view_id FROM frame_placements p"
+        " JOIN launch_intents l ON l.frame_id = p.frame_id"
+        " WHERE p.state = 'staged' AND l.state IN ('planned', 'authorized', 'started')"
+        " AND l.updated_at >= ?", (now - LAUNCH_REPORT_MS,))}

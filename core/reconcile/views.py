@@ -1,0 +1,125 @@
+"""Reconcile's view checks: a view's window against what its registry row commits.
+
+A view is one tmux window: main shows the active frame's pane (or the
+placeholder) beside the navigator. Reconcile restores a main that was killed,
+commits a mode or zoom tmux shows but the registry lost, and opens a safe_auto
+view recovery for what it cannot prove (a restarted server, a vanished
+window, another pane in main); running that recovery is
+``core.reconcile.recover_view``. Views with a transition or start at work
+(``busy``) are left to it. Every view recovery's sentence is built here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from core.model.enums import Actionability, RecoveryKind
+from core.model.errors import TmuxError
+from core.reconcile.pane_evidence import expected_main, shows
+from core.tmux.panes import ServerSnapshot, ViewLayout
+from storage.operations import recoveries as recoveries_ops
+from storage.operations import views as views_ops
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+
+
+def restore_mains(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+                  server_id: str | None, busy: set[str], now: int) -> int:
+    """Views whose window holds only the navigator (the pane in main was killed): a
+    placeholder is split in as main, so the view shows its (now empty) active frame."""
+    if snap is None or server_id is None:
+        return 0
+    restored = 0
+    for view in conn.execute("SELECT * FROM user_views WHERE state <> 'retired'"
+                             " AND tmux_server_id = ? AND tmux_window_id IS NOT NULL",
+                             (server_id,)).fetchall():
+        if view["view_id"] in busy:
+            continue
+        try:
+            layout = snap.view(view["view_id"])
+        except TmuxError:
+            continue
+        if layout is None or layout.main is not None or layout.extra_panes:
+            continue
+        try:
+            pane = engine.require_stage().restore_main(view)
+        except TmuxError:
+            continue  # nothing moved: check_views opens the view's recovery
+        if pane is not None:
+            views_ops.set_main_pane(conn, view["view_id"], pane, now)
+            restored += 1
+    return restored
+
+
+def check_views(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+                server_id: str | None, busy: set[str], now: int) -> int:
+    """Restarted servers, stale main locators, mode drift and a wrong pane in main."""
+    repaired = 0
+    for view in conn.execute("SELECT * FROM user_views WHERE state <> 'retired'"
+                             " AND tmux_window_id IS NOT NULL").fetchall():
+        view_id = view["view_id"]
+        if view["tmux_server_id"] != server_id or snap is None:
+            open_view_recovery(
+                engine, conn, RecoveryKind.SERVER_RESTARTED, view_id, Actionability.SAFE_AUTO,
+                "The tmux server of this view restarted or stopped, so its window and pane "
+                "locators are invalid and nothing was acted on. Running this recovery (or "
+                "opening the project) builds the view on the running server; agents resume "
+                "with n.", now)
+            continue
+        if view_id in busy:
+            continue  # an executing transition owns the view; handled below once expired
+        layout = snap.view(view_id)
+        if layout is None:
+            open_view_recovery(
+                engine, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
+                Actionability.SAFE_AUTO, "The view's tmux window is gone. Running this "
+                "recovery builds it again and shows the active frame.", now)
+            continue
+        repaired += _commit_observed(conn, view, layout, now)
+        if not shows(layout, expected_main(conn, view_id, server_id, snap)):
+            open_view_recovery(
+                engine, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
+                Actionability.SAFE_AUTO, "Main shows another pane than the view's active "
+                "frame. Running this recovery presents the active frame again.", now)
+    return repaired
+
+
+def _commit_observed(conn: sqlite3.Connection, view: sqlite3.Row, layout: ViewLayout,
+                     now: int) -> int:
+    """Main's locator, mode and zoom as tmux shows them; 1 when mode or zoom drifted."""
+    view_id = view["view_id"]
+    if layout.main is not None and layout.main.pane_id != view["main_pane_id"]:
+        views_ops.set_main_pane(conn, view_id, layout.main.pane_id, now)
+    if layout.mode == view["mode"] and bool(layout.zoomed) == bool(view["zoomed"]):
+        return 0
+    # A mode toggle whose registry write was lost: tmux is the physical truth
+    # and mode is model-free, so the observed layout is committed.
+    if layout.mode != view["mode"]:
+        views_ops.mutate_view(conn, view_id, view["revision"], mode=layout.mode, now=now)
+    views_ops.set_zoom(conn, view_id, layout.zoomed)
+    return 1
+
+
+def open_view_recovery(engine: Engine, conn: sqlite3.Connection, kind: RecoveryKind,
+                       view_id: str, actionability: Actionability, explanation: str,
+                       now: int) -> str:
+    """Record a recovery about a view, its sentence ending with the frame and the key."""
+    return recoveries_ops.open_recovery(
+        conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id, kind=kind,
+        subject_type="view", subject_id=view_id, actionability=actionability,
+        explanation=_with_way_out(conn, view_id, actionability, explanation), now=now)
+
+
+def _with_way_out(conn: sqlite3.Connection, view_id: str, actionability: Actionability,
+                  explanation: str) -> str:
+    """A view recovery names the frame it is about and the key that acts on it."""
+    row = conn.execute("SELECT f.title FROM user_views v JOIN frames f"
+                       " ON f.frame_id = v.active_frame_id WHERE v.view_id = ?",
+                       (view_id,)).fetchone()
+    frame = f"“{row['title']}”" if row is not None else "its active frame"
+    action = "Press Enter (or R) on this recovery to run it" \
+        if actionability is Actionability.SAFE_AUTO else \
+        "Press Enter on this recovery to go to the view"
+    return f"{explanation[:700]} The view shows {frame}. {action}."
