@@ -135,7 +135,7 @@ CODEX_TURN_COMPLETE = "agent-turn-complete"
 # Events each provider's hook configuration subscribes to (order = lifecycle).
 CLAUDE_HOOK_EVENTS: tuple[str, ...] = (
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
-    "Notification", "PostToolUse", "Stop", "SessionEnd",
+    "Notification", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd",
 )
 CODEX_HOOK_EVENTS: tuple[str, ...] = (
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",

@@ -59,8 +59,8 @@ def test_claude_settings_file_created_and_removed(tmp_path, state_dir):
         event: [hook_argv(COMMAND, Provider.CLAUDE, event)] for event in CLAUDE_HOOK_EVENTS
     }
     assert set(CLAUDE_HOOK_EVENTS) == {
-        "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification",
-        "Stop", "SessionStart", "SessionEnd",
+        "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+        "PermissionRequest", "Notification", "Stop", "SessionStart", "SessionEnd",
     }
 
     written = settings.read_bytes()
