@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from core.tmux import topology
+import core.tmux.topology as topology
 from core.tmux.commands import Check, both, equals, gated, guarded, outcome, outcomes
 from core.tmux.errors import PlacementRefused, TmuxCommandFailed
 from core.tmux.gates import open_gate_command

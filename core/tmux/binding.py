@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import core.tmux.topology as topology
 from core.model.files import private_dir
-from core.tmux import topology
 from core.tmux.adapter import TmuxAdapter
 from core.tmux.errors import TmuxUnavailable
 from core.tmux.identity import ServerIdentity, read_identity
