@@ -11,16 +11,19 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+import core.tmux.batches as batches
 import core.tmux.control_input as control_input
 import core.tmux.topology as topology
 from core.model.enums import ViewMode
 from core.tmux.control_input import ControlSubmission
+from core.tmux.gates import gated_exec_line
 from core.tmux.identity import ServerIdentity, read_identity, verify_identity
 from core.tmux.panes import (
     HOLDING_SESSION,
     PaneSnapshot,
     ServerSnapshot,
     ViewLayout,
+    checked_snapshot,
     snapshot,
     tag_pane,
 )
@@ -107,6 +110,10 @@ class TmuxAdapter:
         """All panes in one process; the caller compares `.identity` to decide trust."""
         return snapshot(self.runner)
 
+    def checked_snapshot(self) -> ServerSnapshot:
+        """One snapshot, refused (ServerIdentityMismatch) unless it is this generation's."""
+        return checked_snapshot(self.runner, self.expected)
+
     def ensure_holding_session(self) -> bool:
         return topology.ensure_holding_session(
             self.runner, self.expected, holding_session=self.holding_session
@@ -129,6 +136,28 @@ class TmuxAdapter:
             self.runner, self.expected, surface_id=surface_id, command=command, env=env, cwd=cwd,
             holding_session=self.holding_session,
         )
+
+    def launch_gated_pane(self, *, surface_id: str, gate: str, argv: Sequence[str],
+                          env: Mapping[str, str] | None = None,
+                          cwd: str | None = None) -> PaneSnapshot:
+        """A staged pane whose shell waits for ``gate`` on this server, then execs ``argv``."""
+        line = gated_exec_line(self.runner.socket_path, gate, argv)
+        return self.launch_staged_pane(surface_id=surface_id, command=[line], env=env, cwd=cwd)
+
+    def open_gate(self, gate: str) -> None:
+        batches.open_gate(self.runner, self.expected, gate)
+
+    def reread_pane(self, pane_id: str, *, open_gate: str | None = None) -> PaneSnapshot | None:
+        return batches.reread_pane(self.runner, self.expected, pane_id, open_gate=open_gate)
+
+    def present_placeholder(self, *, view_id: str, placeholder_command: Sequence[str]) -> str:
+        return batches.present_placeholder(
+            self.runner, self.expected, view_id=view_id, holding_session=self.holding_session,
+            placeholder_command=placeholder_command)
+
+    def restore_main(self, *, view_id: str, placeholder_command: Sequence[str]) -> str | None:
+        return batches.restore_main(self.runner, self.expected, view_id=view_id,
+                                    placeholder_command=placeholder_command)
 
     def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
                 target_surface_id: str | None = None, enable_target_input: bool = True,
@@ -173,6 +202,10 @@ class TmuxAdapter:
         return control_input.enable_input(
             self.runner, self.expected, pane_id=pane_id, surface_id=surface_id
         )
+
+    def lift_fence(self, *, pane_id: str, surface_id: str) -> bool:
+        return control_input.lift_fence(self.runner, self.expected, pane_id=pane_id,
+                                        surface_id=surface_id)
 
     def disable_input(self, *, pane_id: str, surface_id: str) -> PaneSnapshot:
         return control_input.disable_input(

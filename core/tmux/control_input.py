@@ -19,6 +19,7 @@ from core.tmux.panes import (
     OPT_SURFACE,
     PaneSnapshot,
     check_tag_value,
+    checked_snapshot,
     pane_lines,
     pane_state_command,
 )
@@ -143,3 +144,19 @@ def disable_input(
 ) -> PaneSnapshot:
     """Fence a managed pane so no client keystroke reaches it."""
     return set_input(runner, expected, pane_id=pane_id, surface_id=surface_id, enabled=False)
+
+
+def lift_fence(
+    runner: TmuxRunner, expected: ServerIdentity, *, pane_id: str, surface_id: str
+) -> bool:
+    """Re-enable input of a managed pane shown in main; True if its input is on afterwards.
+
+    Never a parked one: every holding pane stays fenced. One snapshot, then
+    (only while the pane is still fenced) the guarded enable.
+    """
+    pane = checked_snapshot(runner, expected).pane(pane_id)
+    if pane is None or pane.parked or pane.surface_id != surface_id:
+        return False
+    if not pane.input_off:
+        return True
+    return not enable_input(runner, expected, pane_id=pane_id, surface_id=surface_id).input_off

@@ -23,7 +23,7 @@ from functools import cached_property
 
 from core.model.enums import ViewMode
 from core.tmux.errors import TmuxCommandFailed, TopologyConflict
-from core.tmux.identity import ServerIdentity, identity_command, run_guarded
+from core.tmux.identity import ServerIdentity, check_identity, identity_command, run_guarded
 from core.tmux.runner import TmuxCommand, TmuxRunner
 
 HOLDING_SESSION = "_sb_holding"
@@ -299,6 +299,13 @@ def snapshot(runner: TmuxRunner) -> ServerSnapshot:
         identity=ServerIdentity.parse(output.stdout[0]),
         panes=tuple(pane_lines(output.stdout[1:])),
     )
+
+
+def checked_snapshot(runner: TmuxRunner, expected: ServerIdentity) -> ServerSnapshot:
+    """One snapshot, refused (ServerIdentityMismatch) unless it is ``expected``'s."""
+    snap = snapshot(runner)
+    check_identity(expected, snap.identity)
+    return snap
 
 
 def tag_pane(

@@ -15,3 +15,22 @@ def insert_tmux_server(conn: sqlite3.Connection, *, tmux_server_id: str, host_id
         "INSERT INTO tmux_servers (tmux_server_id, host_id, socket_path, server_pid,"
         " server_start_time, observed_at) VALUES (?, ?, ?, ?, ?, ?)",
         (tmux_server_id, host_id, socket_path, server_pid, server_start_time, now))
+
+
+def tmux_server_id_of(conn: sqlite3.Connection, *, socket_path: str, server_pid: int,
+                      server_start_time: int) -> str | None:
+    """The recorded row of exactly this server generation, if it was seen before."""
+    row = conn.execute(
+        "SELECT tmux_server_id FROM tmux_servers WHERE socket_path = ? AND server_pid = ?"
+        " AND server_start_time = ?",
+        (socket_path, server_pid, server_start_time)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def tmux_server_generation(conn: sqlite3.Connection,
+                           tmux_server_id: str) -> tuple[str, int, int] | None:
+    """(socket path, server pid, server start time) recorded for ``tmux_server_id``."""
+    row = conn.execute(
+        "SELECT socket_path, server_pid, server_start_time FROM tmux_servers"
+        " WHERE tmux_server_id = ?", (tmux_server_id,)).fetchone()
+    return None if row is None else (row[0], int(row[1]), int(row[2]))
