@@ -5,7 +5,7 @@ to the tmux server generation recorded in its ``tmux_servers`` row. The stage
 binds a ``TmuxAdapter`` to exactly that identity, so every mutation carries the
 adapter's in-tmux identity guard: on a restarted server that reissued ``%0``
 the batch is refused (``ServerIdentityMismatch``) and nothing is touched;
-``core.reconcile.recovery.reconcile`` then opens a ``server_restarted`` recovery.
+``core.reconcile.reconcile.reconcile`` then opens a ``server_restarted`` recovery.
 
 Cost: ``present`` (with its launch gate), ``launch_pane``, ``paste_control``
 and ``kill`` are one tmux process each; ``set_mode`` two (a dead navigator is
