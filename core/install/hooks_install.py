@@ -185,7 +185,7 @@ CLAUDE_MCP_SERVER = "switchboard"
 ``mcp__<server>__<tool>``."""
 MCP_WAIT_LIMIT_S = 30
 """How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
-MCP_UNSEEN_S = 10
+MCP_UNSEEN_S = 20
 """Seconds (wall clock) without our server as a child before the wait gives up: a loaded
 machine can take seconds to spawn it (1 s, then 5 s counted in 0.1 s ticks that each
 also ran pgrep, let prompts through without the tools under load)."""

@@ -114,6 +114,8 @@ class World:
                 out.append(repr([tuple(r) for r in self.engine.conn.execute(sql)]))
             except Exception as exc:  # noqa: BLE001 - a diagnostic only
                 out.append(f"{sql}: {exc}")
+        markers = sorted(p.name for p in xdg_home(self.root).run_dir.glob("*/claude-mcp-*"))
+        out.append(f"agent-tool markers: {markers}")  # ready = listed; .none = wait gave up
         for item in self.api.journal.snapshot():  # what each model call offered and said
             if item.path.startswith("/v1/messages") and "count_tokens" not in item.path:
                 switchboard = [n for n in item.tool_names if "switchboard" in n]
