@@ -185,6 +185,11 @@ CLAUDE_MCP_SERVER = "switchboard"
 ``mcp__<server>__<tool>``."""
 MCP_WAIT_LIMIT_S = 30
 """How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
+MCP_SETTLE_S = 2
+"""After the server has listed its tools, the first prompt of a launch waits this much
+longer: Claude adds a server's tools to its request a moment after the reply, and a
+prompt let through at once still went out without them (seen with both a new and a
+resumed session under load). Later prompts of the launch pass at once (``.passed``)."""
 MCP_UNSEEN_S = 20
 """Seconds (wall clock) without our server as a child before the wait gives up: a loaded
 machine can take seconds to spawn it (1 s, then 5 s counted in 0.1 s ticks that each
@@ -211,21 +216,23 @@ def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
     is a child of this Claude (``$PPID``) and at most ``limit_s``. A server not
     seen for ``MCP_UNSEEN_S`` (not spawned yet, or briefly invisible to
     ``pgrep -f`` while it execs) ends the wait; a CLI that never starts it pays
-    that once per launch (``<ready_file>.none`` remembers it). Both limits are
+    that once per launch (``<ready_file>.none`` remembers it). Once listed, the first
+    prompt waits ``MCP_SETTLE_S`` more (``.passed`` then lets later ones through at
+    once). Both limits are
     wall-clock seconds (``date +%s``), so a slow ``pgrep`` on a loaded machine
     does not stretch them. Plain POSIX sh, silent (hook output would become
     prompt context), always exit 0.
     """
     alive = (f"pgrep -P \"$PPID\" -f {shlex.quote(MCP_SERVER_PATTERN)} >/dev/null 2>&1")
     return (f"f={shlex.quote(str(ready_file))}; "
-            "[ -e \"$f\" ] || [ -e \"$f.none\" ] && exit 0; "
+            "[ -e \"$f.passed\" ] || [ -e \"$f.none\" ] && exit 0; "
             "t=$(date +%s); seen=$t; s=0; "
             "while [ ! -e \"$f\" ]; do now=$(date +%s); "
             f"[ $((now - t)) -ge {int(limit_s)} ] && exit 0; "
             f"if {alive}; then s=1; seen=$now; fi; "
             f"if [ $((now - seen)) -ge {MCP_UNSEEN_S} ]; then "
             "[ \"$s\" = 1 ] || : > \"$f.none\"; exit 0; fi; "
-            "sleep 0.1; done; exit 0")
+            f"sleep 0.1; done; sleep {MCP_SETTLE_S}; : > \"$f.passed\"; exit 0")
 
 
 def render_claude_launch_settings(hook_command: Sequence[str],

@@ -334,7 +334,8 @@ def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
     assert retry_until(lambda: world.transition("push") is not None, SLOW), (
         screen(socket, main), [(r.path, len(r.tool_names)) for r in world.api.turns()],
         [reply.text for _, reply in world.api.journal.replies])
-    ready = list(xdg_home(world.root).run_dir.glob("*/claude-mcp-ready-*"))
+    ready = [p for p in xdg_home(world.root).run_dir.glob("*/claude-mcp-ready-*")
+             if not p.suffix]  # the marker itself, not its .passed / .none
     assert len(ready) == 1 and ready[0].stat().st_mtime > submitted  # listed after Enter
     first = world.api.turns()[0]
     assert PUSH_TOOL in first.tool_names, first.tool_names
