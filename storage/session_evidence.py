@@ -23,13 +23,14 @@ Stdlib only (the hook path imports it on tool events).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
+
+from core.model.digest import sha256_hex
 
 ARTIFACT_CAP = 256 * 1024
 SESSION_CAP = 16 * 1024 * 1024
@@ -43,8 +44,7 @@ SEVERITY_BY_DIAGNOSTIC = {"error": "error", "warning": "warning", "note": "info"
 PARSED, PENDING, NO_OUTPUT = "parsed", "pending", "no_output"
 
 
-@dataclass(frozen=True)
-class ArtifactFile:
+class ArtifactFile(NamedTuple):
     """One output stream, written and renamed into place, not yet recorded."""
 
     artifact_id: str
@@ -56,8 +56,7 @@ class ArtifactFile:
     truncated: bool
 
 
-@dataclass(frozen=True)
-class DiagnosticRow:
+class DiagnosticRow(NamedTuple):
     """One parsed diagnostic, already mapped to the spec's closed severities."""
 
     artifact_id: str | None
@@ -72,8 +71,7 @@ class DiagnosticRow:
     semantic_signature: str
 
 
-@dataclass(frozen=True)
-class CommandRecord:
+class CommandRecord(NamedTuple):
     """What a tool hook says about a shell command, ready to be written."""
 
     command: str
@@ -87,7 +85,7 @@ class CommandRecord:
     artifacts: tuple[ArtifactFile, ...] = ()
     diagnostics: tuple[DiagnosticRow, ...] = ()
     parse_state: str = NO_OUTPUT
-    dropped_streams: tuple[str, ...] = field(default=())
+    dropped_streams: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- files
@@ -115,7 +113,10 @@ def bound(data: bytes, cap: int = ARTIFACT_CAP) -> tuple[bytes, bool]:
 
 def write_artifact_file(session_dir: Path, artifact_id: str, stream: str, text: str,
                         budget: int) -> ArtifactFile | None:
-    """Write one stream (temp -> fsync -> rename); None when the session budget is spent."""
+    """Write one stream (temp -> rename); None when the session budget is spent.
+
+    No fsync: evidence is best effort, and a hook must not wait for the disk; the
+    rename keeps a reader from ever seeing a partial file."""
     data = text.encode("utf-8", "replace")
     cap = min(ARTIFACT_CAP, budget)
     if cap <= 1024:  # not even a marker's worth left: store nothing
@@ -133,7 +134,7 @@ def write_artifact_file(session_dir: Path, artifact_id: str, stream: str, text: 
         tmp.unlink(missing_ok=True)
         raise
     return ArtifactFile(artifact_id, stream, str(final), len(stored),
-                        hashlib.sha256(stored).hexdigest(), len(data), truncated)
+                        sha256_hex(stored), len(data), truncated)
 
 
 def session_artifact_bytes(conn: sqlite3.Connection, session_id: str) -> int:

@@ -19,7 +19,8 @@ PACKAGES = ("core", "storage", "navigator")
 VOCABULARY = ("core.model.enums", "core.model.errors", "core.model.machines",
               "core.model.evidence_enums", "core.model.control_line", "core.model.files",
               "core.model.text", "core.model.results", "core.model.ports",
-              "core.model.placeholder")
+              "core.model.placeholder", "core.model.digest", "core.model.spawn",
+              "core.model.fast_exit")
 """The leaf vocabulary: storage may import these from core, and nothing else."""
 
 

@@ -10,7 +10,6 @@ returns at once.
 from __future__ import annotations
 
 import sqlite3
-import subprocess
 import sys
 from contextlib import suppress
 from pathlib import Path
@@ -53,10 +52,9 @@ def kick_after_stop(broker_path: Path, frame_id: str, env: dict[str, str]) -> bo
     """Spawn a detached deliverer when this frame has undelivered messages; hook stays fast."""
     if not pending_for_frame(broker_path, frame_id):
         return False
+    from core.model.spawn import spawn_detached
+
     with suppress(OSError):
-        subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "core.engine.workers", "kick", frame_id], env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True)
+        spawn_detached([sys.executable, "-m", "core.engine.workers", "kick", frame_id], env)
         return True
     return False

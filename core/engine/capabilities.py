@@ -7,11 +7,11 @@ pane, placement generation) it may act for.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from typing import NamedTuple
 
 from core.install.home import ENV_CONFIG, ENV_HOME
+from core.model.digest import sha256_hex
 from core.model.errors import Unauthorized
 
 ENV_CAPABILITY = "SWITCHBOARD_CAPABILITY"
@@ -36,7 +36,7 @@ def new_raw_capability() -> str:
 
 
 def digest(raw: str) -> str:
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return sha256_hex(raw.encode("utf-8"))
 
 
 class Authority(NamedTuple):

@@ -42,10 +42,12 @@ if TYPE_CHECKING:
 
 
 def hook_command(engine: Engine) -> list[str]:
-    """The hook argv providers run; defaults to this interpreter's CLI."""
+    """The hook argv providers run; the default is this interpreter's fast hook entry."""
+    from core.install.hooks_install import launch_hook_command
+
     configured = list(engine.config.hooks.command)
     if configured == ["switchboard", "hook"]:
-        return [sys.executable, "-m", "navigator.cli", "hook"]
+        return list(launch_hook_command())
     return configured
 
 

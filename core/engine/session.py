@@ -12,12 +12,12 @@ accepts something the full path would refuse.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.install.home import Home
+from core.model.digest import sha256_hex
 from storage.uri import sqlite_uri
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def open_for_hook(home: Home, generation_id: str) -> HookRegistry:
     generation and the config's host. Nothing is written here.
     """
     try:
-        config_digest = hashlib.sha256(_config_bytes(home)).hexdigest()
+        config_digest = sha256_hex(_config_bytes(home))
     except (OSError, ValueError):
         return _full_open(home, generation_id, None)  # it says what is wrong with the config
     cached = _read_cache(home, generation_id)
@@ -195,7 +195,7 @@ def _full_open(home: Home, generation_id: str, config_digest: str | None) -> Hoo
     cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
     try:
         unchanged = config_digest is not None and \
-            hashlib.sha256(_config_bytes(home)).hexdigest() == config_digest
+            sha256_hex(_config_bytes(home)) == config_digest
     except (OSError, ValueError):
         unchanged = False
     if not unchanged:  # the config moved under us: valid now, but not what we digested

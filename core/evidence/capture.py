@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 #: Events whose payload may describe a shell command.
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
@@ -46,8 +46,7 @@ class Outcome(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
-class CommandFacts:
+class CommandFacts(NamedTuple):
     """One shell command as its hook payload described it.
 
     ``stdout``/``stderr`` are separate streams where the provider separates
@@ -153,7 +152,6 @@ def command_facts(provider: str, event: str, document: dict[str, object]) -> Com
 def _with_outcome(provider: str, facts: CommandFacts) -> CommandFacts:
     """An exit code decides; without one, only Claude's PostToolUse (its tool reports
     a non-zero exit through PostToolUseFailure) says the run passed."""
-    from dataclasses import replace
 
     if facts.interrupted:
         outcome = Outcome.FAILED
@@ -163,16 +161,7 @@ def _with_outcome(provider: str, facts: CommandFacts) -> CommandFacts:
         outcome = Outcome.PASSED
     else:
         outcome = Outcome.UNKNOWN
-    return replace(facts, outcome=outcome)
-
-
-def decode(payload: bytes | str) -> dict[str, object] | None:
-    """The payload's JSON object (parse_hook already refused anything malformed)."""
-    try:
-        document = json.loads(payload)
-    except (ValueError, RecursionError):
-        return None
-    return document if isinstance(document, dict) else None
+    return facts._replace(outcome=outcome)
 
 
 def prompt_text(document: dict[str, object], limit: int = 16384) -> str | None:

@@ -17,26 +17,26 @@ docs/decisions.md, "evidence").
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storage.project_db import DebugRecord
+from core.model.digest import sha256_hex
 
 if TYPE_CHECKING:
     from core.install.home import Home
+    from storage.project_db import DebugRecord
 
 
 def command_signature(command: str) -> str:
     """The failure signature of a run whose output showed no known diagnostic."""
     normalized = " ".join(command.split())
-    return "command:" + hashlib.sha256(normalized.encode()).hexdigest()
+    return "command:" + sha256_hex(normalized.encode())
 
 
 def _record_id(*parts: str) -> str:
-    h = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+    h = sha256_hex("\x1f".join(parts).encode())
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
 
 
@@ -102,6 +102,8 @@ def fixes(conn: sqlite3.Connection, session_key: str, run_id: str,
             failing.append(row)
     if not failing or any(_parse_pending(r) for r in failing):
         return []  # a detached parse is still running: its worker decides (later_pass)
+    from storage.project_db import DebugRecord  # only now: a plain pass imports nothing
+
     failing_ids = [r["id"] for r in failing]
     before = _signatures(conn, failing_ids)
     if not before:

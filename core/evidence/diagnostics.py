@@ -21,11 +21,12 @@ evidence writer calls ``parse`` on bounded text.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
+
+from core.model.digest import sha256_hex
 
 MAX_DIAGNOSTICS = 200
 MAX_MESSAGE_CHARS = 500
@@ -56,8 +57,7 @@ _LANGUAGE = {
 }
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     toolchain: Toolchain
     severity: Severity
     message: str
@@ -75,14 +75,37 @@ class Diagnostic:
         """sha256 over what identifies the failure, not where it printed this time."""
         parts = (self.toolchain.value, self.code or "", self.file or "",
                  normalize_message(self.message))
-        return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+        return sha256_hex("\x1f".join(parts).encode("utf-8"))
+
+
+class _Lazy:
+    """A pattern compiled on its first use: the hook parses a small output inline,
+    and compiling every toolchain's patterns at import was most of that cost."""
+
+    __slots__ = ("_source", "_compiled")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source)
+        return self._compiled
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self.pattern.match(text)
+
+    def sub(self, replacement: str, text: str) -> str:
+        return self.pattern.sub(replacement, text)
 
 
 _VOLATILE = (
-    (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
-    (re.compile(r"\b\d+(\.\d+)?\s*(ms|s|sec|seconds)\b"), "# s"),
-    (re.compile(r"\bline \d+\b"), "line #"),
-    (re.compile(r"(?<![\w.])\d+(?![\w.])"), "#"),
+    (_Lazy(r"0x[0-9a-fA-F]+"), "0x#"),
+    (_Lazy(r"\b\d+(\.\d+)?\s*(ms|s|sec|seconds)\b"), "# s"),
+    (_Lazy(r"\bline \d+\b"), "line #"),
+    (_Lazy(r"(?<![\w.])\d+(?![\w.])"), "#"),
 )
 
 
@@ -104,32 +127,32 @@ def _int(value: str | None) -> int | None:
 
 # --------------------------------------------------------------------------- shapes
 
-_PYTEST_FAILED = re.compile(
+_PYTEST_FAILED = _Lazy(
     r"^(?:FAILED|ERROR) (?P<file>[^\s:]+\.py)(?:::(?P<test>\S+))?(?: - (?P<msg>.*))?$")
-_PYTHON_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in .*)?$')
-_PYTHON_EXC = re.compile(r"^(?P<code>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|"
-                         r"Warning|Failure))(?:: (?P<msg>.*))?$")
-_GCC = re.compile(r"^(?P<file>[^\s:][^:]*\.(?:c|cc|cpp|cxx|h|hpp|m|mm)):(?P<line>\d+):"
-                  r"(?P<col>\d+): (?P<sev>fatal error|error|warning|note): (?P<msg>.*?)"
-                  r"(?: \[(?P<code>-W[\w=-]+)\])?$")
-_TSC_PAREN = re.compile(r"^(?P<file>[^\s(][^(]*\.(?:ts|tsx|mts|cts))\((?P<line>\d+),"
-                        r"(?P<col>\d+)\): (?P<sev>error|warning) (?P<code>TS\d+): (?P<msg>.*)$")
-_TSC_PRETTY = re.compile(r"^(?P<file>[^\s:][^:]*\.(?:ts|tsx|mts|cts)):(?P<line>\d+):"
-                         r"(?P<col>\d+) - (?P<sev>error|warning) (?P<code>TS\d+): (?P<msg>.*)$")
-_ESLINT_FILE = re.compile(r"^(?P<file>/\S+\.(?:js|jsx|ts|tsx|mjs|cjs|vue))$")
-_ESLINT_ROW = re.compile(r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+"
-                         r"(?P<msg>.+?)\s{2,}(?P<code>[@\w/-]+)$")
-_RUFF_CONCISE = re.compile(r"^(?P<file>[^\s:][^:]*\.pyi?):(?P<line>\d+):(?P<col>\d+): "
-                           r"(?P<code>[A-Z]{1,4}\d{2,4})(?: \[\*\])? (?P<msg>.*)$")
-_RUFF_FULL_HEAD = re.compile(r"^(?P<code>[A-Z]{1,4}\d{2,4})(?: \[\*\])? (?P<msg>.+)$")
-_RUFF_FULL_AT = re.compile(r"^\s*--> (?P<file>[^\s:][^:]*\.pyi?):(?P<line>\d+):(?P<col>\d+)$")
-_MYPY = re.compile(r"^(?P<file>[^\s:][^:]*\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? "
-                   r"(?P<sev>error|warning|note): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
-_GO_BUILD = re.compile(r"^(?P<file>[^\s:][^:]*\.go):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$")
-_GO_FAIL = re.compile(r"^--- FAIL: (?P<test>\S+) \([\d.]+s\)$")
-_GO_TEST_LINE = re.compile(r"^\s+(?P<file>[^\s:]+_test\.go):(?P<line>\d+): (?P<msg>.*)$")
-_CARGO_HEAD = re.compile(r"^(?P<sev>error|warning)(?:\[(?P<code>E\d{4})\])?: (?P<msg>.+)$")
-_CARGO_AT = re.compile(r"^\s*--> (?P<file>[^\s:][^:]*\.rs):(?P<line>\d+):(?P<col>\d+)$")
+_PYTHON_FRAME = _Lazy(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in .*)?$')
+_PYTHON_EXC = _Lazy(r"^(?P<code>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|"
+                    r"Warning|Failure))(?:: (?P<msg>.*))?$")
+_GCC = _Lazy(r"^(?P<file>[^\s:][^:]*\.(?:c|cc|cpp|cxx|h|hpp|m|mm)):(?P<line>\d+):"
+             r"(?P<col>\d+): (?P<sev>fatal error|error|warning|note): (?P<msg>.*?)"
+             r"(?: \[(?P<code>-W[\w=-]+)\])?$")
+_TSC_PAREN = _Lazy(r"^(?P<file>[^\s(][^(]*\.(?:ts|tsx|mts|cts))\((?P<line>\d+),"
+                   r"(?P<col>\d+)\): (?P<sev>error|warning) (?P<code>TS\d+): (?P<msg>.*)$")
+_TSC_PRETTY = _Lazy(r"^(?P<file>[^\s:][^:]*\.(?:ts|tsx|mts|cts)):(?P<line>\d+):"
+                    r"(?P<col>\d+) - (?P<sev>error|warning) (?P<code>TS\d+): (?P<msg>.*)$")
+_ESLINT_FILE = _Lazy(r"^(?P<file>/\S+\.(?:js|jsx|ts|tsx|mjs|cjs|vue))$")
+_ESLINT_ROW = _Lazy(r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+"
+                    r"(?P<msg>.+?)\s{2,}(?P<code>[@\w/-]+)$")
+_RUFF_CONCISE = _Lazy(r"^(?P<file>[^\s:][^:]*\.pyi?):(?P<line>\d+):(?P<col>\d+): "
+                      r"(?P<code>[A-Z]{1,4}\d{2,4})(?: \[\*\])? (?P<msg>.*)$")
+_RUFF_FULL_HEAD = _Lazy(r"^(?P<code>[A-Z]{1,4}\d{2,4})(?: \[\*\])? (?P<msg>.+)$")
+_RUFF_FULL_AT = _Lazy(r"^\s*--> (?P<file>[^\s:][^:]*\.pyi?):(?P<line>\d+):(?P<col>\d+)$")
+_MYPY = _Lazy(r"^(?P<file>[^\s:][^:]*\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? "
+              r"(?P<sev>error|warning|note): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
+_GO_BUILD = _Lazy(r"^(?P<file>[^\s:][^:]*\.go):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$")
+_GO_FAIL = _Lazy(r"^--- FAIL: (?P<test>\S+) \([\d.]+s\)$")
+_GO_TEST_LINE = _Lazy(r"^\s+(?P<file>[^\s:]+_test\.go):(?P<line>\d+): (?P<msg>.*)$")
+_CARGO_HEAD = _Lazy(r"^(?P<sev>error|warning)(?:\[(?P<code>E\d{4})\])?: (?P<msg>.+)$")
+_CARGO_AT = _Lazy(r"^\s*--> (?P<file>[^\s:][^:]*\.rs):(?P<line>\d+):(?P<col>\d+)$")
 
 _SEVERITY = {"error": Severity.ERROR, "fatal error": Severity.ERROR,
              "warning": Severity.WARNING, "note": Severity.NOTE}
@@ -167,7 +190,7 @@ def _python(lines: list[str]) -> Iterator[Diagnostic]:
             break
 
 
-def _simple(pattern: re.Pattern[str], toolchain: Toolchain,
+def _simple(pattern: _Lazy, toolchain: Toolchain,
             default: Severity = Severity.ERROR) -> Callable[[list[str]], Iterator[Diagnostic]]:
     def parse(lines: list[str]) -> Iterator[Diagnostic]:
         for line in lines:
@@ -199,7 +222,7 @@ def _eslint(lines: list[str]) -> Iterator[Diagnostic]:
                              code=row["code"])
 
 
-def _headed(head: re.Pattern[str], at: re.Pattern[str], toolchain: Toolchain,
+def _headed(head: _Lazy, at: _Lazy, toolchain: Toolchain,
             ) -> Callable[[list[str]], Iterator[Diagnostic]]:
     """Message line first, location on a following ``--> file:line:col`` line (rustc, ruff)."""
     def parse(lines: list[str]) -> Iterator[Diagnostic]:
@@ -239,12 +262,24 @@ def _go_test(lines: list[str]) -> Iterator[Diagnostic]:
                              line=int(d["line"]), code=fail["test"])
 
 
-_PARSERS: tuple[Callable[[list[str]], Iterator[Diagnostic]], ...] = (
-    _pytest, _python, _simple(_GCC, Toolchain.GCC), _simple(_TSC_PAREN, Toolchain.TSC),
-    _simple(_TSC_PRETTY, Toolchain.TSC), _eslint, _simple(_RUFF_CONCISE, Toolchain.RUFF),
-    _headed(_RUFF_FULL_HEAD, _RUFF_FULL_AT, Toolchain.RUFF),
-    _simple(_MYPY, Toolchain.MYPY), _simple(_GO_BUILD, Toolchain.GO), _go_test,
-    _headed(_CARGO_HEAD, _CARGO_AT, Toolchain.CARGO),
+_SEVERITY_WORDS = ("error: ", "warning: ", "note: ")
+#: Each parser with the text one of whose lines any diagnostic of it must contain: a
+#: parser none of whose words occurs in the output cannot yield, so it is skipped (and
+#: its patterns never compiled). tests/core/test_diagnostics_triggers.py holds every
+#: parser to its words.
+_PARSERS: tuple[tuple[tuple[str, ...], Callable[[list[str]], Iterator[Diagnostic]]], ...] = (
+    (("FAILED ", "ERROR "), _pytest),
+    (("Traceback (most recent call last):",), _python),
+    (_SEVERITY_WORDS, _simple(_GCC, Toolchain.GCC)),
+    (("error TS", "warning TS"), _simple(_TSC_PAREN, Toolchain.TSC)),
+    (("error TS", "warning TS"), _simple(_TSC_PRETTY, Toolchain.TSC)),
+    (("error", "warning"), _eslint),
+    ((".py",), _simple(_RUFF_CONCISE, Toolchain.RUFF)),
+    (("--> ",), _headed(_RUFF_FULL_HEAD, _RUFF_FULL_AT, Toolchain.RUFF)),
+    (_SEVERITY_WORDS, _simple(_MYPY, Toolchain.MYPY)),
+    ((".go:",), _simple(_GO_BUILD, Toolchain.GO)),
+    (("--- FAIL: ",), _go_test),
+    (("--> ",), _headed(_CARGO_HEAD, _CARGO_AT, Toolchain.CARGO)),
 )
 
 
@@ -254,7 +289,9 @@ def parse(output: str) -> list[Diagnostic]:
     lines = output.replace("\r\n", "\n").split("\n")
     seen: set[tuple[str, str | None, int | None, int | None]] = set()
     found: list[Diagnostic] = []
-    for parser in _PARSERS:
+    for words, parser in _PARSERS:
+        if not any(word in output for word in words):
+            continue
         for diagnostic in parser(lines):
             key = (diagnostic.semantic_signature, diagnostic.file, diagnostic.line,
                    diagnostic.column)

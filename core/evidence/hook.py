@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from core.evidence.capture import TOOL_EVENTS, CommandFacts, command_facts, decode, prompt_text
+from core.evidence.capture import TOOL_EVENTS, CommandFacts, command_facts, prompt_text
+from core.model import fast_exit
 
 if TYPE_CHECKING:
     import sqlite3
@@ -33,8 +33,7 @@ INLINE_PARSE_BYTES = 64 * 1024
 WORKER_MODULE = "core.evidence.worker"
 
 
-@dataclass(frozen=True)
-class HookFacts:
+class HookFacts(NamedTuple):
     """The registry facts the hook learned in its own transaction."""
 
     session_key: str
@@ -88,7 +87,7 @@ def prepare_command(conn: sqlite3.Connection, session_dir: Path, session_key: st
         budget -= artifact.size_bytes
         written.append(artifact)
     if not written:
-        return replace(base, dropped_streams=tuple(dropped))
+        return base._replace(dropped_streams=tuple(dropped))
     stored = sum(a.size_bytes for a in written)
     rows: list[DiagnosticRow] = []
     state = PENDING
@@ -97,24 +96,33 @@ def prepare_command(conn: sqlite3.Connection, session_dir: Path, session_key: st
             rows += diagnostic_rows(Path(artifact.path).read_text("utf-8", "replace"),
                                     artifact.artifact_id)
         state = PARSED
-    return replace(base, artifacts=tuple(written), diagnostics=tuple(rows),
+    return base._replace(artifacts=tuple(written), diagnostics=tuple(rows),
                    parse_state=state, dropped_streams=tuple(dropped))
 
 
-def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
+def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, object],
            now: int) -> None:
-    """One hook's evidence (raises on a refused file; the caller reports and moves on)."""
+    """One hook's evidence (raises on a refused file; the caller reports and moves on).
+
+    ``payload`` is the hook's JSON document as ``parse_hook_document`` decoded it.
+    """
     from storage import session_db
 
     key = facts.session_key
     document = None
     if hook.event in TOOL_EVENTS or hook.kind.value == "prompt_submitted":
-        document = decode(payload)
+        document = payload
     command = command_facts(hook.provider.value, hook.event, document) if document else None
     prompt = prompt_text(document) if document and hook.kind.value == "prompt_submitted" \
         else None
     path = session_db.session_db_path(home.root, key)
+    pending_run: str | None = None
     conn = session_db.open_session_db(path, now_ms=now)
+    ended = hook.kind.value == "session_ended"
+    hold = not ended and fast_exit.enabled
+    if hold:
+        conn.execute(f"PRAGMA wal_autocheckpoint = {fast_exit.WAL_AUTOCHECKPOINT_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit = {fast_exit.WAL_SIZE_LIMIT_BYTES}")
     try:
         if facts.frame_id and not _has_attempt(conn, key):  # once per session
             try:
@@ -141,7 +149,7 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
             for artifact in prepared.artifacts if prepared else ():
                 Path(artifact.path).unlink(missing_ok=True)  # never a file without its row
             raise
-        if hook.kind.value == "session_ended":
+        if ended:
             from storage.session_evidence import sweep_orphans
 
             sweep_orphans(conn, path.parent, now / 1000)
@@ -150,13 +158,16 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: bytes | str,
         run_id = conn.execute("SELECT command_run_id FROM events WHERE id = ?",
                               (event_id,)).fetchone()[0]
         if prepared.parse_state == "pending":
-            spawn_worker(home, key, run_id, facts)
+            pending_run = run_id
         elif prepared.outcome == "passed":
             from core.evidence.debug import record_fixes
 
             record_fixes(home, facts.project_id, conn, key, run_id, facts.frame_id, now)
     finally:
-        conn.close()
+        if not (hold and fast_exit.hold_until_exit(conn)):
+            conn.close()  # the session's last hook checkpoints and removes its WAL
+    if pending_run is not None:  # after the close: the parser starts on a settled file
+        spawn_worker(home, key, pending_run, facts)
 
 
 def _has_attempt(conn: sqlite3.Connection, key: str) -> bool:
@@ -176,9 +187,8 @@ def _task_of(conn: sqlite3.Connection, frame_id: str | None) -> str | None:
 
 def spawn_worker(home: Home, session_key: str, run_id: str, facts: HookFacts) -> None:
     """Parse a big output in a detached process: the agent's hook returns now."""
-    import subprocess
-
     from core.engine.capabilities import ENV_CAPABILITY
+    from core.model.spawn import spawn_detached
 
     env = {k: v for k, v in os.environ.items() if k != ENV_CAPABILITY}  # it needs no authority
     env.update(home.child_env())
@@ -186,6 +196,4 @@ def spawn_worker(home: Home, session_key: str, run_id: str, facts: HookFacts) ->
             facts.frame_id or ""]
     root = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                     env=env, cwd=str(root))
+    spawn_detached(argv, env)

@@ -7,7 +7,6 @@ plain strings here, no dataclasses or enums.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
@@ -53,10 +52,10 @@ def read_counts(conn: sqlite3.Connection) -> AttentionCounts:
 
 
 def _detach(argv: list[str], env: Mapping[str, str] | None = None) -> None:
+    from core.model.spawn import spawn_detached
+
     try:
-        subprocess.Popen(argv, env=dict(env) if env is not None else None,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        spawn_detached(argv, env)
     except OSError:
         pass  # attention is best effort; the badge in the view stays exact
 

@@ -25,7 +25,7 @@ from core.engine.session import HookRegistry, open_for_hook, remember_hook_open
 from core.install.home import Home
 from core.model.enums import Activity, ActivityReason, Provider, RecoveryKind, RuntimePresence
 from core.model.errors import Unauthorized
-from core.providers.hooks import HookEvent, HookKind, parse_hook
+from core.providers.hooks import HookEvent, HookKind, parse_hook_document
 
 if TYPE_CHECKING:
     from core.model.ports import Clock
@@ -70,7 +70,7 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     home = Home.from_env(env)
     if home.read_current_generation() != generation:
         return HookOutcome(False, "stale generation: no-op")
-    parsed = parse_hook(Provider(provider), event, payload)
+    parsed, document = parse_hook_document(Provider(provider), event, payload)
     now = clock.now_ms() if clock is not None else time.time_ns() // 1_000_000
     opened = open_for_hook(home, generation)
     try:
@@ -80,7 +80,7 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     if recorded.authenticated:  # only a real pane's hook may leave the open cache behind
         remember_hook_open(opened)
     if recorded.outcome.handled:
-        _record_evidence(home, parsed, recorded, now, payload)
+        _record_evidence(home, parsed, recorded, now, document)
     if recorded.attention is not None:
         _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.trusted_stop:
@@ -216,7 +216,7 @@ def _publish_attention(env: dict[str, str], frame_id: str, attention: Attention)
 
 
 def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int,
-                     payload: bytes | str) -> None:
+                     document: dict[str, object]) -> None:
     """The session's evidence, after the registry commit (``core.evidence.hook``).
 
     Best effort by design: the activity is already committed, so a refused or
@@ -227,7 +227,7 @@ def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int,
 
         record(home, hook, HookFacts(recorded.outcome.session_key or "", recorded.project_id,
                                      recorded.project_root, recorded.frame_id or None,
-                                     recorded.outcome.activity), payload, now)
+                                     recorded.outcome.activity), document, now)
     except Exception as exc:  # never break the provider over evidence
         print(f"switchboard: session evidence not recorded: {exc}", file=sys.stderr)
 

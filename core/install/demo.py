@@ -25,6 +25,7 @@ from core.install.config import (
     default_config,
 )
 from core.install.home import Home
+from core.install.hooks_install import launch_hook_command
 from core.install.registry import init_registry
 from core.model.enums import Provider
 from core.model.files import private_dir
@@ -48,7 +49,7 @@ class DemoSession:
 def fake_command(provider: Provider) -> tuple[str, ...]:
     # Codex launches carry their hooks as -c overrides, which the fake agent does not
     # read: it gets the same hook command directly.
-    hooks = (("--hook-command", f"{sys.executable} -m navigator.cli hook")
+    hooks = (("--hook-command", shlex.join(launch_hook_command()))
              if provider is Provider.CODEX else ())
     return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
             f"{sys.executable} -m navigator.cli agent", *hooks, "--provider", provider.value)

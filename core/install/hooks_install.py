@@ -113,6 +113,14 @@ def default_hook_command() -> tuple[str, ...]:
     return (sys.executable, "-m", "navigator.cli", "hook")
 
 
+def launch_hook_command() -> tuple[str, ...]:
+    """The hook argv of Switchboard's own launches: this interpreter with ``-S`` running
+    ``navigator/hook_entry.py`` (why: see that file; it is about two thirds of a bare
+    Python start-up, paid by every prompt and turn end of every managed agent)."""
+    entry = Path(__file__).resolve().parents[2] / "navigator" / "hook_entry.py"
+    return (sys.executable, "-S", str(entry), "hook")
+
+
 def hook_argv(hook_command: Sequence[str], provider: Provider, event: str) -> list[str]:
     """``<hook command> --provider P EVENT``: the one shape every installed hook uses."""
     return [*hook_command, "--provider", Provider(provider).value, event]

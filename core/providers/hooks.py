@@ -275,6 +275,14 @@ def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> Ho
     ``event`` is the name the hook command was installed with (the last CLI
     word); for Codex ``notify`` the payload is the JSON argv element.
     """
+    return parse_hook_document(provider, event, payload)[0]
+
+
+def parse_hook_document(provider: Provider | str, event: str,
+                        payload: bytes | str) -> tuple[HookEvent, dict[str, object]]:
+    """``parse_hook`` and the decoded payload, for the hook's own evidence write: a
+    tool event's output can be megabytes, and decoding it twice was most of its cost.
+    The document stays with the caller; the HookEvent still carries no content."""
     try:
         provider = Provider(provider)
     except ValueError:
@@ -282,7 +290,7 @@ def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> Ho
     _check_event_name(event)
     document = _decode(payload)
     if provider is Provider.CODEX and event == CODEX_NOTIFY_EVENT:
-        return _parse_codex_notify(document)
+        return _parse_codex_notify(document), document
 
     declared = document.get("hook_event_name")
     if declared is not None and declared != event:
@@ -346,7 +354,7 @@ def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> Ho
         model=_opaque_id(document, "model"),
         stop_hook_active=stop_hook_active,
         is_control_prompt=is_control_prompt,
-    )
+    ), document
 
 
 def _parse_codex_notify(document: dict[str, object]) -> HookEvent:

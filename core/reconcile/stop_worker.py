@@ -37,20 +37,14 @@ def start(home: Home, generation: str, frame_id: str) -> None:
     """Start the worker in its own session, sharing no pipe with the hook: the
     provider waits for the hook's stdout/stderr to close, never for this.
 
-    ``posix_spawn`` instead of ``subprocess``: no module to import and no wait
-    for the child's exec, so handing over costs the hook a millisecond or two.
-    The hook's other descriptors are close-on-exec (Python's default).
+    (``core.model.spawn``: no module to import and no wait for the child's exec,
+    so handing over costs the hook a millisecond or two.)
     """
+    from core.model.spawn import spawn_detached
+
     home.run_dir.mkdir(parents=True, exist_ok=True)
-    log = str(home.run_dir / LOG_NAME)
-    os.posix_spawn(
-        sys.executable, [sys.executable, "-m", "core.reconcile.stop_worker", generation, frame_id],
-        {**os.environ, **home.child_env()},
-        file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                      (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                       0o600),
-                      (os.POSIX_SPAWN_DUP2, 1, 2)],
-        setsid=True)
+    spawn_detached([sys.executable, "-m", "core.reconcile.stop_worker", generation, frame_id],
+                   {**os.environ, **home.child_env()}, log_path=str(home.run_dir / LOG_NAME))
 
 
 def run_waiting_work(home: Home, generation: str, frame_id: str) -> list[str]:

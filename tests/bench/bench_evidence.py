@@ -4,7 +4,7 @@ Run: ``python -m tests.bench.bench_evidence [--runs 15]``.
 
 Same world as ``bench_hook`` (real registry, private tmux server, one bound
 fake-Claude frame, a minted capability). Each run spawns
-``python -m navigator.cli hook --provider claude PostToolUse`` with a
+the launch's hook command (``PostToolUse``) with a
 recorded-shape payload whose ``tool_response.stdout`` is 1 MB of build log
 ending in a pytest failure, and measures spawn to exit: parse, registry
 commit, the bounded artifact write (256 KiB kept) and the command run row; the
@@ -29,18 +29,21 @@ import time
 from pathlib import Path
 
 from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
+from core.install.hooks_install import launch_hook_command
 from storage.session_db import session_db_path
-from tests.bench.bench_hook import MANAGED_STOP_RATIO
+from tests.bench.bench_hook import MANAGED_STOP_RATIO, installed_bytecode
 from tests.core.test_hook_handler import fixture_lines, launch_live_surface
 from tests.waiting import retry_until
 
 TARGET_RATIO = MANAGED_STOP_RATIO
 """The hook latency target (x python -c pass) that issue 14 holds the 1 MB PostToolUse to."""
 REPO = Path(__file__).resolve().parents[2]
-HOOK_ARGV = [sys.executable, "-m", "navigator.cli", "hook", "--provider", "claude",
-             "PostToolUse"]
+HOOK_ARGV = [*launch_hook_command(), "--provider", "claude", "PostToolUse"]
+"""What a launch's settings run (``core.install.hooks_install.launch_hook_command``)."""
 BASELINE_ARGV = [sys.executable, "-c", "pass"]
 STOP_ARGV = [*HOOK_ARGV[:-1], "Stop"]
+SETTLE_S = 0.3
+"""A detached parser's or attention publisher's exit finishes within this."""
 FAILURE = "FAILED tests/test_big.py::test_it - AssertionError: boom\n"
 
 
@@ -77,6 +80,7 @@ def _pending(path: Path) -> int:
 
 
 def run(runs: int) -> dict[str, float]:
+    installed_bytecode()
     folder = Path(tempfile.mkdtemp(prefix="sbbench-ev-", dir="/tmp"))
     socket = folder / "tmux.sock"
     root = folder / "home"
@@ -96,16 +100,20 @@ def run(runs: int) -> dict[str, float]:
         stop = json.dumps(dict(next(d for e, d in fixture_lines() if e == "Stop"),
                                session_id=live.provider_session_id)).encode()
         baseline, heavy, light, plain = [], [], [], []
+        path = session_db_path(root, live.session_key)
         for index in range(runs):  # interleaved, so load drift hits every series alike
             baseline.append(_timed(BASELINE_ARGV, base_env, b""))
-            plain.append(_timed(STOP_ARGV, env, stop))
-            heavy.append(_timed(HOOK_ARGV, env, _payload(live.provider_session_id,
-                                                         2 * index, big)))
             light.append(_timed(HOOK_ARGV, env, _payload(live.provider_session_id,
                                                          2 * index + 1, small)))
-        path = session_db_path(root, live.session_key)
-        # let the detached parsers finish before the folder goes
-        retry_until(lambda: not _pending(path), 120, interval=0.2)
+            heavy.append(_timed(HOOK_ARGV, env, _payload(live.provider_session_id,
+                                                         2 * index, big)))
+            # What the hooks hand off runs on: the megabyte's parser (CPU-bound for a
+            # few hundred ms), the Stop's attention publisher. The next timing waits for
+            # it, as a person's next tool call would not come that fast either.
+            retry_until(lambda: not _pending(path), 120, interval=0.05)
+            time.sleep(SETTLE_S)
+            plain.append(_timed(STOP_ARGV, env, stop))
+            time.sleep(SETTLE_S)
         left = _pending(path)
         live.engine.conn.close()
     finally:

@@ -47,7 +47,7 @@ from core.install.registry import init_registry
 from core.model.enums import Provider
 from core.reconcile.reconcile import reconcile
 from navigator.app import RECONCILE_INTERVAL
-from tests.bench.bench_hook import BASELINE, hook_commands, recorded
+from tests.bench.bench_hook import BASELINE, hook_commands, installed_bytecode, recorded
 from tests.bench.bench_tmux import quantile
 from tests.factories import project_config
 from tests.integration.transitions_env import pane_env, pane_of, quiet_provider_command, session_of
@@ -114,6 +114,7 @@ def _timed(command: str, env: dict[str, str], stdin: bytes) -> float:
 
 
 def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, float]:
+    installed_bytecode()
     folder = Path(tempfile.mkdtemp(prefix="sbscale-", dir="/tmp"))
     socket, root = folder / "tmux.sock", folder / "home"
     root.mkdir()
