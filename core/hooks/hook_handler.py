@@ -23,8 +23,14 @@ from typing import TYPE_CHECKING, NamedTuple
 from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
 from core.engine.session import HookRegistry, open_for_hook, remember_hook_open
 from core.install.home import Home
-from core.model.enums import Activity, ActivityReason, Provider, RecoveryKind, RuntimePresence
 from core.model.errors import Unauthorized
+from core.model.session_enums import (
+    Activity,
+    ActivityReason,
+    Provider,
+    RecoveryKind,
+    RuntimePresence,
+)
 from core.providers.hooks import HookEvent, HookKind, parse_hook_document
 
 if TYPE_CHECKING:

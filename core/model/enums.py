@@ -8,6 +8,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# The values a hook process needs live in their own module, so a plain turn's hook
+# creates 7 enums instead of all of them; they are this vocabulary all the same.
+from core.model.session_enums import Activity as Activity
+from core.model.session_enums import ActivityReason as ActivityReason
+from core.model.session_enums import LaunchAction as LaunchAction
+from core.model.session_enums import MembershipReason as MembershipReason
+from core.model.session_enums import Provider as Provider
+from core.model.session_enums import RecoveryKind as RecoveryKind
+from core.model.session_enums import RuntimePresence as RuntimePresence
+
 
 class ActivationState(StrEnum):
     CUTOVER_STAGED = "cutover_staged"
@@ -20,38 +30,9 @@ class RequestState(StrEnum):
     FAILED = "failed"
 
 
-class Provider(StrEnum):
-    CODEX = "codex"
-    CLAUDE = "claude"
-
-
-class RuntimePresence(StrEnum):
-    LIVE = "live"
-    STOPPED = "stopped"
-    UNKNOWN = "unknown"
-
-
 class Resumability(StrEnum):
     RESUMABLE = "resumable"
     MISSING = "missing"
-    UNKNOWN = "unknown"
-
-
-class Activity(StrEnum):
-    WORKING = "working"
-    NEEDS_INPUT = "needs_input"
-    READY = "ready"
-    COMPLETED = "completed"
-    UNKNOWN = "unknown"
-
-
-class ActivityReason(StrEnum):
-    PERMISSION = "permission"
-    QUESTION = "question"
-    ELICITATION = "elicitation"
-    TURN_COMPLETE = "turn_complete"
-    PROVIDER_COMPLETE = "provider_complete"
-    ERROR = "error"
     UNKNOWN = "unknown"
 
 
@@ -80,14 +61,6 @@ class CloseReason(StrEnum):
 class CreatedBy(StrEnum):
     USER = "user"
     AGENT = "agent"
-    CUTOVER = "cutover"
-
-
-class MembershipReason(StrEnum):
-    STARTED = "started"
-    RESUMED = "resumed"
-    ROLLOVER = "rollover"
-    RECOVERY = "recovery"
     CUTOVER = "cutover"
 
 
@@ -129,11 +102,6 @@ class SurfaceState(StrEnum):
     DEAD = "dead"
     ORPHANED = "orphaned"
     RETIRED = "retired"
-
-
-class LaunchAction(StrEnum):
-    NEW = "new"
-    RESUME = "resume"
 
 
 class LaunchState(StrEnum):
@@ -206,16 +174,6 @@ class RecoveryState(StrEnum):
     OPEN = "open"
     RESOLVED = "resolved"
     DISMISSED = "dismissed"
-
-
-class RecoveryKind(StrEnum):
-    CONTROL_SUBMIT_UNCERTAIN = "control_submit_uncertain"
-    PANE_VANISHED = "pane_vanished"
-    SERVER_RESTARTED = "server_restarted"
-    PLACEMENT_ORPHANED = "placement_orphaned"
-    BIND_TIMEOUT = "bind_timeout"
-    TRANSITION_INTERRUPTED = "transition_interrupted"
-    LAUNCH_UNCERTAIN = "launch_uncertain"
 
 
 class LeaseState(StrEnum):

@@ -39,8 +39,8 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from core.model.control_line import CONTROL_TEMPLATE
-from core.model.enums import Activity, ActivityReason, Provider, RuntimePresence
 from core.model.errors import ProviderError
+from core.model.session_enums import Activity, ActivityReason, Provider, RuntimePresence
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_TOKEN_CHARS = 128

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.model.enums import (
+from core.model.session_enums import (
     Activity,
     ActivityReason,
     LaunchAction,

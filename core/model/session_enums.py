@@ -1,0 +1,62 @@
+"""The closed value sets a hook process uses (a part of ``core.model.enums``).
+
+Kept apart so the hook path, which runs on every prompt and turn end, does not
+create every enum of the contract; ``core.model.enums`` re-exports each of them,
+and everything else imports them from there.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Provider(StrEnum):
+    CODEX = "codex"
+    CLAUDE = "claude"
+
+
+class RuntimePresence(StrEnum):
+    LIVE = "live"
+    STOPPED = "stopped"
+    UNKNOWN = "unknown"
+
+
+class Activity(StrEnum):
+    WORKING = "working"
+    NEEDS_INPUT = "needs_input"
+    READY = "ready"
+    COMPLETED = "completed"
+    UNKNOWN = "unknown"
+
+
+class ActivityReason(StrEnum):
+    PERMISSION = "permission"
+    QUESTION = "question"
+    ELICITATION = "elicitation"
+    TURN_COMPLETE = "turn_complete"
+    PROVIDER_COMPLETE = "provider_complete"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+
+class MembershipReason(StrEnum):
+    STARTED = "started"
+    RESUMED = "resumed"
+    ROLLOVER = "rollover"
+    RECOVERY = "recovery"
+    CUTOVER = "cutover"
+
+
+class LaunchAction(StrEnum):
+    NEW = "new"
+    RESUME = "resume"
+
+
+class RecoveryKind(StrEnum):
+    CONTROL_SUBMIT_UNCERTAIN = "control_submit_uncertain"
+    PANE_VANISHED = "pane_vanished"
+    SERVER_RESTARTED = "server_restarted"
+    PLACEMENT_ORPHANED = "placement_orphaned"
+    BIND_TIMEOUT = "bind_timeout"
+    TRANSITION_INTERRUPTED = "transition_interrupted"
+    LAUNCH_UNCERTAIN = "launch_uncertain"
