@@ -7,7 +7,6 @@ plain strings here, no dataclasses or enums.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -67,8 +66,10 @@ def spawn_segment(socket: str, segment: str) -> None:
 
 def spawn_publish(env: Mapping[str, str], frame_id: str, kind: str | None) -> None:
     """Start the detached publisher (segment install, nudges) and return at once."""
-    argv = [sys.executable, "-m", "navigator.cli", "attention", "--publish",
-            "--frame", frame_id]
+    from core.model.spawn import fast_cli_argv
+
+    # the hook's own fast start (python -S, os._exit): one publisher per turn end
+    argv = [*fast_cli_argv(), "attention", "--publish", "--frame", frame_id]
     if kind is not None:
         argv += ["--event", kind]
     _detach(argv, env)

@@ -117,8 +117,9 @@ def launch_hook_command() -> tuple[str, ...]:
     """The hook argv of Switchboard's own launches: this interpreter with ``-S`` running
     ``navigator/hook_entry.py`` (why: see that file; it is about two thirds of a bare
     Python start-up, paid by every prompt and turn end of every managed agent)."""
-    entry = Path(__file__).resolve().parents[2] / "navigator" / "hook_entry.py"
-    return (sys.executable, "-S", str(entry), "hook")
+    from core.model.spawn import fast_cli_argv
+
+    return (*fast_cli_argv(), "hook")
 
 
 def hook_argv(hook_command: Sequence[str], provider: Provider, event: str) -> list[str]:

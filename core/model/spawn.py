@@ -13,7 +13,16 @@ the child. Python opens every other descriptor close-on-exec (PEP 446).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
+
+
+def fast_cli_argv() -> list[str]:
+    """``switchboard`` as the hook runs it: this interpreter with ``-S`` on
+    ``navigator/hook_entry.py`` (see there: no ``site``, ``os._exit`` at the end).
+    For the hook itself and for what it starts at every turn end."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [sys.executable, "-S", os.path.join(root, "navigator", "hook_entry.py")]
 
 
 def spawn_detached(argv: Sequence[str], env: Mapping[str, str] | None = None, *,

@@ -23,14 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _attention(args: argparse.Namespace) -> int:
     from core.engine.session import open_engine
     from core.hooks import attention
-    from core.tmux.stage import socket_path_for
 
     engine = open_engine()
     counts = attention.read_counts(engine.conn)
     sent: list[attention.Notice] = []
     if args.publish:
         settings = engine.config.attention
-        socket = socket_path_for(engine, engine.require_home())
+        # the stage's own rule (core.tmux.stage.socket_path_for), without importing the
+        # stage: the hook starts this publisher at every turn end
+        socket = engine.config.tmux.socket_path or str(engine.require_home().root / "tmux.sock")
         if settings.status_line:
             attention.ensure_segment(socket)
         subject = attention.read_subject(engine.conn, args.frame) if args.frame else None
