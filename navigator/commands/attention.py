@@ -4,8 +4,12 @@ hook starts detached (`--publish`) when an agent's activity changed."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from navigator.commands.output import emit
+
+if TYPE_CHECKING:
+    from core.install.registry import OpenRegistry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,20 +25,29 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.install.registry import open_current
+
+    # The registry and config only (no engine, no tmux stage): the hook starts this
+    # publisher at every turn end. It only reads.
+    opened = open_current(readonly=True)
+    try:
+        return _report(args, opened)
+    finally:
+        opened.conn.close()
+
+
+def _report(args: argparse.Namespace, opened: OpenRegistry) -> int:
     from core.hooks import attention
 
-    engine = open_engine()
-    counts = attention.read_counts(engine.conn)
+    counts = attention.read_counts(opened.conn)
     sent: list[attention.Notice] = []
     if args.publish:
-        settings = engine.config.attention
-        # the stage's own rule (core.tmux.stage.socket_path_for), without importing the
-        # stage: the hook starts this publisher at every turn end
-        socket = engine.config.tmux.socket_path or str(engine.require_home().root / "tmux.sock")
+        settings = opened.config.attention
+        # the stage's own rule (core.tmux.stage.socket_path_for), without the stage
+        socket = opened.config.tmux.socket_path or str(opened.home.root / "tmux.sock")
         if settings.status_line:
             attention.ensure_segment(socket)
-        subject = attention.read_subject(engine.conn, args.frame) if args.frame else None
+        subject = attention.read_subject(opened.conn, args.frame) if args.frame else None
         if subject is not None and args.event:
             clients = attention.list_clients(socket)
             sent = attention.notices(subject, attention.AttentionKind(args.event), clients)
