@@ -53,7 +53,7 @@ from navigator.layout import (
     layout_for,
     stylesheet_path,
 )
-from navigator.loading import FULL_CHECK_TICKS, Loaded, Refresher, read_state
+from navigator.loading import FULL_CHECK_TICKS, WATCH_TICK, Loaded, Refresher, read_state
 from navigator.palette import PlacesProvider
 from navigator.screens.help import HelpScreen, key_help
 from navigator.screens.session_detail import SessionDetailScreen
@@ -108,11 +108,15 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ setup
 
     def __init__(self, client: EngineClient, *, view_id: str | None = None,
-                 poll_interval: float = 0.25, reconcile_interval: float | None = None
-                 ) -> None:
+                 poll_interval: float = 0.25, reconcile_interval: float | None = None,
+                 wake_on_change: bool = False) -> None:
         """``reconcile_interval``: seconds between reconciles of tmux with the registry.
         None means RECONCILE_INTERVAL when the client drives tmux (a stage) and off
-        without one (test and demo registries); 0 turns it off."""
+        without one (test and demo registries); 0 turns it off. ``wake_on_change``:
+        the kernel wakes the navigator when a registry file is written (the ``ui``
+        command's way); the stat tick then runs only every ``WATCH_TICK`` seconds as
+        a backstop. Without it, or where no watch can be set up, the tick polls every
+        ``poll_interval`` seconds."""
         super().__init__()
         self.client = client
         self.bound_view_id = view_id
@@ -120,6 +124,7 @@ class SwitchboardApp(App[None]):
         if reconcile_interval is None:
             reconcile_interval = RECONCILE_INTERVAL if client.drives_tmux else 0
         self.reconcile_interval = reconcile_interval
+        self.wake_on_change = wake_on_change
         self.current_view_id: str | None = view_id
         self._jobs = Jobs()
         self.refresher = Refresher(self)
@@ -161,7 +166,10 @@ class SwitchboardApp(App[None]):
         self.query_one(FrameTree).set_configured_projects(self.client.configured_projects())
         self.query_one(FrameTree).focus()
         self.refresher.load(first=True)
-        self.set_interval(self.poll_interval, self.refresher.poll)
+        tick = self.poll_interval
+        if self.wake_on_change and self.refresher.watch():
+            tick = max(tick, WATCH_TICK)
+        self.set_interval(tick, self.refresher.poll)
         if self.reconcile_interval:
             self.refresher.reconcile_tick()  # a restarted navigator first checks tmux
             self.set_interval(self.reconcile_interval, self.refresher.reconcile_tick)
@@ -273,10 +281,9 @@ class SwitchboardApp(App[None]):
         """The breadcrumb (and the bold row in Views) name the view keys act on."""
         view = self.target_view()
         self.query_one(ViewList).current_view_id = view.view_id if view is not None else None
-        crumb = self.query_one(Breadcrumb)
-        crumb.view = view
         state = self.navigator_state
-        crumb.host = state.host_row(view.host_id) if state is not None and view else None
+        self.query_one(Breadcrumb).show(
+            view, state.host_row(view.host_id) if state is not None and view else None)
 
     # ------------------------------------------------------------------ requests
 
@@ -357,7 +364,7 @@ class SwitchboardApp(App[None]):
     def _set_current_view(self, view_id: str) -> None:
         if not self.bound_view_id and view_id != self.current_view_id:
             self.current_view_id = view_id
-            self.refresher.data_version = None  # the inbox follows the view: reload soon
+            self.refresher.reload_soon()  # the inbox follows the view
         self._schedule_ui_save()
 
     def request_focus_frame(self, frame_id: str, project_id: str) -> None:
@@ -587,4 +594,5 @@ class SwitchboardApp(App[None]):
         self.memory.snapshot(self.current_view_id)
 
     def on_unmount(self) -> None:
+        self.refresher.stop_watching()
         self.memory.flush()

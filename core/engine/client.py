@@ -164,6 +164,10 @@ class EngineClient:
                 stamps.append((info.st_mtime_ns, info.st_size))
         return tuple(stamps)
 
+    def change_files(self) -> tuple[str, ...]:
+        """The files ``change_stamp`` stats: a frontend may watch them instead."""
+        return self._change_files
+
     @property
     def _change_files(self) -> tuple[str, ...]:
         """The stamped paths, worked out once per generation (pathlib per tick showed up

@@ -131,7 +131,7 @@ class RecoveryList(RowList):
                                                               partial=True))
             rows.append(Row(recovery.recovery_id, prompt))
         count = len(rows)
-        self.border_title = f"Recoveries ({count})" if count else "Recoveries"
+        self.show_title(f"Recoveries ({count})" if count else "Recoveries")
         self.set_class(count > 0, "-has-recoveries")
         self.sync_rows(rows)
         self._sync_bindings()
