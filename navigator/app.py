@@ -69,6 +69,8 @@ from navigator.widgets.too_small import TooSmallNotice
 from navigator.widgets.views import ViewList
 
 if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
+    from textual.driver import Driver
+
     from core.evidence.store import SessionDetail
 
 __all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS",
@@ -132,6 +134,19 @@ class SwitchboardApp(App[None]):
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
         self.layout_kind: LayoutKind | None = None
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's Linux driver, minus its input thread's ten wake-ups a second (see
+        ``navigator.driver``); any other platform, or a driver named in the environment,
+        is Textual's choice."""
+        chosen = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if chosen is LinuxDriver:
+            from navigator.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return chosen
 
     def run(self, *args: Any, **kwargs: Any) -> None:
         """Run in this terminal, at the size its pty reports.
