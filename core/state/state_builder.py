@@ -328,6 +328,8 @@ _FRAME_SQL = (
     " (SELECT COUNT(*) FROM frame_sessions fs WHERE fs.frame_id = f.frame_id) AS n_sessions"
     " FROM frames f LEFT JOIN provider_sessions s ON s.session_key = f.current_session_key"
     " ORDER BY f.host_id, f.frame_id")
+#: The record type of one frame row (a seam: tests count the builder's reads through it).
+_FrameRecord: type[dict[str, Any]] = dict
 _ACTIVITY = _FRAME_COLUMNS.index("activity")
 _OBSERVED = _FRAME_COLUMNS.index("last_observed_at")
 
@@ -342,7 +344,7 @@ def _navigator_frames(conn: sqlite3.Connection, now: int) -> dict[str, dict[str,
     """
     frames: dict[str, dict[str, Any]] = {}
     for row in _tuples(conn, _FRAME_SQL):
-        frame = dict(zip(_FRAME_COLUMNS, row, strict=True))
+        frame = _FrameRecord(zip(_FRAME_COLUMNS, row, strict=True))
         if row[_ACTIVITY] == "working" and effective_activity(
                 "working", row[_OBSERVED], now, STALE_WORKING_AFTER_MS) != "working":
             frame["activity"] = Activity.UNKNOWN.value
