@@ -55,8 +55,6 @@ from navigator.layout import (
 )
 from navigator.loading import FULL_CHECK_TICKS, WATCH_TICK, Loaded, Refresher, read_state
 from navigator.palette import PlacesProvider
-from navigator.screens.help import HelpScreen, key_help
-from navigator.screens.session_detail import SessionDetailScreen
 from navigator.ui_state import PaneLayout, PaneMemory, UiStateStore, apply_layout
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.footer import KeyFooter
@@ -456,6 +454,8 @@ class SwitchboardApp(App[None]):
                        exclusive=True)
 
     def _show_details(self, title: str, detail: SessionDetail) -> None:
+        from navigator.screens.session_detail import SessionDetailScreen  # on demand: RSS
+
         self.push_screen(SessionDetailScreen(title, detail))
 
     def _details_failed(self, error: Exception) -> None:
@@ -469,10 +469,14 @@ class SwitchboardApp(App[None]):
         search.focus()
 
     def action_help(self) -> None:
+        from navigator.screens.help import HelpScreen  # on demand: RSS
+
         self.push_screen(HelpScreen(self.key_help()))
 
     def key_help(self) -> list[tuple[str, str]]:
         """Every key of the app and its panels, for the help screen and README."""
+        from navigator.screens.help import key_help
+
         return key_help(binding for binding in self.BINDINGS if isinstance(binding, Binding))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

@@ -24,7 +24,6 @@ from textual.widgets import OptionList
 
 from core.engine.client import SubjectPlace
 from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
-from navigator.screens.recovery import RecoveryExplanationScreen
 from navigator.targeting import recovery_about, recovery_target, remote_refusal
 from navigator.widgets.rows import Row, RowList
 
@@ -221,6 +220,8 @@ class RecoveryList(RowList):
 
     def _explain(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
         """manual: the whole explanation and what it is about, in a small dialog."""
+        from navigator.screens.recovery import RecoveryExplanationScreen  # on demand: RSS
+
         self.app.push_screen(RecoveryExplanationScreen(
             recovery, recovery_about(self.navigator_state, place)))
 
