@@ -258,6 +258,9 @@ class Refresher:
         host = self._host
         self.gate.started(self._clock())
         self.loads += 1
+        # what this load will see: the next tick compares against it, so a woken load
+        # is not followed by a tick's load of the same commit
+        self._stamp = self._change_stamp()
 
         def load() -> tuple[PaneLayout | None, Loaded | None]:
             layout = host.memory_store().read_layout() if first else None
