@@ -1,8 +1,10 @@
 """The Switchboard navigator: a thin App that composes panels and routes intents.
 
-Data flows down: a thread worker rebuilds NavigatorState only when the
-client's cheap ``data_version()`` changes, and the app hands it to each
-panel's reactive attribute; panels reconcile instead of being recreated.
+Data flows down: when a registry file is written (the kernel wakes the app,
+or a stat tick notices), a thread rebuilds NavigatorState if the client's
+cheap ``data_version()`` moved, at most one load per ``LOAD_GAP`` while a
+burst lasts, and the app hands it to each panel's reactive attribute; panels
+reconcile instead of being recreated, and repaint only what moved.
 Every few seconds another thread worker reconciles tmux with the registry
 (watchdog, expired leases, exited providers, stale activity), so what it
 changes reaches the screen through the same data_version check.
@@ -18,6 +20,7 @@ worker's end: its result, or its error as a one-line toast), ``ui_state``
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -198,6 +201,27 @@ class SwitchboardApp(App[None]):
         worker = self.run_worker(work, name=name, group=group, thread=True,
                                  exclusive=exclusive, exit_on_error=False)
         self._jobs.track(worker, job)
+
+    def start_load(self, work: Callable[[], _Target], job: Job[_Target]) -> None:
+        """A registry load in the default executor's thread, its job run on the event
+        loop when it ends. Not a Textual worker: a Worker and its three state messages
+        cost ~1 ms of the event loop, and every navigator loads on every hook burst."""
+        future = asyncio.get_running_loop().run_in_executor(None, work)
+        future.add_done_callback(partial(self._load_done, job))
+
+    def _load_done(self, job: Job[_Target], future: asyncio.Future[_Target]) -> None:
+        if future.cancelled() or not self.is_running:
+            return
+        error = future.exception()
+        if error is None:
+            job.done(future.result())
+        else:
+            job.failed(error if isinstance(error, Exception) else RuntimeError(str(error)))
+
+    def after(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        """Call back on the event loop after ``delay`` seconds (a bare loop timer: the
+        load gate sets one per coalesced burst)."""
+        return asyncio.get_running_loop().call_later(delay, callback)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Every worker's end: its result, or its error as the job words it."""
@@ -613,5 +637,5 @@ class SwitchboardApp(App[None]):
         self.memory.snapshot(self.current_view_id)
 
     def on_unmount(self) -> None:
-        self.refresher.stop_watching()
+        self.refresher.stop()
         self.memory.flush()

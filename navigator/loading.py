@@ -1,6 +1,7 @@
 """What the navigator shows, kept current: one read of the state, its data_version
-and the inbox (``read_state``, in a worker thread: the client blocks on SQLite),
-and the ``Refresher`` that decides when to read and when to reconcile.
+and the inbox (``read_state``, in a thread: the client blocks on SQLite), the
+``LoadGate`` that coalesces bursts of commits, and the ``Refresher`` that decides
+when to read (woken by a ``ChangeWatch``, or by its stat tick) and when to reconcile.
 
 The inbox is read for one view and may be unavailable without the state being
 so: a missing or refusing broker becomes the panel's own line, never a failed load.
@@ -25,8 +26,6 @@ from navigator.targeting import inbox_view_id
 from navigator.ui_state import PaneLayout, UiStateStore
 
 if TYPE_CHECKING:
-    from textual.timer import Timer
-
     from core.reconcile.reconcile import ReconcileReport
 
 _T = TypeVar("_T")
@@ -136,8 +135,15 @@ class RefreshHost(Protocol):
 
     def warn(self, text: str, title: str, *, error: bool = False) -> None: ...
 
-    def set_timer(self, delay: float, callback: Callable[[], Any] | None = None, *,
-                  name: str | None = None, pause: bool = False) -> Timer: ...
+    def start_load(self, work: Callable[[], _T], job: Job[_T]) -> None: ...
+
+    def after(self, delay: float, callback: Callable[[], object]) -> Cancellable: ...
+
+
+class Cancellable(Protocol):
+    """A pending call (``asyncio.TimerHandle``)."""
+
+    def cancel(self) -> None: ...
 
 
 class Refresher:
@@ -158,7 +164,8 @@ class Refresher:
         self.full_check_ticks = FULL_CHECK_TICKS
         self.gate = LoadGate(gap, settle)
         self._clock = clock
-        self._timer: Timer | None = None
+        self._timer: Cancellable | None = None
+        self._stopped = False
         self._watch: ChangeWatch | None = None
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._load_problem: str | None = None
@@ -180,6 +187,14 @@ class Refresher:
         self._watch = watch
         self.full_check_ticks = WATCH_FULL_CHECK_TICKS
         return True
+
+    def stop(self) -> None:
+        """The app is closing: no more loads, timers or wakes."""
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.stop_watching()
 
     def stop_watching(self) -> None:
         watch, self._watch = self._watch, None
@@ -234,10 +249,10 @@ class Refresher:
 
     def _schedule(self) -> None:
         delay = self.gate.delay(self._clock())
-        if delay is None or self._timer is not None:
+        if delay is None or self._timer is not None or self._stopped:
             return
         if delay > 0:
-            self._timer = self._host.set_timer(delay, self._timer_fired)
+            self._timer = self._host.after(delay, self._timer_fired)
         else:
             self.load(first=False)
 
@@ -267,10 +282,16 @@ class Refresher:
             known = None if first else self.data_version
             return layout, read_state(host.client, host.inbox_wanted(), known=known)
 
-        host.start_job(load, Group.LOAD, Job(self._loaded, self._load_failed))
+        job = Job(self._loaded, self._load_failed)
+        if first:  # a Textual worker, which a test (or the app's exit) can wait for
+            host.start_job(load, Group.LOAD, job)
+        else:  # every later load: the lean path (no Worker, no state messages)
+            host.start_load(load, job)
 
     def _loaded(self, outcome: tuple[PaneLayout | None, Loaded | None]) -> None:
         self.gate.ended()
+        if self._stopped:
+            return
         layout, loaded = outcome
         if loaded is not None:
             self.show(loaded, layout)
@@ -284,6 +305,8 @@ class Refresher:
 
     def _load_failed(self, error: Exception) -> None:
         self.gate.ended()
+        if self._stopped:
+            return
         self.gate.mark(self._clock())  # the next tick retries (not at once: no busy loop)
         problem = problem_text(error)
         if problem == self._load_problem:

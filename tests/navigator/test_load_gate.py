@@ -39,6 +39,9 @@ class _Timer:
     delay: float
     callback: Callable[[], Any]
 
+    def cancel(self) -> None:
+        raise AssertionError("no timer is cancelled while the app runs")
+
 
 @dataclass
 class _Client:
@@ -75,9 +78,10 @@ class _Host:
     def warn(self, text: str, title: str, *, error: bool = False) -> None:
         raise AssertionError(text)
 
-    def set_timer(self, delay: float, callback: Callable[[], Any] | None = None, *,
-                  name: str | None = None, pause: bool = False) -> _Timer:
-        assert callback is not None
+    def start_load(self, work: Callable[[], Any], job: Job[Any]) -> None:
+        self.jobs.append((work, job))
+
+    def after(self, delay: float, callback: Callable[[], object]) -> _Timer:
         timer = _Timer(delay, callback)
         self.timers.append(timer)
         return timer
