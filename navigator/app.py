@@ -1,8 +1,10 @@
 """The Switchboard navigator: a thin App that composes panels and routes intents.
 
-Data flows down: a thread worker rebuilds NavigatorState only when the
-client's cheap ``data_version()`` changes, and the app hands it to each
-panel's reactive attribute; panels reconcile instead of being recreated.
+Data flows down: when a registry file is written (the kernel wakes the app,
+or a stat tick notices), a thread rebuilds NavigatorState if the client's
+cheap ``data_version()`` moved, at most one load per ``LOAD_GAP`` while a
+burst lasts, and the app hands it to each panel's reactive attribute; panels
+reconcile instead of being recreated, and repaint only what moved.
 Every few seconds another thread worker reconciles tmux with the registry
 (watchdog, expired leases, exited providers, stale activity), so what it
 changes reaches the screen through the same data_version check.
@@ -18,6 +20,7 @@ worker's end: its result, or its error as a one-line toast), ``ui_state``
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -53,10 +56,8 @@ from navigator.layout import (
     layout_for,
     stylesheet_path,
 )
-from navigator.loading import FULL_CHECK_TICKS, Loaded, Refresher, read_state
+from navigator.loading import FULL_CHECK_TICKS, WATCH_TICK, Loaded, Refresher, read_state
 from navigator.palette import PlacesProvider
-from navigator.screens.help import HelpScreen, key_help
-from navigator.screens.session_detail import SessionDetailScreen
 from navigator.ui_state import PaneLayout, PaneMemory, UiStateStore, apply_layout
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.footer import KeyFooter
@@ -69,6 +70,8 @@ from navigator.widgets.too_small import TooSmallNotice
 from navigator.widgets.views import ViewList
 
 if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
+    from textual.driver import Driver
+
     from core.evidence.store import SessionDetail
 
 __all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS",
@@ -108,11 +111,15 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ setup
 
     def __init__(self, client: EngineClient, *, view_id: str | None = None,
-                 poll_interval: float = 0.25, reconcile_interval: float | None = None
-                 ) -> None:
+                 poll_interval: float = 0.25, reconcile_interval: float | None = None,
+                 wake_on_change: bool = False) -> None:
         """``reconcile_interval``: seconds between reconciles of tmux with the registry.
         None means RECONCILE_INTERVAL when the client drives tmux (a stage) and off
-        without one (test and demo registries); 0 turns it off."""
+        without one (test and demo registries); 0 turns it off. ``wake_on_change``:
+        the kernel wakes the navigator when a registry file is written (the ``ui``
+        command's way); the stat tick then runs only every ``WATCH_TICK`` seconds as
+        a backstop. Without it, or where no watch can be set up, the tick polls every
+        ``poll_interval`` seconds."""
         super().__init__()
         self.client = client
         self.bound_view_id = view_id
@@ -120,6 +127,7 @@ class SwitchboardApp(App[None]):
         if reconcile_interval is None:
             reconcile_interval = RECONCILE_INTERVAL if client.drives_tmux else 0
         self.reconcile_interval = reconcile_interval
+        self.wake_on_change = wake_on_change
         self.current_view_id: str | None = view_id
         self._jobs = Jobs()
         self.refresher = Refresher(self)
@@ -127,6 +135,19 @@ class SwitchboardApp(App[None]):
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
         self.layout_kind: LayoutKind | None = None
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's Linux driver, minus its input thread's ten wake-ups a second (see
+        ``navigator.driver``); any other platform, or a driver named in the environment,
+        is Textual's choice."""
+        chosen = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if chosen is LinuxDriver:
+            from navigator.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return chosen
 
     def run(self, *args: Any, **kwargs: Any) -> None:
         """Run in this terminal, at the size its pty reports.
@@ -161,7 +182,10 @@ class SwitchboardApp(App[None]):
         self.query_one(FrameTree).set_configured_projects(self.client.configured_projects())
         self.query_one(FrameTree).focus()
         self.refresher.load(first=True)
-        self.set_interval(self.poll_interval, self.refresher.poll)
+        tick = self.poll_interval
+        if self.wake_on_change and self.refresher.watch():
+            tick = max(tick, WATCH_TICK)
+        self.set_interval(tick, self.refresher.poll)
         if self.reconcile_interval:
             self.refresher.reconcile_tick()  # a restarted navigator first checks tmux
             self.set_interval(self.reconcile_interval, self.refresher.reconcile_tick)
@@ -177,6 +201,27 @@ class SwitchboardApp(App[None]):
         worker = self.run_worker(work, name=name, group=group, thread=True,
                                  exclusive=exclusive, exit_on_error=False)
         self._jobs.track(worker, job)
+
+    def start_load(self, work: Callable[[], _Target], job: Job[_Target]) -> None:
+        """A registry load in the default executor's thread, its job run on the event
+        loop when it ends. Not a Textual worker: a Worker and its three state messages
+        cost ~1 ms of the event loop, and every navigator loads on every hook burst."""
+        future = asyncio.get_running_loop().run_in_executor(None, work)
+        future.add_done_callback(partial(self._load_done, job))
+
+    def _load_done(self, job: Job[_Target], future: asyncio.Future[_Target]) -> None:
+        if future.cancelled() or not self.is_running:
+            return
+        error = future.exception()
+        if error is None:
+            job.done(future.result())
+        else:
+            job.failed(error if isinstance(error, Exception) else RuntimeError(str(error)))
+
+    def after(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        """Call back on the event loop after ``delay`` seconds (a bare loop timer: the
+        load gate sets one per coalesced burst)."""
+        return asyncio.get_running_loop().call_later(delay, callback)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Every worker's end: its result, or its error as the job words it."""
@@ -273,10 +318,9 @@ class SwitchboardApp(App[None]):
         """The breadcrumb (and the bold row in Views) name the view keys act on."""
         view = self.target_view()
         self.query_one(ViewList).current_view_id = view.view_id if view is not None else None
-        crumb = self.query_one(Breadcrumb)
-        crumb.view = view
         state = self.navigator_state
-        crumb.host = state.host_row(view.host_id) if state is not None and view else None
+        self.query_one(Breadcrumb).show(
+            view, state.host_row(view.host_id) if state is not None and view else None)
 
     # ------------------------------------------------------------------ requests
 
@@ -357,7 +401,7 @@ class SwitchboardApp(App[None]):
     def _set_current_view(self, view_id: str) -> None:
         if not self.bound_view_id and view_id != self.current_view_id:
             self.current_view_id = view_id
-            self.refresher.data_version = None  # the inbox follows the view: reload soon
+            self.refresher.reload_soon()  # the inbox follows the view
         self._schedule_ui_save()
 
     def request_focus_frame(self, frame_id: str, project_id: str) -> None:
@@ -434,6 +478,8 @@ class SwitchboardApp(App[None]):
                        exclusive=True)
 
     def _show_details(self, title: str, detail: SessionDetail) -> None:
+        from navigator.screens.session_detail import SessionDetailScreen  # on demand: RSS
+
         self.push_screen(SessionDetailScreen(title, detail))
 
     def _details_failed(self, error: Exception) -> None:
@@ -447,10 +493,14 @@ class SwitchboardApp(App[None]):
         search.focus()
 
     def action_help(self) -> None:
+        from navigator.screens.help import HelpScreen  # on demand: RSS
+
         self.push_screen(HelpScreen(self.key_help()))
 
     def key_help(self) -> list[tuple[str, str]]:
         """Every key of the app and its panels, for the help screen and README."""
+        from navigator.screens.help import key_help
+
         return key_help(binding for binding in self.BINDINGS if isinstance(binding, Binding))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
@@ -587,4 +637,5 @@ class SwitchboardApp(App[None]):
         self.memory.snapshot(self.current_view_id)
 
     def on_unmount(self) -> None:
+        self.refresher.stop()
         self.memory.flush()

@@ -19,10 +19,6 @@ from textual.screen import Screen
 
 from core.engine.client import EngineClient
 from core.state.state_types import NavigatorState
-from navigator.screens.complete import CompleteReturnScreen
-from navigator.screens.compose import ComposeMessageScreen
-from navigator.screens.confirm import ConfirmScreen
-from navigator.screens.new_task import NewTaskScreen
 from navigator.targeting import (
     Refusal,
     Selection,
@@ -32,6 +28,9 @@ from navigator.targeting import (
     task_for_key,
     view_for_key,
 )
+
+# The dialog screens are imported by the key that opens one: a navigator pane that
+# never opens a dialog never holds their modules (and TextArea's) in memory.
 
 #: App keys that are off while a dialog, the help or the palette is open.
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "close_frame",
@@ -104,6 +103,8 @@ def start(state: NavigatorState | None, selection: Selection, client: EngineClie
 
 
 def stop(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    from navigator.screens.confirm import ConfirmScreen
+
     frame = frame_for_key(state, selection, "Select a frame whose agent should stop.")
     if isinstance(frame, Refusal):
         return frame
@@ -131,6 +132,8 @@ def cancel_transition(state: NavigatorState | None, selection: Selection,
 
 
 def new_task(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    from navigator.screens.new_task import NewTaskScreen
+
     frame = frame_for_key(state, selection, "Select the frame the new task goes under.",
                           open_only=True)
     if isinstance(frame, Refusal):
@@ -141,6 +144,8 @@ def new_task(state: NavigatorState | None, selection: Selection, client: EngineC
 
 
 def message(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    from navigator.screens.compose import ComposeMessageScreen
+
     frame = frame_for_key(state, selection, "Select a frame whose agent should get a message.")
     if isinstance(frame, Refusal):
         return frame
@@ -159,6 +164,8 @@ def inbox_stream(state: NavigatorState | None, selection: Selection,
 
 
 def complete(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    from navigator.screens.complete import CompleteReturnScreen
+
     frame = task_for_key(state, selection, "complete")
     if isinstance(frame, Refusal):
         return frame
@@ -170,6 +177,8 @@ def complete(state: NavigatorState | None, selection: Selection, client: EngineC
 
 def close_frame(state: NavigatorState | None, selection: Selection,
                 client: EngineClient) -> Intent:
+    from navigator.screens.confirm import ConfirmScreen
+
     frame = task_for_key(state, selection, "close")
     if isinstance(frame, Refusal):
         return frame

@@ -1,6 +1,7 @@
 """What the navigator shows, kept current: one read of the state, its data_version
-and the inbox (``read_state``, in a worker thread: the client blocks on SQLite),
-and the ``Refresher`` that decides when to read and when to reconcile.
+and the inbox (``read_state``, in a thread: the client blocks on SQLite), the
+``LoadGate`` that coalesces bursts of commits, and the ``Refresher`` that decides
+when to read (woken by a ``ChangeWatch``, or by its stat tick) and when to reconcile.
 
 The inbox is read for one view and may be unavailable without the state being
 so: a missing or refusing broker becomes the panel's own line, never a failed load.
@@ -8,6 +9,9 @@ so: a missing or refusing broker becomes the panel's own line, never a failed lo
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from core.engine.client import EngineClient
 from core.model.errors import SwitchboardError
+from core.state.change_watch import ChangeWatch
 from core.state.state_types import NavigatorState
 from navigator.jobs import Group, Job, problem_text
 from navigator.targeting import inbox_view_id
@@ -27,6 +32,17 @@ _T = TypeVar("_T")
 #: Every this many poll ticks the navigator reads data_version even when no file moved
 #: (a backstop against a commit that left size and mtime as they were: 5 s at 4/s).
 FULL_CHECK_TICKS = 20
+#: Seconds between two loads' starts while changes keep coming: a storm of hooks
+#: (5 a second across 200 agents) costs every navigator at most this many loads a
+#: second, and the last change is still shown at most this long after it landed.
+LOAD_GAP = 0.4
+#: Seconds a woken load waits for the rest of a commit's file events.
+WAKE_SETTLE = 0.03
+#: Seconds between stat ticks when a ``ChangeWatch`` wakes the navigator on change:
+#: the tick is only the backstop then (a missed event, a registry reset).
+WATCH_TICK = 2.0
+#: Ticks between ``data_version`` reads with nothing seen moving, when watching (10 s).
+WATCH_FULL_CHECK_TICKS = 5
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,42 @@ def read_inbox(client: EngineClient, state: NavigatorState,
         return None, f"inbox unavailable: {exc.message}"
 
 
+@dataclass
+class LoadGate:
+    """Turns change signals into loads: one at a time, starts at least ``gap`` apart.
+
+    A signal while a load runs, or within ``gap`` of the last start, is kept
+    (``dirty``) and served by one later load, so a burst of commits costs one
+    load per gap and its last change is never dropped (the trailing edge). A
+    woken load also waits ``settle`` after the first signal: one commit's WAL
+    writes arrive as several events, and a load between them reads twice.
+    """
+
+    gap: float
+    settle: float = 0.0
+    dirty: bool = False
+    busy: bool = False
+    last_start: float = -math.inf
+    dirty_since: float = -math.inf
+
+    def mark(self, now: float) -> None:
+        """A change was signalled; the first since the last load starts the settle time."""
+        if not self.dirty:
+            self.dirty, self.dirty_since = True, now
+
+    def delay(self, now: float) -> float | None:
+        """Seconds until the next load may start; None when none is wanted or one runs."""
+        if not self.dirty or self.busy:
+            return None
+        return max(0.0, self.last_start + self.gap - now, self.dirty_since + self.settle - now)
+
+    def started(self, now: float) -> None:
+        self.dirty, self.busy, self.last_start = False, True, now
+
+    def ended(self) -> None:
+        self.busy = False
+
+
 class RefreshHost(Protocol):
     """What the refresher needs from the app (narrow: the app imports this module)."""
 
@@ -83,32 +135,130 @@ class RefreshHost(Protocol):
 
     def warn(self, text: str, title: str, *, error: bool = False) -> None: ...
 
+    def start_load(self, work: Callable[[], _T], job: Job[_T]) -> None: ...
+
+    def after(self, delay: float, callback: Callable[[], object]) -> Cancellable: ...
+
+
+class Cancellable(Protocol):
+    """A pending call (``asyncio.TimerHandle``)."""
+
+    def cancel(self) -> None: ...
+
 
 class Refresher:
-    """Keeps the shown state current: a few stats per tick, a load worker only when a
-    registry or broker file moved (or every ``FULL_CHECK_TICKS`` ticks as a backstop),
-    and the periodic reconcile of tmux with the registry. Failures are said once per
-    distinct problem (loads) or per run of failures (reconciles)."""
+    """Keeps the shown state current: a load worker only when a registry or broker file
+    moved, and the periodic reconcile of tmux with the registry. A ``ChangeWatch``
+    (``watch``) wakes it on change; without one, a few stats per tick notice it. Either
+    way the ``LoadGate`` coalesces bursts, and every ``full_check_ticks`` ticks the
+    data_version is read even when no file seemed to move (the backstop). Failures are
+    said once per distinct problem (loads) or per run of failures (reconciles)."""
 
-    def __init__(self, host: RefreshHost) -> None:
+    def __init__(self, host: RefreshHost, *, gap: float = LOAD_GAP,
+                 settle: float = WAKE_SETTLE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._host = host
         self.data_version: int | None = None
         self.ticks = 0
+        self.loads = 0
+        self.full_check_ticks = FULL_CHECK_TICKS
+        self.gate = LoadGate(gap, settle)
+        self._clock = clock
+        self._timer: Cancellable | None = None
+        self._stopped = False
+        self._watch: ChangeWatch | None = None
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._load_problem: str | None = None
         self._reconcile_problem: str | None = None
 
+    # ------------------------------------------------------------------ waking
+
+    def watch(self) -> bool:
+        """Wake on change (on the running event loop); False where no watch can be set
+        up, and the caller keeps its stat tick as the only way to notice."""
+        try:
+            files = self._host.client.change_files()
+        except Exception:  # a client without files (a stub): poll instead
+            return False
+        watch = ChangeWatch.open(files)
+        if watch is None:
+            return False
+        asyncio.get_running_loop().add_reader(watch.fileno(), self._woken)
+        self._watch = watch
+        self.full_check_ticks = WATCH_FULL_CHECK_TICKS
+        return True
+
+    def stop(self) -> None:
+        """The app is closing: no more loads, timers or wakes."""
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.stop_watching()
+
+    def stop_watching(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            asyncio.get_running_loop().remove_reader(watch.fileno())
+            watch.close()
+
+    @property
+    def watching(self) -> bool:
+        return self._watch is not None
+
+    def _woken(self) -> None:
+        if self._watch is not None and self._watch.drain():
+            self.changed()
+
+    def _rewatch_if_moved(self) -> None:
+        """A registry reset moves the files to a new generation: watch those instead."""
+        watch = self._watch
+        try:
+            moved = watch is not None and self._host.client.change_files() != watch.files
+        except Exception:
+            return
+        if moved:
+            self.stop_watching()
+            self.watch()
+
     # ------------------------------------------------------------------ loads
 
     def poll(self) -> None:
+        """The stat tick: the only notice without a watch, the backstop with one."""
         self.ticks += 1
+        self._rewatch_if_moved()
+        if self.gate.dirty:
+            self._schedule()  # a failed load's retry
         stamp = self._change_stamp()
         if (stamp is not None and stamp == self._stamp and self.data_version is not None
-                and self.ticks % FULL_CHECK_TICKS):
+                and self.ticks % self.full_check_ticks):
             return
-        if not self._host.group_busy(Group.LOAD):
-            self._stamp = stamp
+        self._stamp = stamp
+        self.changed()
+
+    def changed(self) -> None:
+        """Something may have changed: load now, or once the gate allows."""
+        self.gate.mark(self._clock())
+        self._schedule()
+
+    def reload_soon(self) -> None:
+        """Read the state again even if data_version did not move (the inbox follows a
+        newly chosen view)."""
+        self.data_version = None
+        self.changed()
+
+    def _schedule(self) -> None:
+        delay = self.gate.delay(self._clock())
+        if delay is None or self._timer is not None or self._stopped:
+            return
+        if delay > 0:
+            self._timer = self._host.after(delay, self._timer_fired)
+        else:
             self.load(first=False)
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        self._schedule()
 
     def _change_stamp(self) -> tuple[tuple[int, int], ...] | None:
         """The client's file stamp; None (always load) when it cannot be read."""
@@ -121,19 +271,31 @@ class Refresher:
         """Rebuild state only when the registry (or broker) changed; the first load also
         reads what the pane remembers."""
         host = self._host
+        self.gate.started(self._clock())
+        self.loads += 1
+        # what this load will see: the next tick compares against it, so a woken load
+        # is not followed by a tick's load of the same commit
+        self._stamp = self._change_stamp()
 
         def load() -> tuple[PaneLayout | None, Loaded | None]:
             layout = host.memory_store().read_layout() if first else None
             known = None if first else self.data_version
             return layout, read_state(host.client, host.inbox_wanted(), known=known)
 
-        host.start_job(load, Group.LOAD, Job(self._loaded, self._load_failed),
-                       exclusive=True)
+        job = Job(self._loaded, self._load_failed)
+        if first:  # a Textual worker, which a test (or the app's exit) can wait for
+            host.start_job(load, Group.LOAD, job)
+        else:  # every later load: the lean path (no Worker, no state messages)
+            host.start_load(load, job)
 
     def _loaded(self, outcome: tuple[PaneLayout | None, Loaded | None]) -> None:
+        self.gate.ended()
+        if self._stopped:
+            return
         layout, loaded = outcome
         if loaded is not None:
             self.show(loaded, layout)
+        self._schedule()  # what moved while it ran
 
     def show(self, loaded: Loaded, layout: PaneLayout | None = None) -> None:
         """A load's (or a request's) new state goes on screen."""
@@ -142,6 +304,10 @@ class Refresher:
         self._host.show_loaded(loaded, layout)
 
     def _load_failed(self, error: Exception) -> None:
+        self.gate.ended()
+        if self._stopped:
+            return
+        self.gate.mark(self._clock())  # the next tick retries (not at once: no busy loop)
         problem = problem_text(error)
         if problem == self._load_problem:
             return  # the poll retries every tick; say it once per distinct problem

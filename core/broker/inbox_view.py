@@ -7,6 +7,7 @@ than an error, because most people never start a fleet.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,28 +16,49 @@ if TYPE_CHECKING:
     from core.install.home import Home
 
 
-def inbox_for_view(engine: Engine, home: Home, view_id: str | None) -> list[Any]:
+@dataclass(frozen=True)
+class InboxScope:
+    """Whose messages a view's Inbox lists: its project's fleet, and hand-registered
+    members whose pane is one of the view's live panes (all members without a view)."""
+
+    panes: frozenset[str] | None
+    fleet_name: str | None
+
+
+def inbox_scope(engine: Engine, view_id: str | None) -> InboxScope:
+    """The registry half of the read (the engine's connection; the caller's lock)."""
+    panes: frozenset[str] | None = None
+    if view_id is not None:
+        panes = frozenset(r[0] for r in engine.conn.execute(
+            "SELECT s.pane_id FROM frame_placements p JOIN surfaces s"
+            " ON s.surface_id = p.surface_id WHERE p.view_id = ?"
+            " AND s.lifecycle_state = 'live'", (view_id,)))
+    project = None if view_id is None else engine.conn.execute(
+        "SELECT project_id FROM user_views WHERE view_id = ?", (view_id,)).fetchone()
+    return InboxScope(panes, f"project:{project[0]}" if project and project[0] else None)
+
+
+def inbox_in_scope(home: Home, scope: InboxScope) -> list[Any]:
+    """The broker half: the scope's members' messages (empty without a broker file)."""
     if not home.broker_path.exists():
         return []
     from core.broker.broker import Broker
 
-    panes: set[str] | None = None
-    if view_id is not None:
-        panes = {r[0] for r in engine.conn.execute(
-            "SELECT s.pane_id FROM frame_placements p JOIN surfaces s"
-            " ON s.surface_id = p.surface_id WHERE p.view_id = ?"
-            " AND s.lifecycle_state = 'live'", (view_id,))}
-    project = None if view_id is None else engine.conn.execute(
-        "SELECT project_id FROM user_views WHERE view_id = ?", (view_id,)).fetchone()
-    fleet_name = f"project:{project[0]}" if project and project[0] else None
+    panes = scope.panes
     with Broker.open(home.broker_path, tmux_socket=None, create=False) as broker:
         # The project's own fleet (its agents and the person, who has no pane), plus
         # hand-registered members whose pane is one of this view's.
-        fleets = {f.fleet_id for f in broker.list_fleets() if f.name == fleet_name}
+        fleets = {f.fleet_id for f in broker.list_fleets() if f.name == scope.fleet_name}
         members = [e.member_id for e in broker.roster()
                    if panes is None or e.fleet_id in fleets
                    or _pane_of(broker, e.member_id) in panes]
         return broker.inbox(members) if members else []
+
+
+def inbox_for_view(engine: Engine, home: Home, view_id: str | None) -> list[Any]:
+    if not home.broker_path.exists():
+        return []
+    return inbox_in_scope(home, inbox_scope(engine, view_id))
 
 
 def _pane_of(broker: Broker, member_id: int) -> str | None:

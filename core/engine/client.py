@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,17 @@ if TYPE_CHECKING:
 
 # The navigator's remembered layout is a few hundred bytes; never read more than this.
 UI_STATE_MAX_BYTES = 1024 * 1024
+#: Seconds an unchanged-looking broker's Inbox answer is reused at most.
+INBOX_MAX_AGE_S = 5.0
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """(mtime_ns, size) of a file, (0, 0) when it is missing."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (info.st_mtime_ns, info.st_size)
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,9 @@ class EngineClient:
     _stamped: tuple[str, tuple[str, ...]] | None = field(default=None, repr=False,
                                                          compare=False)
     """(generation, paths) that ``change_stamp`` stats, worked out once per generation."""
+    _inbox_cache: tuple[object, float, tuple[InboxEntry, ...]] | None = field(
+        default=None, repr=False, compare=False)
+    """(scope and broker file stamps, when read, entries) of ``inbox_if_moved``."""
 
     @classmethod
     def open(cls, home: Home | None = None, *, with_stage: bool = True) -> EngineClient:
@@ -163,6 +178,10 @@ class EngineClient:
             else:
                 stamps.append((info.st_mtime_ns, info.st_size))
         return tuple(stamps)
+
+    def change_files(self) -> tuple[str, ...]:
+        """The files ``change_stamp`` stats: a frontend may watch them instead."""
+        return self._change_files
 
     @property
     def _change_files(self) -> tuple[str, ...]:
@@ -281,10 +300,30 @@ class EngineClient:
     # --------------------------------------------------------------- broker
 
     def inbox(self, view_id: str | None = None) -> list[InboxEntry]:
+        """The view's Inbox (``core.broker.inbox_view``), read from the broker again only
+        when its files moved, the view's scope changed, or ``INBOX_MAX_AGE_S`` passed;
+        otherwise the last answer (ages in it are as of that read).
+
+        Every registry commit (each hook) makes a navigator reload, but the Inbox only
+        changes with a broker commit; opening the broker and walking its roster cost
+        ~3 ms at 20 agents and grew with every member. The age bound covers a broker
+        commit that left a file's size and mtime as they were.
+        """
         from core.broker import inbox_view
 
         with self._lock:
-            return inbox_view.inbox_for_view(self.engine, self.home, view_id)
+            if not self.home.broker_path.exists():
+                return []
+            scope = inbox_view.inbox_scope(self.engine, view_id)
+        broker = os.fspath(self.home.broker_path)
+        key = (scope, _stamp(broker), _stamp(f"{broker}-wal"))
+        now = time.monotonic()
+        cached = self._inbox_cache
+        if cached is not None and cached[0] == key and now - cached[1] < INBOX_MAX_AGE_S:
+            return list(cached[2])
+        entries = inbox_view.inbox_in_scope(self.home, scope)
+        self._inbox_cache = (key, now, tuple(entries))
+        return entries
 
     def ack(self, message_id: int, member_id: int | None = None) -> BrokerMessage:
         from core.broker import inbox_view

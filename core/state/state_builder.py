@@ -23,7 +23,6 @@ from core.model.enums import ActivationState, Activity, Reachability
 from core.reconcile.provider_checks import (
     STALE_WORKING_AFTER_MS,
     effective_activity,
-    effective_session,
 )
 from core.state.state_types import (
     BreadcrumbItem,
@@ -233,15 +232,7 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
     """The frontend envelope: presentation-ready views, project trees, recoveries."""
     conn, host_id = engine.conn, engine.host_id
     now = engine.now()
-    frames = {r["frame_id"]: effective_session(r, now) for r in _rows(
-        conn,
-        "SELECT f.frame_id, f.project_id, f.title, f.role, f.parent_frame_id,"
-        " f.lifecycle_state, f.close_reason, f.current_session_key,"
-        " s.provider, s.runtime_presence, s.resumability, s.activity, s.updated_at AS s_updated,"
-        " s.last_observed_at,"
-        " (SELECT COUNT(*) FROM frame_sessions fs WHERE fs.frame_id = f.frame_id) AS n_sessions"
-        " FROM frames f LEFT JOIN provider_sessions s ON s.session_key = f.current_session_key"
-        " ORDER BY f.host_id, f.frame_id")}
+    frames = _navigator_frames(conn, now)
     pending = {r["view_id"]: r for r in _rows(
         conn,
         "SELECT t.view_id, t.state, c.state AS control_state FROM view_transitions t"
@@ -323,6 +314,42 @@ def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> Nav
                           views=tuple(sorted(all_views, key=_sort_key)),
                           projects=tuple(sorted(all_projects, key=_sort_key)),
                           recoveries=tuple(sorted(all_recoveries, key=_sort_key)))
+
+
+_FRAME_COLUMNS = ("frame_id", "project_id", "title", "role", "parent_frame_id",
+                  "lifecycle_state", "close_reason", "current_session_key", "provider",
+                  "runtime_presence", "resumability", "activity", "s_updated",
+                  "last_observed_at", "n_sessions")
+_FRAME_SQL = (
+    "SELECT f.frame_id, f.project_id, f.title, f.role, f.parent_frame_id,"
+    " f.lifecycle_state, f.close_reason, f.current_session_key,"
+    " s.provider, s.runtime_presence, s.resumability, s.activity, s.updated_at AS s_updated,"
+    " s.last_observed_at,"
+    " (SELECT COUNT(*) FROM frame_sessions fs WHERE fs.frame_id = f.frame_id) AS n_sessions"
+    " FROM frames f LEFT JOIN provider_sessions s ON s.session_key = f.current_session_key"
+    " ORDER BY f.host_id, f.frame_id")
+#: The record type of one frame row (a seam: tests count the builder's reads through it).
+_FrameRecord: type[dict[str, Any]] = dict
+_ACTIVITY = _FRAME_COLUMNS.index("activity")
+_OBSERVED = _FRAME_COLUMNS.index("last_observed_at")
+
+
+def _navigator_frames(conn: sqlite3.Connection, now: int) -> dict[str, dict[str, Any]]:
+    """Every frame joined with its current session, activity aged as
+    ``effective_session`` does, keyed by frame id in id order.
+
+    Tuple rows zipped into dicts: every navigator builds this on each registry
+    change, and a ``sqlite3.Row`` per frame through ``effective_session`` was a
+    third of the build at 200 frames.
+    """
+    frames: dict[str, dict[str, Any]] = {}
+    for row in _tuples(conn, _FRAME_SQL):
+        frame = _FrameRecord(zip(_FRAME_COLUMNS, row, strict=True))
+        if row[_ACTIVITY] == "working" and effective_activity(
+                "working", row[_OBSERVED], now, STALE_WORKING_AFTER_MS) != "working":
+            frame["activity"] = Activity.UNKNOWN.value
+        frames[row[0]] = frame
+    return frames
 
 
 STALE_AFTER_MS = 5 * 60 * 1000

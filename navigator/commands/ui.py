@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the view this navigator pane belongs to "
                         "(default: $SWITCHBOARD_VIEW_ID, else the selected view)")
     p.add_argument("--poll", type=float, default=0.25, metavar="SECONDS",
-                   help="how often to check the registry for changes (default 0.25)")
+                   help="how often to check the registry for changes where the kernel "
+                        "cannot say when it changes (default 0.25)")
     p.set_defaults(handler=_run)
 
 
@@ -30,5 +31,6 @@ def _run(args: argparse.Namespace) -> int:
         # The tmux stage is optional for browsing; keys that move panes then
         # only change the registry, which the CLI would do as well.
         client = EngineClient.open(with_stage=False)
-    SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll).run()
+    SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll,
+                   wake_on_change=True).run()
     return 0

@@ -25,6 +25,12 @@ class Breadcrumb(Widget):
     view: reactive[ViewRow | None] = reactive(None)
     host: reactive[HostRow | None] = reactive(None)
 
+    def show(self, view: ViewRow | None, host: HostRow | None) -> None:
+        """Take a new view and host row, repainting only when what the line shows moved
+        (every load brings new rows: a view's last activity, a host's observation time)."""
+        if _shown(view, host) != _shown(self.view, self.host):
+            self.view, self.host = view, host
+
     def render(self) -> Text:
         view = self.view
         style = self.get_component_rich_style
@@ -60,3 +66,10 @@ class Breadcrumb(Widget):
         if view.state == "degraded":
             parts.append("view degraded")
         return " · ".join(parts)
+
+
+def _shown(view: ViewRow | None, host: HostRow | None) -> tuple[object, ...]:
+    """What ``Breadcrumb.render`` reads of its rows (the view's id too: keys act on it)."""
+    return (view and (view.view_id, view.breadcrumb, view.title, view.mode,
+                      view.transition_state, view.control_state, view.state),
+            host and (host.stale, host.reachability))

@@ -112,7 +112,7 @@ class InboxList(RowList):
             sender_style = self.get_component_rich_style("inbox--sender", partial=True)
             rows.append(Row(key, Text.assemble((_who(item), sender_style), ": ", text)))
         count = len(rows)
-        self.border_title = f"Inbox ({count})" if count else "Inbox"
+        self.show_title(f"Inbox ({count})" if count else "Inbox")
         self.set_class(count > 0, "-has-messages")  # the compact layout shows it only then
         self.sync_rows(rows)
 

@@ -24,7 +24,6 @@ from textual.widgets import OptionList
 
 from core.engine.client import SubjectPlace
 from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
-from navigator.screens.recovery import RecoveryExplanationScreen
 from navigator.targeting import recovery_about, recovery_target, remote_refusal
 from navigator.widgets.rows import Row, RowList
 
@@ -131,7 +130,7 @@ class RecoveryList(RowList):
                                                               partial=True))
             rows.append(Row(recovery.recovery_id, prompt))
         count = len(rows)
-        self.border_title = f"Recoveries ({count})" if count else "Recoveries"
+        self.show_title(f"Recoveries ({count})" if count else "Recoveries")
         self.set_class(count > 0, "-has-recoveries")
         self.sync_rows(rows)
         self._sync_bindings()
@@ -221,6 +220,8 @@ class RecoveryList(RowList):
 
     def _explain(self, recovery: RecoveryRow, place: SubjectPlace) -> None:
         """manual: the whole explanation and what it is about, in a small dialog."""
+        from navigator.screens.recovery import RecoveryExplanationScreen  # on demand: RSS
+
         self.app.push_screen(RecoveryExplanationScreen(
             recovery, recovery_about(self.navigator_state, place)))
 

@@ -36,6 +36,15 @@ class RowList(OptionList):
         super().__init__(id=id, classes=classes)
         self._keys: list[str] = []
         self._prompts: dict[str, Text] = {}
+        self._empty_shown: str | None = None
+        self._title_shown: str | None = None
+
+    def show_title(self, title: str) -> None:
+        """Set the border title only when it changes: Textual repaints the whole panel on
+        every assignment, and 20 navigators reload on every hook."""
+        if title != self._title_shown:
+            self._title_shown = title
+            self.border_title = title
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Heights of the wrapped rows, never measured in fewer than one cell.
@@ -70,13 +79,17 @@ class RowList(OptionList):
                     self._prompts[row.key] = row.prompt
                     self.replace_option_prompt(row.key, row.prompt)
             return
+        if not rows and self._empty_shown == self.EMPTY_TEXT and not self._keys:
+            return  # still empty, with the same words: nothing to repaint
         previous = self.highlighted_key
         previous_index = self.highlighted
         self._keys = keys
         self._prompts = {row.key: row.prompt for row in rows}
         if rows:
+            self._empty_shown = None
             self.set_options(Option(row.prompt, id=row.key) for row in rows)
         else:
+            self._empty_shown = self.EMPTY_TEXT
             self.set_options([Option(Text(self.EMPTY_TEXT), id="-empty", disabled=True)])
             return
         if not self.highlight_key(previous) and previous_index is not None:

@@ -67,6 +67,7 @@ class ViewList(RowList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "Views"
+        self._prompt_cache: dict[str, tuple[tuple[object, ...], Text]] = {}
 
     @property
     def views(self) -> tuple[ViewRow, ...]:
@@ -84,6 +85,7 @@ class ViewList(RowList):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._prompt_cache.clear()
         self._render_rows()  # badge colours come from the theme
 
     def _render_rows(self) -> None:
@@ -94,23 +96,36 @@ class ViewList(RowList):
         shown = {view.active_frame_id for view in state.views}
         active = {frame.frame_id: frame for project in state.projects
                   for frame in project.frames if frame.frame_id in shown}
+        cache: dict[str, tuple[tuple[object, ...], Text]] = {}
         for view in state.views:
             if view.state == "retired":
                 continue
             host = state.host_row(view.host_id)
             badge = view_badge(view, host, active.get(view.active_frame_id or ""))
-            prompt = Text.assemble(badge_text(self, badge), " ")
-            title_style = (self.get_component_rich_style("view-list--current", partial=True)
-                           if view.view_id == self.current_view_id else "")
-            crumbs = [item.title for item in view.breadcrumb]
+            crumbs = view.breadcrumb
             title = view.title or "(untitled view)"
             if len(crumbs) > 1:
-                title = f"{crumbs[0]} › {title}"
-            prompt.append(title, style=title_style)
-            prompt.append(f" · {view.mode}",
-                          style=self.get_component_rich_style("view-list--mode", partial=True))
+                title = f"{crumbs[0].title} › {title}"
+            current = view.view_id == self.current_view_id
+            looks = (badge, title, view.mode, current)
+            cached = self._prompt_cache.get(view.view_id)
+            prompt = cached[1] if cached is not None and cached[0] == looks else \
+                self._prompt(badge, title, view.mode, current)
+            cache[view.view_id] = (looks, prompt)
             rows.append(Row(view.view_id, prompt))
+        self._prompt_cache = cache
         self.sync_rows(rows)
+
+    def _prompt(self, badge: BadgeKind, title: str, mode: str, current: bool) -> Text:
+        """One row's text; cached by what it shows (each load brings new rows, and
+        styling every row of 20 views on every hook was most of this panel's cost)."""
+        prompt = Text.assemble(badge_text(self, badge), " ")
+        title_style = (self.get_component_rich_style("view-list--current", partial=True)
+                       if current else "")
+        prompt.append(title, style=title_style)
+        prompt.append(f" · {mode}",
+                      style=self.get_component_rich_style("view-list--mode", partial=True))
+        return prompt
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from core.reconcile.provider_checks import effective_session
 from core.state import state_builder
 from core.state.state_builder import build_navigator_state
 from core.tmux.identity import ServerIdentity
@@ -29,8 +28,7 @@ class _CountingRow(dict):
 def _frame_reads(root: Path, views: int, frames: int,
                  monkeypatch: pytest.MonkeyPatch) -> int:
     engine, _shape = populate(root, views=views, frames=frames, sessions=0)
-    monkeypatch.setattr(state_builder, "effective_session",
-                        lambda row, now: _CountingRow(effective_session(row, now)))
+    monkeypatch.setattr(state_builder, "_FrameRecord", _CountingRow)
     try:
         _CountingRow.reads = 0
         state = build_navigator_state(engine)

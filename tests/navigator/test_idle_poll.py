@@ -56,3 +56,31 @@ async def test_idle_ticks_start_no_load_until_a_write(demo: Scenario) -> None:
         fix_login = frame_key(demo.frames["Fix login"])
         await wait_until(
             pilot, lambda: tree(app).frame_nodes()[fix_login].data.badge is BadgeKind.NEEDS_INPUT)
+
+
+async def test_a_watching_navigator_wakes_on_a_commit_without_ticking(demo: Scenario) -> None:
+    """With the kernel's wake (the ``ui`` command's way) no tick is needed to see a hook."""
+    client = _CountingClient(demo)
+    app = SwitchboardApp(client, poll_interval=3600, reconcile_interval=0,  # type: ignore[arg-type]
+                         wake_on_change=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.refresher.watching
+        ticks, loads = app.refresher.ticks, app.refresher.loads
+        key = demo.frame_row("Fix login")["current_session_key"]
+        hook = sqlite3.connect(demo.client.home.registry_path(demo.engine.generation_id))
+        hook.row_factory = sqlite3.Row
+        try:
+            with write_transaction(hook) as tx:
+                sessions_ops.record_activity(
+                    tx, key, activity=Activity.NEEDS_INPUT, reason=ActivityReason.PERMISSION,
+                    runtime_presence=None, turn_id=None, provider_version=None,
+                    now=demo.engine.now())
+        finally:
+            hook.close()
+        fix_login = frame_key(demo.frames["Fix login"])
+        await wait_until(
+            pilot, lambda: tree(app).frame_nodes()[fix_login].data.badge is BadgeKind.NEEDS_INPUT)
+        assert app.refresher.ticks == ticks  # woken, not polled
+        assert app.refresher.loads > loads
+    assert not app.refresher.watching  # the watch is closed with the app

@@ -1,0 +1,145 @@
+"""Coalescing: a burst of registry changes costs one load per gap, never loses the last.
+
+The Refresher runs here against a recording host and a hand-moved clock: no
+Textual, no threads, so the order of loads and timers is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from navigator.jobs import Group, Job
+from navigator.loading import Loaded, LoadGate, Refresher
+
+
+def test_gate_waits_for_a_commit_to_settle() -> None:
+    gate = LoadGate(gap=0.4, settle=0.03)
+    gate.mark(10.0)
+    gate.mark(10.01)  # the same commit's next event does not push the load back
+    assert gate.delay(10.01) == 10.03 - 10.01
+
+
+def test_gate_loads_at_once_then_waits_out_the_gap() -> None:
+    gate = LoadGate(gap=0.4)
+    assert gate.delay(0.0) is None  # nothing wanted
+    gate.mark(0.0)
+    assert gate.delay(0.0) == 0.0
+    gate.started(0.0)
+    gate.mark(0.05)  # a change while the load runs
+    assert gate.delay(0.1) is None  # one load at a time
+    gate.ended()
+    assert gate.delay(0.1) == 0.4 - 0.1
+    assert gate.delay(0.5) == 0.0
+
+
+@dataclass
+class _Timer:
+    delay: float
+    callback: Callable[[], Any]
+
+    def cancel(self) -> None:
+        raise AssertionError("no timer is cancelled while the app runs")
+
+
+@dataclass
+class _Client:
+    stamp: tuple[tuple[int, int], ...] = ((1, 1),)
+
+    def change_stamp(self) -> tuple[tuple[int, int], ...]:
+        return self.stamp
+
+
+@dataclass
+class _Host:
+    """Records the jobs and timers the refresher asks for; runs nothing by itself."""
+
+    client: _Client = field(default_factory=_Client)
+    reconcile_interval: float = 0
+    jobs: list[tuple[Callable[[], Any], Job[Any]]] = field(default_factory=list)
+    timers: list[_Timer] = field(default_factory=list)
+    shown: list[Loaded] = field(default_factory=list)
+
+    def start_job(self, work: Callable[[], Any], group: Group, job: Job[Any], *,
+                  exclusive: bool = False, name: str = "") -> None:
+        assert group is Group.LOAD
+        self.jobs.append((work, job))
+
+    def group_busy(self, group: Group) -> bool:
+        return False
+
+    def inbox_wanted(self) -> str | None:
+        return None
+
+    def show_loaded(self, loaded: Loaded, layout: object) -> None:
+        self.shown.append(loaded)
+
+    def warn(self, text: str, title: str, *, error: bool = False) -> None:
+        raise AssertionError(text)
+
+    def start_load(self, work: Callable[[], Any], job: Job[Any]) -> None:
+        self.jobs.append((work, job))
+
+    def after(self, delay: float, callback: Callable[[], object]) -> _Timer:
+        timer = _Timer(delay, callback)
+        self.timers.append(timer)
+        return timer
+
+
+def _finish(host: _Host, version: int) -> None:
+    """The oldest load's worker ends with a state of this version."""
+    _work, job = host.jobs.pop(0)
+    job.done((None, Loaded(state=None, version=version, inbox=[],  # type: ignore[arg-type]
+                           inbox_problem=None)))
+
+
+def test_a_burst_costs_two_loads_and_the_last_change_is_shown() -> None:
+    now = [0.0]
+    host = _Host()
+    refresher = Refresher(host, gap=0.4, settle=0, clock=lambda: now[0])  # type: ignore[arg-type]
+    refresher.changed()  # the first commit of a burst loads at once
+    assert len(host.jobs) == 1
+    for moment in (0.05, 0.1, 0.15):  # three more while it runs
+        now[0] = moment
+        refresher.changed()
+    assert len(host.jobs) == 1 and not host.timers
+    now[0] = 0.2
+    _finish(host, version=1)
+    assert [loaded.version for loaded in host.shown] == [1]
+    # the trailing load waits out the gap from the first load's start, then runs
+    assert len(host.timers) == 1 and abs(host.timers[0].delay - 0.2) < 1e-9
+    assert not host.jobs
+    now[0] = 0.4
+    host.timers.pop().callback()
+    assert len(host.jobs) == 1
+    _finish(host, version=2)
+    assert [loaded.version for loaded in host.shown] == [1, 2]
+    assert refresher.loads == 2 and not host.timers and not host.jobs
+
+
+def test_a_change_after_a_quiet_spell_loads_at_once() -> None:
+    now = [0.0]
+    host = _Host()
+    refresher = Refresher(host, gap=0.4, settle=0, clock=lambda: now[0])  # type: ignore[arg-type]
+    refresher.changed()
+    _finish(host, version=1)
+    now[0] = 5.0
+    refresher.changed()
+    assert len(host.jobs) == 1 and not host.timers
+
+
+def test_the_tick_loads_only_when_the_stamp_moved() -> None:
+    now = [0.0]
+    host = _Host()
+    refresher = Refresher(host, gap=0.4, settle=0, clock=lambda: now[0])  # type: ignore[arg-type]
+    refresher.poll()  # the first tick reads
+    _finish(host, version=1)
+    for tick in range(1, 5):
+        now[0] = tick
+        refresher.poll()
+    assert not host.jobs  # the stamp stood still
+    host.client.stamp = ((2, 2),)
+    now[0] = 10.0
+    refresher.poll()
+    assert len(host.jobs) == 1
