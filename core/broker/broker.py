@@ -371,9 +371,13 @@ class Broker:
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, tmux_socket: str | os.PathLike[str] | None,
              clock: Clock | None = None, create: bool = True,
-             gate: DeliveryGate | None = None) -> Broker:
-        """``gate``: typing into Switchboard-launched members waits until shown and ready."""
-        store = open_broker(path, create=create)
+             gate: DeliveryGate | None = None, readonly: bool = False) -> Broker:
+        """``gate``: typing into Switchboard-launched members waits until shown and ready.
+
+        ``readonly``: a reader (a navigator's Inbox) that must not write, not even the
+        checkpoint a read-write connection's close does: that close changed the files
+        every other navigator watches, so each read made all the others read again."""
+        store = open_broker(path, create=create, readonly=readonly)
         locks = PaneLocks.beside(store.path)
         return cls(store, clock=clock,
                    notifier=Notifier(TmuxTyper(tmux_socket), locks, gate=gate), locks=locks)

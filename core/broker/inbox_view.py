@@ -45,7 +45,7 @@ def inbox_in_scope(home: Home, scope: InboxScope) -> list[Any]:
     from core.broker.broker import Broker
 
     panes = scope.panes
-    with Broker.open(home.broker_path, tmux_socket=None, create=False) as broker:
+    with Broker.open(home.broker_path, tmux_socket=None, create=False, readonly=True) as broker:
         # The project's own fleet (its agents and the person, who has no pane), plus
         # hand-registered members whose pane is one of this view's.
         fleets = {f.fleet_id for f in broker.list_fleets() if f.name == scope.fleet_name}

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 # The navigator's remembered layout is a few hundred bytes; never read more than this.
 UI_STATE_MAX_BYTES = 1024 * 1024
 #: Seconds an unchanged-looking broker's Inbox answer is reused at most.
-INBOX_MAX_AGE_S = 5.0
+INBOX_MAX_AGE_S = 60.0
 
 
 def _stamp(path: str) -> tuple[int, int]:
