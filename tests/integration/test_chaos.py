@@ -266,22 +266,19 @@ COSTLY = ("complete_return", "push", "human_close")
 
 
 KILL_WINDOW_S = 0.12
-MIN_KILL_WINDOW_S = 0.005
 
 
 def _kills(chaos: Chaos, rng: random.Random) -> None:
     """kill -9 of a forked engine at a random moment of a transition."""
     landed = attempts = 0
-    # The kill comes at a random moment within ``window``; a transition that finished
-    # first ("late") narrows the window, a landed kill widens it again, so the kills
-    # keep landing inside the transitions however fast this machine runs them.
-    window = KILL_WINDOW_S
     while landed < KILLS:
         attempts += 1
-        assert attempts < KILLS * 4, f"only {landed} kills landed in {attempts} attempts"
+        # A faster machine or build finishes more transitions before the kill ("late",
+        # not counted): the budget allows for a landing rate down to one in six.
+        assert attempts < KILLS * 6, f"only {landed} kills landed in {attempts} attempts"
         kind = rng.choice(COSTLY) if attempts % 12 == 0 else rng.choice(CHEAP)
         ids = chaos.prepare(kind)
-        delay = rng.uniform(0.0, window)
+        delay = rng.uniform(0.0, KILL_WINDOW_S)
         chaos.engine.conn.close()
         pid = os.fork()
         if pid == 0:  # the engine process that gets killed
@@ -296,10 +293,8 @@ def _kills(chaos: Chaos, rng: random.Random) -> None:
         chaos.engine = chaos._fresh()
         if os.WIFSIGNALED(status):
             landed += 1
-            window = min(KILL_WINDOW_S, window * 1.05)
             chaos.check(f"kill9:{kind}+{delay * 1000:.0f}ms")
         else:
-            window = max(MIN_KILL_WINDOW_S, window * 0.85)
             chaos.check(f"late:{kind}", counted=False)
         chaos.heal()
 
