@@ -42,20 +42,25 @@ async def test_idle_ticks_start_no_load_until_a_write(demo: Scenario) -> None:
         reads = client.version_reads - start_reads
         assert reads <= ticks // FULL_CHECK_TICKS + 1, (ticks, reads)  # backstop only
 
-        key = demo.frame_row("Fix login")["current_session_key"]
-        hook = sqlite3.connect(demo.client.home.registry_path(demo.engine.generation_id))
-        hook.row_factory = sqlite3.Row  # another process's connection, as a hook's
-        try:
-            with write_transaction(hook) as tx:
-                sessions_ops.record_activity(
-                    tx, key, activity=Activity.NEEDS_INPUT, reason=ActivityReason.PERMISSION,
-                    runtime_presence=None, turn_id=None, provider_version=None,
-                    now=demo.engine.now())
-        finally:
-            hook.close()
+        _hook_commits_needs_input(demo)
         fix_login = frame_key(demo.frames["Fix login"])
         await wait_until(
             pilot, lambda: tree(app).frame_nodes()[fix_login].data.badge is BadgeKind.NEEDS_INPUT)
+
+
+def _hook_commits_needs_input(demo: Scenario) -> None:
+    """"Fix login" needs input, committed on another connection, as a hook's process does."""
+    key = demo.frame_row("Fix login")["current_session_key"]
+    hook = sqlite3.connect(demo.client.home.registry_path(demo.engine.generation_id))
+    hook.row_factory = sqlite3.Row
+    try:
+        with write_transaction(hook) as tx:
+            sessions_ops.record_activity(
+                tx, key, activity=Activity.NEEDS_INPUT, reason=ActivityReason.PERMISSION,
+                runtime_presence=None, turn_id=None, provider_version=None,
+                now=demo.engine.now())
+    finally:
+        hook.close()
 
 
 async def test_a_watching_navigator_wakes_on_a_commit_without_ticking(demo: Scenario) -> None:
@@ -67,17 +72,7 @@ async def test_a_watching_navigator_wakes_on_a_commit_without_ticking(demo: Scen
         await settle(pilot)
         assert app.refresher.watching
         ticks, loads = app.refresher.ticks, app.refresher.loads
-        key = demo.frame_row("Fix login")["current_session_key"]
-        hook = sqlite3.connect(demo.client.home.registry_path(demo.engine.generation_id))
-        hook.row_factory = sqlite3.Row
-        try:
-            with write_transaction(hook) as tx:
-                sessions_ops.record_activity(
-                    tx, key, activity=Activity.NEEDS_INPUT, reason=ActivityReason.PERMISSION,
-                    runtime_presence=None, turn_id=None, provider_version=None,
-                    now=demo.engine.now())
-        finally:
-            hook.close()
+        _hook_commits_needs_input(demo)
         fix_login = frame_key(demo.frames["Fix login"])
         await wait_until(
             pilot, lambda: tree(app).frame_nodes()[fix_login].data.badge is BadgeKind.NEEDS_INPUT)
