@@ -34,8 +34,10 @@ def live(tmp_path: Path, tmux_socket: Path,
     for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
         monkeypatch.delenv(name, raising=False)
     surface = launch_live_surface(tmp_path, tmux_socket)
-    # the fake agent's own SessionStart hook may have left a cache: start from none
-    cache_path(surface).unlink(missing_ok=True)
+    # The fake agent's own SessionStart hook leaves a cache just after its registry commit
+    # (which is what launch_live_surface waits for): wait for that write, then start from none.
+    assert retry_until(cache_path(surface).exists, 10), "SessionStart left no open cache"
+    cache_path(surface).unlink()
     yield surface
     surface.engine.conn.close()
 
