@@ -60,6 +60,8 @@ class RecoveryList(RowList):
 
     navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
                                                                repaint=False)
+    #: The open recoveries the rows were last built from (None: build on the next state).
+    _shown: tuple[RecoveryRow, ...] | None = None
 
     @dataclass
     class RecoverRequested(Message):
@@ -113,13 +115,21 @@ class RecoveryList(RowList):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._shown = None  # the same rows in new colours
         self._render_rows()
 
     def _render_rows(self) -> None:
         if self.navigator_state is None or not self.is_mounted:
             return
+        recoveries = tuple(self.open_recoveries)
+        # Every registry write brings a new NavigatorState; the rows are rebuilt only
+        # when the open recoveries themselves changed (a host with hundreds open would
+        # otherwise restyle every one of them on every hook).
+        if recoveries == self._shown:
+            return
+        self._shown = recoveries
         rows = []
-        for recovery in self.open_recoveries:
+        for recovery in recoveries:
             symbol, word = ACTIONABILITY.get(recovery.actionability, ("?", "unknown"))
             style = self.get_component_rich_style(
                 "recovery--" + recovery.actionability.replace("_", "-"), partial=True,

@@ -113,6 +113,14 @@ def _timed(command: str, env: dict[str, str], stdin: bytes) -> float:
 
 
 
+def provider_session(engine, frame: str) -> str:
+    """The provider's session id of the frame's current session (its hooks carry it)."""
+    return engine.conn.execute(
+        "SELECT s.provider_session_id FROM frames f JOIN provider_sessions s"
+        " ON s.session_key = f.current_session_key WHERE f.frame_id = ?",
+        (frame,)).fetchone()[0]
+
+
 def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, float]:
     installed_bytecode()
     folder = Path(tempfile.mkdtemp(prefix="sbscale-", dir="/tmp"))
@@ -137,10 +145,20 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         print(f"setting up {views} views x {agents} agents ...", flush=True)
         frames: list[tuple[str, str]] = []  # (view, frame) of every agent
         tasks: dict[str, list[str]] = {}
+        commands = hook_commands(engine)
+        base_env = {k: v for k, v in os.environ.items() if k != ENV_HOME}
+
+        def bind(frame: str) -> None:
+            # The quiet agents' own hooks are no-ops; a real agent's SessionStart binds
+            # its launch (else each opens a bind_timeout recovery after 60 s).
+            _timed(commands["SessionStart"], {**base_env, **pane_env(engine, frame)},
+                   recorded("SessionStart", provider_session(engine, frame)))
+
         for name in names:
             route = engine.project_enter(new_request_id(), name)
             engine.frame_start(new_request_id(), route.frame_id)
             retry_until(lambda r=route: pane_of(engine, r.frame_id) is not None, 60.0)
+            bind(route.frame_id)
             frames.append((route.view_id, route.frame_id))
             for index in range(agents - 1):
                 pushed = engine.frame_push(new_request_id(), route.frame_id,
@@ -148,6 +166,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
                 child = pushed.target_frame_id
                 retry_until(lambda c=child: pane_of(engine, c) is not None, 60.0)
                 claim_for_frame(engine, child, session_of(engine, child))
+                bind(child)
                 engine.frame_back(new_request_id(), route.view_id)
                 frames.append((route.view_id, child))
                 tasks.setdefault(route.view_id, []).append(child)
@@ -187,13 +206,8 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         figures["per_reconcile"] = per_reconcile
 
         # hook floor and storm
-        commands = hook_commands(engine)
-        base_env = {k: v for k, v in os.environ.items() if k != ENV_HOME}
         envs = {frame: pane_env(engine, frame) for _view, frame in frames}
-        keys = {frame: engine.conn.execute(
-            "SELECT s.provider_session_id FROM frames f JOIN provider_sessions s"
-            " ON s.session_key = f.current_session_key WHERE f.frame_id = ?",
-            (frame,)).fetchone()[0] for _view, frame in frames}
+        keys = {frame: provider_session(engine, frame) for _view, frame in frames}
         floor = [_timed(BASELINE, base_env, b"") for _ in range(20)]
         samples: list[float] = []
         lock = threading.Lock()
@@ -259,6 +273,17 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
             figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
             figures["focus_p95"] = quantile(focus, 0.95) / statistics.median(swap)
         figures["rss"] = max(_rss_mb(pid) for pid in navigators)
+        # Correctness under load: nothing in this run stops an agent, so any surface
+        # not live or any recovery opened is a false alarm (a load-induced misreading).
+        figures["recoveries"] = engine.conn.execute(
+            "SELECT COUNT(*) FROM recoveries").fetchone()[0]
+        figures["surfaces_not_live"] = engine.conn.execute(
+            "SELECT COUNT(*) FROM surfaces WHERE lifecycle_state != 'live'").fetchone()[0]
+        for kind, count, explanation in engine.conn.execute(
+                "SELECT kind, COUNT(*), MIN(bounded_explanation) FROM recoveries"
+                " GROUP BY kind"):
+            print(f"recoveries opened under load: {count} x {kind}, e.g. {explanation}",
+                  flush=True)
         engine.conn.close()
     finally:
         subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
@@ -297,6 +322,8 @@ def main() -> int:
           f"({f['turns_per_interval']:.2f} turns x {f['per_reconcile']:g})   "
           f"{_verdict(f['reconcile'], 2)}")
     print(f"navigator RSS (largest)  {f['rss']:6.1f} MB   {_verdict(f['rss'], 45)}")
+    print(f"false alarms             {f['recoveries']:4.0f} recoveries, "
+          f"{f['surfaces_not_live']:.0f} surfaces not live   {_verdict(f['recoveries'], 0)}")
     print(json.dumps({k: round(v, 3) for k, v in f.items()}))
     return 0
 
