@@ -32,6 +32,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -113,6 +114,18 @@ def _timed(command: str, env: dict[str, str], stdin: bytes) -> float:
 
 
 
+def _bare_textual_rss(socket: Path) -> float:
+    """RSS in MB of a bare Textual app in a pane of this server, once it has painted."""
+    pid = int(_tmux(socket, "new-window", "-d", "-c", str(REPO), "-P", "-F", "#{pane_pid}", "--",
+                    sys.executable, "-m", "tests.bench.bare_textual").strip())
+    try:
+        retry_until(lambda: _rss_mb(pid) > 20, 30.0)
+        time.sleep(2)
+        return _rss_mb(pid)
+    finally:
+        subprocess.run(["kill", str(pid)], capture_output=True)
+
+
 def provider_session(engine, frame: str) -> str:
     """The provider's session id of the frame's current session (its hooks carry it)."""
     return engine.conn.execute(
@@ -179,7 +192,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         time.sleep(8)  # navigators start, paint and settle
         nav_pids = [pid for nav in navigators for pid in _children(nav)]
 
-        # idle
+        print(f"idle {idle_s:g} s ...", flush=True)
         stamp = home.run_dir / "reconcile.stamp"  # core.reconcile.reconcile_turn.STAMP_NAME
         turns, last_mtime = 0, None
         before = _cpu_ticks(nav_pids)
@@ -209,6 +222,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         envs = {frame: pane_env(engine, frame) for _view, frame in frames}
         keys = {frame: provider_session(engine, frame) for _view, frame in frames}
         floor = [_timed(BASELINE, base_env, b"") for _ in range(20)]
+        print(f"storm {storm_s:g} s ...", flush=True)
         samples: list[float] = []
         lock = threading.Lock()
         total = int(storm_s * HOOKS_PER_S)
@@ -273,6 +287,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
             figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
             figures["focus_p95"] = quantile(focus, 0.95) / statistics.median(swap)
         figures["rss"] = max(_rss_mb(pid) for pid in navigators)
+        figures["rss_floor"] = _bare_textual_rss(socket)
         # Correctness under load: nothing in this run stops an agent, so any surface
         # not live or any recovery opened is a false alarm (a load-induced misreading).
         figures["recoveries"] = engine.conn.execute(
@@ -321,7 +336,8 @@ def main() -> int:
     print(f"reconcile tmux processes {f['reconcile']:6.2f} per interval per host "
           f"({f['turns_per_interval']:.2f} turns x {f['per_reconcile']:g})   "
           f"{_verdict(f['reconcile'], 2)}")
-    print(f"navigator RSS (largest)  {f['rss']:6.1f} MB   {_verdict(f['rss'], 45)}")
+    print(f"navigator RSS (largest)  {f['rss']:6.1f} MB   {_verdict(f['rss'], 45)}"
+          f"   (a bare Textual app: {f['rss_floor']:.1f} MB)")
     print(f"false alarms             {f['recoveries']:4.0f} recoveries, "
           f"{f['surfaces_not_live']:.0f} surfaces not live   {_verdict(f['recoveries'], 0)}")
     print(json.dumps({k: round(v, 3) for k, v in f.items()}))
