@@ -246,11 +246,19 @@ def _move(engine: Engine, transition_id: str) -> None:
         # fenced in main; that hook or the settlement watchdog lifts the fence.
         fenced = control is not None and control["transport"] == ControlTransport.LIVE_INPUT \
             and control["state"] == "submitted"
+        # The intent is recorded; the swap batch below is a tmux process of its own,
+        # which outlives this one if it is killed while the batch is in flight.
+        engine.fault_point("before_swap")
         try:
             # One guarded tmux process: swap, fence the old main, open a staged
             # target's launch gate, re-read both panes.
             shown = stage.present(view, target_pane, enable_input=not fenced)
-        except (PlacementRefused, UnmanagedPane, PaneNotFound, ServerIdentityMismatch,
+        except PlacementRefused as exc:
+            shown = _landed_before(engine, view, _surface_id, target_pane, fenced)
+            if shown is None:  # refused, and the panes do not show this move: nothing moved
+                _roll_back(engine, transition_id, f"nothing moved: {exc}")
+                return
+        except (UnmanagedPane, PaneNotFound, ServerIdentityMismatch,
                 TmuxUnavailable) as exc:  # no server answering: nothing could move
             _roll_back(engine, transition_id, f"nothing moved: {exc}",
                        server_restarted=isinstance(exc, _SERVER_GONE))
@@ -274,6 +282,34 @@ def _move(engine: Engine, transition_id: str) -> None:
             transitions_ops.advance_phase(tx, transition_id, "intent", "inspected", engine.now())
     engine.fault_point("after_inspect")
     commit(engine, transition_id)
+
+
+def _landed_before(engine: Engine, view: sqlite3.Row, target_surface_id: str | None,
+                   target_pane: str | None, fenced: bool) -> str | None:
+    """The target's pane when a refused swap finds this very move already made.
+
+    A killed executor's swap batch is a tmux process of its own and outlives it:
+    it can land after reconcile read tmux (target parked, phase ``intent``: the
+    transition is resumed) and before the resumed swap, whose guard then refuses
+    (the target is no longer parked). The panes prove the batch ran
+    (``pane_evidence.swap_landed``), so the move rolls forward from that evidence
+    instead of failing with main showing the target. Nothing is swapped again.
+    """
+    from core.reconcile.pane_evidence import swap_landed
+
+    if target_pane is None:
+        return None
+    try:
+        snap = engine.require_stage().adapter_for(view["tmux_server_id"]).checked_snapshot()
+        landed = swap_landed(snap, view["view_id"], view["main_pane_id"], target_pane,
+                             target_surface_id, target_input=not fenced)
+    except SwitchboardError:
+        return None  # no reading: nothing is proven, the refusal stands
+    if not landed:
+        return None
+    with write_transaction(engine.conn) as tx:
+        views_ops.set_main_pane(tx, view["view_id"], target_pane, engine.now())
+    return target_pane
 
 
 def _move_mode(engine: Engine, row: sqlite3.Row) -> None:

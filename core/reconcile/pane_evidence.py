@@ -61,6 +61,28 @@ def expected_main(conn: sqlite3.Connection, view_id: str, server_id: str | None,
     return pane.pane_id if pane is not None else None
 
 
+def swap_landed(snap: ServerSnapshot, view_id: str, old_main: str | None, target_pane: str,
+                target_surface_id: str | None, *, target_input: bool) -> bool:
+    """Whether a present batch from ``old_main`` to ``target_pane`` ran, whoever ran it.
+
+    The batch swaps the target into main, parks and fences the old main and sets
+    the target's input (on, or left off for a fenced control turn) in one tmux
+    command group, so the target (its own surface's live pane) alone in main with
+    that input, and the old main parked and input-off, prove the whole group
+    happened. A swap by hand leaves both fences as they were, so it proves nothing.
+    """
+    if old_main is None or target_surface_id is None:
+        return False
+    layout = snap.view(view_id)
+    if layout is None or layout.main is None or not shows(layout, target_pane):
+        return False
+    main = layout.main
+    if main.surface_id != target_surface_id or main.dead or main.input_off == target_input:
+        return False
+    parked = snap.pane(old_main)
+    return parked is not None and parked.parked and parked.input_off
+
+
 def shows(layout: ViewLayout | None, pane_id: str | None) -> bool:
     """Whether main holds exactly ``pane_id`` (None: the view's placeholder)."""
     if layout is None or layout.main is None:

@@ -5,6 +5,12 @@ is gone, possibly in the middle of a swap. Reconcile never repeats a swap it
 cannot prove did not happen, so each such transition is decided from pane
 evidence alone: main shows the target (finish it), nothing moved yet (resume
 it under a new lease), or anything else (fail it, with a view recovery).
+
+"Nothing moved yet" is only what tmux showed when it was read: the dead owner's
+swap batch is a tmux process of its own and may still land. The resumed swap is
+guarded (the target must still be parked), so at most one of the two runs; when
+the dead owner's lands first, the refused saga reads the panes and rolls the
+move forward from that evidence (``core.engine.sagas``, ``pane_evidence.swap_landed``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ ended consistent.
 
 Saga points (core/engine/sagas.py, core/tmux/stage.py): after_claim (intent), after_launch
 (push: child pane staged behind its gate), after_submit_recorded /
-after_submit (complete_return: before / after the one paste), after_swap (the
+after_submit (complete_return: before / after the one paste), before_swap (intent
+recorded, the swap batch not started), after_swap (the
 swap happened, phase still intent), after_move (moved), after_inspect
 (inspected), after_commit (committed; a stopped child's pane not yet killed),
 mode_after_move (view mode: tmux changed, registry write not committed).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -63,7 +65,7 @@ AFTER_EVERY_LEASE = LEASE_MS + 120_000  # past the lease and any watchdog (<= 12
 
 SAGA = ["after_claim", "after_swap", "after_move", "after_inspect", "after_commit"]
 POINTS: dict[str, list[str]] = {
-    "focus": SAGA,
+    "focus": ["after_claim", "before_swap", *SAGA[1:]],
     "back": SAGA,
     "human_close": SAGA,
     "recover": SAGA,
@@ -72,7 +74,8 @@ POINTS: dict[str, list[str]] = {
     "mode_direct": ["mode_after_move"],
     "mode_navigator": ["mode_after_move"],
 }
-EXITS = [("focus", "after_swap"), ("back", "after_move"), ("human_close", "after_commit"),
+EXITS = [("focus", "before_swap"), ("focus", "after_swap"), ("back", "after_move"),
+         ("human_close", "after_commit"),
          ("push", "after_launch"), ("push", "after_swap"), ("complete_return", "after_submit"),
          ("complete_return", "after_inspect"), ("mode_direct", "mode_after_move"),
          ("recover", "after_swap")]
@@ -308,6 +311,87 @@ def test_a_brief_claim_never_races_ahead_of_the_push_commit(
     assert problems(fresh, world.view_id) == []  # the brief itself is kept and claimable
     assert getattr(early, "kind", "retry") != "none", \
         "the child was told there is no transition for it while its push was executing"
+
+
+def test_a_dead_executors_swap_landing_after_reconcile_read_tmux_rolls_forward(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """kill -9 while a focus's swap batch is in flight: that batch is a tmux process of its
+    own, so it outlives the engine and can land after reconcile read tmux (the target
+    still parked, phase intent: reconcile resumes the focus) and before reconcile's own
+    swap, which its guard then refuses. The pane evidence (the target in main, the old
+    main parked and fenced: only that batch does both) proves the focus moved: the one
+    reconcile rolls it forward instead of failing it with tmux showing the target."""
+    engine, world = build_world(tmp_path, tmux_socket)
+    assert world.child_id is not None
+    old_main, target = pane_of(engine, world.child_id), pane_of(engine, world.workspace_id)
+    assert old_main is not None and target is not None
+    surface = engine.conn.execute("SELECT surface_id FROM surfaces WHERE pane_id = ? AND"
+                                  " lifecycle_state = 'live'", (target,)).fetchone()[0]
+    server = engine.conn.execute("SELECT tmux_server_id FROM user_views WHERE view_id = ?",
+                                 (world.view_id,)).fetchone()[0]
+    _inject(engine, world, "focus", "before_swap", "exit", world.ids())
+    engine.conn.close()
+
+    fresh = open_stage_engine(tmp_path, clock=OffsetClock(AFTER_EVERY_LEASE))
+    landed: list[str] = []
+
+    def dead_batch_lands(reached: str) -> None:
+        if reached == "before_swap" and not landed:  # reconcile's resumed focus, about to swap
+            landed.append(reached)
+            fresh.stage.adapter_for(server).present(
+                main_pane=old_main, target_pane=target, view_id=world.view_id,
+                target_surface_id=surface)
+
+    fresh.fault = dead_batch_lands
+    report = reconcile(fresh)
+    fresh.fault = None
+    assert landed, "reconcile did not resume the focus"
+    assert problems(fresh, world.view_id) == []
+    row = fresh.conn.execute("SELECT state, transport_phase FROM view_transitions"
+                             " WHERE kind = 'focus'").fetchone()
+    assert tuple(row) == ("completed", "committed")
+    assert report.transitions_rolled_back == 0
+    assert [r.kind for r in recovery.list_recoveries(fresh) if r.subject_type == "view"] == []
+    again = reconcile(fresh)
+    assert (again.transitions_finished, again.transitions_resumed,
+            again.transitions_rolled_back, again.recoveries_opened) == (0, 0, 0, 0)
+    assert problems(fresh, world.view_id) == []
+
+
+def test_kill_9_with_the_swap_batch_in_flight_rolls_forward_in_one_reconcile(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same race, end to end: every swap batch's tmux client is held back 1 s, the
+    focusing engine is killed with SIGKILL while its batch waits, and its batch lands
+    while reconcile's resumed swap waits in turn (the chaos test's kill9:focus found it)."""
+    engine, world = build_world(tmp_path, tmux_socket)
+    ids = world.ids()
+    engine.conn.close()
+    started = tmp_path / "swap-started"
+    real = shutil.which("tmux")
+    wrapper = tmp_path / "bin" / "tmux"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *swap-pane*) : > "{started}"; sleep 1;; esac\n'
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    env["SWITCHBOARD_HOME"] = str(tmp_path)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.fault_child", str(tmp_path), "none", "focus",
+         json.dumps(ids)], cwd=REPO, env=env)
+    try:
+        assert retry_until(started.exists, 30, interval=0.01)
+    finally:
+        child.kill()  # kill -9 while its swap batch (its own tmux process) is in flight
+        child.wait()
+
+    fresh = open_stage_engine(tmp_path, clock=OffsetClock(AFTER_EVERY_LEASE))
+    report = reconcile(fresh)
+    assert problems(fresh, world.view_id) == []
+    assert (report.transitions_resumed, report.transitions_rolled_back) == (1, 0), report
+    assert fresh.conn.execute("SELECT state FROM view_transitions WHERE kind = 'focus'"
+                              ).fetchone()[0] == "completed"
+    assert [r.kind for r in recovery.list_recoveries(fresh) if r.subject_type == "view"] == []
 
 
 def test_fault_injection_summary(capsys: pytest.CaptureFixture[str]) -> None:
