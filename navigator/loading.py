@@ -32,10 +32,14 @@ _T = TypeVar("_T")
 #: Every this many poll ticks the navigator reads data_version even when no file moved
 #: (a backstop against a commit that left size and mtime as they were: 5 s at 4/s).
 FULL_CHECK_TICKS = 20
-#: Seconds between two loads' starts while changes keep coming: a storm of hooks
-#: (5 a second across 200 agents) costs every navigator at most this many loads a
-#: second, and the last change is still shown at most this long after it landed.
+#: Seconds between two loads' starts when a change follows a load closely: the
+#: second change of a burst is shown at most this long after it landed.
 LOAD_GAP = 0.4
+#: The gap once changes have kept coming for a while (``LoadGate.stream_loads`` loads
+#: in a row each waited for the gap). A storm of hooks (5 a second across 200 agents,
+#: each changing some badge every navigator shows) then costs every navigator about
+#: one load a second instead of 2.5; a change after a quiet spell still loads at once.
+LOAD_GAP_MAX = 1.2
 #: Seconds a woken load waits for the rest of a commit's file events.
 WAKE_SETTLE = 0.03
 #: Seconds between stat ticks when a ``ChangeWatch`` wakes the navigator on change:
@@ -82,21 +86,37 @@ def read_inbox(client: EngineClient, state: NavigatorState,
 
 @dataclass
 class LoadGate:
-    """Turns change signals into loads: one at a time, starts at least ``gap`` apart.
+    """Turns change signals into loads: one at a time, starts at least a gap apart.
 
-    A signal while a load runs, or within ``gap`` of the last start, is kept
+    A signal while a load runs, or within the gap of the last start, is kept
     (``dirty``) and served by one later load, so a burst of commits costs one
     load per gap and its last change is never dropped (the trailing edge). A
     woken load also waits ``settle`` after the first signal: one commit's WAL
     writes arrive as several events, and a load between them reads twice.
+
+    The gap adapts: it is ``gap`` while changes come in short bursts (a person's
+    push or focus commits a few times within a second, and each step shows within
+    ``gap``), and becomes ``max_gap`` once ``stream_loads`` loads in a row had to
+    wait for it, i.e. changes have kept arriving faster than loads for a while (a
+    storm of hooks). One change after a quiet spell loads after ``settle`` and
+    puts the gap back to ``gap``.
     """
 
     gap: float
     settle: float = 0.0
+    max_gap: float | None = None
     dirty: bool = False
     busy: bool = False
     last_start: float = -math.inf
     dirty_since: float = -math.inf
+    stream_loads: int = 3
+    held: int = 0  # loads in a row that waited for the gap
+
+    @property
+    def current_gap(self) -> float:
+        if self.max_gap is not None and self.held >= self.stream_loads:
+            return max(self.gap, self.max_gap)
+        return self.gap
 
     def mark(self, now: float) -> None:
         """A change was signalled; the first since the last load starts the settle time."""
@@ -107,9 +127,14 @@ class LoadGate:
         """Seconds until the next load may start; None when none is wanted or one runs."""
         if not self.dirty or self.busy:
             return None
-        return max(0.0, self.last_start + self.gap - now, self.dirty_since + self.settle - now)
+        return max(0.0, self.last_start + self.current_gap - now,
+                   self.dirty_since + self.settle - now)
 
     def started(self, now: float) -> None:
+        # held back by the gap (its change came inside it): the stream goes on; a
+        # change after a quiet spell starts the count again
+        waited = self.dirty and self.dirty_since < self.last_start + self.current_gap
+        self.held = self.held + 1 if waited else 0
         self.dirty, self.busy, self.last_start = False, True, now
 
     def ended(self) -> None:
@@ -155,14 +180,14 @@ class Refresher:
     said once per distinct problem (loads) or per run of failures (reconciles)."""
 
     def __init__(self, host: RefreshHost, *, gap: float = LOAD_GAP,
-                 settle: float = WAKE_SETTLE,
+                 max_gap: float | None = LOAD_GAP_MAX, settle: float = WAKE_SETTLE,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._host = host
         self.data_version: int | None = None
         self.ticks = 0
         self.loads = 0
         self.full_check_ticks = FULL_CHECK_TICKS
-        self.gate = LoadGate(gap, settle)
+        self.gate = LoadGate(gap, settle, max_gap)
         self._clock = clock
         self._timer: Cancellable | None = None
         self._stopped = False

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from navigator.jobs import Group, Job
 from navigator.loading import Loaded, LoadGate, Refresher
 
@@ -32,6 +34,48 @@ def test_gate_loads_at_once_then_waits_out_the_gap() -> None:
     gate.ended()
     assert gate.delay(0.1) == 0.4 - 0.1
     assert gate.delay(0.5) == 0.0
+
+
+def _stream(gate: LoadGate, until: float, every: float) -> list[float]:
+    """Changes every ``every`` s until ``until``; each load takes 10 ms. Load starts."""
+    starts: list[float] = []
+    now, next_change = 0.0, 0.0
+    while now <= until:
+        if next_change <= now:
+            gate.mark(now)
+            next_change += every
+        delay = gate.delay(now)
+        if delay == 0.0:
+            gate.started(now)
+            starts.append(round(now, 3))
+            gate.ended()
+        now = round(now + 0.01, 3)
+    return starts
+
+
+def test_a_sustained_stream_spaces_loads_out_to_the_longest_gap() -> None:
+    gate = LoadGate(gap=0.4, max_gap=1.2)
+    starts = _stream(gate, until=6.0, every=0.2)  # 5 changes a second, as the storm
+    gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
+    # a burst's first loads keep the short gap (the loop steps 10 ms) ...
+    assert gaps[:3] == pytest.approx([0.4, 0.4, 0.4], abs=0.011)
+    # ... then the stream has gone on for three loads: the longest gap from there on
+    assert gaps[3:] and all(1.19 <= gap <= 1.211 for gap in gaps[3:])
+    assert starts[0] == 0.0  # the first change of the stream loads at once
+
+
+def test_a_change_after_a_quiet_spell_loads_at_once_with_the_short_gap_again() -> None:
+    gate = LoadGate(gap=0.4, settle=0.03, max_gap=1.2)
+    _stream(gate, until=3.0, every=0.2)
+    assert gate.current_gap == pytest.approx(1.2)
+    gate.started(gate.last_start + 1.2)  # the stream's trailing load
+    gate.ended()
+    gate.mark(10.0)  # quiet since 3 s
+    assert gate.delay(10.0) == pytest.approx(0.03)  # only the settle: no gap left to wait out
+    gate.started(10.03)
+    gate.ended()
+    gate.mark(10.1)  # a second change soon after is held by the short gap only
+    assert abs(gate.delay(10.1) - (10.03 + 0.4 - 10.1)) < 1e-9
 
 
 @dataclass
