@@ -40,8 +40,12 @@ LOAD_GAP = 0.4
 #: each changing some badge every navigator shows) then costs every navigator about
 #: one load a second instead of 2.5; a change after a quiet spell still loads at once.
 LOAD_GAP_MAX = 1.2
-#: Seconds a woken load waits for the rest of a commit's file events.
+#: Seconds a woken load waits after the latest file event: the rest of a commit's
+#: events, and the next commits of a request that commits a few times in a row (a
+#: focus commits four times in ~50 ms), arrive before the load instead of after it.
 WAKE_SETTLE = 0.03
+#: The longest a woken load waits for events to stop (a steady stream never starves it).
+WAKE_SETTLE_MAX = 0.15
 #: Seconds between stat ticks when a ``ChangeWatch`` wakes the navigator on change:
 #: the tick is only the backstop then (a missed event, a registry reset).
 WATCH_TICK = 2.0
@@ -105,10 +109,12 @@ class LoadGate:
     gap: float
     settle: float = 0.0
     max_gap: float | None = None
+    settle_max: float | None = None  # None: ``settle`` after the first signal only
     dirty: bool = False
     busy: bool = False
     last_start: float = -math.inf
     dirty_since: float = -math.inf
+    last_signal: float = -math.inf
     stream_loads: int = 3
     held: int = 0  # loads in a row that waited for the gap
 
@@ -119,16 +125,21 @@ class LoadGate:
         return self.gap
 
     def mark(self, now: float) -> None:
-        """A change was signalled; the first since the last load starts the settle time."""
+        """A change was signalled; the first since the last load starts the settle time,
+        and each one restarts it (up to ``settle_max`` after the first)."""
         if not self.dirty:
             self.dirty, self.dirty_since = True, now
+        self.last_signal = now
 
     def delay(self, now: float) -> float | None:
         """Seconds until the next load may start; None when none is wanted or one runs."""
         if not self.dirty or self.busy:
             return None
-        return max(0.0, self.last_start + self.current_gap - now,
-                   self.dirty_since + self.settle - now)
+        settled = self.dirty_since + self.settle
+        if self.settle_max is not None:  # quiet for ``settle``, within ``settle_max``
+            settled = max(settled, min(self.last_signal + self.settle,
+                                       self.dirty_since + self.settle_max))
+        return max(0.0, self.last_start + self.current_gap - now, settled - now)
 
     def started(self, now: float) -> None:
         # held back by the gap (its change came inside it): the stream goes on; a
@@ -181,13 +192,14 @@ class Refresher:
 
     def __init__(self, host: RefreshHost, *, gap: float = LOAD_GAP,
                  max_gap: float | None = LOAD_GAP_MAX, settle: float = WAKE_SETTLE,
+                 settle_max: float | None = WAKE_SETTLE_MAX,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._host = host
         self.data_version: int | None = None
         self.ticks = 0
         self.loads = 0
         self.full_check_ticks = FULL_CHECK_TICKS
-        self.gate = LoadGate(gap, settle, max_gap)
+        self.gate = LoadGate(gap, settle, max_gap, settle_max)
         self._clock = clock
         self._timer: Cancellable | None = None
         self._stopped = False

@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -224,6 +225,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         floor = [_timed(BASELINE, base_env, b"") for _ in range(20)]
         print(f"storm {storm_s:g} s ...", flush=True)
         samples: list[float] = []
+        slowest: list[tuple[float, str, float]] = []  # (ms, event, seconds into the storm)
         lock = threading.Lock()
         total = int(storm_s * HOOKS_PER_S)
         before = _cpu_ticks(nav_pids)
@@ -236,9 +238,11 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
                     floor.append(took)
             _view, frame = frames[index % len(frames)]
             event = "UserPromptSubmit" if (index // len(frames)) % 2 == 0 else "Stop"
+            began = time.monotonic() - started
             took = _timed(commands[event], envs[frame], recorded(event, keys[frame]))
             with lock:
                 samples.append(took)
+                slowest.append((took, event, began))
 
         threads = []
         for index in range(total):
@@ -259,6 +263,9 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         figures["floor_ms"] = floor_p50
         figures["hook_p50"] = statistics.median(samples) / floor_p50
         figures["hook_p99"] = quantile(samples, 0.99) / floor_p50
+        print("slowest hooks: " + ", ".join(f"{ms:.0f} ms {event} at {at:.1f} s"
+                                            for ms, event, at in sorted(slowest)[-3:]),
+              flush=True)
         # drain: until no navigator used CPU for one second
         quiet_since, ticks = time.monotonic(), _cpu_ticks(nav_pids)
         while time.monotonic() - quiet_since < 1.0 and time.monotonic() - last_hook < 60:
@@ -286,6 +293,21 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
                 _tmux(socket, "swap-pane", "-d", "-s", panes[1], "-t", panes[0])
             figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
             figures["focus_p95"] = quantile(focus, 0.95) / statistics.median(swap)
+            # the same focus with every navigator paused: what the engine and tmux cost
+            # alone, apart from the navigators reloading on the focus's own commits
+            for pid in nav_pids:
+                os.kill(pid, signal.SIGSTOP)
+            try:
+                alone = []
+                for round_ in range(10):
+                    start = time.perf_counter()
+                    engine.view_focus(new_request_id(), view_id, pair[round_ % 2])
+                    alone.append((time.perf_counter() - start) * 1000)
+            finally:
+                for pid in nav_pids:
+                    os.kill(pid, signal.SIGCONT)
+            figures["focus_alone"] = statistics.median(alone) / statistics.median(swap)
+            figures["swap_ms"] = statistics.median(swap)
         figures["rss"] = max(_rss_mb(pid) for pid in navigators)
         figures["rss_floor"] = _bare_textual_rss(socket)
         # Correctness under load: nothing in this run stops an agent, so any surface
@@ -332,7 +354,9 @@ def main() -> int:
     if "focus_median" in f:
         print(f"focus median             {f['focus_median']:6.2f} x swap-pane   "
               f"{_verdict(f['focus_median'], 2)}")
-        print(f"focus p95                {f['focus_p95']:6.2f} x swap-pane")
+        print(f"focus p95                {f['focus_p95']:6.2f} x swap-pane "
+              f"({f['swap_ms']:.1f} ms)")
+        print(f"focus, navigators paused {f['focus_alone']:6.2f} x swap-pane (median)")
     print(f"reconcile tmux processes {f['reconcile']:6.2f} per interval per host "
           f"({f['turns_per_interval']:.2f} turns x {f['per_reconcile']:g})   "
           f"{_verdict(f['reconcile'], 2)}")

@@ -19,8 +19,18 @@ from navigator.loading import Loaded, LoadGate, Refresher
 def test_gate_waits_for_a_commit_to_settle() -> None:
     gate = LoadGate(gap=0.4, settle=0.03)
     gate.mark(10.0)
-    gate.mark(10.01)  # the same commit's next event does not push the load back
+    gate.mark(10.01)  # without settle_max, a later event does not push the load back
     assert gate.delay(10.01) == 10.03 - 10.01
+
+
+def test_gate_waits_for_a_requests_commits_to_stop_but_not_for_ever() -> None:
+    gate = LoadGate(gap=0.4, settle=0.03, settle_max=0.15)
+    gate.mark(10.0)
+    gate.mark(10.02)  # a focus commits again 20 ms later: wait for quiet after it
+    assert gate.delay(10.02) == pytest.approx(0.03)
+    for moment in (10.04, 10.06, 10.08, 10.1, 10.12, 10.14):  # a steady stream
+        gate.mark(moment)
+    assert gate.delay(10.14) == pytest.approx(0.01)  # 150 ms after the first at most
 
 
 def test_gate_loads_at_once_then_waits_out_the_gap() -> None:
