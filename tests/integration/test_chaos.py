@@ -269,33 +269,53 @@ KILL_WINDOW_S = 0.12
 
 
 def _kills(chaos: Chaos, rng: random.Random) -> None:
-    """kill -9 of a forked engine at a random moment of a transition."""
+    """kill -9 of a forked engine at a random moment of a transition.
+
+    A kill counts when it lands while the request runs: the child reports on a
+    pipe when it has opened the engine and when the request returned. The kill
+    moment is uniform over how long that kind took on this machine (the longest
+    unkilled run seen; 0-120 ms until one is seen), so kills spread over the whole
+    transition whatever the machine's speed. A fixed 0-120 ms window landed one
+    kill in seven on a quiet machine, where a focus ends within about 10 ms of the
+    fork, and half of those fell while the engine was still opening.
+    """
     landed = attempts = 0
+    window: dict[str, float] = {}
     while landed < KILLS:
         attempts += 1
-        # A faster machine or build finishes more transitions before the kill ("late",
-        # not counted): the budget allows for a landing rate down to one in six.
+        # The budget allows for a landing rate down to one in six.
         assert attempts < KILLS * 6, f"only {landed} kills landed in {attempts} attempts"
         kind = rng.choice(COSTLY) if attempts % 12 == 0 else rng.choice(CHEAP)
         ids = chaos.prepare(kind)
-        delay = rng.uniform(0.0, KILL_WINDOW_S)
+        delay = rng.uniform(0.0, window.get(kind, KILL_WINDOW_S))
         chaos.engine.conn.close()
+        report_r, report_w = os.pipe()
+        forked = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the engine process that gets killed
             try:
+                os.close(report_r)
                 engine = open_stage_engine(chaos.root)
+                os.write(report_w, b"started\n")
                 perform(engine, kind, ids)
+                os.write(report_w, f"finished {time.monotonic()!r}\n".encode())
             finally:
                 os._exit(0)
+        os.close(report_w)
         time.sleep(delay)
         os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        os.waitpid(pid, 0)
+        with os.fdopen(report_r, "rb") as report:
+            lines = report.read().decode().split()
         chaos.engine = chaos._fresh()
-        if os.WIFSIGNALED(status):
+        if "started" in lines and "finished" not in lines:
             landed += 1
             chaos.check(f"kill9:{kind}+{delay * 1000:.0f}ms")
-        else:
-            chaos.check(f"late:{kind}", counted=False)
+        else:  # before the request began, or after it ended: no fault
+            if "finished" in lines:
+                took = float(lines[-1]) - forked
+                window[kind] = max(window.get(kind, 0.0), took)
+            chaos.check(f"{'late' if lines else 'early'}:{kind}", counted=False)
         chaos.heal()
 
 
