@@ -19,7 +19,7 @@ own hooks are no-ops, so the benchmark decides when a hook runs). Then:
 - focus: ``view_focus`` between two parked tasks against a bare ``swap-pane``;
 - reconcile: host turns taken during the idle phase (the stamp file's mtime)
   per interval, times tmux processes of one idle reconcile;
-- navigator RSS (largest).
+- navigator RSS (largest), and its private memory (RSS less shared library pages).
 Targets are printed beside each figure; load average is printed too, since the
 machine is shared.
 """
@@ -97,6 +97,17 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _private_mb(pid: int) -> float:
+    """Memory only this process holds (private pages): what one more view costs.
+
+    RSS also counts the shared libraries' pages (libpython, libsqlite, libcrypto),
+    which every navigator shares with the others.
+    """
+    fields = dict(line.split(":", 1) for line in
+                  Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+    return sum(int(fields[name].split()[0]) for name in ("Private_Clean", "Private_Dirty")) / 1024
+
+
 def _tmux(socket: Path, *args: str) -> str:
     return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True,
                           check=True).stdout
@@ -162,11 +173,21 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         commands = hook_commands(engine)
         base_env = {k: v for k, v in os.environ.items() if k != ENV_HOME}
 
+        unbound: list[str] = []
+
         def bind(frame: str) -> None:
             # The quiet agents' own hooks are no-ops; a real agent's SessionStart binds
             # its launch (else each opens a bind_timeout recovery after 60 s).
-            _timed(commands["SessionStart"], {**base_env, **pane_env(engine, frame)},
-                   recorded("SessionStart", provider_session(engine, frame)))
+            env = pane_env(engine, frame)  # waits for the provider's exec
+            done = subprocess.run(
+                ["/bin/sh", "-c", commands["SessionStart"] + " --json"], cwd=REPO,
+                capture_output=True, env={**base_env, **env},
+                input=recorded("SessionStart", provider_session(engine, frame)))
+            state = engine.conn.execute(
+                "SELECT state FROM launch_intents WHERE frame_id = ?"
+                " ORDER BY created_at DESC LIMIT 1", (frame,)).fetchone()[0]
+            if state != "bound":
+                unbound.append(f"{frame[:8]} {state}: {(done.stdout + done.stderr).decode()!r}")
 
         for name in names:
             route = engine.project_enter(new_request_id(), name)
@@ -184,6 +205,8 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
                 engine.frame_back(new_request_id(), route.view_id)
                 frames.append((route.view_id, child))
                 tasks.setdefault(route.view_id, []).append(child)
+        if unbound:
+            raise SystemExit(f"SessionStart left {len(unbound)} launches unbound: {unbound[:3]}")
         reconcile(engine)
         navigators = [int(line) for line in _tmux(
             socket, "list-panes", "-a", "-F", "#{?#{==:#{@sb_role},navigator},#{pane_pid},}"
@@ -309,6 +332,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
             figures["focus_alone"] = statistics.median(alone) / statistics.median(swap)
             figures["swap_ms"] = statistics.median(swap)
         figures["rss"] = max(_rss_mb(pid) for pid in navigators)
+        figures["private"] = max(_private_mb(pid) for pid in navigators)
         figures["rss_floor"] = _bare_textual_rss(socket)
         # Correctness under load: nothing in this run stops an agent, so any surface
         # not live or any recovery opened is a false alarm (a load-induced misreading).
@@ -362,6 +386,8 @@ def main() -> int:
           f"{_verdict(f['reconcile'], 2)}")
     print(f"navigator RSS (largest)  {f['rss']:6.1f} MB   {_verdict(f['rss'], 45)}"
           f"   (a bare Textual app: {f['rss_floor']:.1f} MB)")
+    print(f"navigator private memory {f['private']:6.1f} MB (largest; RSS less shared "
+          "library pages: what one more view costs)")
     print(f"false alarms             {f['recoveries']:4.0f} recoveries, "
           f"{f['surfaces_not_live']:.0f} surfaces not live   {_verdict(f['recoveries'], 0)}")
     print(json.dumps({k: round(v, 3) for k, v in f.items()}))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from core.engine.capabilities import ENV_CAPABILITY
 from core.engine.claims import claim_for_frame
 from core.engine.engine import Engine
 from core.engine.requests import new_request_id
@@ -31,7 +32,7 @@ from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
 from tests.factories import project_config
 from tests.integration.journey_env import fake_provider_command, tmux
-from tests.waiting import retry_until
+from tests.waiting import retry_until, retry_value
 
 NAVIGATOR_STAND_IN = ["sleep", "600"]
 """The navigator pane's program in these tests: Textual start-up is not what is tested."""
@@ -281,10 +282,19 @@ def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def pane_env(engine: Engine, frame_id: str) -> dict[str, str]:
-    """The environment the provider in the frame's pane runs with (its capability)."""
+    """The environment the provider in the frame's pane runs with (its capability).
+
+    Read once the pane's process has exec'd: between tmux's fork and the exec,
+    /proc shows the server's environment, which has no capability (a hook run
+    with it is an unmanaged no-op; the scale bench's binds lost one in ~200).
+    """
     pid = engine.conn.execute(
         "SELECT s.process_id FROM frame_placements p JOIN surfaces s"
         " ON s.surface_id = p.surface_id WHERE p.frame_id = ? AND p.state <> 'orphaned'",
         (frame_id,)).fetchone()[0]
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+    def read() -> dict[str, str]:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+    return retry_value(read, lambda env: ENV_CAPABILITY in env, 10.0, interval=0.02)
