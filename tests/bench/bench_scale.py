@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -316,20 +315,6 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
                 _tmux(socket, "swap-pane", "-d", "-s", panes[1], "-t", panes[0])
             figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
             figures["focus_p95"] = quantile(focus, 0.95) / statistics.median(swap)
-            # the same focus with every navigator paused: what the engine and tmux cost
-            # alone, apart from the navigators reloading on the focus's own commits
-            for pid in nav_pids:
-                os.kill(pid, signal.SIGSTOP)
-            try:
-                alone = []
-                for round_ in range(10):
-                    start = time.perf_counter()
-                    engine.view_focus(new_request_id(), view_id, pair[round_ % 2])
-                    alone.append((time.perf_counter() - start) * 1000)
-            finally:
-                for pid in nav_pids:
-                    os.kill(pid, signal.SIGCONT)
-            figures["focus_alone"] = statistics.median(alone) / statistics.median(swap)
             figures["swap_ms"] = statistics.median(swap)
         figures["rss"] = max(_rss_mb(pid) for pid in navigators)
         figures["private"] = max(_private_mb(pid) for pid in navigators)
@@ -380,7 +365,6 @@ def main() -> int:
               f"{_verdict(f['focus_median'], 2)}")
         print(f"focus p95                {f['focus_p95']:6.2f} x swap-pane "
               f"({f['swap_ms']:.1f} ms)")
-        print(f"focus, navigators paused {f['focus_alone']:6.2f} x swap-pane (median)")
     print(f"reconcile tmux processes {f['reconcile']:6.2f} per interval per host "
           f"({f['turns_per_interval']:.2f} turns x {f['per_reconcile']:g})   "
           f"{_verdict(f['reconcile'], 2)}")

@@ -6,8 +6,10 @@ Textual, no threads, so the order of loads and timers is exact.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -197,3 +199,51 @@ def test_the_tick_loads_only_when_the_stamp_moved() -> None:
     now[0] = 10.0
     refresher.poll()
     assert len(host.jobs) == 1
+
+
+@dataclass
+class _WatchedClient(_Client):
+    files: tuple[str, ...] = ()
+
+    def change_files(self) -> tuple[str, ...]:
+        return self.files
+
+
+async def test_a_pending_load_stops_reading_the_watch_until_it_starts(tmp_path: Path) -> None:
+    """One wake per load: every WAL page a commit appends is an event, and a navigator
+    woken by each ran ahead of the writer (issue 12); while a load is pending the
+    events are left in the kernel's queue and looked at only when a timer fires."""
+    wal = tmp_path / "registry.sqlite3-wal"
+    wal.write_bytes(b"")
+    now = [0.0]
+    host = _Host(client=_WatchedClient(files=(str(wal),)))
+    refresher = Refresher(host, gap=0.4, settle=0.03, clock=lambda: now[0])  # type: ignore[arg-type]
+
+    async def commit() -> None:
+        with wal.open("ab") as handle:
+            handle.write(b"page")
+        await asyncio.sleep(0.05)  # the event loop reads the watch if it is reading
+
+    assert refresher.watch()
+    try:
+        refresher.changed()  # a first load, after the settle
+        now[0] = 0.03
+        host.timers.pop().callback()
+        _finish(host, version=1)
+        now[0] = 0.1
+        await commit()  # wakes: a load is due once the gap from the first one ends
+        assert refresher.wakes == 1 and len(host.timers) == 1
+        for _ in range(5):  # the rest of the commit's pages, and more commits
+            await commit()
+        assert refresher.wakes == 1  # left in the queue while the load is pending
+        now[0] = 0.45
+        host.timers.pop().callback()  # the gap ended: the load starts
+        assert len(host.jobs) == 1 and refresher.loads == 2
+        await commit()  # during the load: wakes again, once
+        await commit()
+        assert refresher.wakes == 2
+        now[0] = 0.55
+        _finish(host, version=2)
+        assert len(host.timers) == 1  # the change during the load gets its own load
+    finally:
+        refresher.stop_watching()
