@@ -43,7 +43,12 @@ def _status_as_drawn(inner: Path, window: str, tmp_path: Path, cols: int, rows: 
     try:
         tmux(outer, "set-option", "-g", "status", "off")  # only the inner client shows
         pane = tmux(outer, "list-panes", "-F", "#{pane_id}").split()[0]
-        assert retry_until(lambda: "ready" in "\n".join(_drawn(outer, pane)), 30), \
+        # The window takes the new client's size a moment after the attach; drawn
+        # before that, the status line also shows the client's offset ("[0,0]").
+        fitted = f"{cols} {rows - 1}"  # the inner client's own status line takes a row
+        assert retry_until(lambda: "ready" in "\n".join(_drawn(outer, pane)) and tmux(
+            inner, "display-message", "-p", "-t", window,
+            "#{window_width} #{window_height}").strip() == fitted, 30), \
             "\n".join(_drawn(outer, pane))
         lines = _drawn(outer, pane)
         while lines and not lines[-1].strip():
