@@ -42,7 +42,7 @@ LOAD_GAP = 0.4
 LOAD_GAP_MAX = 1.2
 #: Seconds a woken load waits after the latest file event: the rest of a commit's
 #: events, and the next commits of a request that commits a few times in a row (a
-#: focus commits four times in ~50 ms), arrive before the load instead of after it.
+#: focus commits five times in ~20-50 ms), arrive before the load instead of after it.
 WAKE_SETTLE = 0.03
 #: The longest a woken load waits for events to stop (a steady stream never starves it).
 WAKE_SETTLE_MAX = 0.15
@@ -95,8 +95,10 @@ class LoadGate:
     A signal while a load runs, or within the gap of the last start, is kept
     (``dirty``) and served by one later load, so a burst of commits costs one
     load per gap and its last change is never dropped (the trailing edge). A
-    woken load also waits ``settle`` after the first signal: one commit's WAL
-    writes arrive as several events, and a load between them reads twice.
+    woken load also waits until signals have stopped for ``settle`` (at most
+    ``settle_max`` after the first): one commit's WAL writes arrive as several
+    events, and a request commits a few times in a row; a load between them
+    reads twice.
 
     The gap adapts: it is ``gap`` while changes come in short bursts (a person's
     push or focus commits a few times within a second, and each step shows within
@@ -205,7 +207,7 @@ class Refresher:
         self._stopped = False
         self._watch: ChangeWatch | None = None
         self._reading = False  # the watch's descriptor is on the event loop
-        self.wakes = 0  # times the watch woke this navigator (tests and benches count)
+        self.wakes = 0  # times the watch woke this navigator (the tests count them)
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._load_problem: str | None = None
         self._reconcile_problem: str | None = None

@@ -183,9 +183,9 @@ def test_hook_on_a_read_only_disk_says_so_in_one_line(live_on_small_disk: LiveSu
     # A read-only bind mount over the home: what a new process (the hook) sees is
     # a read-only file system, while the files stay open underneath.
     home = str(live.root)
-    # The view's navigator opens the registry read-write once Textual has loaded; on a
-    # loaded machine that came after the bind below, and its open file then kept the
-    # remount busy for good. Let it open the file through the real mount first.
+    # The view's navigator opens the registry read-write once Textual has loaded; an
+    # open through the bind below (a slow start on a loaded machine) would keep the
+    # read-only remount busy for good. Let it open the file through the real mount first.
     assert retry_until(lambda: any("navigator.cli ui" in line and "registry.sqlite3" in line
                                    for line in _writers(home)), 30), _writers(home)
     subprocess.run(["mount", "--bind", home, home], check=True)
