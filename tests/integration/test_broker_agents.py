@@ -11,6 +11,7 @@ stream running in its own tmux pane.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,15 @@ def _activity(engine, frame_id: str) -> str | None:
     row = one(engine, "SELECT activity FROM provider_sessions WHERE session_key ="
                        " (SELECT current_session_key FROM frames WHERE frame_id = ?)", frame_id)
     return row[0] if row else None
+
+
+def _quiet_and_ready(engine, frame_id: str) -> bool:
+    """Ready, and no hook of the frame's session recorded anything for half a second."""
+    query = ("SELECT activity, last_observed_at, updated_at FROM provider_sessions"
+             " WHERE session_key = (SELECT current_session_key FROM frames WHERE frame_id = ?)")
+    before = one(engine, query, frame_id)
+    time.sleep(0.5)
+    return before is not None and before[0] == "ready" and one(engine, query, frame_id) == before
 
 
 @pytest.mark.parametrize("provider", [Provider.CODEX, Provider.CLAUDE])
@@ -199,6 +209,9 @@ def test_context_tools_back_and_ready_gate(tmp_path: Path, tmux_socket: Path,
                            == [("completed",)], 30), screen(tmux_socket, main)
 
         # A shown agent that is working is not typed into: the line waits for its Stop.
+        # First the turn the typed line started must be over (its Stop would overwrite
+        # the working state set below).
+        assert retry_until(lambda: _quiet_and_ready(engine, route.frame_id), 30)
         engine.conn.execute("UPDATE provider_sessions SET activity = 'working'"
                             " WHERE session_key = (SELECT current_session_key FROM frames"
                             " WHERE frame_id = ?)", (route.frame_id,))

@@ -25,6 +25,7 @@ faults injected / consistent / blocked without a recovery (must be 0).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -294,6 +295,7 @@ def _kills(chaos: Chaos, rng: random.Random) -> None:
         pid = os.fork()
         if pid == 0:  # the engine process that gets killed
             try:
+                os.setpgid(0, 0)
                 os.close(report_r)
                 engine = open_stage_engine(chaos.root)
                 os.write(report_w, b"started\n")
@@ -302,8 +304,15 @@ def _kills(chaos: Chaos, rng: random.Random) -> None:
             finally:
                 os._exit(0)
         os.close(report_w)
+        with contextlib.suppress(OSError):  # both sides set it: no window without it
+            os.setpgid(pid, pid)
         time.sleep(delay)
-        os.kill(pid, signal.SIGKILL)
+        # The engine and the tmux client it may have running die together. A tmux
+        # client left alive would land its batch after the reconcile below read tmux
+        # (a mode toggle killed 8 ms in: registry direct, tmux navigator); in use a
+        # reconcile comes seconds later, when such a batch has long landed. Whatever
+        # the client had sent, the server runs before any later command.
+        os.killpg(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         with os.fdopen(report_r, "rb") as report:
             lines = report.read().decode().split()
