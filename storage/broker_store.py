@@ -291,6 +291,34 @@ def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
             conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+def has_unnotified(path: Path, description: str) -> bool | None:
+    """Whether a member so described has a message not yet typed to it; read-only.
+
+    One query on a read-only connection, for the path that runs after every
+    focus: opening the store read-write there diagnosed the schema and, on
+    close, checkpointed and removed the WAL that every navigator watches. None
+    when the file is not plainly a current broker (missing, foreign, another
+    version): the caller then takes the full open, which says why.
+    """
+    try:
+        conn = _connect(path, readonly=True)
+    except sqlite3.Error:
+        return None
+    try:
+        if _identity(conn) != (APPLICATION_ID, LEDGER_VERSION):
+            return None
+        row = conn.execute(
+            "SELECT 1 FROM messages msg JOIN members m ON m.member_id = msg.to_member_id"
+            " WHERE m.description = ? AND msg.status_state <> ? AND msg.notified_at IS NULL"
+            " AND msg.from_member_id <> msg.to_member_id LIMIT 1",
+            (description, MessageState.COMPLETED.value)).fetchone()
+        return row is not None
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+
+
 def _initialize(conn: sqlite3.Connection, path: Path) -> None:
     """Create the current schema, identity and ledger in one transaction."""
     conn.execute("BEGIN IMMEDIATE")

@@ -292,6 +292,25 @@ def after_presentation(engine: Engine, view_id: str) -> None:
               file=sys.stderr)
 
 
+def after_focus(engine: Engine, view_id: str, frame_id: str) -> None:
+    """After a focus or back: deliver only when the frame now shown has lines waiting.
+
+    Such a move changes no membership (the same frames are open, every pane
+    keeps its id, no frame changes view), so the only deferral it can clear is
+    "its pane is not shown" for the frame it showed. One read-only query
+    answers that; a yes, or a broker file it cannot read plainly, takes the
+    full ``after_presentation``.
+    """
+    from storage.broker_store import has_unnotified
+
+    home = getattr(engine, "home", None)
+    if home is None or not home.broker_path.exists():
+        return
+    if has_unnotified(home.broker_path, frame_description(frame_id)) is False:
+        return
+    after_presentation(engine, view_id)
+
+
 def after_launch(engine: Engine, frame_id: str) -> None:
     """Register (or re-place) the launched agent; best effort, a launch never fails here."""
     try:

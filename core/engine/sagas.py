@@ -119,8 +119,13 @@ def execute(engine: Engine, transition_id: str) -> None:
     for pane in stop_first:  # resume_only: the idle parent's old runtime goes first
         engine.require_stage().kill(pane)
     _move(engine, transition_id)
-    from core.broker.membership import after_presentation
-    after_presentation(engine, row["view_id"])  # a newly shown, ready agent gets its lines
+    from core.broker import membership
+
+    # A newly shown, ready agent gets its lines.
+    if row["kind"] in (TransitionKind.FOCUS, TransitionKind.BACK):
+        membership.after_focus(engine, row["view_id"], row["target_frame_id"])
+    else:
+        membership.after_presentation(engine, row["view_id"])
 
 
 def _plan_parent_resume(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,
@@ -269,14 +274,16 @@ def _move(engine: Engine, transition_id: str) -> None:
             # Its UserPromptSubmit came while the pane was still parked (that hook
             # cannot lift a parked pane's fence): the evidence is in, lift it now.
             lift_fence(engine, control["control_turn_id"])
+        # The batch that moved the panes also re-read them: when main shows the
+        # target, the move is recorded as inspected in the same commit.
+        landed = target_pane is None or shown == target_pane
         with write_transaction(conn) as tx:
-            transitions_ops.advance_phase(tx, transition_id, "intent", "moved", engine.now())
+            transitions_ops.advance_phase(tx, transition_id, "intent",
+                                          "inspected" if landed else "moved", engine.now())
         engine.fault_point("after_move")
-        if target_pane is not None and shown != target_pane:
+        if not landed:
             _roll_back(engine, transition_id, f"main shows {shown}, expected {target_pane}")
             return
-        with write_transaction(conn) as tx:
-            transitions_ops.advance_phase(tx, transition_id, "moved", "inspected", engine.now())
     else:
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent", "inspected", engine.now())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,7 +70,9 @@ class TmuxRunner:
         self.socket_path = os.fspath(socket_path)
         if not self.socket_path:
             raise ValueError("a tmux socket path is required; the default server is never used")
-        self.server = libtmux.Server(socket_path=self.socket_path, config_file=config_file)
+        # Found on PATH once: libtmux otherwise searches PATH on every command.
+        self.server = libtmux.Server(socket_path=self.socket_path, config_file=config_file,
+                                     tmux_bin=shutil.which("tmux"))
         self._lock = threading.Lock()
         self._invocations = 0
 
