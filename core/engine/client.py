@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +60,27 @@ def _stamp(path: str) -> tuple[int, int]:
     return (info.st_mtime_ns, info.st_size)
 
 
+def _import_stage() -> Callable[[Engine, Home], object]:
+    """``core.tmux.stage.attach_stage``, first imported with the process's own stdout.
+
+    libtmux reads ``sys.stdout.encoding`` when it is imported; inside a running
+    Textual app ``sys.stdout`` is the app's print capture, which has no encoding
+    (the first request of a navigator failed with AttributeError). Nothing is
+    printed during the import, so lending the real stream for it loses nothing.
+    """
+    if "libtmux" in sys.modules or hasattr(sys.stdout, "encoding"):
+        from core.tmux.stage import attach_stage
+
+        return attach_stage
+    captured = sys.stdout
+    sys.stdout = sys.__stdout__
+    try:
+        from core.tmux.stage import attach_stage
+    finally:
+        sys.stdout = captured
+    return attach_stage
+
+
 @dataclass(frozen=True)
 class SubjectPlace:
     """Where a recovery's subject is shown: its view and frame, when they can be told."""
@@ -83,8 +106,18 @@ _SUBJECT_SQL: dict[str, str] = {
 
 @dataclass
 class EngineClient:
+    """Reads run on the registry alone; the tmux stage is attached on the first request.
+
+    A navigator mostly reads (every view's navigator rebuilds its state on each
+    change), and the stage brings libtmux and the tmux adapter (~65 modules,
+    ~5 MB per navigator). ``stage_wanted`` says a request attaches it when it
+    first needs the engine; an engine handed in with its stage already
+    attached is used as it is.
+    """
+
     engine: Engine
     home: Home
+    stage_wanted: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stamped: tuple[str, tuple[str, ...]] | None = field(default=None, repr=False,
                                                          compare=False)
@@ -98,8 +131,17 @@ class EngineClient:
         from core.engine.session import open_engine
 
         home = home or Home.from_env()
-        engine = open_engine(home, with_stage=with_stage)
-        return cls(engine=engine, home=home)
+        return cls(engine=open_engine(home), home=home, stage_wanted=with_stage)
+
+    @property
+    def _acting(self) -> Engine:
+        """The engine for a request: its stage attached first when one is wanted.
+
+        Called under ``_lock``; reads use ``self.engine`` and never attach it."""
+        engine = self.engine
+        if self.stage_wanted and engine.stage is None:
+            _import_stage()(engine, self.home)
+        return engine
 
     def shutdown(self) -> None:
         """Release the registry connection (the navigator calls this on exit)."""
@@ -203,69 +245,69 @@ class EngineClient:
 
     def enter_project(self, name: str) -> RouteResult:
         with self._lock:
-            return self.engine.project_enter(new_request_id(), name)
+            return self._acting.project_enter(new_request_id(), name)
 
     def start(self, frame_id: str) -> StartResult:
         with self._lock:
-            return self.engine.frame_start(new_request_id(), frame_id)
+            return self._acting.frame_start(new_request_id(), frame_id)
 
     def stop(self, frame_id: str) -> FrameResult:
         with self._lock:
-            return self.engine.frame_stop(new_request_id(), frame_id)
+            return self._acting.frame_stop(new_request_id(), frame_id)
 
     def cancel_transition(self, view_id: str) -> TransitionResult:
         with self._lock:
-            return self.engine.transition_cancel(new_request_id(), view_id=view_id)
+            return self._acting.transition_cancel(new_request_id(), view_id=view_id)
 
     def back(self, view_id: str) -> TransitionResult:
         with self._lock:
-            return self.engine.frame_back(new_request_id(), view_id)
+            return self._acting.frame_back(new_request_id(), view_id)
 
     def focus(self, view_id: str, frame_id: str) -> TransitionResult:
         with self._lock:
-            return self.engine.view_focus(new_request_id(), view_id, frame_id)
+            return self._acting.view_focus(new_request_id(), view_id, frame_id)
 
     def push(self, frame_id: str, title: str, brief: str) -> TransitionResult:
         """A person's push: the same transition an agent's task_push prepares."""
         with self._lock:
-            return self.engine.frame_push(new_request_id(), frame_id, title, brief)
+            return self._acting.frame_push(new_request_id(), frame_id, title, brief)
 
     def complete(self, frame_id: str, summary: str, next_action: str) -> TransitionResult:
         with self._lock:
-            return self.engine.frame_complete(new_request_id(), frame_id, summary, next_action)
+            return self._acting.frame_complete(new_request_id(), frame_id, summary, next_action)
 
     def close(self, frame_id: str) -> TransitionResult:
         with self._lock:
-            return self.engine.frame_close(new_request_id(), frame_id)
+            return self._acting.frame_close(new_request_id(), frame_id)
 
     def reopen(self, frame_id: str) -> FrameResult:
         with self._lock:
-            return self.engine.frame_reopen(new_request_id(), frame_id)
+            return self._acting.frame_reopen(new_request_id(), frame_id)
 
     def toggle_mode(self, view_id: str) -> ViewResult:
         with self._lock:
-            return self.engine.view_mode(new_request_id(), view_id)
+            return self._acting.view_mode(new_request_id(), view_id)
 
     def open_remote(self, host_id: str, project: str) -> RemoteWindow:
         """A remote host's project: a local window running ssh into its own view."""
         from core.state.remote_open import open_remote, remote_for_host
 
         with self._lock:
-            return open_remote(self.engine, remote_for_host(self.engine, host_id), project)
+            return open_remote(self._acting, remote_for_host(self._acting, host_id), project)
 
     def show_view(self, view_id: str) -> None:
         """Take the person's tmux client to that view's window (no registry change)."""
         from core.engine.presentation import show_view
 
         with self._lock:
-            show_view(self.engine, view_id)
+            show_view(self._acting, view_id)
 
     def preview(self, frame_id: str) -> list[str] | None:
         """Last lines of the frame's live agent pane (read-only, one tmux process)."""
         from core.tmux.preview import preview_lines
 
         with self._lock:
-            return preview_lines(self.engine, frame_id)
+            return preview_lines(self._acting, frame_id)
 
     def reconcile(self) -> ReconcileReport:
         """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
@@ -273,7 +315,7 @@ class EngineClient:
         from core.reconcile.reconcile import reconcile
 
         with self._lock:
-            return reconcile(self.engine)
+            return reconcile(self._acting)
 
     def reconcile_if_due(self, interval: float) -> ReconcileReport | None:
         """Reconcile when this host's turn is due (``core.reconcile.reconcile_turn``), else None.
@@ -289,13 +331,13 @@ class EngineClient:
         from core.reconcile import recovery
 
         with self._lock:
-            return recovery.execute(self.engine, new_request_id(), recovery_id)
+            return recovery.execute(self._acting, new_request_id(), recovery_id)
 
     def dismiss_recovery(self, recovery_id: str) -> RecoveryRecord:
         from core.reconcile import recovery
 
         with self._lock:
-            return recovery.dismiss(self.engine, new_request_id(), recovery_id)
+            return recovery.dismiss(self._acting, new_request_id(), recovery_id)
 
     # --------------------------------------------------------------- broker
 
@@ -335,14 +377,14 @@ class EngineClient:
         from core.broker.membership import person_send
 
         with self._lock:
-            return person_send(self.engine, frame_id, text)
+            return person_send(self._acting, frame_id, text)
 
     def toggle_inbox_stream(self, view_id: str) -> StreamPane:
         """Open or close the view's read-only inbox stream pane (core.broker.inbox_pane)."""
         from core.broker.inbox_pane import toggle_inbox_stream
 
         with self._lock:
-            return toggle_inbox_stream(self.engine, view_id)
+            return toggle_inbox_stream(self._acting, view_id)
 
     # --------------------------------------------------------------- config
 
@@ -350,7 +392,7 @@ class EngineClient:
     def drives_tmux(self) -> bool:
         """Whether requests move tmux panes (a stage is attached): a navigator then
         reconciles periodically and takes the person to views shown elsewhere."""
-        return self.engine.stage is not None
+        return self.stage_wanted or self.engine.stage is not None
 
     def navigator_width(self) -> int:
         """The width tmux gives a navigator pane when there is room (`tmux.navigator_width`)."""

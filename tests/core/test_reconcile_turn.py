@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 from pathlib import Path
 
-from core.reconcile.reconcile_turn import DUE_FRACTION, LOCK_NAME, STAMP_NAME, host_turn
+from core.reconcile.reconcile_turn import (
+    DUE_FRACTION,
+    HANDOVER_FRACTION,
+    LOCK_NAME,
+    STAMP_NAME,
+    host_turn,
+)
 
 
 def test_one_turn_per_interval(tmp_path: Path) -> None:
@@ -59,3 +66,40 @@ def test_twenty_navigators_ticking_reconcile_once(tmp_path: Path) -> None:
     for thread in threads:
         thread.join(30)
     assert len(taken) == 1
+
+
+def test_the_turn_stays_with_a_live_holder_until_it_misses_one(tmp_path: Path) -> None:
+    """So one navigator reconciles (and carries the tmux adapter), not each in turn."""
+    now = [1_000.0]
+    clock = lambda: now[0]  # noqa: E731
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        with host_turn(tmp_path, 10, clock=clock, owner=other.pid) as mine:
+            assert mine  # the other process's turn
+        now[0] += 10  # due for its holder, not for this process
+        with host_turn(tmp_path, 10, clock=clock) as mine:
+            assert not mine
+        with host_turn(tmp_path, 10, clock=clock, owner=other.pid) as mine:
+            assert mine
+        now[0] += 10 * HANDOVER_FRACTION  # the holder missed a turn by half an interval
+        with host_turn(tmp_path, 10, clock=clock) as mine:
+            assert mine
+        assert (tmp_path / STAMP_NAME).read_text() == str(os.getpid())
+        now[0] += 10
+        with host_turn(tmp_path, 10, clock=clock, owner=other.pid) as mine:
+            assert not mine  # now this process holds it
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_holder_that_exited_hands_the_turn_on_at_once(tmp_path: Path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    now = [1_000.0]
+    clock = lambda: now[0]  # noqa: E731
+    with host_turn(tmp_path, 10, clock=clock, owner=gone.pid) as mine:
+        assert mine
+    now[0] += 10 * DUE_FRACTION
+    with host_turn(tmp_path, 10, clock=clock) as mine:
+        assert mine
