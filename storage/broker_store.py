@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -291,32 +292,66 @@ def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
             conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+@dataclass
+class _Probe:
+    """The read-only connection ``has_unnotified`` keeps, and the file it was opened on."""
+
+    path: str
+    identity: tuple[int, int]  # (st_dev, st_ino): a replaced file is opened afresh
+    conn: sqlite3.Connection
+
+
+_PROBE: list[_Probe] = []  # at most one: a process asks about one home's broker
+_PROBE_LOCK = threading.Lock()
+
+_UNNOTIFIED_SQL = (
+    "SELECT 1 FROM messages msg JOIN members m ON m.member_id = msg.to_member_id"
+    " WHERE m.description = ? AND msg.status_state <> ? AND msg.notified_at IS NULL"
+    " AND msg.from_member_id <> msg.to_member_id LIMIT 1")
+
+
 def has_unnotified(path: Path, description: str) -> bool | None:
     """Whether a member so described has a message not yet typed to it; read-only.
 
-    One query on a read-only connection, for the path that runs after every
-    focus: opening the store read-write there diagnosed the schema and, on
-    close, checkpointed and removed the WAL that every navigator watches. None
+    For the path that runs after every focus: opening the store read-write there
+    diagnosed the schema and, on close, checkpointed and removed the WAL that
+    every navigator watches. The read-only connection is kept for the next call
+    (a fresh one parses the schema first: 140 us of a 3 ms focus) and reopened
+    when the file was replaced; a read-only connection never checkpoints. None
     when the file is not plainly a current broker (missing, foreign, another
     version): the caller then takes the full open, which says why.
     """
     try:
-        conn = _connect(path, readonly=True)
-    except sqlite3.Error:
+        info = os.stat(path)
+    except OSError:
         return None
-    try:
-        if _identity(conn) != (APPLICATION_ID, LEDGER_VERSION):
+    key, identity = os.fspath(path), (info.st_dev, info.st_ino)
+    with _PROBE_LOCK:
+        probe = _PROBE[0] if _PROBE else None
+        if probe is not None and (probe.path, probe.identity) != (key, identity):
+            probe.conn.close()
+            _PROBE.clear()
+            probe = None
+        if probe is None:
+            try:
+                conn = _connect(path, readonly=True)
+                current = _identity(conn) == (APPLICATION_ID, LEDGER_VERSION)
+            except sqlite3.Error:
+                return None
+            if not current:
+                conn.close()
+                return None
+            probe = _Probe(key, identity, conn)
+            _PROBE.append(probe)
+        try:
+            # fetchall: the statement is done and its read snapshot released at once
+            rows = probe.conn.execute(_UNNOTIFIED_SQL,
+                                      (description, MessageState.COMPLETED.value)).fetchall()
+        except sqlite3.Error:
+            probe.conn.close()
+            _PROBE.clear()
             return None
-        row = conn.execute(
-            "SELECT 1 FROM messages msg JOIN members m ON m.member_id = msg.to_member_id"
-            " WHERE m.description = ? AND msg.status_state <> ? AND msg.notified_at IS NULL"
-            " AND msg.from_member_id <> msg.to_member_id LIMIT 1",
-            (description, MessageState.COMPLETED.value)).fetchone()
-        return row is not None
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
+    return bool(rows)
 
 
 def _initialize(conn: sqlite3.Connection, path: Path) -> None:

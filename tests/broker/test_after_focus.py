@@ -56,3 +56,18 @@ def test_after_focus_takes_the_full_path_only_for_waiting_lines(
     engine = SimpleNamespace(home=SimpleNamespace(broker_path=broker_path))
     membership.after_focus(engine, "V1", "F-child")  # type: ignore[arg-type]
     assert calls == (["V1"] if pending else [])
+
+
+def test_a_replaced_broker_file_is_read_afresh(broker_path: Path) -> None:
+    from core.broker.broker import open_broker
+
+    with Broker(open_broker(broker_path)) as first:
+        fleet_id, parent, child = _fleet(first)
+        first.send(fleet_id, parent, child, "please look")
+    assert has_unnotified(broker_path, frame_description("F-child")) is True
+    for leftover in broker_path.parent.glob(broker_path.name + "*"):
+        if leftover.is_file():
+            leftover.unlink()
+    with Broker(open_broker(broker_path)) as second:
+        _fleet(second)  # the same members, no message yet
+        assert has_unnotified(broker_path, frame_description("F-child")) is False
