@@ -40,9 +40,13 @@ LOAD_GAP = 0.4
 #: each changing some badge every navigator shows) then costs every navigator about
 #: one load a second instead of 2.5; a change after a quiet spell still loads at once.
 LOAD_GAP_MAX = 1.2
+#: Seconds without a change after which a storm's last change loads without waiting
+#: out the rest of ``LOAD_GAP_MAX`` (never sooner than ``LOAD_GAP`` after the last
+#: load): a storm that stopped shows its end within about twice this, not 1.2 s later.
+STORM_QUIET = 0.25
 #: Seconds a woken load waits after the latest file event: the rest of a commit's
 #: events, and the next commits of a request that commits a few times in a row (a
-#: focus commits five times in ~20-50 ms), arrive before the load instead of after it.
+#: focus commits four times within a few ms), arrive before the load instead of after it.
 WAKE_SETTLE = 0.03
 #: The longest a woken load waits for events to stop (a steady stream never starves it).
 WAKE_SETTLE_MAX = 0.15
@@ -105,13 +109,16 @@ class LoadGate:
     ``gap``), and becomes ``max_gap`` once ``stream_loads`` loads in a row had to
     wait for it, i.e. changes have kept arriving faster than loads for a while (a
     storm of hooks). One change after a quiet spell loads after ``settle`` and
-    puts the gap back to ``gap``.
+    puts the gap back to ``gap``. Within ``max_gap``, a storm that stopped (no
+    signal for ``quiet``) loads once ``gap`` has passed: its last change is not
+    held for the whole storm gap.
     """
 
     gap: float
     settle: float = 0.0
     max_gap: float | None = None
     settle_max: float | None = None  # None: ``settle`` after the first signal only
+    quiet: float | None = None  # None: a storm's last change waits out ``max_gap``
     dirty: bool = False
     busy: bool = False
     last_start: float = -math.inf
@@ -141,7 +148,10 @@ class LoadGate:
         if self.settle_max is not None:  # quiet for ``settle``, within ``settle_max``
             settled = max(settled, min(self.last_signal + self.settle,
                                        self.dirty_since + self.settle_max))
-        return max(0.0, self.last_start + self.current_gap - now, settled - now)
+        gap_end = self.last_start + self.current_gap
+        if self.quiet is not None and self.current_gap > self.gap:
+            gap_end = min(gap_end, max(self.last_start + self.gap, self.last_signal + self.quiet))
+        return max(0.0, gap_end - now, settled - now)
 
     def started(self, now: float) -> None:
         # held back by the gap (its change came inside it): the stream goes on; a
@@ -194,14 +204,14 @@ class Refresher:
 
     def __init__(self, host: RefreshHost, *, gap: float = LOAD_GAP,
                  max_gap: float | None = LOAD_GAP_MAX, settle: float = WAKE_SETTLE,
-                 settle_max: float | None = WAKE_SETTLE_MAX,
+                 settle_max: float | None = WAKE_SETTLE_MAX, quiet: float | None = STORM_QUIET,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._host = host
         self.data_version: int | None = None
         self.ticks = 0
         self.loads = 0
         self.full_check_ticks = FULL_CHECK_TICKS
-        self.gate = LoadGate(gap, settle, max_gap, settle_max)
+        self.gate = LoadGate(gap, settle, max_gap, settle_max, quiet)
         self._clock = clock
         self._timer: Cancellable | None = None
         self._stopped = False
@@ -253,7 +263,7 @@ class Refresher:
 
         Every page SQLite appends to the WAL is an inotify event, and every event
         woke every navigator, each of which then ran ahead of the writer on two
-        cores: a focus's five commits waited ~8 ms in the run queue at 20 views,
+        cores: a focus's commits waited ~8 ms in the run queue at 20 views,
         a hook's commit likewise. One wake per load is all a navigator needs: the
         events that come while a load is pending only say again that it is.
         """

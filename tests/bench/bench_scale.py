@@ -359,7 +359,8 @@ def main() -> int:
     print(f"hook p50                 {f['hook_p50']:6.2f} x python -c pass "
           f"({f['floor_ms']:.1f} ms)   {_verdict(f['hook_p50'], 2)}")
     print(f"hook p99                 {f['hook_p99']:6.2f} x   {_verdict(f['hook_p99'], 4)}")
-    print(f"storm drain              {f['drain_s']:6.2f} s (last hook to navigators quiet)")
+    print(f"storm drain              {f['drain_s']:6.2f} s (last hook to navigators quiet)   "
+          f"{_verdict(f['drain_s'], 1)}")
     if "focus_median" in f:
         print(f"focus median             {f['focus_median']:6.2f} x swap-pane   "
               f"{_verdict(f['focus_median'], 2)}")

@@ -90,6 +90,31 @@ def test_a_change_after_a_quiet_spell_loads_at_once_with_the_short_gap_again() -
     assert abs(gate.delay(10.1) - (10.03 + 0.4 - 10.1)) < 1e-9
 
 
+def test_a_storm_that_stopped_shows_its_last_change_after_a_quiet_spell() -> None:
+    gate = LoadGate(gap=0.4, max_gap=1.2, quiet=0.25)
+    starts = _stream(gate, until=6.0, every=0.2)  # the storm: loads 1.2 s apart, as above
+    assert all(1.19 <= b - a <= 1.211 for a, b in zip(starts[3:], starts[4:], strict=False))
+    t0 = gate.last_start + 1.2
+    gate.started(t0)  # the storm's load, taken at its gap
+    gate.ended()
+    assert gate.current_gap == pytest.approx(1.2)
+    gate.mark(t0 + 0.3)  # changes go on ...
+    assert gate.delay(t0 + 0.3) == pytest.approx(0.25)  # ... so the next check is 0.25 s on
+    gate.mark(t0 + 0.5)
+    assert gate.delay(t0 + 0.5) == pytest.approx(0.25)
+    # ... the storm stops: quiet for 0.25 s loads, 0.45 s before its gap would have
+    assert gate.delay(t0 + 0.75) == 0.0
+    # a storm that never pauses still loads at its gap
+    gate.mark(t0 + 1.1)
+    assert gate.delay(t0 + 1.1) == pytest.approx(0.1)
+
+
+def test_without_quiet_a_storms_last_change_waits_out_the_storm_gap() -> None:
+    gate = LoadGate(gap=0.4, max_gap=1.2)
+    _stream(gate, until=6.0, every=0.2)
+    assert gate.delay(6.0) == pytest.approx(gate.last_start + 1.2 - 6.0)
+
+
 @dataclass
 class _Timer:
     delay: float
