@@ -851,7 +851,11 @@ class Engine:
                         *, target_mode: Callable[[], str] | None = None
                         ) -> TransitionResult | None:
         """Prepare a model-free transition; ``resolve`` derives (target, source) inside the
-        transaction, after the request lookup, so a replay never re-derives them."""
+        transaction, after the request lookup, so a replay never re-derives them. A
+        show-only move (focus, back) is claimed in that same transaction."""
+        from core.engine import sagas
+
+        claimed: list[str] = []
 
         def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
             view = views_ops.get_view(conn, view_id)
@@ -882,20 +886,26 @@ class Engine:
                 expected_view_revision=view["revision"],
                 expected_claim_generation=context["claim_generation"], now=now,
                 target_mode=target_mode() if target_mode is not None else None)
+            if sagas.claim_at_prepare(self, conn, transition_id, now):
+                claimed.append(transition_id)
             return "transition", transition_id
 
         result = self.run_request(request_id, f"view.{kind.value}", semantic, body,
                                   self._transition_result(request_id),
                                   self._transition_result(request_id))
-        return self._maybe_execute(result)
+        return self._maybe_execute(result, claimed=bool(claimed))
 
-    def _maybe_execute(self, result: TransitionResult | None) -> TransitionResult | None:
-        """Run a prepared transition now unless it must wait for its source's Stop."""
+    def _maybe_execute(self, result: TransitionResult | None, *, claimed: bool = False
+                       ) -> TransitionResult | None:
+        """Run a prepared transition now unless it must wait for its source's Stop;
+        ``claimed``: this request's prepare claimed it (``sagas.claim_at_prepare``)."""
         from core.engine import sagas
 
-        if result is None or result.state != "prepared":
+        if result is None or (result.state != "prepared" and not claimed):
             return result
-        if not sagas.waits_for_stop(self, result.transition_id):
+        if claimed:
+            sagas.execute(self, result.transition_id, claimed=True)
+        elif not sagas.waits_for_stop(self, result.transition_id):
             sagas.execute(self, result.transition_id)
         row = transitions_ops.get_transition(self.conn, result.transition_id)
         return TransitionResult(result.request_id, result.transition_id, row["kind"],

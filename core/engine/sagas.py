@@ -85,10 +85,33 @@ def live_pane(conn: sqlite3.Connection, frame_id: str) -> tuple[str | None, str 
     return surface["surface_id"], surface["pane_id"]
 
 
-def execute(engine: Engine, transition_id: str) -> None:
-    """Claim a prepared transition and drive it to presented (or failed)."""
+#: Moves claimed in the transaction that prepares them, and recorded whole in the
+#: commit after their swap: they start nothing and type nothing, so no step between
+#: prepare and claim, or between the swap's re-read and the commit, has work of its own.
+SHOW_ONLY = (TransitionKind.FOCUS, TransitionKind.BACK)
+
+
+def claim_at_prepare(engine: Engine, conn: sqlite3.Connection, transition_id: str,
+                     now: int) -> bool:
+    """Claim a just-prepared show-only move inside its prepare transaction (one commit
+    less per focus). False leaves it prepared: ``execute`` then fails it and says why."""
+    row = transitions_ops.get_transition(conn, transition_id)
+    if row["kind"] not in SHOW_ONLY or \
+            _claim_failure(conn, row, views_ops.get_view(conn, row["view_id"])) is not None:
+        return False
+    transitions_ops.claim_execution(conn, transition_id, engine.owner, now + LEASE_MS, now)
+    return True
+
+
+def execute(engine: Engine, transition_id: str, *, claimed: bool = False) -> None:
+    """Claim a prepared transition and drive it to presented (or failed); ``claimed``
+    when ``claim_at_prepare`` already did in the prepare's transaction."""
     now = engine.now()
     stop_first: list[str] = []
+    if claimed:
+        row = transitions_ops.get_transition(engine.conn, transition_id)
+        _drive(engine, transition_id, row, stop_first)
+        return
     with write_transaction(engine.conn) as conn:
         row = transitions_ops.get_transition(conn, transition_id)
         if row["state"] != T.PREPARED:
@@ -115,6 +138,12 @@ def execute(engine: Engine, transition_id: str) -> None:
                                                          child["current_session_key"])
         elif row["kind"] == TransitionKind.COMPLETE_RETURN and engine.stage is not None:
             stop_first = _plan_parent_resume(engine, conn, row, now)
+    _drive(engine, transition_id, row, stop_first)
+
+
+def _drive(engine: Engine, transition_id: str, row: sqlite3.Row, stop_first: list[str]
+           ) -> None:
+    """From the claim on: stop what must go first, move, deliver what became readable."""
     engine.fault_point("after_claim")
     for pane in stop_first:  # resume_only: the idle parent's old runtime goes first
         engine.require_stage().kill(pane)
@@ -122,7 +151,7 @@ def execute(engine: Engine, transition_id: str) -> None:
     from core.broker import membership
 
     # A newly shown, ready agent gets its lines.
-    if row["kind"] in (TransitionKind.FOCUS, TransitionKind.BACK):
+    if row["kind"] in SHOW_ONLY:
         membership.after_focus(engine, row["view_id"], row["target_frame_id"])
     else:
         membership.after_presentation(engine, row["view_id"])
@@ -275,14 +304,22 @@ def _move(engine: Engine, transition_id: str) -> None:
             # cannot lift a parked pane's fence): the evidence is in, lift it now.
             lift_fence(engine, control["control_turn_id"])
         # The batch that moved the panes also re-read them: when main shows the
-        # target, the move is recorded as inspected in the same commit.
+        # target, the move is recorded as inspected in the same commit, and a
+        # show-only move is recorded whole there (its placements committed too).
         landed = target_pane is None or shown == target_pane
+        whole = landed and row["kind"] in SHOW_ONLY
         with write_transaction(conn) as tx:
             transitions_ops.advance_phase(tx, transition_id, "intent",
                                           "inspected" if landed else "moved", engine.now())
+            if whole:
+                _commit_in(engine, tx, transition_id, engine.now())
         engine.fault_point("after_move")
         if not landed:
             _roll_back(engine, transition_id, f"main shows {shown}, expected {target_pane}")
+            return
+        if whole:
+            engine.fault_point("after_inspect")
+            engine.fault_point("after_commit")
             return
     else:
         with write_transaction(conn) as tx:
@@ -374,54 +411,63 @@ def _roll_back(engine: Engine, transition_id: str, why: str, *,
 
 def commit(engine: Engine, transition_id: str) -> None:
     """Record the inspected placement: the one transaction that makes it true."""
-    now = engine.now()
-    stop_after: list[str] = []
     with write_transaction(engine.conn) as conn:
-        row = transitions_ops.get_transition(conn, transition_id)
-        if row["transport_phase"] != "inspected":
-            return
-        view = views_ops.get_view(conn, row["view_id"])
-        target_id = row["target_frame_id"]
-        _swap_placements(conn, view, target_id, now)
-        views_ops.mutate_view(conn, view["view_id"], view["revision"], active_frame_id=target_id,
-                              mode=ViewMode(row["target_mode"]) if row["target_mode"] else None,
-                              now=now)
-        frames_ops.touch_focus(conn, target_id, now)
-        _transfer_foreground(conn, target_id, now)
-        transitions_ops.advance_phase(conn, transition_id, "inspected", "committed", now)
-        transitions_ops.move_transition(conn, transition_id, T.EXECUTING, T.PRESENTED, now)
-        kind = TransitionKind(row["kind"])
-        if kind in (TransitionKind.FOCUS, TransitionKind.BACK, TransitionKind.MODE,
-                    TransitionKind.RECOVER):
-            _settle(conn, transition_id, T.PRESENTED, now)
-        elif kind is TransitionKind.HUMAN_CLOSE:
-            child = row["source_frame_id"]
-            frames_ops.begin_close(conn, child, CloseReason.DISMISSED, now)
-            stop_after.extend(stop_runtime(conn, child, now))
-            frames_ops.finish_close(conn, child, now)
-            _settle(conn, transition_id, T.PRESENTED, now)
-        else:
-            control = transitions_ops.control_turn_of(conn, transition_id)
-            if control is not None and control["state"] == "prepared" and \
-                    control["transport"] == ControlTransport.RESUME_INITIAL and \
-                    engine.stage is not None and \
-                    _target_started(conn, target_id, row["request_id"]):
-                # The fixed line went in as the launch's initial prompt: submitted once.
-                transitions_ops.mark_submitted(conn, control["control_turn_id"], now)
-            transitions_ops.move_transition(conn, transition_id, T.PRESENTED,
-                                            T.AWAITING_CLAIM, now)
-            control = transitions_ops.control_turn_of(conn, transition_id)
-            if control is not None and control["state"] == "prepared" and \
-                    control["transport"] == ControlTransport.LIVE_INPUT:
-                # The target is shown but was not proven idle, so no line was typed:
-                # say so at once (the recovery settles it) instead of waiting unseen.
-                from core.reconcile.unclaimed import open_unclaimed
-                open_unclaimed(engine, conn, transitions_ops.get_transition(conn, transition_id),
-                               now)
+        stop_after = _commit_in(engine, conn, transition_id, engine.now())
+    if stop_after is None:
+        return
     engine.fault_point("after_commit")
     for pane in stop_after:
         if engine.stage is not None:
             engine.stage.kill(pane)
+
+
+def _commit_in(engine: Engine, conn: sqlite3.Connection, transition_id: str,
+               now: int) -> list[str] | None:
+    """``commit``'s writes inside the caller's transaction: the panes to stop after it,
+    or None when the transition is not (or no longer) inspected."""
+    stop_after: list[str] = []
+    row = transitions_ops.get_transition(conn, transition_id)
+    if row["transport_phase"] != "inspected":
+        return None
+    view = views_ops.get_view(conn, row["view_id"])
+    target_id = row["target_frame_id"]
+    _swap_placements(conn, view, target_id, now)
+    views_ops.mutate_view(conn, view["view_id"], view["revision"], active_frame_id=target_id,
+                          mode=ViewMode(row["target_mode"]) if row["target_mode"] else None,
+                          now=now)
+    frames_ops.touch_focus(conn, target_id, now)
+    _transfer_foreground(conn, target_id, now)
+    transitions_ops.advance_phase(conn, transition_id, "inspected", "committed", now)
+    transitions_ops.move_transition(conn, transition_id, T.EXECUTING, T.PRESENTED, now)
+    kind = TransitionKind(row["kind"])
+    if kind in (TransitionKind.FOCUS, TransitionKind.BACK, TransitionKind.MODE,
+                TransitionKind.RECOVER):
+        _settle(conn, transition_id, T.PRESENTED, now)
+    elif kind is TransitionKind.HUMAN_CLOSE:
+        child = row["source_frame_id"]
+        frames_ops.begin_close(conn, child, CloseReason.DISMISSED, now)
+        stop_after.extend(stop_runtime(conn, child, now))
+        frames_ops.finish_close(conn, child, now)
+        _settle(conn, transition_id, T.PRESENTED, now)
+    else:
+        control = transitions_ops.control_turn_of(conn, transition_id)
+        if control is not None and control["state"] == "prepared" and \
+                control["transport"] == ControlTransport.RESUME_INITIAL and \
+                engine.stage is not None and \
+                _target_started(conn, target_id, row["request_id"]):
+            # The fixed line went in as the launch's initial prompt: submitted once.
+            transitions_ops.mark_submitted(conn, control["control_turn_id"], now)
+        transitions_ops.move_transition(conn, transition_id, T.PRESENTED,
+                                        T.AWAITING_CLAIM, now)
+        control = transitions_ops.control_turn_of(conn, transition_id)
+        if control is not None and control["state"] == "prepared" and \
+                control["transport"] == ControlTransport.LIVE_INPUT:
+            # The target is shown but was not proven idle, so no line was typed:
+            # say so at once (the recovery settles it) instead of waiting unseen.
+            from core.reconcile.unclaimed import open_unclaimed
+            open_unclaimed(engine, conn, transitions_ops.get_transition(conn, transition_id),
+                           now)
+    return stop_after
 
 
 def _target_started(conn: sqlite3.Connection, frame_id: str, request_id: str) -> bool:

@@ -15,8 +15,9 @@ Saga points (core/engine/sagas.py, core/tmux/stage.py): after_claim (intent), af
 (push: child pane staged behind its gate), after_submit_recorded /
 after_submit (complete_return: before / after the one paste), before_swap (intent
 recorded, the swap batch not started), after_swap (the
-swap happened, phase still intent), after_move (moved), after_inspect
-(inspected), after_commit (committed; a stopped child's pane not yet killed),
+swap happened, phase still intent), after_move (moved; a focus or back whose re-read
+shows its target is inspected and committed by then, recorded whole in one commit),
+after_inspect (inspected), after_commit (committed; a stopped child's pane not yet killed),
 mode_after_move (view mode: tmux changed, registry write not committed).
 """
 
