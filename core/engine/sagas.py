@@ -283,10 +283,16 @@ def _move(engine: Engine, transition_id: str) -> None:
         # The intent is recorded; the swap batch below is a tmux process of its own,
         # which outlives this one if it is killed while the batch is in flight.
         engine.fault_point("before_swap")
+        main_seen: str | None = None  # a show-only move records main in its one commit
         try:
             # One guarded tmux process: swap, fence the old main, open a staged
             # target's launch gate, re-read both panes.
-            shown = stage.present(view, target_pane, enable_input=not fenced)
+            if row["kind"] in SHOW_ONLY:
+                presented = stage.present_unrecorded(view, target_pane,
+                                                     enable_input=not fenced)
+                shown, main_seen = presented.shown, presented.main
+            else:
+                shown = stage.present(view, target_pane, enable_input=not fenced)
         except PlacementRefused as exc:
             shown = _landed_before(engine, view, _surface_id, target_pane, fenced)
             if shown is None:  # refused, and the panes do not show this move: nothing moved
@@ -309,6 +315,8 @@ def _move(engine: Engine, transition_id: str) -> None:
         landed = target_pane is None or shown == target_pane
         whole = landed and row["kind"] in SHOW_ONLY
         with write_transaction(conn) as tx:
+            if main_seen is not None:
+                views_ops.set_main_pane(tx, view["view_id"], main_seen, engine.now())
             transitions_ops.advance_phase(tx, transition_id, "intent",
                                           "inspected" if landed else "moved", engine.now())
             if whole:

@@ -82,6 +82,16 @@ def socket_path_for(engine: Engine, home: Home) -> str:
     return engine.config.tmux.socket_path or str(home.root / "tmux.sock")
 
 
+@dataclass(frozen=True)
+class Presented:
+    """What a present batch left in the view's main position, as tmux re-read it."""
+
+    main: str | None
+    """The pane to record as the view's main (None: nothing to record)."""
+    shown: str | None
+    """That pane when it is the view's own and not parked (the move landed), else None."""
+
+
 class TmuxStage:
     """Physical effects for one engine on one tmux socket.
 
@@ -241,6 +251,17 @@ class TmuxStage:
 
     def present(self, view: sqlite3.Row, target_pane: str | None, *,
                 launch_gate: str | None = None, enable_input: bool = True) -> str | None:
+        """``present_unrecorded``, then the pane it left in main recorded as the view's
+        main (its own commit); returns the pane shown, or None."""
+        presented = self.present_unrecorded(view, target_pane, launch_gate=launch_gate,
+                                            enable_input=enable_input)
+        if presented.main is not None:
+            self._record_main(view["view_id"], presented.main)
+        return presented.shown
+
+    def present_unrecorded(self, view: sqlite3.Row, target_pane: str | None, *,
+                           launch_gate: str | None = None, enable_input: bool = True
+                           ) -> Presented:
         """Swap ``target_pane`` into main, park (and fence) the pane that was there.
 
         One guarded tmux process. A staged target (never shown) gets its
@@ -249,17 +270,18 @@ class TmuxStage:
         the view's placeholder (an empty frame). Returns the pane in main
         afterwards, as tmux re-read it, or None if the view has no window.
         Refusals (PlacementRefused, UnmanagedPane, PaneNotFound,
-        ServerIdentityMismatch) guarantee nothing moved.
+        ServerIdentityMismatch) guarantee nothing moved. Nothing is written to the
+        registry: the caller records ``Presented.main`` (a focus does so in the
+        commit that records the move).
         """
         if not view["tmux_window_id"]:
-            return None
+            return Presented(None, None)
         adapter = self.adapter_for(view["tmux_server_id"])
         view_id = view["view_id"]
         if target_pane is None:  # the placeholder (an empty frame); what was there is parked
             shown = adapter.present_placeholder(view_id=view_id,
                                                 placeholder_command=self.placeholder_command)
-            self._record_main(view_id, shown)
-            return shown
+            return Presented(shown, shown)
         main = view["main_pane_id"] or self.main_pane(view)
         if main is None:
             raise PlacementRefused(f"view {view_id} has no single main pane; reconcile it.")
@@ -271,14 +293,13 @@ class TmuxStage:
             # server: re-read it behind the identity guard (and open a pending gate).
             reread = adapter.reread_pane(main, open_gate=gate)
             in_main = reread is not None and reread.view_id == view_id and not reread.parked
-            return main if in_main else None
+            return Presented(None, main if in_main else None)
         in_main_pane = adapter.present(
             main_pane=main, target_pane=target_pane, view_id=view_id,
             target_surface_id=owner.surface_id if owner is not None else None,
             launch_gate=gate, enable_target_input=enable_input).main
-        self._record_main(view_id, in_main_pane.pane_id)
-        return in_main_pane.pane_id if in_main_pane.view_id == view_id \
-            and not in_main_pane.parked else None
+        landed = in_main_pane.view_id == view_id and not in_main_pane.parked
+        return Presented(in_main_pane.pane_id, in_main_pane.pane_id if landed else None)
 
     def _record_main(self, view_id: str, pane_id: str) -> None:
         views_ops.set_main_pane(self.engine.conn, view_id, pane_id, self.engine.now())
