@@ -19,7 +19,8 @@ own hooks are no-ops, so the benchmark decides when a hook runs). Then:
 - focus: ``view_focus`` between two parked tasks against a bare ``swap-pane``;
 - reconcile: host turns taken during the idle phase (the stamp file's mtime)
   per interval, times tmux processes of one idle reconcile;
-- navigator RSS (largest), and its private memory (RSS less shared library pages).
+- navigator RSS (largest; the reconcile-turn holder's and the others' apart), and
+  private memory (RSS less shared library pages).
 Targets are printed beside each figure; load average is printed too, since the
 machine is shared.
 """
@@ -56,6 +57,8 @@ from tests.waiting import retry_until
 
 REPO = Path(__file__).resolve().parents[2]
 HOOKS_PER_S = 5.0
+#: Focuses (each followed by a bare swap-pane floor) for the focus figures.
+FOCUS_ROUNDS = 30
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -301,14 +304,14 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         view_id, pair = next((v, t) for v, t in tasks.items() if len(t) >= 2) \
             if any(len(t) >= 2 for t in tasks.values()) else (None, [])
         if view_id is not None:
-            focus = []
-            for round_ in range(10):
+            # Interleaved, so a focus and its floor see the same machine: one focus, then
+            # one bare swap-pane of the same two panes (and the swap back, untimed).
+            focus, swap = [], []
+            panes = [pane_of(engine, frame) for frame in pair]
+            for round_ in range(FOCUS_ROUNDS):
                 start = time.perf_counter()
                 engine.view_focus(new_request_id(), view_id, pair[round_ % 2])
                 focus.append((time.perf_counter() - start) * 1000)
-            panes = [pane_of(engine, frame) for frame in pair]
-            swap = []
-            for _ in range(10):
                 start = time.perf_counter()
                 _tmux(socket, "swap-pane", "-d", "-s", panes[0], "-t", panes[1])
                 swap.append((time.perf_counter() - start) * 1000)
@@ -316,7 +319,15 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
             figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
             figures["focus_p95"] = quantile(focus, 0.95) / statistics.median(swap)
             figures["swap_ms"] = statistics.median(swap)
-        figures["rss"] = max(_rss_mb(pid) for pid in navigators)
+        rss = {pid: _rss_mb(pid) for pid in navigators}
+        figures["rss"] = max(rss.values())
+        try:  # the stamp names the navigator holding the host's reconcile turn
+            holder = int(stamp.read_text().strip())
+        except (OSError, ValueError):
+            holder = None
+        others = [mb for pid, mb in rss.items() if pid != holder]
+        if holder in rss and others:
+            figures["rss_holder"], figures["rss_others"] = rss[holder], max(others)
         figures["private"] = max(_private_mb(pid) for pid in navigators)
         figures["rss_floor"] = _bare_textual_rss(socket)
         # Correctness under load: nothing in this run stops an agent, so any surface
@@ -371,6 +382,9 @@ def main() -> int:
           f"{_verdict(f['reconcile'], 2)}")
     print(f"navigator RSS (largest)  {f['rss']:6.1f} MB   {_verdict(f['rss'], 45)}"
           f"   (a bare Textual app: {f['rss_floor']:.1f} MB)")
+    if "rss_holder" in f:
+        print(f"  the reconcile-turn holder {f['rss_holder']:.1f} MB (it carries the tmux "
+              f"adapter), every other navigator at most {f['rss_others']:.1f} MB")
     print(f"navigator private memory {f['private']:6.1f} MB (largest; RSS less shared "
           "library pages: what one more view costs)")
     print(f"false alarms             {f['recoveries']:4.0f} recoveries, "
