@@ -325,7 +325,14 @@ class EngineClient:
         from core.reconcile.reconcile_turn import host_turn
 
         with host_turn(self.home.run_dir, interval) as mine:
-            return self.reconcile() if mine else None
+            if not mine:
+                return None
+            report = self.reconcile()
+            from storage.connection import checkpoint_wal
+
+            with self._lock:  # hooks leave the registry's checkpoints to this turn
+                checkpoint_wal(self.engine.conn)
+            return report
 
     def recover(self, recovery_id: str) -> RecoveryRecord:
         from core.reconcile import recovery

@@ -70,8 +70,18 @@ def open_for_hook(home: Home, generation_id: str) -> HookRegistry:
     Fails closed (``RegistryUnavailable``) exactly when the full open would:
     config and pointer must name this generation, the file must carry the
     Switchboard application id and schema, and its metadata must name this
-    generation and the config's host. Nothing is written here.
+    generation and the config's host. Nothing is written here. The connection
+    leaves checkpoints to the reconcile holder up to
+    ``storage.connection.HOOK_WAL_AUTOCHECKPOINT_PAGES``.
     """
+    from storage.connection import HOOK_WAL_AUTOCHECKPOINT_PAGES
+
+    opened = _open_for_hook(home, generation_id)
+    opened.conn.execute(f"PRAGMA wal_autocheckpoint = {HOOK_WAL_AUTOCHECKPOINT_PAGES}")
+    return opened
+
+
+def _open_for_hook(home: Home, generation_id: str) -> HookRegistry:
     try:
         config_digest = sha256_hex(_config_bytes(home))
     except (OSError, ValueError):

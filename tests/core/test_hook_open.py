@@ -23,6 +23,7 @@ from core.hooks.hook_handler import handle_hook
 from core.model.errors import ConfigError, RegistryUnavailable, Unauthorized
 from navigator.commands.hook import parse_fast
 from storage import schema
+from storage.connection import HOOK_WAL_AUTOCHECKPOINT_PAGES
 from tests.core.test_hook_handler import LiveSurface, dump, launch_live_surface, payload_for
 from tests.waiting import retry_until
 
@@ -96,8 +97,21 @@ def test_lean_connection_has_the_standard_pragmas(live: LiveSurface) -> None:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
         assert isinstance(conn.execute("SELECT 1 AS one").fetchone(), sqlite3.Row)
+        # checkpoints are the reconcile holder's, not a hook's (a hook's took 100+ ms)
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == \
+            HOOK_WAL_AUTOCHECKPOINT_PAGES
     finally:
         opened.conn.close()
+    first = open_for_hook(Home.from_env(live.env()), live.engine.generation_id)
+    try:  # the full open (no cache) too
+        cache_path(live).unlink()
+        full = open_for_hook(Home.from_env(live.env()), live.engine.generation_id)
+        assert full.verified is not None
+        assert full.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == \
+            HOOK_WAL_AUTOCHECKPOINT_PAGES
+        full.conn.close()
+    finally:
+        first.conn.close()
 
 
 def test_refused_capability_leaves_no_cache(live: LiveSurface) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 from core.engine.requests import new_request_id
@@ -20,7 +22,7 @@ from navigator.widgets.frames import frame_key
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.views import ViewList
 from tests.navigator.helpers import notices, settle, tree, wait_until
-from tests.navigator.scenario import Scenario
+from tests.navigator.scenario import Scenario, new_scenario
 
 SIZE = (80, 24)
 
@@ -160,3 +162,26 @@ def test_reconcile_interval_defaults_to_the_stage(demo: Scenario) -> None:
         assert SwitchboardApp(demo.client, reconcile_interval=0).reconcile_interval == 0
     finally:
         demo.engine.stage = None
+
+
+def test_the_reconcile_holder_checkpoints_the_registry(tmp_path: Path) -> None:
+    """Hooks leave checkpoints to the holder: after its turn, what was committed is in
+    the database file itself (a copy of the file without its WAL shows it)."""
+    import shutil
+    import sqlite3
+
+    scenario = new_scenario(tmp_path / "home")
+    conn = scenario.engine.conn
+    conn.execute("PRAGMA wal_autocheckpoint = 0")  # as a hook's connection leaves it
+    scenario.client.enter_project("alpha")
+    path = scenario.home.registry_path(scenario.engine.generation_id)
+
+    def views_in_file_alone() -> int:
+        alone = tmp_path / f"alone-{len(list(tmp_path.iterdir()))}.sqlite3"
+        shutil.copyfile(path, alone)
+        with closing(sqlite3.connect(alone)) as copy:
+            return int(copy.execute("SELECT COUNT(*) FROM user_views").fetchone()[0])
+
+    assert views_in_file_alone() == 0  # committed, but only in the WAL
+    assert scenario.client.reconcile_if_due(10.0) is not None  # this process's turn
+    assert views_in_file_alone() == 1
