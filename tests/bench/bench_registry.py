@@ -174,7 +174,7 @@ def named_op_figures(engine: Engine, shape: dict, rounds: int) -> list[float]:
     targets = iter([frame_id, workspace] * rounds)
     focus = timed(lambda: engine.view_focus(new_request_id(), focus_view, next(targets)),
                   max(10, rounds // 4))
-    print(f"   view_focus (prepare + execute + commit, 4 transactions): {summary(focus)}")
+    print(f"   view_focus (3 transactions, no tmux): {summary(focus)}")
     return samples
 
 
