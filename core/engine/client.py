@@ -110,7 +110,7 @@ class EngineClient:
 
     A navigator mostly reads (every view's navigator rebuilds its state on each
     change), and the stage brings libtmux and the tmux adapter (~65 modules,
-    ~5 MB per navigator). ``stage_wanted`` says a request attaches it when it
+    ~3 MB per navigator). ``stage_wanted`` says a request attaches it when it
     first needs the engine; an engine handed in with its stage already
     attached is used as it is.
     """
@@ -327,12 +327,13 @@ class EngineClient:
         with host_turn(self.home.run_dir, interval) as mine:
             if not mine:
                 return None
-            report = self.reconcile()
             from storage.connection import checkpoint_wal
 
-            with self._lock:  # hooks leave the registry's checkpoints to this turn
-                checkpoint_wal(self.engine.conn)
-            return report
+            try:
+                return self.reconcile()
+            finally:  # hooks leave the registry's checkpoints to this turn, even a failed one
+                with self._lock:
+                    checkpoint_wal(self.engine.conn)
 
     def recover(self, recovery_id: str) -> RecoveryRecord:
         from core.reconcile import recovery

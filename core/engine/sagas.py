@@ -106,12 +106,12 @@ def claim_at_prepare(engine: Engine, conn: sqlite3.Connection, transition_id: st
 def execute(engine: Engine, transition_id: str, *, claimed: bool = False) -> None:
     """Claim a prepared transition and drive it to presented (or failed); ``claimed``
     when ``claim_at_prepare`` already did in the prepare's transaction."""
+    if claimed:
+        _drive(engine, transition_id, transitions_ops.get_transition(engine.conn, transition_id),
+               [])
+        return
     now = engine.now()
     stop_first: list[str] = []
-    if claimed:
-        row = transitions_ops.get_transition(engine.conn, transition_id)
-        _drive(engine, transition_id, row, stop_first)
-        return
     with write_transaction(engine.conn) as conn:
         row = transitions_ops.get_transition(conn, transition_id)
         if row["state"] != T.PREPARED:

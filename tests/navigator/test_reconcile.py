@@ -13,6 +13,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from core.engine.requests import new_request_id
 from core.engine.sagas import LEASE_MS
 from core.reconcile.provider_checks import STALE_WORKING_AFTER_MS
@@ -185,3 +187,15 @@ def test_the_reconcile_holder_checkpoints_the_registry(tmp_path: Path) -> None:
     assert views_in_file_alone() == 0  # committed, but only in the WAL
     assert scenario.client.reconcile_if_due(10.0) is not None  # this process's turn
     assert views_in_file_alone() == 1
+    # a turn whose reconcile fails (tmux gone) still checkpoints
+    scenario.client.enter_project("beta")
+    assert views_in_file_alone() == 1
+
+    def failing() -> None:
+        raise RuntimeError("tmux did not answer")
+
+    scenario.client.reconcile = failing  # type: ignore[method-assign]
+    (scenario.home.run_dir / "reconcile.stamp").unlink()
+    with pytest.raises(RuntimeError):
+        scenario.client.reconcile_if_due(10.0)
+    assert views_in_file_alone() == 2
