@@ -9,9 +9,9 @@ and this project, whose root this script puts first on ``sys.path`` (the
 script's own folder, which Python would put there, is replaced: it holds
 modules named like standard ones).
 
-A rare branch of the hook (lifting an input fence in-process) imports a
-third-party library (libtmux). For that, a finder of last resort loads
-``site`` on the first import nothing else can find (standard-library names
+Should a branch of the hook ever import a third-party library (the tmux
+adapter used libtmux until it spawned tmux itself), a finder of last resort
+loads ``site`` on the first import nothing else can find (standard-library names
 aside: their optional modules are absent on purpose), then retries it: the
 process then sees exactly what a normal start would have seen.
 """

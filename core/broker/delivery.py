@@ -32,12 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import libtmux
-
 from core.broker.kick import MANAGED_PREFIX
 from core.tmux.commands import Check, equals, guarded, outcome
 from core.tmux.control_input import ENTER_AFTER_PASTE_S
-from core.tmux.errors import PaneNotFound
+from core.tmux.errors import PaneNotFound, TmuxUnavailable
+from core.tmux.runner import TmuxRunner
 from storage.broker_schema import (
     MemberStatus,
     MessageState,
@@ -128,12 +127,11 @@ class Typer(Protocol):
 
 
 class TmuxTyper:
-    """libtmux against an explicit socket path; one tmux invocation per line."""
+    """tmux against an explicit socket path; one counted tmux process per line."""
 
     def __init__(self, socket_path: str | os.PathLike[str] | None) -> None:
         self.socket_path = None if socket_path is None else str(socket_path)
-        self._server = (None if self.socket_path is None
-                        else libtmux.Server(socket_path=self.socket_path))
+        self._server = None if self.socket_path is None else TmuxRunner(self.socket_path)
 
     def type_line(self, target: PaneTarget, line: str) -> None:
         if target.backend != "tmux":
@@ -157,7 +155,10 @@ class TmuxTyper:
                 ("send-keys", "-t", target.pane, "Enter")])
         except ValueError as exc:  # not an exact %N pane id
             raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
-        result = self._server.cmd(*command)
+        try:
+            result = self._server.run([command], check=False)
+        except TmuxUnavailable as exc:  # tmux is not installed
+            raise DeliveryFailed(str(exc)) from None
         if result.returncode != 0 or result.stderr:
             detail = "; ".join(result.stderr) or f"exit status {result.returncode}"
             raise DeliveryFailed(f"tmux send-keys to {target.pane} failed: {detail}")

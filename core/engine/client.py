@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -61,23 +60,9 @@ def _stamp(path: str) -> tuple[int, int]:
 
 
 def _import_stage() -> Callable[[Engine, Home], object]:
-    """``core.tmux.stage.attach_stage``, first imported with the process's own stdout.
+    """``core.tmux.stage.attach_stage``, imported on the first request that needs it."""
+    from core.tmux.stage import attach_stage
 
-    libtmux reads ``sys.stdout.encoding`` when it is imported; inside a running
-    Textual app ``sys.stdout`` is the app's print capture, which has no encoding
-    (the first request of a navigator failed with AttributeError). Nothing is
-    printed during the import, so lending the real stream for it loses nothing.
-    """
-    if "libtmux" in sys.modules or hasattr(sys.stdout, "encoding"):
-        from core.tmux.stage import attach_stage
-
-        return attach_stage
-    captured = sys.stdout
-    sys.stdout = sys.__stdout__
-    try:
-        from core.tmux.stage import attach_stage
-    finally:
-        sys.stdout = captured
     return attach_stage
 
 
@@ -109,8 +94,8 @@ class EngineClient:
     """Reads run on the registry alone; the tmux stage is attached on the first request.
 
     A navigator mostly reads (every view's navigator rebuilds its state on each
-    change), and the stage brings libtmux and the tmux adapter (~65 modules,
-    ~3 MB per navigator). ``stage_wanted`` says a request attaches it when it
+    change), and the stage brings the tmux adapter and the sagas (~30 modules,
+    ~1.2 MB per navigator). ``stage_wanted`` says a request attaches it when it
     first needs the engine; an engine handed in with its stage already
     attached is used as it is.
     """

@@ -1,6 +1,6 @@
 """The hook path: providers call it on every prompt and turn end.
 
-Lean by design (no Textual, no libtmux unless a transition must move panes):
+Lean by design (no Textual, no tmux adapter unless a transition must move panes):
 check the generation marker, authenticate the capability, record activity in
 one short transaction, and on a trusted Stop run whatever transition was
 waiting for it. An unmanaged session, or a stale generation, is a successful

@@ -9,7 +9,7 @@ reconciles; the rest skip and see its results through the registry as before.
 
 The turn stays with its holder (the stamp names its pid): another navigator takes
 it over only once the holder is gone or has missed its turn by half an interval.
-Reconciling needs the tmux adapter and libtmux, which a navigator otherwise never
+Reconciling needs the tmux adapter (~30 modules), which a navigator otherwise never
 imports, so a turn that went to whoever ticked first would make every navigator
 carry them in time.
 """

@@ -2,9 +2,13 @@
 
 Every tmux call of the adapter goes through `TmuxRunner.run`, which joins a
 list of commands with `;` separators into a single `tmux -S SOCKET ...`
-process (libtmux `Server.cmd`). The counter is how tests and the benchmark
-prove "at most 3 tmux processes per transition" and "one process per
-refresh, not one per pane".
+process. The counter is how tests and the benchmark prove "at most 3 tmux
+processes per transition" and "one process per refresh, not one per pane".
+
+The process is spawned here with `subprocess`, the way libtmux's
+`Server.cmd` does it (same argv, same output split), without importing
+libtmux: that one call cost the navigator holding the host's reconcile turn
+25 modules and ~3.5 MB of resident memory (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -12,11 +16,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import libtmux
 
 from core.model.files import person_umask
 from core.tmux.errors import (
@@ -70,9 +73,9 @@ class TmuxRunner:
         self.socket_path = os.fspath(socket_path)
         if not self.socket_path:
             raise ValueError("a tmux socket path is required; the default server is never used")
-        # Found on PATH once: libtmux otherwise searches PATH on every command.
-        self.server = libtmux.Server(socket_path=self.socket_path, config_file=config_file,
-                                     tmux_bin=shutil.which("tmux"))
+        self.config_file = config_file
+        self.tmux_bin = shutil.which("tmux")
+        """Found on PATH once, not per command; None: not installed (`run` says so)."""
         self._lock = threading.Lock()
         self._invocations = 0
 
@@ -102,15 +105,34 @@ class TmuxRunner:
         # This tmux client may start the server the agents run in: it gets the
         # person's umask, so their files are not made private by Switchboard's.
         with person_umask():
-            result = self.server.cmd(argv[0], *argv[1:])
-        output = BatchOutput(
-            stdout=tuple(result.stdout),
-            stderr=tuple(result.stderr),
-            returncode=int(result.returncode or 0),
-        )
+            output = self._spawn(argv)
         if check and not output.ok:
             raise classify_failure(output, socket_path=self.socket_path)
         return output
+
+
+    def _spawn(self, argv: list[str]) -> BatchOutput:
+        """One `tmux [-f CONFIG] -S SOCKET argv...` process, its output split into lines."""
+        if self.tmux_bin is None:
+            self.tmux_bin = shutil.which("tmux")  # installed since this runner started?
+        if self.tmux_bin is None:
+            raise TmuxUnavailable("tmux is not installed (no `tmux` on PATH); install tmux "
+                                  "3.2 or later and try again.", detail="tmux not found")
+        head = [self.tmux_bin] + ([f"-f{self.config_file}"] if self.config_file else [])
+        try:
+            done = subprocess.run([*head, f"-S{self.socket_path}", *argv],
+                                  capture_output=True, text=True, encoding="utf-8",
+                                  errors="backslashreplace", check=False)
+        except FileNotFoundError:  # removed since it was found
+            self.tmux_bin = None
+            raise TmuxUnavailable("tmux is no longer at its path; install tmux 3.2 or later "
+                                  "and try again.", detail="tmux not found") from None
+        stdout = done.stdout.split("\n")
+        while stdout and stdout[-1] == "":  # the trailing newline, not blank lines within
+            stdout.pop()
+        return BatchOutput(stdout=tuple(stdout),
+                           stderr=tuple(line for line in done.stderr.split("\n") if line),
+                           returncode=done.returncode)
 
 
 def classify_failure(output: BatchOutput, *, socket_path: str) -> Exception:

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+
+#: Native modules a navigator never uses whose import maps OpenSSL (libssl and
+#: libcrypto, ~4.5 MB of every navigator's RSS): asyncio imports ``ssl`` only to
+#: offer TLS transports, and ``secrets`` reaches ``hashlib``'s OpenSSL binding
+#: through ``hmac``. Both fall back cleanly when the import fails (asyncio then
+#: has no TLS, hashlib uses CPython's own SHA-2 and MD5).
+UNUSED_OPENSSL_MODULES = ("ssl", "_ssl", "_hashlib")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +29,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
+def forgo_openssl() -> None:
+    """Make ``UNUSED_OPENSSL_MODULES`` unimportable in this process, unless already loaded.
+
+    A navigator runs in every view's pane for as long as the view lives; it
+    speaks to SQLite files and a local tmux socket, never TLS. Must run before
+    asyncio is first imported (Textual imports it).
+    """
+    for name in UNUSED_OPENSSL_MODULES:
+        if name not in sys.modules:  # None: `import name` raises ImportError
+            sys.modules[name] = None  # type: ignore[assignment]
+
+
 def _run(args: argparse.Namespace) -> int:
+    forgo_openssl()
     from core.engine.client import EngineClient
     from navigator.app import SwitchboardApp
 

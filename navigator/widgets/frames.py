@@ -222,7 +222,9 @@ class FrameTree(Tree[NodeRef]):
         """Expansion changed; the app persists UI state."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("projects", id=id)
+        # A Text root label: Tree parses a str label as Rich markup, whose emoji
+        # replacement imports Rich's emoji table (~0.7 MB of every navigator).
+        super().__init__(Text("projects"), id=id)
         self.show_root = False
         self.auto_expand = False
         self.guide_depth = 2

@@ -76,3 +76,11 @@ def test_keys_typed_into_the_navigator_pane(tmp_path: Path, tmux_socket: Path,
     assert len(panes) == 2 and (nav, width) in panes
     left = tmux(tmux_socket, "display-message", "-p", "-t", nav, "#{pane_left}").strip()
     assert left == "0"
+
+    # after a start and two moves through the stage, the navigator process has still
+    # not mapped OpenSSL (it never speaks TLS; the libraries were ~4.5 MB of its RSS)
+    pid = int(tmux(tmux_socket, "display-message", "-p", "-t", nav, "#{pane_pid}").strip())
+    assert b"navigator.cli" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    libraries = {line.split()[-1] for line in maps.splitlines() if ".so" in line}
+    assert not {lib for lib in libraries if "libcrypto" in lib or "libssl" in lib}, libraries

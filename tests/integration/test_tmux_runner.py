@@ -56,6 +56,22 @@ def test_no_server_is_a_specific_error(tmp_path: Path) -> None:
     assert runner.invocations == 1
 
 
+def test_tmux_missing_from_path_is_a_one_line_error(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a folder with no tmux in it
+    runner = TmuxRunner(tmp_path / "any.sock")
+    with pytest.raises(TmuxUnavailable) as raised:
+        runner.run([("list-sessions",)])
+    message = str(raised.value)
+    assert "tmux is not installed" in message and "\n" not in message
+
+
+def test_blank_lines_inside_output_are_kept_only_the_trailing_newline_goes(
+        runner: TmuxRunner) -> None:
+    runner.run([("set-buffer", "-b", "blank", "--", "one\n\nthree\n")])
+    assert runner.run([("show-buffer", "-b", "blank")]).stdout == ("one", "", "three")
+
+
 def test_the_default_server_is_never_used() -> None:
     with pytest.raises(ValueError):
         TmuxRunner("")

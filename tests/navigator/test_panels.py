@@ -348,21 +348,51 @@ async def test_unknown_activity_reads_the_same_in_the_tree_and_views(demo: Scena
 
 
 async def test_footer_shows_every_app_key_without_cutting_any(demo: Scenario) -> None:
-    from textual.widgets._footer import FooterKey
+    from navigator.widgets.footer import KeyFooter
 
     for size in ((40, 40), SIZE):
         app = SwitchboardApp(demo.client)
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
-            await pilot.pause(0.2)  # the footer recomposes after the bindings settle
-            keys = {key.key: key for key in app.screen.query(FooterKey)}
+            await pilot.pause(0.2)  # the footer follows the bindings once they settle
+            footer = app.query_one(KeyFooter)
+            keys = {placed.entry.key: placed for placed in footer.shown}
             for binding in app.BINDINGS:
                 if binding.show:  # escape (clear a kept search filter) is contextual
                     assert binding.key in keys, (size, binding.key)
-            for key in keys.values():
-                region = key.region
-                assert region.height == 1 and region.width > 0, (size, key.key)
-                assert region.right <= size[0], (size, key.key, region)  # none cut off
+            region = footer.region
+            for placed in keys.values():
+                assert placed.width > 0 and placed.row < region.height, (size, placed)
+                assert region.x + placed.x + placed.width <= size[0], (size, placed)  # none cut
+            # every key is drawn where it is placed: its text is on the screen in its row
+            lines = [app.screen.get_widget_at(region.x, region.y + row)[0]
+                     for row in range(region.height)]
+            assert all(widget is footer for widget in lines), lines
+            for placed in keys.values():
+                line = footer.render_line(placed.row).text
+                drawn = line[placed.x:placed.x + placed.width]
+                assert placed.entry.display in drawn and placed.entry.description in drawn, \
+                    (size, drawn, placed)
+
+
+async def test_a_click_on_a_footer_key_presses_it(demo: Scenario) -> None:
+    from navigator.screens.help import HelpScreen
+    from navigator.widgets.footer import KeyFooter
+
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.2)
+        footer = app.query_one(KeyFooter)
+        help_key = next(p for p in footer.shown if p.entry.action == "help")
+        before = app.export_screenshot()
+        await pilot.hover(KeyFooter, offset=(help_key.x + 1, help_key.row))
+        await pilot.pause(0.1)
+        assert footer.tooltip == (help_key.entry.tooltip or None)
+        assert app.export_screenshot() != before  # the hovered key lights up
+        await pilot.click(KeyFooter, offset=(help_key.x + 1, help_key.row))
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HelpScreen)
 
 
 async def test_palette_acknowledges_the_selected_message(demo: Scenario) -> None:

@@ -15,7 +15,6 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
-from textual.widgets._footer import FooterKey
 
 from navigator.app import (
     COMPACT_ROWS,
@@ -49,8 +48,8 @@ def _notice(app: SwitchboardApp) -> str:
     return app.query_one(TooSmallNotice).render().plain
 
 
-def _footer_actions(app: SwitchboardApp) -> set[str]:
-    return {key.action for key in app.query_one(KeyFooter).query(FooterKey)}
+def _footer_actions(app: SwitchboardApp) -> frozenset[str]:
+    return app.query_one(KeyFooter).actions
 
 
 async def _resize(pilot: Pilot, width: int, height: int) -> None:
