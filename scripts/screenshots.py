@@ -147,25 +147,32 @@ async def take(shot: Shot, template: Scenario, home: Path) -> Path:
 
 
 def to_png(svg: Path) -> Path | None:
-    """PNG beside the SVG with the first converter that really works, else None."""
+    """PNG beside the SVG with the first converter that really works, else None.
+
+    Each converter writes a scratch file that replaces the PNG only when it is a
+    real PNG: a converter that fails (ImageMagick without an SVG delegate) leaves
+    the committed PNG as it was instead of deleting it.
+    """
     png = svg.with_suffix(".png")
+    scratch = svg.with_suffix(".new.png")
     try:
         import cairosvg  # type: ignore[import-not-found]
 
-        cairosvg.svg2png(url=str(svg), write_to=str(png))
+        cairosvg.svg2png(url=str(svg), write_to=str(scratch))
+        scratch.replace(png)
         return png
     except Exception:
-        pass
-    for command in (["rsvg-convert", "-o", str(png), str(svg)],
-                    ["inkscape", str(svg), "--export-filename", str(png)],
-                    ["convert", str(svg), str(png)]):
+        scratch.unlink(missing_ok=True)
+    for command in (["rsvg-convert", "-o", str(scratch), str(svg)],
+                    ["inkscape", str(svg), "--export-filename", str(scratch)],
+                    ["convert", str(svg), str(scratch)]):
         if shutil.which(command[0]) is None:
             continue
-        png.unlink(missing_ok=True)
         done = subprocess.run(command, capture_output=True, check=False)
-        if done.returncode == 0 and png.is_file() and png.read_bytes()[:4] == b"\x89PNG":
+        if done.returncode == 0 and scratch.is_file() and scratch.read_bytes()[:4] == b"\x89PNG":
+            scratch.replace(png)
             return png
-        png.unlink(missing_ok=True)
+        scratch.unlink(missing_ok=True)
     return None
 
 
@@ -182,7 +189,10 @@ async def main() -> int:
         for index, shot in enumerate(SHOTS):
             svg = await take(shot, empty if shot.empty else demo, base / f"home-{index}")
             png = to_png(svg)
-            print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else ""))
+            kept = svg.with_suffix(".png")
+            print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else
+                                                f"  ({kept.name} kept as it was: no "
+                                                "converter)" if kept.exists() else ""))
     if not any(OUT.glob("*.png")):
         print("no SVG->PNG converter found (cairosvg, rsvg-convert, inkscape, ImageMagick); "
               "SVG only")
