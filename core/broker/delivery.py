@@ -30,13 +30,9 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.broker.kick import MANAGED_PREFIX
-from core.tmux.commands import Check, equals, guarded, outcome
-from core.tmux.control_input import ENTER_AFTER_PASTE_S
-from core.tmux.errors import PaneNotFound, TmuxUnavailable
-from core.tmux.runner import TmuxRunner
 from storage.broker_schema import (
     MemberStatus,
     MessageState,
@@ -44,6 +40,9 @@ from storage.broker_schema import (
     decode_message_state,
 )
 from storage.broker_store import BrokerStore
+
+if TYPE_CHECKING:
+    from core.tmux.runner import TmuxRunner
 
 LOCK_TIMEOUT_S = 10.0
 _MAX_PLACEMENT_RACES = 5
@@ -127,18 +126,29 @@ class Typer(Protocol):
 
 
 class TmuxTyper:
-    """tmux against an explicit socket path; one counted tmux process per line."""
+    """tmux against an explicit socket path; one counted tmux process per line.
+
+    The tmux modules load with the first line typed: every navigator opens the
+    broker read-only for its Inbox and never types (they were ~1 MB of each).
+    """
 
     def __init__(self, socket_path: str | os.PathLike[str] | None) -> None:
         self.socket_path = None if socket_path is None else str(socket_path)
-        self._server = None if self.socket_path is None else TmuxRunner(self.socket_path)
+        self._server: TmuxRunner | None = None
 
     def type_line(self, target: PaneTarget, line: str) -> None:
+        from core.tmux.commands import Check, equals, guarded, outcome
+        from core.tmux.control_input import ENTER_AFTER_PASTE_S
+        from core.tmux.errors import PaneNotFound, TmuxUnavailable
+        from core.tmux.runner import TmuxRunner
+
         if target.backend != "tmux":
             raise DeliveryFailed(f"backend {target.backend!r} is not supported")
-        if self._server is None:
+        if self.socket_path is None:
             raise DeliveryFailed(
                 "no tmux socket configured (pass --tmux-socket or set SWITCHBOARD_TMUX_SOCKET)")
+        if self._server is None:
+            self._server = TmuxRunner(self.socket_path)
         try:
             # One tmux command: the text and its Enter are typed together, and only
             # into a live pane that takes input. tmux drops keys sent to a fenced
