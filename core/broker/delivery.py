@@ -139,7 +139,7 @@ class TmuxTyper:
     def type_line(self, target: PaneTarget, line: str) -> None:
         from core.tmux.commands import Check, equals, guarded, outcome
         from core.tmux.control_input import ENTER_AFTER_PASTE_S
-        from core.tmux.errors import PaneNotFound, TmuxUnavailable
+        from core.tmux.errors import PaneNotFound, TmuxNotInstalled
         from core.tmux.runner import TmuxRunner
 
         if target.backend != "tmux":
@@ -167,7 +167,7 @@ class TmuxTyper:
             raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
         try:
             result = self._server.run([command], check=False)
-        except TmuxUnavailable as exc:  # tmux is not installed
+        except TmuxNotInstalled as exc:
             raise DeliveryFailed(str(exc)) from None
         if result.returncode != 0 or result.stderr:
             detail = "; ".join(result.stderr) or f"exit status {result.returncode}"

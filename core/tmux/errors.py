@@ -73,6 +73,16 @@ class TopologyConflict(TmuxError):
     code = "tmux_topology_conflict"
 
 
+class TmuxNotInstalled(TmuxError):
+    """No tmux binary to run: says nothing about the server, whose panes may live on.
+
+    Not a ``TmuxUnavailable``: that one means the server is gone and its pane
+    locators are invalid, which a tmux being upgraded in place must not imply.
+    """
+
+    code = "tmux_not_installed"
+
+
 class TmuxCommandFailed(TmuxError):
     """tmux reported an error that none of the specific errors explains."""
 

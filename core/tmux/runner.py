@@ -26,6 +26,7 @@ from core.tmux.errors import (
     PaneNotFound,
     TargetNotFound,
     TmuxCommandFailed,
+    TmuxNotInstalled,
     TmuxUnavailable,
 )
 
@@ -100,8 +101,6 @@ class TmuxRunner:
             if index:
                 argv.append(";")
             argv.extend(escape_arg(str(part)) for part in command)
-        with self._lock:
-            self._invocations += 1
         # This tmux client may start the server the agents run in: it gets the
         # person's umask, so their files are not made private by Switchboard's.
         with person_umask():
@@ -110,14 +109,15 @@ class TmuxRunner:
             raise classify_failure(output, socket_path=self.socket_path)
         return output
 
-
     def _spawn(self, argv: list[str]) -> BatchOutput:
         """One `tmux [-f CONFIG] -S SOCKET argv...` process, its output split into lines."""
         if self.tmux_bin is None:
             self.tmux_bin = shutil.which("tmux")  # installed since this runner started?
         if self.tmux_bin is None:
-            raise TmuxUnavailable("tmux is not installed (no `tmux` on PATH); install tmux "
-                                  "3.2 or later and try again.", detail="tmux not found")
+            raise TmuxNotInstalled("tmux is not installed (no `tmux` on PATH); install tmux "
+                                   "3.2 or later and try again; nothing was changed.")
+        with self._lock:
+            self._invocations += 1
         head = [self.tmux_bin] + ([f"-f{self.config_file}"] if self.config_file else [])
         try:
             done = subprocess.run([*head, f"-S{self.socket_path}", *argv],
@@ -125,8 +125,8 @@ class TmuxRunner:
                                   errors="backslashreplace", check=False)
         except FileNotFoundError:  # removed since it was found
             self.tmux_bin = None
-            raise TmuxUnavailable("tmux is no longer at its path; install tmux 3.2 or later "
-                                  "and try again.", detail="tmux not found") from None
+            raise TmuxNotInstalled("tmux is no longer at its path; install tmux 3.2 or later "
+                                   "and try again; nothing was changed.") from None
         stdout = done.stdout.split("\n")
         while stdout and stdout[-1] == "":  # the trailing newline, not blank lines within
             stdout.pop()

@@ -12,6 +12,7 @@ from core.tmux import (
     TmuxUnavailable,
     snapshot,
 )
+from core.tmux.errors import TmuxNotInstalled
 from core.tmux.runner import escape_arg
 
 TRICKY = ["plain", "ends;", "ends\\;", ";", "{", "}", "#{pid}", "$HOME", "~", "'q'", '"dq"',
@@ -60,10 +61,11 @@ def test_tmux_missing_from_path_is_a_one_line_error(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # a folder with no tmux in it
     runner = TmuxRunner(tmp_path / "any.sock")
-    with pytest.raises(TmuxUnavailable) as raised:
+    with pytest.raises(TmuxNotInstalled) as raised:  # not "the server is gone"
         runner.run([("list-sessions",)])
     message = str(raised.value)
     assert "tmux is not installed" in message and "\n" not in message
+    assert runner.invocations == 0  # nothing was spawned
 
 
 def test_blank_lines_inside_output_are_kept_only_the_trailing_newline_goes(
