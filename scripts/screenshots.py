@@ -186,16 +186,16 @@ async def main() -> int:
         demo.freeze()
         empty = new_scenario(base / "empty-template")
         empty.freeze()
+        converted = 0
         for index, shot in enumerate(SHOTS):
             svg = await take(shot, empty if shot.empty else demo, base / f"home-{index}")
             png = to_png(svg)
-            kept = svg.with_suffix(".png")
-            print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else
-                                                f"  ({kept.name} kept as it was: no "
-                                                "converter)" if kept.exists() else ""))
-    if not any(OUT.glob("*.png")):
-        print("no SVG->PNG converter found (cairosvg, rsvg-convert, inkscape, ImageMagick); "
-              "SVG only")
+            converted += png is not None
+            print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else ""))
+    if not converted:
+        print("no working SVG->PNG converter (cairosvg, rsvg-convert, inkscape, ImageMagick "
+              "with an SVG delegate): SVGs regenerated, PNGs left as they were (they may be "
+              "stale; install cairosvg and run `make screenshots` again)")
     return 0
 
 

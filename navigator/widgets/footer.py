@@ -177,11 +177,11 @@ class KeyFooter(Widget, can_focus=False):
         widths = [key_width(entry.display, entry.description, compact=self.compact)
                   for entry in entries]
         rows = pack_rows(widths, width)
+        gap = 1 if self.compact else 0  # the compact look's margin after each key
         placed: list[PlacedKey] = []
         for row_index, row in enumerate(rows[:1] if self.brief else rows):
             x = 0
             for index in row:
-                gap = 1 if self.compact else 0  # the compact look's margin after each key
                 placed.append(PlacedKey(entries[index], row_index, x, widths[index] - gap))
                 x += widths[index]
         self._placed, self._placed_for = tuple(placed), signature

@@ -74,6 +74,23 @@ def test_blank_lines_inside_output_are_kept_only_the_trailing_newline_goes(
     assert runner.run([("show-buffer", "-b", "blank")]).stdout == ("one", "", "three")
 
 
+def test_every_package_name_loads_from_its_module_and_one_module_loads_alone() -> None:
+    import importlib
+    import subprocess
+    import sys
+
+    import core.tmux
+
+    assert sorted(core.tmux.__all__) == sorted(core.tmux._HOME)
+    for name in core.tmux.__all__:
+        home = importlib.import_module(core.tmux._HOME[name])
+        assert getattr(core.tmux, name) is getattr(home, name), name
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, core.tmux.commands; print('core.tmux.adapter' in "
+         "sys.modules)"], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == ["False"]  # the broker's typer needs the commands, not the adapter
+
+
 def test_the_default_server_is_never_used() -> None:
     with pytest.raises(ValueError):
         TmuxRunner("")
