@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Container, Vertical
+from textual.containers import Vertical
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -52,6 +52,7 @@ from navigator.layout import (
     SHORT_ROWS,
     SIDEBAR_ROWS,
     LayoutKind,
+    MainScreen,
     fit_layout,
     layout_for,
     stylesheet_path,
@@ -161,21 +162,25 @@ class SwitchboardApp(App[None]):
             os.environ.pop(name, None)
         return super().run(*args, **kwargs)
 
+    def get_default_screen(self) -> Screen[Any]:
+        return MainScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         # Views and Recoveries only mirror the state; the tree is set by hand in
         # watch_navigator_state, because the breadcrumb reads its cursor afterwards.
+        # MainScreen's stylesheet splits the edges off in this order: the breadcrumb's
+        # row, the footer's, then the right column; the left panels fill the rest.
+        # The DOM order is also the focus order (the footer takes no focus).
         yield TooSmallNotice(id="too-small")
         yield Breadcrumb(id="breadcrumb")
-        with Container(id="body"):
-            with Vertical(id="left"):
-                yield ViewList(id="views").data_bind(SwitchboardApp.navigator_state)
-                yield SearchBox(id="search")
-                yield FrameTree(id="projects")
-            with Vertical(id="right"):
-                yield RecoveryList(id="recoveries").data_bind(SwitchboardApp.navigator_state)
-                yield InboxList(id="inbox")
-                yield PanePreview(id="preview")
+        yield ViewList(id="views").data_bind(SwitchboardApp.navigator_state)
+        yield SearchBox(id="search")
+        yield FrameTree(id="projects")
         yield KeyFooter()
+        with Vertical(id="right"):
+            yield RecoveryList(id="recoveries").data_bind(SwitchboardApp.navigator_state)
+            yield InboxList(id="inbox")
+            yield PanePreview(id="preview")
 
     def on_mount(self) -> None:
         self._fit_layout(self.size)

@@ -14,6 +14,7 @@ from typing import Any
 
 from textual.app import App
 from textual.geometry import Size
+from textual.screen import Screen
 
 from core.install.config import NAVIGATOR_WIDTH_RANGE
 from navigator.widgets.footer import KeyFooter
@@ -47,6 +48,19 @@ def stylesheet_path() -> Path:
     if canonical.is_file():
         return canonical
     return Path(__file__).resolve().parent / "switchboard.tcss"
+
+
+class MainScreen(Screen[None]):
+    """The navigator's own screen, which places the panels itself.
+
+    Textual renders and caches every visible widget's lines, covered by
+    children or not, and the compositor keeps each line cut at every panel
+    edge: two full-height containers between the screen and the panels held
+    ~2.8 MB of blank strips in a 40x50 sidebar navigator. The stylesheet
+    splits the breadcrumb, the footer and the right column off this screen's
+    edges instead, and the left panels fill what remains; only the right
+    column stays a container (the height of its panels when narrow).
+    """
 
 
 class LayoutKind(StrEnum):

@@ -202,3 +202,21 @@ async def test_a_list_squeezed_to_its_borders_measures_rows_in_one_cell() -> Non
         for width in (1, 2, 3, 4, 1, 30):
             await _resize(pilot, width, 10)
             assert app.query_one(RowList).option_count == 2
+
+
+async def test_at_most_one_container_under_a_panel(demo: Scenario) -> None:
+    """Textual renders, caches and cuts every visible widget's lines, covered or not:
+    two full-height containers under the panels cost a sidebar navigator ~2.8 MB.
+    The panels sit on the screen itself, except the right column's, so no cell lies
+    under more than a panel and its one container."""
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=(WIDTH, 50)) as pilot:
+        for width, height in ((WIDTH, 50), (80, 24), (200, 50)):
+            await _resize(pilot, width, height)
+            _check(app, width, height)
+            layers = [w.region for w in app.screen.walk_children()
+                      if w.display and w.region.area > 0]
+            deepest = max(sum(1 for region in layers if region.contains(x, y))
+                          for x in range(width) for y in range(height))
+            assert deepest == 2, (width, height, deepest)
+            assert app.query_one(FrameTree).parent is app.screen
