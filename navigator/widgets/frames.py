@@ -17,8 +17,10 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Region
 from textual.message import Message
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
@@ -31,6 +33,9 @@ from navigator.widgets.badges import (
     badge_kind,
     badge_style,
 )
+
+#: Rendered lines the tree keeps per row it shows before dropping the stale ones.
+LINE_CACHE_PER_ROW = 2
 
 _NONTERMINAL = {"prepared", "executing", "presented", "awaiting_claim", "settling"}
 
@@ -318,6 +323,18 @@ class FrameTree(Tree[NodeRef]):
             self._add(node, child)
 
     # ------------------------------------------------------------------ rendering
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Textual's Tree caches each rendered line under its node's update count, so
+        every relabel (a badge change, on every hook) leaves the old line behind until
+        1024 are held, ~2 KB each with the crops the compositor caches on them: a
+        long-lived navigator grew by ~2 MB. Once the stale lines outnumber
+        ``LINE_CACHE_PER_ROW`` per row shown, they go; the rows then drawn are cached
+        anew (their lines were redrawn for the relabel anyway)."""
+        cache = self._line_cache
+        if len(cache) > LINE_CACHE_PER_ROW * max(self.size.height, 1):
+            cache.clear()
+        return super().render_lines(crop)
 
     def render_label(self, node: TreeNode[NodeRef], base_style: Style, style: Style) -> Text:
         """Fold icon, then the badge (symbol and theme colour), then the title."""

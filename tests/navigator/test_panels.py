@@ -6,10 +6,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
+
 from core.engine.requests import new_request_id
 from navigator.app import SwitchboardApp
 from navigator.widgets.breadcrumb import Breadcrumb
-from navigator.widgets.frames import FrameTree, NodeKind, frame_key, history_key
+from navigator.widgets.frames import (
+    LINE_CACHE_PER_ROW,
+    FrameTree,
+    NodeKind,
+    frame_key,
+    history_key,
+)
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.views import ViewList
@@ -423,3 +431,23 @@ def test_a_degraded_view_has_its_own_badge_not_needs_input(demo: Scenario) -> No
     asking = replace(degraded, activity="needs_input")  # an agent asking still says so
     assert view_badge(asking, state.host_row(view.host_id)) is BadgeKind.NEEDS_INPUT
     assert BADGES[BadgeKind.DEGRADED].symbol != BADGES[BadgeKind.NEEDS_INPUT].symbol
+
+
+async def test_relabels_do_not_pile_up_rendered_lines(demo: Scenario) -> None:
+    """A badge change relabels a node; Textual's Tree kept each old line (~2 KB) up to
+    1024 of them. The tree keeps a few screenfuls, and still draws the newest label."""
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=(40, 30)) as pilot:
+        await settle(pilot)
+        frames = tree(app)
+        node = next(n for n in frames._node_by_key.values() if n.data is not None
+                    and n.data.kind is NodeKind.FRAME)
+        rows = frames.size.height
+        held = []
+        for turn in range(300):
+            node.set_label(Text(f"relabel {turn % 2}"))
+            await pilot.pause()
+            held.append(len(frames._line_cache))
+        assert max(held) <= (LINE_CACHE_PER_ROW + 1) * rows, held
+        drawn = frames.render_line(node.line - round(frames.scroll_y)).text
+        assert "relabel 1" in drawn, drawn
