@@ -15,12 +15,10 @@ once, under a per-pane lock); the read-only inbox stream in
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -33,30 +31,30 @@ from core.broker.delivery import (
     PaneTarget,
     TmuxTyper,
 )
+from core.broker.reading import (  # re-exported: the broker's own values and errors
+    BrokerCorrupt,
+    InboxEntry,
+    inbox_entries,
+    iso_utc,
+    member_status,
+    message_state,
+    open_broker,
+    parse_utc,
+    seconds_since,
+)
+from core.broker.reading import (
+    BrokerUnavailable as BrokerUnavailable,
+)
 from core.model.errors import Conflict, NotFound, SwitchboardError, Unauthorized
 from core.model.ports import Clock, SystemClock
 from storage.broker_schema import (
     MemberStatus,  # re-exported: the value sets belong to the file format
     MessageState,
     StatusDecodeError,
-    decode_member_status,
-    decode_message_state,
 )
-from storage.broker_store import BrokerStore, ChangeWatcher, FormatRefused, Verdict, open_store
+from storage.broker_store import BrokerStore, ChangeWatcher
 
 # --------------------------------------------------------------------------- errors
-
-
-class BrokerUnavailable(SwitchboardError):
-    """The broker file cannot be used safely; it was left byte-identical."""
-
-    code = "broker_unavailable"
-
-
-class BrokerCorrupt(SwitchboardError):
-    """A stored value is outside the format's closed value sets."""
-
-    code = "broker_corrupt"
 
 
 class InvalidRequest(SwitchboardError):
@@ -209,26 +207,6 @@ class Message:
 
 
 @dataclass(frozen=True)
-class InboxEntry:
-    """One row of the navigator's Inbox panel."""
-
-    message_id: int
-    fleet_id: int
-    from_member_id: int
-    from_name: str
-    to_member_id: int
-    to_name: str
-    text: str
-    status: MessageState
-    created_at: str
-    age_seconds: float
-
-    @property
-    def pending(self) -> bool:
-        return self.status is MessageState.INPUT_REQUIRED
-
-
-@dataclass(frozen=True)
 class FleetCreated:
     fleet: Fleet
     director: MemberDetail
@@ -261,70 +239,6 @@ class AssetInstall:
     installed_at: str
 
 
-# --------------------------------------------------------------------------- time
-
-
-def iso_utc(ms: int) -> str:
-    """Fixed-width ISO-8601 UTC with milliseconds, so text order is time order."""
-    moment = datetime.fromtimestamp(ms // 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
-
-
-def parse_utc(text: str) -> datetime:
-    """Read any ISO-8601 timestamp a format-family writer may have stored (naive = UTC)."""
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _seconds_since(text: str, now_ms: int) -> float:
-    return round(max(0.0, now_ms / 1000 - parse_utc(text).timestamp()), 3)
-
-
-# --------------------------------------------------------------------------- opening
-
-
-def open_broker(path: str | os.PathLike[str], *, create: bool = True,
-                readonly: bool = False) -> BrokerStore:
-    """Diagnose then open; any refusal becomes BrokerUnavailable with the reason."""
-    path = Path(path)
-    try:
-        return open_store(path, create=create, readonly=readonly)
-    except FormatRefused as refused:
-        diagnosis = refused.diagnosis
-        if diagnosis.verdict is Verdict.MISSING:
-            raise BrokerUnavailable(
-                f"no broker file at {path}; create a fleet first "
-                "(`switchboard fleet create`)") from None
-        if diagnosis.verdict is Verdict.EMPTY:
-            raise BrokerUnavailable(
-                f"broker file {path} is not initialized yet; create a fleet first") from None
-        raise BrokerUnavailable(
-            f"broker file {path} {diagnosis.detail}; it was left unchanged",
-            code=f"broker_{diagnosis.verdict.value}") from None
-    except (OSError, sqlite3.Error) as exc:
-        from core.model.files import os_failure
-        from storage.environment import environment_failure
-
-        failure = os_failure(exc, path) or environment_failure(exc, path)
-        if failure is not None:  # a full or read-only disk, said as such
-            raise failure from None
-        raise BrokerUnavailable(f"cannot open broker file {path}: {exc}") from None
-
-
-def _decode_member_status(value: object) -> MemberStatus:
-    try:
-        return decode_member_status(value)
-    except StatusDecodeError as exc:
-        raise BrokerCorrupt(f"broker file holds {exc}; it was left unchanged") from None
-
-
-def _decode_message_state(value: object) -> MessageState:
-    try:
-        return decode_message_state(value)
-    except StatusDecodeError as exc:
-        raise BrokerCorrupt(f"broker file holds {exc}; it was left unchanged") from None
-
-
 def _fleet(row: Any) -> Fleet:
     return Fleet(row["fleet_id"], row["name"], row["created_at"], row["deleted_at"],
                  row["director_member_id"])
@@ -334,7 +248,7 @@ def _member(row: Any) -> Member:
     kind = (MemberKind.DIRECTOR if row["director_member_id"] == row["member_id"]
             else MemberKind.MEMBER)
     return Member(row["member_id"], row["fleet_id"], row["name"], row["description"],
-                  _decode_member_status(row["status"]), kind, row["registered_at"],
+                  member_status(row["status"]), kind, row["registered_at"],
                   row["deregistered_at"])
 
 
@@ -347,7 +261,7 @@ def _placement(row: Any) -> Placement | None:
 
 def _message(row: Any) -> Message:
     return Message(row["message_id"], row["from_member_id"], row["to_member_id"],
-                   row["created_at"], _decode_message_state(row["status_state"]),
+                   row["created_at"], message_state(row["status_state"]),
                    row["status_timestamp"], row["text"])
 
 
@@ -513,7 +427,7 @@ class Broker:
         member = self.get_member(member_id)
         last = self._last_activity(member_id)
         return MemberDetail(member, _placement(self.store.get_placement(member_id)), last,
-                            None if last is None else _seconds_since(last, self.clock.now_ms()))
+                            None if last is None else seconds_since(last, self.clock.now_ms()))
 
     def roster(self, fleet_id: int | None = None) -> list[RosterEntry]:
         """Active members of live fleets, with activity and idle seconds."""
@@ -529,7 +443,7 @@ class Broker:
                 member.member_id, member.fleet_id, member.name, member.kind,
                 placement.coding_agent if placement else None,
                 placement.mux_pane_id if placement else None,
-                last, None if last is None else _seconds_since(last, now_ms)))
+                last, None if last is None else seconds_since(last, now_ms)))
         return entries
 
     def _last_activity(self, member_id: int) -> str | None:
@@ -688,16 +602,8 @@ class Broker:
     def inbox(self, member_ids: Iterable[int], *, include_completed: bool = False
               ) -> list[InboxEntry]:
         """Messages to these members: pending first, then oldest first, with age."""
-        now_ms = self.clock.now_ms()
-        entries = [
-            InboxEntry(r["message_id"], r["fleet_id"], r["from_member_id"], r["from_name"],
-                       r["to_member_id"], r["to_name"], r["text"],
-                       _decode_message_state(r["status_state"]), r["created_at"],
-                       _seconds_since(r["created_at"], now_ms))
-            for r in self.store.inbox_rows(member_ids, include_completed=include_completed)
-        ]
-        return sorted(entries, key=lambda e: (not e.pending, parse_utc(e.created_at),
-                                              e.message_id))
+        return inbox_entries(self.store, member_ids, self.clock.now_ms(),
+                             include_completed=include_completed)
 
 
 def _target_of(placement: Placement | None) -> PaneTarget | None:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.broker.broker import Broker
-    from core.engine.engine import Engine
+    from core.engine.reader import RegistryReader
     from core.install.home import Home
+    from storage.broker_store import BrokerStore
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class InboxScope:
     fleet_name: str | None
 
 
-def inbox_scope(engine: Engine, view_id: str | None) -> InboxScope:
+def inbox_scope(engine: RegistryReader, view_id: str | None) -> InboxScope:
     """The registry half of the read (the engine's connection; the caller's lock)."""
     panes: frozenset[str] | None = None
     if view_id is not None:
@@ -39,32 +39,42 @@ def inbox_scope(engine: Engine, view_id: str | None) -> InboxScope:
 
 
 def inbox_in_scope(home: Home, scope: InboxScope) -> list[Any]:
-    """The broker half: the scope's members' messages (empty without a broker file)."""
+    """The broker half: the scope's members' messages (empty without a broker file).
+
+    Read straight from the store (``core.broker.reading``): a navigator that only
+    reads its Inbox loads neither the Broker's writes nor its pane delivery."""
     if not home.broker_path.exists():
         return []
-    from core.broker.broker import Broker
+    from core.broker.reading import inbox_entries, member_status, open_broker
+    from core.model.ports import SystemClock
 
     panes = scope.panes
-    with Broker.open(home.broker_path, tmux_socket=None, create=False, readonly=True) as broker:
+    store = open_broker(home.broker_path, create=False, readonly=True)
+    try:
         # The project's own fleet (its agents and the person, who has no pane), plus
         # hand-registered members whose pane is one of this view's.
-        fleets = {f.fleet_id for f in broker.list_fleets() if f.name == scope.fleet_name}
-        members = [e.member_id for e in broker.roster()
-                   if panes is None or e.fleet_id in fleets
-                   or _pane_of(broker, e.member_id) in panes]
-        return broker.inbox(members) if members else []
+        fleets = {r["fleet_id"] for r in store.list_fleets(include_deleted=False)
+                  if r["name"] == scope.fleet_name}
+        members = []
+        for row in store.list_members(None, active_in_live_fleets=True):
+            member_status(row["status"])  # strict, as the roster: an unknown one is refused
+            if (panes is None or row["fleet_id"] in fleets
+                    or _pane_of(store, row["member_id"]) in panes):
+                members.append(row["member_id"])
+        return inbox_entries(store, members, SystemClock().now_ms()) if members else []
+    finally:
+        store.close()
 
 
-def inbox_for_view(engine: Engine, home: Home, view_id: str | None) -> list[Any]:
+def inbox_for_view(engine: RegistryReader, home: Home, view_id: str | None) -> list[Any]:
     if not home.broker_path.exists():
         return []
     return inbox_in_scope(home, inbox_scope(engine, view_id))
 
 
-def _pane_of(broker: Broker, member_id: int) -> str | None:
-    detail = broker.member_detail(member_id)
-    placement = getattr(detail, "placement", None)
-    return getattr(placement, "mux_pane_id", None)
+def _pane_of(store: BrokerStore, member_id: int) -> str | None:
+    placement = store.get_placement(member_id)
+    return None if placement is None else placement["mux_pane_id"]
 
 
 def ack(home: Home, message_id: int, member_id: int | None) -> Any:

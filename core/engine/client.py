@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.engine.engine import Engine
+from core.engine.reader import RegistryReader
 from core.engine.requests import new_request_id
 from core.install.home import Home
 from core.model.errors import SwitchboardError
-from core.model.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
 from core.state.state_types import NavigatorState, ProjectRow
 
 if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
@@ -28,6 +27,7 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
     from core.broker.broker import Message as BrokerMessage
     from core.broker.inbox_pane import StreamPane
     from core.broker.membership import PersonSent
+    from core.engine.engine import Engine
     from core.evidence.store import SessionDetail
     from core.reconcile.reconcile import ReconcileReport
     from core.reconcile.recovery import RecoveryRecord
@@ -91,16 +91,18 @@ _SUBJECT_SQL: dict[str, str] = {
 
 @dataclass
 class EngineClient:
-    """Reads run on the registry alone; the tmux stage is attached on the first request.
+    """Reads run on a registry reader; the engine and its tmux stage come with the
+    first request.
 
     A navigator mostly reads (every view's navigator rebuilds its state on each
-    change), and the stage brings the tmux adapter and the sagas (~30 modules,
-    ~1.2 MB per navigator). ``stage_wanted`` says a request attaches it when it
-    first needs the engine; an engine handed in with its stage already
-    attached is used as it is.
+    change), and the engine brings its storage operations (``core.engine.reader``)
+    and the stage the tmux adapter and the sagas (~30 modules, ~1.2 MB per
+    navigator). ``open`` hands out a reader, which the first request turns into an
+    ``Engine`` on the same connection; ``stage_wanted`` says that request attaches
+    the stage too. An engine handed in, its stage attached or not, is used as it is.
     """
 
-    engine: Engine
+    engine: RegistryReader
     home: Home
     stage_wanted: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -113,17 +115,24 @@ class EngineClient:
 
     @classmethod
     def open(cls, home: Home | None = None, *, with_stage: bool = True) -> EngineClient:
-        from core.engine.session import open_engine
+        from core.engine.session import open_reader
 
         home = home or Home.from_env()
-        return cls(engine=open_engine(home), home=home, stage_wanted=with_stage)
+        return cls(engine=open_reader(home), home=home, stage_wanted=with_stage)
 
     @property
     def _acting(self) -> Engine:
-        """The engine for a request: its stage attached first when one is wanted.
+        """The engine for a request, made from the reader on the first one, its stage
+        attached first when one is wanted.
 
         Called under ``_lock``; reads use ``self.engine`` and never attach it."""
+        from core.engine.engine import Engine
+
         engine = self.engine
+        if not isinstance(engine, Engine):
+            engine = Engine(conn=engine.conn, config=engine.config, clock=engine.clock,
+                            home=engine.home)
+            self.engine = engine
         if self.stage_wanted and engine.stage is None:
             _import_stage()(engine, self.home)
         return engine
@@ -385,7 +394,7 @@ class EngineClient:
     def drives_tmux(self) -> bool:
         """Whether requests move tmux panes (a stage is attached): a navigator then
         reconciles periodically and takes the person to views shown elsewhere."""
-        return self.stage_wanted or self.engine.stage is not None
+        return self.stage_wanted or getattr(self.engine, "stage", None) is not None
 
     def navigator_width(self) -> int:
         """The width tmux gives a navigator pane when there is room (`tmux.navigator_width`)."""

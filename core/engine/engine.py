@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from core.engine.reader import RegistryReader
 from core.engine.requests import fingerprint
 from core.engine.stage_port import StagePort
-from core.install.config import Config
 from core.model.enums import (
     ClaimState,
     CloseReason,
@@ -36,7 +36,7 @@ from core.model.enums import (
     ViewState,
 )
 from core.model.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
-from core.model.ports import Clock, IdSource, SystemClock, Uuid4Ids
+from core.model.ports import IdSource, Uuid4Ids
 from core.model.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
 from storage.connection import write_transaction
 from storage.limits import check_text
@@ -54,28 +54,13 @@ _Result = TypeVar("_Result")
 
 
 @dataclass
-class Engine:
+class Engine(RegistryReader):
     """Registry-backed engine; ``stage`` (tmux) is attached by callers that move panes."""
 
-    conn: sqlite3.Connection
-    config: Config
-    clock: Clock = field(default_factory=SystemClock)
     ids: IdSource = field(default_factory=Uuid4Ids)
     stage: StagePort | None = None  # core.tmux.stage.TmuxStage when tmux effects are wanted
     fault: Callable[[str], None] | None = None  # test hook: raise/exit at named saga points
     owner: str = field(default_factory=lambda: "engine-" + secrets.token_hex(4))
-    home: Home | None = None  # set by core.engine.session.open_engine; None for a bare engine
-
-    @property
-    def host_id(self) -> str:
-        return self.config.host.host_id
-
-    @property
-    def generation_id(self) -> str:
-        return self.config.generation_id
-
-    def now(self) -> int:
-        return self.clock.now_ms()
 
     def require_stage(self) -> StagePort:
         """The attached stage, for steps that only run with one (a launch, a view's

@@ -8,12 +8,12 @@ its state mutation.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.model.digest import sha256_hex
 from core.model.errors import SwitchboardError
 
 PRESENTATION_FIELDS = frozenset({"desktop_focus_available", "presentation", "json"})
@@ -46,10 +46,11 @@ def _normalize(value: Any) -> Any:
 
 
 def fingerprint(operation: str, semantic: dict[str, Any]) -> str:
-    """sha256 over the canonical JSON of the operation and its semantic fields."""
+    """sha256 over the canonical JSON of the operation and its semantic fields (the
+    digest without ``hashlib``, whose import loads every hash module there is)."""
     body = json.dumps({"op": operation, "args": _normalize(semantic)}, sort_keys=True,
                       separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return sha256_hex(body.encode("utf-8"))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Open the registry the way front ends do: the full engine, or the lean hook open.
+"""Open the registry the way front ends do: the full engine, a reader, or the lean hook open.
 
 ``open_engine`` is for commands that run transitions: it validates the whole
 config and diagnoses the file before connecting. ``open_for_hook`` is for the
@@ -22,6 +22,7 @@ from storage.uri import sqlite_uri
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
+    from core.engine.reader import RegistryReader
 
 # Pinned copies of storage.schema's identity constants: importing storage.schema
 # builds the whole DDL (and core.model.machines), which the hook path must not pay for.
@@ -47,6 +48,16 @@ def open_engine(home: Home | None = None, *, with_stage: bool = False,
         from core.tmux.stage import attach_stage
         attach_stage(engine, opened.home)
     return engine
+
+
+def open_reader(home: Home | None = None) -> RegistryReader:
+    """Open the published registry for reads, exactly as ``open_engine`` validates it,
+    without loading the engine (see ``core.engine.reader``)."""
+    from core.engine.reader import RegistryReader
+    from core.install.registry import open_current
+
+    opened = open_current(home)
+    return RegistryReader(conn=opened.conn, config=opened.config, home=opened.home)
 
 
 class HookRegistry(NamedTuple):

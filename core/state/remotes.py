@@ -24,6 +24,7 @@ from storage.operations import remotes as remotes_ops
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
+    from core.engine.reader import RegistryReader
 
 FETCH_TIMEOUT_S = 15.0
 MAX_STATE_BYTES = 8 * 1024 * 1024
@@ -99,7 +100,7 @@ class CachedHost:
     error: str | None
 
 
-def cached_hosts(engine: Engine) -> list[CachedHost]:
+def cached_hosts(engine: RegistryReader) -> list[CachedHost]:
     """Every cached remote state that still validates; a corrupt row is skipped."""
     hosts: list[CachedHost] = []
     for row in engine.conn.execute("SELECT * FROM host_state_cache ORDER BY host_id"):

@@ -52,7 +52,7 @@ from core.state.state_types import (
 )
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.engine.reader import RegistryReader
     from core.state.remotes import CachedHost
 
 _R = TypeVar("_R")
@@ -177,13 +177,13 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def build_host_state(engine: Engine) -> HostState:
+def build_host_state(engine: RegistryReader) -> HostState:
     conn = engine.conn
     with _gc_paused(), _snapshot(conn):
         return _host_state(engine, conn)
 
 
-def _host_state(engine: Engine, conn: sqlite3.Connection) -> HostState:
+def _host_state(engine: RegistryReader, conn: sqlite3.Connection) -> HostState:
     now = engine.now()
     meta = conn.execute("SELECT activation_state FROM registry_metadata").fetchone()
     checkout_repo = {c.checkout_id: c.repository_id for c in engine.config.checkouts}
@@ -228,7 +228,7 @@ def _host_state(engine: Engine, conn: sqlite3.Connection) -> HostState:
     )
 
 
-def build_navigator_state(engine: Engine, *, include_closed: bool = True) -> NavigatorState:
+def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True) -> NavigatorState:
     """The frontend envelope: presentation-ready views, project trees, recoveries."""
     conn, host_id = engine.conn, engine.host_id
     now = engine.now()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
+
+from core.model.digest import sha256_hex
 
 MAX_ERROR_CHARS = 1024
 
@@ -22,7 +23,7 @@ def store_state(conn: sqlite3.Connection, *, remote_name: str, host_id: str,
         " observed_at = excluded.observed_at, received_at = excluded.received_at,"
         " last_attempt_at = excluded.last_attempt_at, reachability = 'online',"
         " bounded_error = NULL",
-        (remote_name, host_id, canonical.decode("utf-8"), hashlib.sha256(canonical).hexdigest(),
+        (remote_name, host_id, canonical.decode("utf-8"), sha256_hex(canonical),
          observed_at, now, now))
 
 
