@@ -30,9 +30,9 @@ __all__ = ["ENV_CAPABILITY", "ENV_CONFIG", "ENV_GENERATION", "ENV_HOME", "AGENT_
 
 
 def new_raw_capability() -> str:
-    import secrets  # only a launch mints one: the hook path never pays for this import
+    from core.model.tokens import token_urlsafe  # only a launch mints one
 
-    return "sbcap1_" + secrets.token_urlsafe(32)
+    return "sbcap1_" + token_urlsafe(32)
 
 
 def digest(raw: str) -> str:

@@ -8,7 +8,6 @@ move panes continue in ``core.engine.sagas`` after their intent is durable.
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from core.model.enums import (
 from core.model.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
 from core.model.ports import IdSource, Uuid4Ids
 from core.model.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
+from core.model.tokens import token_hex, token_urlsafe
 from storage.connection import write_transaction
 from storage.limits import check_text
 from storage.operations import frames as frames_ops
@@ -60,7 +60,7 @@ class Engine(RegistryReader):
     ids: IdSource = field(default_factory=Uuid4Ids)
     stage: StagePort | None = None  # core.tmux.stage.TmuxStage when tmux effects are wanted
     fault: Callable[[str], None] | None = None  # test hook: raise/exit at named saga points
-    owner: str = field(default_factory=lambda: "engine-" + secrets.token_hex(4))
+    owner: str = field(default_factory=lambda: "engine-" + token_hex(4))
 
     def require_stage(self) -> StagePort:
         """The attached stage, for steps that only run with one (a launch, a view's
@@ -151,7 +151,7 @@ class Engine(RegistryReader):
                                       project_id=project_id,
                                       mode=self.config.views.cli_default_mode,
                                       active_frame_id=workspace_id,
-                                      desktop_token=secrets.token_urlsafe(16), now=now)
+                                      desktop_token=token_urlsafe(16), now=now)
                 # Home every open frame of the project in the new view: on re-entry
                 # after a retire, its old placement is orphaned first.
                 for frame in conn.execute(

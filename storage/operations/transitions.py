@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 
 from core.model.control_line import TEMPLATE_VERSION
+from core.model.digest import sha256
 from core.model.enums import ControlKind, ControlTransport, TransitionKind, TransitionState
 from storage.operations.common import cas, one
 
@@ -13,7 +13,7 @@ NONTERMINAL = ("prepared", "executing", "presented", "awaiting_claim", "settling
 
 
 def content_hash(*parts: str) -> str:
-    digest = hashlib.sha256()
+    digest = sha256()
     for part in parts:
         digest.update(part.encode("utf-8"))
         digest.update(b"\x00")
