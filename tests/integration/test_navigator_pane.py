@@ -84,3 +84,5 @@ def test_keys_typed_into_the_navigator_pane(tmp_path: Path, tmux_socket: Path,
     maps = Path(f"/proc/{pid}/maps").read_text()
     libraries = {line.split()[-1] for line in maps.splitlines() if ".so" in line}
     assert not {lib for lib in libraries if "libcrypto" in lib or "libssl" in lib}, libraries
+    # one malloc arena for all its threads (core.tmux.navigator_pane.MALLOC_ARENAS)
+    assert b"MALLOC_ARENA_MAX=1" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
