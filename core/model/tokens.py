@@ -9,7 +9,7 @@ turn, for an engine owner tag and a view's desktop token. Both functions are
 
 from __future__ import annotations
 
-import base64
+import binascii
 import os
 
 
@@ -20,4 +20,5 @@ def token_hex(nbytes: int) -> str:
 
 def token_urlsafe(nbytes: int) -> str:
     """``nbytes`` random bytes, URL-safe Base64 without padding (``secrets.token_urlsafe``)."""
-    return base64.urlsafe_b64encode(os.urandom(nbytes)).rstrip(b"=").decode("ascii")
+    text = binascii.b2a_base64(os.urandom(nbytes), newline=False)
+    return text.replace(b"+", b"-").replace(b"/", b"_").rstrip(b"=").decode("ascii")

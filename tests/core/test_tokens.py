@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 import secrets
+
+import pytest
 
 from core.model.tokens import token_hex, token_urlsafe
 
@@ -19,3 +23,11 @@ def test_token_shapes_match_secrets() -> None:
 def test_tokens_do_not_repeat() -> None:
     assert len({token_urlsafe(16) for _ in range(200)}) == 200
     assert len({token_hex(8) for _ in range(200)}) == 200
+
+
+def test_urlsafe_encoding_is_base64s(monkeypatch: pytest.MonkeyPatch) -> None:
+    for raw in (bytes(range(256))[:32], b"\xfb\xff\xfe" * 11, b"\x00"):
+        monkeypatch.setattr(os, "urandom", lambda n, raw=raw: raw[:n])
+        expected = base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+        assert token_urlsafe(len(raw)) == expected
+        assert token_hex(len(raw)) == raw.hex()
