@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	@# navigator panes run with -OO (core/tmux/navigator_pane.py): their bytecode, compiled once
+	$(BIN)/python -OO -m compileall -q -j 0 core navigator storage \
+		$$($(BIN)/python -c "import os, platformdirs, rich, textual, typing_extensions as t; \
+		print(*(os.path.dirname(m.__file__) for m in (platformdirs, rich, textual)), t.__file__)")
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -36,8 +36,14 @@ unless the environment that opens them names a count; other C libraries ignore i
 
 
 def default_navigator_argv(view_id: str) -> list[str]:
-    """`switchboard ui --view VIEW` in this interpreter, bound to its view."""
-    return [sys.executable, "-m", "navigator.cli", "ui", "--view", view_id]
+    """`switchboard ui --view VIEW` in this interpreter, bound to its view, with ``-OO``.
+
+    A navigator lives as long as its view, one per view. ``-OO`` leaves out the
+    docstrings of the ~500 modules it loads (Textual's document its whole API):
+    1.7 MB of every navigator. Nothing a navigator runs reads a docstring, and the
+    asserts it also drops only restate types. ``make setup`` compiles the
+    optimized bytecode; an install without it writes it on the first start."""
+    return [sys.executable, "-OO", "-m", "navigator.cli", "ui", "--view", view_id]
 
 
 def navigator_spawn(view_id: str, argv: Sequence[str],

@@ -80,7 +80,8 @@ def test_keys_typed_into_the_navigator_pane(tmp_path: Path, tmux_socket: Path,
     # after a start and two moves through the stage, the navigator process has still
     # not mapped OpenSSL (it never speaks TLS; the libraries were ~4.5 MB of its RSS)
     pid = int(tmux(tmux_socket, "display-message", "-p", "-t", nav, "#{pane_pid}").strip())
-    assert b"navigator.cli" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"navigator.cli" in argv and b"-OO" in argv  # no docstrings: ~1.7 MB
     maps = Path(f"/proc/{pid}/maps").read_text()
     libraries = {line.split()[-1] for line in maps.splitlines() if ".so" in line}
     assert not {lib for lib in libraries if "libcrypto" in lib or "libssl" in lib}, libraries
