@@ -23,17 +23,12 @@ from core.model.errors import SwitchboardError
 from core.state.state_types import NavigatorState, ProjectRow
 
 if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
-    from core.broker.broker import InboxEntry
     from core.broker.broker import Message as BrokerMessage
     from core.broker.inbox_pane import StreamPane
     from core.broker.membership import PersonSent
+    from core.broker.reading import InboxEntry
     from core.engine.engine import Engine
     from core.evidence.store import SessionDetail
-    from core.reconcile.reconcile import ReconcileReport
-    from core.reconcile.recovery import RecoveryRecord
-    from core.state.remote_open import RemoteWindow
-
-if TYPE_CHECKING:
     from core.model.results import (
         FrameResult,
         RouteResult,
@@ -43,6 +38,7 @@ if TYPE_CHECKING:
     )
     from core.reconcile.reconcile import ReconcileReport
     from core.reconcile.recovery import RecoveryRecord
+    from core.state.remote_open import RemoteWindow
 
 # The navigator's remembered layout is a few hundred bytes; never read more than this.
 UI_STATE_MAX_BYTES = 1024 * 1024

@@ -42,7 +42,8 @@ def default_navigator_argv(view_id: str) -> list[str]:
     docstrings of the ~500 modules it loads (Textual's document its whole API):
     1.7 MB of every navigator. Nothing a navigator runs reads a docstring, and the
     asserts it also drops only restate types. ``make setup`` compiles the
-    optimized bytecode; an install without it writes it on the first start."""
+    optimized bytecode; elsewhere the first navigator writes it where the install is
+    writable (a read-only install compiles the modules at each start instead)."""
     return [sys.executable, "-OO", "-m", "navigator.cli", "ui", "--view", view_id]
 
 
