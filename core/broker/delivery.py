@@ -63,6 +63,21 @@ class PaneTarget:
         return f"pane-{hashlib.sha256(key).hexdigest()[:32]}.lock"
 
 
+@dataclass(frozen=True)
+class PaneServer:
+    """The tmux server the registry recorded a managed agent's pane on.
+
+    A pane id means something only on the server process that issued it: the
+    same ``%3`` exists on the person's own tmux server. A line for a
+    Switchboard-launched agent is typed only on this socket, and only while its
+    pid and start time still agree (checked inside the command that types).
+    """
+
+    socket_path: str
+    server_pid: int
+    server_start_time: int
+
+
 class DeliveryFailed(Exception):
     """One typing attempt did not complete; the reason goes into the diagnostic."""
 
@@ -120,9 +135,13 @@ class PaneLocks:
 
 
 class Typer(Protocol):
-    """Types one complete line (text then Enter) into a pane, or raises DeliveryFailed."""
+    """Types one complete line (text then Enter) into a pane, or raises DeliveryFailed.
 
-    def type_line(self, target: PaneTarget, line: str) -> None: ...
+    ``server``: the registry's record of the pane's server (managed agents); the
+    line is then typed only inside that exact server process."""
+
+    def type_line(self, target: PaneTarget, line: str,
+                  server: PaneServer | None = None) -> None: ...
 
 
 class TmuxTyper:
@@ -136,17 +155,29 @@ class TmuxTyper:
         self.socket_path = None if socket_path is None else str(socket_path)
         self._server: TmuxRunner | None = None
 
-    def type_line(self, target: PaneTarget, line: str) -> None:
+    def type_line(self, target: PaneTarget, line: str,
+                  server: PaneServer | None = None) -> None:
         from core.tmux.commands import Check, equals, guarded, outcome
         from core.tmux.control_input import ENTER_AFTER_PASTE_S
         from core.tmux.errors import PaneNotFound, TmuxNotInstalled
+        from core.tmux.identity import (
+            ServerIdentity,
+            identity_guard,
+            is_identity_failure,
+            same_socket,
+        )
         from core.tmux.runner import TmuxRunner
 
         if target.backend != "tmux":
             raise DeliveryFailed(f"backend {target.backend!r} is not supported")
         if self.socket_path is None:
             raise DeliveryFailed(
-                "no tmux socket configured (pass --tmux-socket or set SWITCHBOARD_TMUX_SOCKET)")
+                "no tmux socket configured: run `switchboard init` (the config names the "
+                "views' server) or pass --tmux-socket")
+        if server is not None and not same_socket(self.socket_path, server.socket_path):
+            raise DeliveryFailed(
+                f"the agent's pane {target.pane} is on the tmux server {server.socket_path} "
+                f"(as the registry recorded it), not on {self.socket_path}; nothing was typed")
         if self._server is None:
             self._server = TmuxRunner(self.socket_path)
         try:
@@ -165,10 +196,18 @@ class TmuxTyper:
                 ("send-keys", "-t", target.pane, "Enter")])
         except ValueError as exc:  # not an exact %N pane id
             raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
+        batch = [command]
+        if server is not None:  # same server process, or nothing runs
+            batch.insert(0, identity_guard(ServerIdentity(
+                server.socket_path, server.server_pid, server.server_start_time)))
         try:
-            result = self._server.run([command], check=False)
+            result = self._server.run(batch, check=False)
         except TmuxNotInstalled as exc:
             raise DeliveryFailed(str(exc)) from None
+        if server is not None and is_identity_failure(result.stderr):
+            raise DeliveryFailed(
+                f"the tmux server on {server.socket_path} is no longer the one the agent's "
+                "pane was recorded on (it restarted); nothing was typed")
         if result.returncode != 0 or result.stderr:
             detail = "; ".join(result.stderr) or f"exit status {result.returncode}"
             raise DeliveryFailed(f"tmux send-keys to {target.pane} failed: {detail}")
@@ -218,6 +257,10 @@ class DeliveryGate(Protocol):
     """
 
     def blocked(self, frame_id: str, target: PaneTarget) -> str | None: ...
+
+    def server_for(self, frame_id: str) -> PaneServer | None:
+        """The server the frame's live pane was recorded on (None: not recorded)."""
+        ...
 
 
 def managed_frame(description: str | None) -> str | None:
@@ -338,6 +381,7 @@ class Notifier:
                             or row["notified_at"] is not None):
                         continue  # another drain stamped it, or it was ACKed: done
                     frame_id = managed_frame(locked_row["description"]) if self.gate else None
+                    server: PaneServer | None = None
                     if frame_id is not None and self.gate:
                         # A ready agent that gets a line starts working: one line per
                         # ready period; its next Stop (or presentation) types the next.
@@ -348,12 +392,17 @@ class Notifier:
                         if blocked is not None:
                             attempted.discard(message_id)
                             return DrainReport(to_member_id, tuple(notified), deferred=blocked)
+                        server = self.gate.server_for(frame_id)
+                        if server is None:  # a pane id alone could be any server's
+                            attempted.discard(message_id)
+                            return DrainReport(to_member_id, tuple(notified), deferred=(
+                                "the registry records no tmux server for its pane"))
                     sender = store.get_member(row["from_member_id"])
                     sender_name = sender["name"] if sender else "?"
                     line = (managed_line(message_id, sender_name) if frame_id is not None
                             else notification_line(message_id, sender_name,
                                                    row["from_member_id"], to_member_id))
-                    self.typer.type_line(target, line)
+                    self.typer.type_line(target, line, server)
                     if self.after_submit is not None:
                         self.after_submit(message_id)
                     try:

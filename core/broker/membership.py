@@ -41,9 +41,10 @@ from core.broker.broker import (
     PlacementSpec,
     UnknownMember,
 )
-from core.broker.delivery import DrainReport, PaneTarget, managed_frame
+from core.broker.delivery import DrainReport, PaneServer, PaneTarget, managed_frame
 from core.broker.kick import frame_description
 from core.model.errors import SwitchboardError
+from core.model.text import TextShape, refuse_unsafe, shown
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
@@ -80,6 +81,22 @@ class RegistryGate:
             " WHERE f.frame_id = ?", (frame_id,)).fetchone()
         return blocked_reason(row, target.pane)
 
+    def server_for(self, frame_id: str) -> PaneServer | None:
+        return recorded_server(self.conn, frame_id)
+
+
+def recorded_server(conn: sqlite3.Connection, frame_id: str) -> PaneServer | None:
+    """The tmux server the registry recorded the frame's live pane on, or None."""
+    row = conn.execute(
+        "SELECT ts.socket_path, ts.server_pid, ts.server_start_time"
+        " FROM frame_placements fp"
+        " JOIN surfaces s ON s.surface_id = fp.surface_id AND s.lifecycle_state = 'live'"
+        " JOIN tmux_servers ts ON ts.tmux_server_id = s.tmux_server_id"
+        " WHERE fp.frame_id = ? AND fp.state <> 'orphaned'", (frame_id,)).fetchone()
+    if row is None:
+        return None
+    return PaneServer(row["socket_path"], row["server_pid"], row["server_start_time"])
+
 
 class LazyRegistryGate:
     """The gate for the broker CLI: opens the current registry only when a managed
@@ -92,6 +109,16 @@ class LazyRegistryGate:
         self._problem: str | None = None
 
     def blocked(self, frame_id: str, target: PaneTarget) -> str | None:
+        gate = self._opened()
+        if gate is None:
+            return self._problem
+        return gate.blocked(frame_id, target)
+
+    def server_for(self, frame_id: str) -> PaneServer | None:
+        gate = self._opened()
+        return None if gate is None else gate.server_for(frame_id)
+
+    def _opened(self) -> RegistryGate | None:
         if self._gate is None and self._problem is None:
             from core.install.home import Home
             from core.install.registry import open_current
@@ -101,9 +128,7 @@ class LazyRegistryGate:
                 self._gate = RegistryGate(opened.conn)
             except (SwitchboardError, sqlite3.Error, OSError) as exc:
                 self._problem = f"the Switchboard registry cannot say whether it is ready ({exc})"
-        if self._gate is None:
-            return self._problem
-        return self._gate.blocked(frame_id, target)
+        return self._gate
 
     def close(self) -> None:
         if self._gate is not None:
@@ -212,7 +237,7 @@ def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFlee
             if workspace is None:
                 return None
             created = broker.create_fleet(
-                fleet_name(project_id), director_name=workspace.title,
+                fleet_name(project_id), director_name=shown(workspace.title),
                 director_description=frame_description(workspace.frame_id),
                 placement=PlacementSpec(session, workspace.window or "-", workspace.pane,
                                         workspace.provider))
@@ -233,7 +258,8 @@ def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFlee
             spec = PlacementSpec(session, frame.window or "-", frame.pane, frame.provider)
             frame_member = current.member_for(frame.frame_id)
             if frame_member is None:
-                broker.register_member(fleet.fleet_id, frame.title,
+                # A title stored before the text rule stays usable, spelled out.
+                broker.register_member(fleet.fleet_id, shown(frame.title),
                                        description=frame_description(frame.frame_id),
                                        placement=spec)
                 continue
@@ -337,6 +363,7 @@ def person_send(engine: Engine, frame_id: str, text: str) -> PersonSent:
     """The person messages a frame's agent: same broker, same gate as agent sends."""
     if not text or not text.strip():
         raise InvalidRequest("the message is empty; type what the agent should read")
+    refuse_unsafe("message text", text, TextShape.BLOCK)
     row = engine.conn.execute("SELECT project_id, title FROM frames WHERE frame_id = ?",
                               (frame_id,)).fetchone()
     if row is None:
@@ -345,7 +372,7 @@ def person_send(engine: Engine, frame_id: str, text: str) -> PersonSent:
         fleet = sync_project(engine, broker, row["project_id"])
         to = fleet.member_for(frame_id) if fleet is not None else None
         if fleet is None or to is None or fleet.person_id is None:
-            raise InvalidRequest(f"“{row['title']}” has no running agent to message; "
+            raise InvalidRequest(f"“{shown(row['title'])}” has no running agent to message; "
                                  "start it first (n)")
         result = broker.send(fleet.fleet.fleet_id, fleet.person_id, to, text)
     report = result.delivery
@@ -355,7 +382,7 @@ def person_send(engine: Engine, frame_id: str, text: str) -> PersonSent:
         why = report and (report.deferred or report.skipped
                           or (report.not_notified.reason if report.not_notified else None))
         delivery = f"pending: {why}" if why else "pending"
-    return PersonSent(result.message.message_id, row["title"], delivery)
+    return PersonSent(result.message.message_id, shown(row["title"]), delivery)
 
 
 # --------------------------------------------------------------------------- resolving names

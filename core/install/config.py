@@ -745,6 +745,22 @@ def load_config(path: Path) -> Config:
     return parse_config(text, source=str(path))
 
 
+def views_socket(config: Config, home_root: Path) -> str:
+    """The tmux server every view lives on: the configured socket, else the private
+    one under the home (the stage's rule; commands that type into or read panes use
+    it too, never the server of the tmux client they happen to run in)."""
+    return config.tmux.socket_path or str(home_root / "tmux.sock")
+
+
+def configured_views_socket(config_path: Path, home_root: Path) -> str | None:
+    """``views_socket`` of the stored config, or None when there is no config yet
+    (a broker used without Switchboard views). A broken config is an error: it
+    must not silently send typing to some other server."""
+    if not config_path.exists():
+        return None
+    return views_socket(load_config(config_path), home_root)
+
+
 def default_config(*, generation_id: str, host_id: str, display_name: str) -> Config:
     """The config ``switchboard init`` writes: defaults everywhere, validated.
 

@@ -111,7 +111,7 @@ def run_guarded(
     (a batch of `gated` commands) a batch stopped by a guard's refusal is
     returned, its label in stdout, rather than raised.
     """
-    if not _same_socket(runner.socket_path, expected.socket_path):
+    if not same_socket(runner.socket_path, expected.socket_path):
         raise ServerIdentityMismatch(
             f"runner socket {runner.socket_path} is not the recorded {expected.socket_path}; "
             "refusing to act on another server.",
@@ -131,5 +131,6 @@ def run_guarded(
     return output
 
 
-def _same_socket(left: str, right: str) -> bool:
+def same_socket(left: str, right: str) -> bool:
+    """Two spellings of one socket path (a symlinked runtime directory is the same file)."""
     return left == right or os.path.realpath(left) == os.path.realpath(right)

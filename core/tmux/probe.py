@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.model.errors import SwitchboardError
+
+if TYPE_CHECKING:
+    from core.tmux.identity import ServerIdentity
 
 MAX_LINES = 2000
 _PANE = re.compile(r"^%[0-9]+$")
@@ -25,17 +29,32 @@ class _Done:
     stderr: str
 
 
-def _run(socket: str | None, *args: str) -> _Done:
-    """One counted tmux process through the project's runner (never the default server)."""
+def _run(socket: str | None, *args: str, server: ServerIdentity | None = None) -> _Done:
+    """One counted tmux process through the project's runner (never the default server).
+
+    ``server``: the registry's record of the pane's server; the command then runs
+    only inside that exact server process (a restarted server reissues pane ids)."""
     from core.tmux.errors import TmuxError
-    from core.tmux.runner import TmuxRunner
+    from core.tmux.identity import identity_guard, is_identity_failure, same_socket
+    from core.tmux.runner import TmuxCommand, TmuxRunner
 
     if socket is None:
-        raise ProbeFailed("no tmux socket (pass --tmux-socket or set SWITCHBOARD_TMUX_SOCKET)")
+        raise ProbeFailed("no tmux socket: run `switchboard init` (the config names the "
+                          "views' server) or pass --tmux-socket")
+    if server is not None and not same_socket(socket, server.socket_path):
+        raise ProbeFailed(f"the pane is on the tmux server {server.socket_path} (as the "
+                          f"registry recorded it), not on {socket}")
+    batch: list[TmuxCommand] = [tuple(args)]
+    if server is not None:
+        batch.insert(0, identity_guard(server))
     try:
-        out = TmuxRunner(socket).run([tuple(args)], check=False)
+        out = TmuxRunner(socket).run(batch, check=False)
     except TmuxError as exc:
         raise ProbeFailed(f"tmux did not answer on {socket}: {exc}") from None
+    if server is not None and is_identity_failure(out.stderr):
+        raise ProbeFailed(f"the tmux server on {socket} restarted since the agent's pane was "
+                          "recorded; its pane id now names nothing of ours",
+                          code="pane_not_found")
     return _Done(out.returncode, "\n".join(out.stdout) + "\n", "\n".join(out.stderr))
 
 
@@ -45,11 +64,13 @@ def _exact(pane: str) -> str:
     return pane
 
 
-def capture_lines(socket: str | None, pane: str, lines: int) -> list[str]:
+def capture_lines(socket: str | None, pane: str, lines: int,
+                  server: ServerIdentity | None = None) -> list[str]:
     """The last ``lines`` non-trailing-blank lines of the pane (joined wrapped lines)."""
     if not 1 <= lines <= MAX_LINES:
         raise ProbeFailed(f"--lines must be between 1 and {MAX_LINES}", code="bad_request")
-    done = _run(socket, "capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", _exact(pane))
+    done = _run(socket, "capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", _exact(pane),
+                server=server)
     if done.returncode != 0:
         raise ProbeFailed(f"cannot capture pane {pane}: {done.stderr.strip() or 'no such pane'}",
                           code="pane_not_found")
@@ -67,9 +88,10 @@ class PaneProbe:
     problem: str | None
 
 
-def probe_pane(socket: str | None, pane: str) -> PaneProbe:
+def probe_pane(socket: str | None, pane: str, server: ServerIdentity | None = None) -> PaneProbe:
     done = _run(socket, "display-message", "-p", "-t", _exact(pane),
-                "#{pane_id}\t#{pane_dead}\t#{pane_input_off}\t#{pane_current_command}")
+                "#{pane_id}\t#{pane_dead}\t#{pane_input_off}\t#{pane_current_command}",
+                server=server)
     fields = done.stdout.strip().split("\t")
     if done.returncode != 0 or len(fields) != 4 or fields[0] != pane:
         return PaneProbe(False, False, None, "the pane no longer exists; restart the agent "

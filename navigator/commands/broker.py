@@ -1,9 +1,13 @@
 """CLI groups ``fleet``, ``member``, ``message`` and ``inbox``: thin parsing over the broker.
 
 Every command takes ``--broker-db PATH`` (default ``$SWITCHBOARD_HOME/broker.sqlite3``)
-and ``--json``. Commands that may notify panes (``message send``, ``message wait``)
-find the tmux server through ``--tmux-socket``, ``$SWITCHBOARD_TMUX_SOCKET``, or the
-socket of the tmux client they run in (``$TMUX``).
+and ``--json``. Commands that type into or read panes (``message send``, ``message
+wait``, ``member capture``, ``member ping``) use the views' tmux server: ``--tmux-socket``,
+``$SWITCHBOARD_TMUX_SOCKET`` (set in every pane Switchboard launches), else the server
+the config names. Never ``$TMUX``: run from the person's own tmux, that is another
+server whose pane ids (``%3``) name unrelated panes. A Switchboard-launched agent's
+pane is, in addition, only typed into or read on the server process the registry
+recorded it on.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.broker.broker import (
     Broker,
@@ -25,7 +29,11 @@ from core.broker.broker import (
 )
 from core.broker.delivery import DrainReport
 from core.install.home import Home
-from navigator.commands.output import emit
+from core.model.text import shown
+from navigator.commands.output import complain, emit
+
+if TYPE_CHECKING:
+    from core.tmux.identity import ServerIdentity
 
 # --------------------------------------------------------------------------- plumbing
 
@@ -35,8 +43,9 @@ def _common() -> argparse.ArgumentParser:
     parent.add_argument("--broker-db", type=Path, default=None, metavar="PATH",
                         help="broker SQLite file (default: $SWITCHBOARD_HOME/broker.sqlite3)")
     parent.add_argument("--tmux-socket", default=None, metavar="PATH",
-                        help="tmux server socket for pane notifications "
-                             "(default: $SWITCHBOARD_TMUX_SOCKET, else $TMUX)")
+                        help="tmux server of the panes to type into or read (default: "
+                             "$SWITCHBOARD_TMUX_SOCKET, else the views' server from the "
+                             "config; never the tmux you run in)")
     parent.add_argument("--json", action="store_true", help="print JSON")
     return parent
 
@@ -55,12 +64,15 @@ def _broker_path(args: argparse.Namespace) -> Path:
 
 
 def _tmux_socket(args: argparse.Namespace) -> str | None:
+    """The views' server (see the module docstring); None without any config."""
+    from core.install.config import configured_views_socket
+
     if args.tmux_socket:
-        return args.tmux_socket
+        return str(args.tmux_socket)
     if os.environ.get("SWITCHBOARD_TMUX_SOCKET"):
         return os.environ["SWITCHBOARD_TMUX_SOCKET"]
-    inside = os.environ.get("TMUX", "")  # "<socket path>,<server pid>,<session>"
-    return inside.split(",", 1)[0] or None
+    home = Home.from_env()
+    return configured_views_socket(home.config_path, home.root)
 
 
 def _open(args: argparse.Namespace, *, create: bool = True) -> Broker:
@@ -115,16 +127,12 @@ def _missing(args: argparse.Namespace) -> bool:
 
 def _report_delivery(report: DrainReport | None) -> None:
     if report is not None and report.not_notified is not None:
-        print(f"switchboard: not_notified: {report.not_notified.diagnostic()}", file=sys.stderr)
-
-
-def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+        complain("not_notified", report.not_notified.diagnostic())
 
 
 def _message_line(message: Message) -> str:
     return (f"{message.message_id}\tfrom {message.from_member_id}\t{message.created_at}\t"
-            f"{message.status.value}\t{_one_line(message.text)}")
+            f"{message.status.value}\t{shown(message.text)}")
 
 
 def _lines(rows: list[str]) -> str:
@@ -154,7 +162,7 @@ def _fleet_list(args: argparse.Namespace) -> int:
         with _open(args, create=False) as broker:
             fleets = broker.list_fleets(include_deleted=args.all)
     emit(fleets, as_json=args.json, text=_lines([
-        f"{f.fleet_id}\t{f.name or '-'}\tdirector {f.director_member_id}\t{f.created_at}"
+        f"{f.fleet_id}\t{shown(f.name or '-')}\tdirector {f.director_member_id}\t{f.created_at}"
         + (f"\tdeleted {f.deleted_at}" if f.deleted_at else "") for f in fleets]))
     return 0
 
@@ -221,7 +229,7 @@ def _member_list(args: argparse.Namespace) -> int:
         with _open(args, create=False) as broker:
             roster = broker.roster(_optional_fleet_id(broker, args.fleet))
     emit(roster, as_json=args.json, text=_lines([
-        f"{e.member_id}\tfleet {e.fleet_id}\t{e.kind.value}\t{e.name}\t"
+        f"{e.member_id}\tfleet {e.fleet_id}\t{e.kind.value}\t{shown(e.name)}\t"
         f"{e.coding_agent or '-'}\t{e.mux_pane_id or '-'}\t"
         + ("idle -" if e.idle_seconds is None else f"idle {e.idle_seconds:.0f}s")
         for e in roster]))
@@ -302,8 +310,7 @@ def _inbox(args: argparse.Namespace) -> int:
                    for ref in args.member]
     if args.stream:
         if len(args.member) != 1:
-            print("switchboard: invalid_request: --stream follows exactly one --member",
-                  file=sys.stderr)
+            complain("invalid_request", "--stream follows exactly one --member")
             return 2
         from core.broker.stream import follow_inbox
 
@@ -318,8 +325,8 @@ def _inbox(args: argparse.Namespace) -> int:
     entries = inbox_for_members(_broker_path(args), args.member,
                                 include_completed=args.include_completed)
     emit(entries, as_json=args.json, text=_lines([
-        f"{e.message_id}\t{e.from_name} -> {e.to_name}\t{e.status.value}\t"
-        f"{e.age_seconds:.0f}s\t{_one_line(e.text)}" for e in entries]))
+        f"{e.message_id}\t{shown(e.from_name)} -> {shown(e.to_name)}\t{e.status.value}\t"
+        f"{e.age_seconds:.0f}s\t{shown(e.text)}" for e in entries]))
     return 0
 
 
@@ -365,13 +372,35 @@ def _pane_of(broker: Broker, member_id: int) -> str:
     return detail.placement.mux_pane_id
 
 
+def _recorded_server(broker: Broker, member_id: int) -> ServerIdentity | None:
+    """For a Switchboard-launched agent, the server process the registry recorded its
+    pane on (a read happens only there); None for a hand-registered member."""
+    from core.broker.delivery import managed_frame
+    from core.broker.membership import LazyRegistryGate
+    from core.tmux.identity import ServerIdentity
+
+    frame_id = managed_frame(broker.get_member(member_id).description)
+    if frame_id is None:
+        return None
+    gate = LazyRegistryGate()
+    try:
+        server = gate.server_for(frame_id)
+    finally:
+        gate.close()
+    if server is None:
+        raise InvalidRequest(f"member {member_id}'s agent is not running (the registry "
+                             "records no live pane for it); start it with n in the navigator")
+    return ServerIdentity(server.socket_path, server.server_pid, server.server_start_time)
+
+
 def _member_capture(args: argparse.Namespace) -> int:
     from core.tmux.probe import capture_lines
 
     with _open(args, create=False) as broker:
         member_id = _member_id(broker, args.member_id)
         pane = _pane_of(broker, member_id)
-    lines = capture_lines(_tmux_socket(args), pane, args.lines)
+        server = _recorded_server(broker, member_id)
+    lines = capture_lines(_tmux_socket(args), pane, args.lines, server)
     emit({"member_id": member_id, "pane": pane, "lines": lines}, as_json=args.json,
          text="\n".join(lines))
     return 0
@@ -384,7 +413,8 @@ def _member_ping(args: argparse.Namespace) -> int:
         member_id = _member_id(broker, args.member_id)
         name = broker.get_member(member_id).name
         pane = _pane_of(broker, member_id)
-    probe = probe_pane(_tmux_socket(args), pane)
+        server = _recorded_server(broker, member_id)
+    probe = probe_pane(_tmux_socket(args), pane, server)
     emit({"member_id": member_id, "pane": pane, "alive": probe.alive,
           "takes_input": probe.takes_input, "command": probe.command, "problem": probe.problem},
          as_json=args.json,

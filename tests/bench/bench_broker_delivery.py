@@ -26,15 +26,24 @@ from pathlib import Path
 import libtmux
 
 from core.broker.broker import Broker, PlacementSpec
-from core.broker.delivery import PaneTarget
+from core.broker.delivery import PaneServer, PaneTarget
 from tests.waiting import retry_until
 
 VISIBLE_TIMEOUT_S = 5.0
 
 
 class _Ready:
+    """Every managed pane is ready, on the bench's own server (as the registry records it)."""
+
+    def __init__(self, server: libtmux.Server) -> None:
+        pid, start = server.cmd("display-message", "-p", "#{pid} #{start_time}").stdout[0].split()
+        self.server = PaneServer(str(server.socket_path), int(pid), int(start))
+
     def blocked(self, frame_id: str, target: PaneTarget) -> str | None:
         return None
+
+    def server_for(self, frame_id: str) -> PaneServer | None:
+        return self.server
 
 
 def _panes(server: libtmux.Server, count: int) -> list[tuple[str, str]]:
@@ -71,7 +80,7 @@ def run(recipients: int, rounds: int) -> dict[str, float]:
         server = libtmux.Server(socket_path=str(socket))
         panes = _panes(server, recipients)
         with Broker.open(folder / "broker.sqlite3", tmux_socket=socket,
-                         gate=_Ready()) as broker:
+                         gate=_Ready(server)) as broker:
             created = broker.create_fleet("bench", director_name="ws",
                                           director_description="switchboard-frame:ws",
                                           placement=PlacementSpec("bench", "@0", "%0",

@@ -20,6 +20,7 @@ from core.broker.delivery import (
     DeliveryFailed,
     Notifier,
     PaneLocks,
+    PaneServer,
     PaneTarget,
     TmuxTyper,
     notification_line,
@@ -106,9 +107,10 @@ def test_failed_attempt_is_not_repeated_within_one_invocation(
     calls: list[str] = []
 
     class CountingTyper(TmuxTyper):
-        def type_line(self, target: PaneTarget, line: str) -> None:
+        def type_line(self, target: PaneTarget, line: str,
+                      server: PaneServer | None = None) -> None:
             calls.append(line)
-            super().type_line(target, line)
+            super().type_line(target, line, server)
 
     notifier = Notifier(CountingTyper(tmux_socket), PaneLocks.beside(broker_path))
     with make_broker(broker_path, tmux_socket, notifier=notifier) as broker:

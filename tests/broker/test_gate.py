@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.broker.broker import Broker, PlacementSpec
-from core.broker.delivery import Notifier, NotNotified, PaneLocks, PaneTarget
+from core.broker.delivery import Notifier, NotNotified, PaneLocks, PaneServer, PaneTarget
 from core.broker.membership import blocked_reason
 
 
@@ -41,7 +41,8 @@ class _Typer:
     def __init__(self) -> None:
         self.lines: list[tuple[str, str]] = []
 
-    def type_line(self, target: PaneTarget, line: str) -> None:
+    def type_line(self, target: PaneTarget, line: str,
+                  server: PaneServer | None = None) -> None:
         self.lines.append((target.pane, line))
 
 
@@ -53,6 +54,9 @@ class _Gate:
     def blocked(self, frame_id: str, target: PaneTarget) -> str | None:
         self.asked.append(frame_id)
         return self.reason
+
+    def server_for(self, frame_id: str) -> PaneServer | None:
+        return PaneServer("/tmp/views.sock", 1, 1)
 
 
 def _fleet(tmp_path: Path, gate: _Gate | None, director_description: str
