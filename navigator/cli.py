@@ -132,7 +132,13 @@ def _run(handler: Callable[[object], int | None], args: object) -> int:
 
 
 def _report(exc: SwitchboardError) -> int:
-    print(f"switchboard: {exc.code}: {exc.message}", file=sys.stderr)
+    """One stderr line in words: the message is escaped (it may echo agents' text), and
+    a refused schema invariant shows its generic code, not the constraint's name (the
+    name stays in ``exc.code`` for agents and tests)."""
+    from core.model.errors import InvariantViolation
+    from navigator.commands.output import complain
+
+    complain("refused" if isinstance(exc, InvariantViolation) else exc.code, exc.message)
     return exc.exit_code
 
 

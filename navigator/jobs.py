@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from textual.worker import Worker, WorkerState
 
 from core.model.errors import SwitchboardError
+from core.model.text import shown_block
 
 T = TypeVar("T")
 
@@ -70,16 +71,17 @@ class Jobs:
 def problem_text(error: Exception) -> str:
     """An engine refusal says what to do; anything else names its type."""
     if isinstance(error, SwitchboardError):
-        return error.message
-    return f"{type(error).__name__}: {error}"
+        return shown_block(error.message)
+    return shown_block(f"{type(error).__name__}: {error}")
 
 
 def request_problem(description: str, error: Exception) -> str:
     """Why a request failed, never as a traceback in the person's face."""
     if isinstance(error, SwitchboardError):
-        return error.message
+        return shown_block(error.message)  # it may echo agents' text
     if isinstance(error, NotImplementedError | ImportError):
         return (f"{description} is not available in this build yet; use the CLI "
                 "(`switchboard --help`).")
-    return (f"{description} failed unexpectedly ({type(error).__name__}: {error}). Nothing "
-            "is retried automatically; check `switchboard state navigator --json`.")
+    return shown_block(f"{description} failed unexpectedly ({type(error).__name__}: {error}). "
+                       "Nothing is retried automatically; check `switchboard state navigator "
+                       "--json`.")

@@ -47,6 +47,7 @@ from core.broker.reading import (
 )
 from core.model.errors import Conflict, NotFound, SwitchboardError, Unauthorized
 from core.model.ports import Clock, SystemClock
+from core.model.text import TextShape, refuse_unsafe
 from storage.broker_schema import (
     MemberStatus,  # re-exported: the value sets belong to the file format
     MessageState,
@@ -335,6 +336,9 @@ class Broker:
                      director_description: str, placement: PlacementSpec) -> FleetCreated:
         """Bootstrap: fleet, Director and placement, Director reference backfilled, one commit."""
         _require_text(director_name, "director name")
+        refuse_unsafe("fleet name", name, TextShape.LINE)
+        refuse_unsafe("director name", director_name, TextShape.LINE)
+        refuse_unsafe("director description", director_description, TextShape.BLOCK)
         _require_placement(placement)
         target = placement.target()
         if target is None:
@@ -365,6 +369,8 @@ class Broker:
     def register_member(self, fleet_id: int, name: str, *, description: str,
                         placement: PlacementSpec) -> MemberDetail:
         _require_text(name, "member name")
+        refuse_unsafe("member name", name, TextShape.LINE)
+        refuse_unsafe("member description", description, TextShape.BLOCK)
         _require_placement(placement)
         target = placement.target()
         with self.locks.hold(*([target] if target else [])), self.store.transaction():
@@ -466,6 +472,7 @@ class Broker:
         and pending, and the result carries the not-notified diagnostic.
         """
         _require_text(text, "message text")
+        refuse_unsafe("message text", text, TextShape.BLOCK)
         self_send = from_member_id == to_member_id
         with self.store.transaction():
             self._live_fleet(fleet_id)
@@ -543,6 +550,7 @@ class Broker:
     def broadcast(self, fleet_id: int, from_member_id: int, text: str) -> list[SendResult]:
         """The same text to every other active member of the fleet, one message each."""
         _require_text(text, "message text")
+        refuse_unsafe("message text", text, TextShape.BLOCK)
         self._live_fleet(fleet_id)
         others = [e.member_id for e in self.roster(fleet_id) if e.member_id != from_member_id]
         if not others:
@@ -624,8 +632,10 @@ def _require_placement(placement: PlacementSpec) -> None:
                         (placement.coding_agent, "coding agent"),
                         (placement.backend, "backend")):
         _require_text(value, what)
+        refuse_unsafe(what, value, TextShape.LINE)
     if placement.mux_pane_id is not None:
         _require_text(placement.mux_pane_id, "tmux pane id")
+        refuse_unsafe("tmux pane id", placement.mux_pane_id, TextShape.LINE)
 
 
 # --------------------------------------------------------------------------- navigator API

@@ -37,6 +37,7 @@ from core.model.enums import (
 from core.model.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
 from core.model.ports import IdSource, Uuid4Ids
 from core.model.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
+from core.model.text import TextShape, refuse_unsafe
 from core.model.tokens import token_hex, token_urlsafe
 from storage.connection import write_transaction
 from storage.limits import check_text
@@ -458,11 +459,14 @@ class Engine(RegistryReader):
         Execution (parking the parent and presenting the child) waits for the
         source agent's Stop, or runs at once when the source has no live agent.
         """
+        refuse_unsafe("title", title, TextShape.LINE)
         title = title.strip()
         if not title:
             raise SwitchboardError("a task needs a non-empty title", code="bad_request")
         if not brief.strip():
             raise SwitchboardError("a task needs a non-empty brief", code="bad_request")
+        refuse_unsafe("brief", brief, TextShape.BLOCK)
+        refuse_unsafe("purpose", purpose, TextShape.LINE)
         check_text("title", title)
         check_text("brief", brief)
         check_text("purpose", purpose)
@@ -528,6 +532,8 @@ class Engine(RegistryReader):
         """Store the completion handoff, mark the child closing, prepare the return."""
         if not summary.strip():
             raise SwitchboardError("complete-return needs a summary", code="bad_request")
+        refuse_unsafe("summary", summary, TextShape.BLOCK)
+        refuse_unsafe("next action", next_action, TextShape.BLOCK)
         check_text("summary", summary)
         check_text("next_action", next_action)
 

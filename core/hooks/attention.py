@@ -40,6 +40,7 @@ from core.hooks.attention_counts import (
     spawn_publish,
     spawn_segment,
 )
+from core.model.text import printable_only, shown
 
 __all__ = ["AttentionCounts", "read_counts", "spawn_publish", "spawn_segment"]
 
@@ -99,7 +100,7 @@ def read_subject(conn: sqlite3.Connection, frame_id: str) -> Subject | None:
 
 def message_for(subject: Subject, kind: AttentionKind) -> str:
     what = "needs input" if kind is AttentionKind.NEEDS_INPUT else "finished its turn"
-    return f"Switchboard: {subject.project} / {subject.title} {what}"
+    return f"Switchboard: {shown(subject.project)} / {shown(subject.title)} {what}"
 
 
 def looking_at(subject: Subject, client: Client) -> bool:
@@ -205,8 +206,9 @@ def publish(socket: str, config: AttentionConfig, counts: AttentionCounts,
 def terminal_bytes(text: str, *, bell: bool, desktop: bool) -> bytes:
     """BEL and the OSC 9 / OSC 777 desktop notifications. They are written to the client's
     own terminal (its tty), outside tmux, so no tmux passthrough wrapping is needed;
-    control characters of the text are dropped so it cannot end the sequence early."""
-    clean = "".join(ch for ch in text if ch.isprintable() and ch not in "\x1b\x07;")
+    control characters of the text (and ``;``, the OSC 777 field separator) are dropped so
+    it cannot end the sequence early."""
+    clean = printable_only(text).replace(";", "")
     out = b""
     if desktop:
         out += f"\x1b]9;{clean}\x07".encode()

@@ -20,6 +20,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from core.model.enums import ActivationState, Activity, Reachability
+from core.model.text import shown
 from core.reconcile.provider_checks import (
     STALE_WORKING_AFTER_MS,
     effective_activity,
@@ -249,7 +250,7 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
                                      resumability=f["resumability"], activity=f["activity"],
                                      updated_at=f["s_updated"])
         by_project.setdefault(f["project_id"], []).append(FrameSummary(
-            frame_id=f["frame_id"], title=f["title"], role=f["role"],
+            frame_id=f["frame_id"], title=shown(f["title"]), role=f["role"],
             parent_frame_id=f["parent_frame_id"], lifecycle_state=f["lifecycle_state"],
             close_reason=f["close_reason"], activity=f["activity"] or Activity.UNKNOWN,
             current_session=summary, session_count=f["n_sessions"]))
@@ -269,7 +270,8 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
         crumbs: list[BreadcrumbItem] = []
         cursor = active
         while cursor is not None and len(crumbs) < 32:
-            crumbs.append(BreadcrumbItem(frame_id=cursor["frame_id"], title=cursor["title"]))
+            crumbs.append(BreadcrumbItem(frame_id=cursor["frame_id"],
+                                        title=shown(cursor["title"])))
             cursor = frames.get(cursor["parent_frame_id"])
         crumbs.reverse()
         needs_input, last = (open_by_project.get(active["project_id"], _NO_OPEN_FRAMES)
@@ -281,7 +283,7 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
             view_id=v["view_id"], host_id=v["host_id"], mode=v["mode"], state=v["state"],
             revision=v["revision"], active_frame_id=v["active_frame_id"],
             active_project_id=active["project_id"] if active is not None else v["project_id"],
-            title=active["title"] if active is not None else "(empty view)",
+            title=shown(active["title"]) if active is not None else "(empty view)",
             breadcrumb=tuple(crumbs), activity=activity,
             attention=needs_input or v["state"] == "degraded",
             transition_state=flight["state"] if flight else None,
@@ -291,7 +293,7 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
         RecoveryRow(recovery_id=r["recovery_id"], host_id=r["host_id"], kind=r["kind"],
                     subject_type=r["subject_type"], subject_id=r["subject_id"],
                     actionability=r["actionability"], state=r["state"],
-                    explanation=r["bounded_explanation"], created_at=r["created_at"])
+                    explanation=shown(r["bounded_explanation"]), created_at=r["created_at"])
         for r in _rows(conn, "SELECT * FROM recoveries WHERE state = 'open'"
                              " ORDER BY host_id, recovery_id"))
     hosts = [HostRow(host_id=host_id, display_name=engine.config.host.display_name,
@@ -399,7 +401,8 @@ def _remote_rows(cached: CachedHost, now: int
             resumability=session.resumability, activity=session.activity,
             updated_at=session.updated_at)
         by_project.setdefault(f.project_id, []).append(FrameSummary(
-            frame_id=f.frame_id, title=f.title, role=f.role, parent_frame_id=f.parent_frame_id,
+            frame_id=f.frame_id, title=shown(f.title), role=f.role,
+            parent_frame_id=f.parent_frame_id,
             lifecycle_state=f.lifecycle_state, close_reason=f.close_reason,
             activity=session.activity if session else Activity.UNKNOWN,
             current_session=summary, session_count=counts.get(f.frame_id, 0)))
@@ -412,7 +415,7 @@ def _remote_rows(cached: CachedHost, now: int
         crumbs: list[BreadcrumbItem] = []
         cursor = active
         while cursor is not None and len(crumbs) < 32:
-            crumbs.append(BreadcrumbItem(frame_id=cursor.frame_id, title=cursor.title))
+            crumbs.append(BreadcrumbItem(frame_id=cursor.frame_id, title=shown(cursor.title)))
             cursor = frames.get(cursor.parent_frame_id) if cursor.parent_frame_id else None
         crumbs.reverse()
         session = sessions.get(active.current_session_key) \
@@ -421,7 +424,7 @@ def _remote_rows(cached: CachedHost, now: int
             view_id=v.view_id, host_id=host_id, mode=v.mode, state=v.state,
             revision=v.revision, active_frame_id=v.active_frame_id,
             active_project_id=active.project_id if active is not None else None,
-            title=active.title if active is not None else "(empty view)",
+            title=shown(active.title) if active is not None else "(empty view)",
             breadcrumb=tuple(crumbs),
             activity=session.activity if session else Activity.UNKNOWN,
             attention=session is not None and session.activity == "needs_input",
@@ -429,7 +432,7 @@ def _remote_rows(cached: CachedHost, now: int
     recoveries = [RecoveryRow(recovery_id=r.recovery_id, host_id=host_id, kind=r.kind,
                               subject_type=r.subject_type, subject_id=r.subject_id,
                               actionability=r.actionability, state=r.state,
-                              explanation=r.explanation, created_at=r.created_at)
+                              explanation=shown(r.explanation), created_at=r.created_at)
                   for r in state.recoveries if r.state == "open"]
     stale = cached.reachability != "online" or now - cached.observed_at > STALE_AFTER_MS
     host_row = HostRow(host_id=host_id, display_name=state.host.display_name,

@@ -3,13 +3,15 @@
 A parked agent is out of sight; its badge says whether it is working, but not
 what it last printed. On selection only (the navigator debounces and never
 polls), one tmux process reads the server's identity and captures the pane in
-the same batch, so a restarted server's reused pane id is never shown.
+the same batch, so a restarted server's reused pane id is never shown. The
+lines keep their colours (SGR) and nothing else (``core.model.text.sgr_only``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.model.text import sgr_only, strip_sgr
 from core.tmux.errors import TmuxCommandFailed
 from core.tmux.identity import ServerIdentity, identity_command
 
@@ -35,7 +37,8 @@ def preview_lines(engine: Engine, frame_id: str, lines: int = PREVIEW_LINES) -> 
         return None
     expected = ServerIdentity(row[1], int(row[2]), int(row[3]))
     out = stage.runner.run([identity_command(),
-                            ("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", row[0])],
+                            ("capture-pane", "-p", "-e", "-J", "-S", f"-{lines}", "-t",
+                             row[0])],
                            check=False)
     if out.returncode != 0 or not out.stdout:
         return None
@@ -44,7 +47,8 @@ def preview_lines(engine: Engine, frame_id: str, lines: int = PREVIEW_LINES) -> 
             return None
     except TmuxCommandFailed:
         return None
-    text = list(out.stdout[1:])
-    while text and not text[-1].strip():
+    # Colours survive (``-e``), everything else the agent printed is spelled out.
+    text = [sgr_only(line) for line in out.stdout[1:]]
+    while text and not strip_sgr(text[-1]).strip():
         text.pop()
     return text[-lines:]

@@ -42,9 +42,9 @@ def _print(value: dict, args: argparse.Namespace) -> int:
         json.dump(value, sys.stdout, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        from navigator.commands.output import readable
+        from navigator.commands.output import readable, say
 
-        sys.stdout.write(readable(value) + "\n")
+        say(readable(value))
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from core.model.text import shown
 from navigator.commands.output import emit
 from navigator.commands.output import request_id_from as _rid
 
@@ -44,7 +45,7 @@ def _list(args: argparse.Namespace) -> int:
         " ORDER BY p.name, c.work_context_id")]
     emit(rows, as_json=args.json, text="\n".join(
         f"{r['work_context_id']}  {r['project']:<16} {r['claim_state']:<8} "
-        f"gen {r['claim_generation']:<3} {r['foreground_title'] or '-'}" for r in rows)
+        f"gen {r['claim_generation']:<3} {shown(r['foreground_title'] or '-')}" for r in rows)
         or "no work contexts yet")
     return 0
 

@@ -22,17 +22,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from core.install.demo import build, default_demo_home, stop
+    from navigator.commands.output import say
 
     if args.stop or args.reset:
         ended = stop(args.home or default_demo_home(), reset=args.reset)
         state = "stopped its tmux server" if ended.server_was_running else "was not running"
-        print(f"demo {state}" + (f"; deleted {ended.home}" if ended.removed else
-                                 f"; home kept at {ended.home} (`--reset` deletes it)"))
+        say(f"demo {state}" + (f"; deleted {ended.home}" if ended.removed else
+                               f"; home kept at {ended.home} (`--reset` deletes it)"))
         return 0
     session = build(args.home or default_demo_home())
-    print(f"demo home: {session.home}")
-    print(f"attach:    {session.attach_command}")
-    print("leave:     tmux detach (prefix d); stop it: `switchboard demo --stop`")
+    say(f"demo home: {session.home}\nattach:    {session.attach_command}\n"
+        "leave:     tmux detach (prefix d); stop it: `switchboard demo --stop`")
     if args.no_attach or not sys.stdin.isatty():
         return 0
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}

@@ -16,13 +16,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _doctor(args: argparse.Namespace) -> int:
     from core.install.doctor import Verdict, run_doctor
     from core.install.home import Home
+    from core.model.text import shown
 
     findings = run_doctor(Home.from_env())
     lines = []
     for f in findings:
-        line = f"{f.verdict.value:4}  {f.part}: {f.detail}"
+        line = f"{f.verdict.value:4}  {f.part}: {shown(f.detail)}"
         if f.fix and f.verdict is not Verdict.OK:
-            line += f"\n      do: {f.fix}"
+            line += f"\n      do: {shown(f.fix)}"
         lines.append(line)
     failed = any(f.verdict is Verdict.FAIL for f in findings)
     lines.append("verdict: " + ("problems found (see `do:` lines)" if failed else "healthy"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from core.model.text import shown
 from navigator.commands.output import emit
 from navigator.commands.output import request_id_from as _rid
 
@@ -78,7 +79,7 @@ def _list(args: argparse.Namespace) -> int:
     project_id = engine.config.project_id_for(args.project) if args.project else None
     rows = list_frames(engine.conn, project_id)
     text = "\n".join(
-        f"{'  ' * r.depth}{r.frame_id}  {r.role:<9} {r.lifecycle_state:<7} {r.title}"
+        f"{'  ' * r.depth}{r.frame_id}  {r.role:<9} {r.lifecycle_state:<7} {shown(r.title)}"
         for r in rows) or "no frames"
     emit(rows, as_json=args.json, text=text)
     return 0

@@ -60,7 +60,9 @@ def _open(args: argparse.Namespace) -> int:
     request_id = new_request_id()
     directive = open_view(engine, request_id, project, desktop_focus_available=inside)
     if directive.error is not None:
-        print(f"switchboard: {directive.error.code}: {directive.error.message}", file=sys.stderr)
+        from navigator.commands.output import complain
+
+        complain(directive.error.code, directive.error.message)
         return 3
     view_id = directive.view_id
     if view_id is None:  # PresentationDirective.check: focus and attach name their view
@@ -75,7 +77,9 @@ def _open(args: argparse.Namespace) -> int:
         os.execvp("tmux", ["tmux", "-S", socket, "switch-client", "-t", window])
     if args.no_attach or not sys.stdin.isatty():
         # Quoted for pasting: the socket path may hold spaces, quotes or `$(...)`.
-        print("attach: " + shlex.join(["tmux", "-S", socket, "attach", "-t", window]))
+        from navigator.commands.output import say
+
+        say("attach: " + shlex.join(["tmux", "-S", socket, "attach", "-t", window]))
         return 0
     os.execvpe("tmux", ["tmux", "-S", socket, "attach", "-t", window], env)
     return 0

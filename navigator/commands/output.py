@@ -1,4 +1,12 @@
-"""How CLI results are printed: JSON for machines, short lines for people."""
+"""How CLI results are printed: JSON for machines, short lines for people.
+
+Everything the CLI writes for a person goes through ``say`` / ``complain``
+(``emit`` uses ``say``): text from data (titles, names, briefs, messages, pane
+captures, error messages that echo input) is agents' text, so it is spelled
+out by ``core.model.text`` and never reaches the terminal raw. ``--json`` is
+written with ``ensure_ascii``, so every control character is a JSON escape and
+the value stays exact.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,9 @@ import dataclasses
 import json
 import sys
 from enum import Enum
-from typing import Any
+from typing import Any, TextIO
+
+from core.model.text import sgr_only, shown_block
 
 
 def to_plain(value: Any) -> Any:
@@ -27,7 +37,9 @@ def _scalar(value: Any) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return str(value)
+    # Spelled out before the value is split into lines: splitlines() also breaks at
+    # FS/GS/RS, NEL and U+2028, which must show as escapes, not as new rows.
+    return shown_block(str(value))
 
 
 def _is_scalar(value: Any) -> bool:
@@ -74,12 +86,27 @@ def readable(value: Any) -> str:
     return "\n".join(lines)
 
 
-def emit(value: Any, *, as_json: bool, text: str | None = None) -> None:
+def say(text: str, *, file: TextIO | None = None, colours: bool = False) -> None:
+    """Write one text for a person: newlines and tabs kept, every other control
+    character spelled out (``colours``: a pane capture keeps its SGR colours only)."""
+    out = sys.stdout if file is None else file
+    out.write((sgr_only(text) if colours else shown_block(text)) + "\n")
+
+
+def complain(code: str, message: str) -> None:
+    """``switchboard: CODE: message`` on stderr, the message escaped like ``say``."""
+    say(f"switchboard: {code}: {message}", file=sys.stderr)
+
+
+def emit(value: Any, *, as_json: bool, text: str | None = None,
+         colours: bool = False) -> None:
+    """``--json``: the exact value (JSON escapes); otherwise ``text`` (or ``readable``)
+    through ``say``."""
     if as_json:
         json.dump(to_plain(value), sys.stdout, sort_keys=True, separators=(",", ":"))
         sys.stdout.write("\n")
     else:
-        sys.stdout.write((text if text is not None else readable(value)) + "\n")
+        say(text if text is not None else readable(value), colours=colours)
 
 
 def request_id_from(args) -> str:

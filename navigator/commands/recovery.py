@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from core.model.text import shown
 from navigator.commands.output import emit
 
 
@@ -53,7 +54,7 @@ def _list(args: argparse.Namespace) -> int:
 
     rows = list_recoveries(open_engine(), include_closed=args.all)
     emit(rows, as_json=args.json, text="\n".join(
-        f"{r.recovery_id}  {r.kind:<26} {r.actionability:<9} {r.state:<9} {r.explanation}"
+        f"{r.recovery_id}  {r.kind:<26} {r.actionability:<9} {r.state:<9} {shown(r.explanation)}"
         for r in rows) or "no open recoveries")
     return 0
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from core.model.text import shown
 from navigator.commands.output import emit
 
 
@@ -51,7 +52,7 @@ def _refresh(args: argparse.Namespace) -> int:
     names = [args.name] if args.name else [r.name for r in engine.config.remotes]
     results = [refresh(engine, name) for name in names]
     emit(results, as_json=args.json, text="\n".join(
-        f"{r.remote_name}: {r.reachability}" + (f" ({r.error})" if r.error else "")
+        f"{r.remote_name}: {r.reachability}" + (f" ({shown(r.error)})" if r.error else "")
         for r in results) or "no remotes configured")
     return 0 if all(r.error is None for r in results) else 1
 

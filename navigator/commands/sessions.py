@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from core.model.text import shown, shown_block
 from navigator.commands.output import emit
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def render_text(detail: SessionDetail) -> str:
             if code is not None:
                 status += f" exit {code}"
             took = f" {entry.duration_ms} ms" if entry.duration_ms is not None else ""
-            lines.append(f"  {entry.at}  {entry.kind.value:<8} {entry.text}"
+            lines.append(f"  {entry.at}  {entry.kind.value:<8} {shown(entry.text)}"
                          f"{'  ' + status if status else ''}{took}".rstrip())
             for artifact in outputs.get(entry.command_run_id or "", ()):
                 cut = ", cut" if artifact.truncated else ""
@@ -84,13 +85,14 @@ def render_text(detail: SessionDetail) -> str:
         for group in detail.diagnostics:
             where = " ".join(x for x in (group.file, group.code) if x)
             state = "fixed" if group.fixed else "open"
-            lines.append(f"  [{state}] {group.toolchain} {where}: {group.message} "
+            lines.append(f"  [{state}] {group.toolchain} {where}: {shown(group.message)} "
                          f"(x{group.count} in {group.runs} run(s); {group.signature[:12]})")
     if detail.handoff is not None:
         lines.append(f"handoff ({detail.handoff.evidence_refs} evidence refs):")
-        lines.append(f"  {detail.handoff.summary}")
+        lines.append("  " + shown_block(detail.handoff.summary).replace("\n", "\n  "))
         if detail.handoff.next_action:
-            lines.append(f"  next: {detail.handoff.next_action}")
+            lines.append("  next: " + shown_block(detail.handoff.next_action)
+                         .replace("\n", "\n  "))
     if detail.agents:
         lines.append("agents:")
         for agent in detail.agents:
@@ -101,11 +103,11 @@ def render_text(detail: SessionDetail) -> str:
         lines.append("tool runs:")
         for run in detail.tool_runs:
             took = f"{run.duration_ms} ms" if run.duration_ms is not None else "-"
-            lines.append(f"  {run.started_at}  {run.tool_name:<16} {run.status:<9} {took}")
+            lines.append(f"  {run.started_at}  {shown(run.tool_name):<16} {run.status:<9} {took}")
     if detail.events:
         lines.append("events:")
         for event in detail.events:
-            extra = event.tool_name or event.notification_type or ""
+            extra = shown(event.tool_name or event.notification_type or "")
             lines.append(f"  {event.timestamp}  {event.type:<20} {event.source or '':<18}"
                          f" {extra}".rstrip())
     return "\n".join(lines)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from navigator.commands.output import emit
+from core.model.text import shown
+from navigator.commands.output import emit, say
 from navigator.commands.output import request_id_from as _rid
 
 
@@ -56,7 +57,8 @@ def _list(args: argparse.Namespace) -> int:
 
     rows = list_views(open_engine().conn)
     text = "\n".join(f"{r.view_id}  {r.mode:<9} {r.state:<13} rev {r.revision}  "
-                     f"{r.project_name or '-'} / {r.active_title or '-'}" for r in rows)
+                     f"{shown(r.project_name or '-')} / {shown(r.active_title or '-')}"
+                     for r in rows)
     emit(rows, as_json=args.json, text=text or "no views")
     return 0
 
@@ -123,6 +125,6 @@ def _open(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(encode_canonical(directive, allow_paths=frozenset(
             {"$.desktopToken"})) + b"\n")
     else:
-        print(f"{directive.kind.value}: view {directive.view_id or '-'}"
+        say(f"{directive.kind.value}: view {directive.view_id or '-'}"
               + (f" ({directive.error.message})" if directive.error else ""))
     return 0 if directive.error is None else 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from navigator.commands.output import emit
+from navigator.commands.output import emit, say
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,7 +68,7 @@ def _remove(args: argparse.Namespace) -> int:
         try:
             engine.view_retire(new_request_id(), view[0])
         except SwitchboardError as exc:  # the files are gone; the view only lingers
-            print(f"note: its view {view[0]} stays open: {exc.message}")
+            say(f"note: its view {view[0]} stays open: {exc.message}")
     emit(removed, as_json=args.json,
          text=f"removed worktree {removed.path} and project {removed.project!r} "
               f"(branch {removed.branch} kept)")

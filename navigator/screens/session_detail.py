@@ -31,6 +31,7 @@ from core.evidence.store import (
     TimelineKind,
     filter_timeline,
 )
+from core.model.text import shown
 
 MARKS = {TimelineKind.PROMPT: "›", TimelineKind.TOOL: "·", TimelineKind.COMMAND: "$",
          TimelineKind.TASK: "◆", TimelineKind.HANDOFF: "↩"}
@@ -59,7 +60,7 @@ def entry_line(entry: TimelineEntry, exit_code: int | None = None) -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(f"{local_time(entry.at)} ", style="dim")
     line.append(f"{MARKS[entry.kind]} ", style="bold")
-    line.append(entry.text, style="red" if entry.failed else "")
+    line.append(shown(entry.text), style="red" if entry.failed else "")
     if entry.status:
         code = f" exit {exit_code}" if exit_code is not None else ""
         line.append(f"  {entry.status}{code}", style=STATUS_STYLE.get(entry.status, ""))
@@ -138,7 +139,7 @@ class SessionDetailScreen(ModalScreen[None]):
                     + (f" on {workspace.branch_name}" if workspace.branch_name else ""))
         if workspace.base_ref:
             text.append(f" since {workspace.base_ref[:8]}: ")
-            text.append(workspace.changes or "git could not say", style="dim")
+            text.append(shown(workspace.changes or "git could not say"), style="dim")
         else:
             text.append(": no starting commit (not a git checkout)", style="dim")
         return text
@@ -168,7 +169,7 @@ class SessionDetailScreen(ModalScreen[None]):
             where = " ".join(x for x in (group.file, group.code) if x)
             text.append("✓ " if group.fixed else "✗ ", style="green" if group.fixed else "red")
             text.append(f"{group.toolchain} {where}: ", style="bold")
-            text.append(group.message)
+            text.append(shown(group.message))
             text.append(f"  ×{group.count} in {group.runs} run(s)"
                         + (", fixed" if group.fixed else ""), style="dim")
         return text

@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList
 
+from core.model.text import shown
 from navigator.widgets.rows import Row, RowList
 
 MAX_PREVIEW_CHARS = 200
@@ -108,9 +109,11 @@ class InboxList(RowList):
         for item in self.messages:
             key = str(item.message_id)
             self._by_key[key] = item
-            text = " ".join(str(item.text).split())[:MAX_PREVIEW_CHARS]
+            # Agents' text: one row, control characters spelled out (an ESC[2J in a
+            # message must not reach the terminal the navigator draws on).
+            text = shown(" ".join(str(item.text).split()))[:MAX_PREVIEW_CHARS]
             sender_style = self.get_component_rich_style("inbox--sender", partial=True)
-            rows.append(Row(key, Text.assemble((_who(item), sender_style), ": ", text)))
+            rows.append(Row(key, Text.assemble((shown(_who(item)), sender_style), ": ", text)))
         count = len(rows)
         self.show_title(f"Inbox ({count})" if count else "Inbox")
         self.set_class(count > 0, "-has-messages")  # the compact layout shows it only then

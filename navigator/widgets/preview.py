@@ -17,6 +17,7 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Static
 
+from core.model.text import shown
 from core.state.state_types import NavigatorState
 from navigator.targeting import preview_frame
 from navigator.widgets.frames import FrameTree, NodeRef
@@ -78,9 +79,10 @@ class PanePreview(Static):
 
     def show_lines(self, frame_id: str, title: str, lines: list[str]) -> None:
         self.frame_id = frame_id
-        self.border_title = f"Preview: {title}"
-        self.update(Text("\n".join(lines) if lines else "(nothing printed yet)",
-                         no_wrap=True, overflow="ellipsis"))
+        self.border_title = f"Preview: {shown(title)}"
+        # The lines hold SGR colours and nothing else (core.tmux.preview): draw the colours.
+        self.update(Text.from_ansi("\n".join(lines), no_wrap=True, overflow="ellipsis")
+                    if lines else Text("(nothing printed yet)"))
         self.add_class("-visible")
 
     def clear(self) -> None:
