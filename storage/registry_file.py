@@ -171,7 +171,11 @@ def create_registry(path: Path, *, generation_id: str, host_id: str, now_ms: int
 
 def open_registry(path: Path, *, expected_generation: str, expected_host: str,
                   readonly: bool = False) -> tuple[sqlite3.Connection, RegistryMetadata]:
-    """Diagnose, check generation and host agreement, then connect."""
+    """Upgrade an older schema in place (once), diagnose, check generation and host
+    agreement, then connect."""
+    from storage.migrations import upgrade_if_older
+
+    upgrade_if_older(path)
     meta = diagnose(path)
     if meta.generation_id != expected_generation:
         raise RegistryUnavailable(

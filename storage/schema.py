@@ -1,4 +1,6 @@
-"""Registry schema v1: tables, constraints, partial unique indexes and edge triggers.
+"""Registry schema v2: tables, constraints, partial unique indexes and edge triggers.
+
+A v1 file upgrades in place at its first open (storage.migrations).
 
 The DDL is text, but every closed value set and every state machine is taken
 from ``core.model.enums`` / ``core.model.machines`` so storage refuses exactly what the
@@ -13,7 +15,7 @@ from enum import StrEnum
 import core.model.enums as e
 import core.model.machines as machines
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PROTOCOL_VERSION = 1
 # 'SWBR' as a big-endian int: marks a file as a Switchboard registry.
 APPLICATION_ID = 0x53574252
@@ -610,7 +612,7 @@ END;
 
 
 def ddl() -> str:
-    """The whole v1 schema as one script."""
+    """The whole current schema as one script."""
     parts = [TABLES, COUNTERS, IMMUTABILITY, FRAME_RULES]
     for m in machines.ALL:
         parts.append(_edge_trigger(m))

@@ -60,3 +60,5 @@ class RecoveryKind(StrEnum):
     BIND_TIMEOUT = "bind_timeout"
     TRANSITION_INTERRUPTED = "transition_interrupted"
     LAUNCH_UNCERTAIN = "launch_uncertain"
+    PROVIDER_DIALOG = "provider_dialog"
+    """The agent's pane waits on a dialog of its CLI (start-up notice, trust, login...)."""

@@ -22,7 +22,7 @@ from core.install.registry import init_registry, open_current, reset_registry
 from core.model.errors import RegistryUnavailable, SwitchboardError
 from navigator.cli import main as cli_main
 from storage.registry_file import diagnose, open_registry
-from storage.schema import APPLICATION_ID
+from storage.schema import APPLICATION_ID, SCHEMA_VERSION
 from tests.factories import HOST_ID, make_engine, project_config
 
 OTHER_UUID = "44444444-4444-4444-8444-444444444444"
@@ -119,8 +119,8 @@ def _not_sqlite(good: Path, target: Path) -> None:
 BAD_FILES: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "foreign": (_foreign, "belongs to another application (application_id 1234567)"),
     "plain_sqlite": (_plain_sqlite, "belongs to another application (application_id 0)"),
-    "newer_schema": (_with_sql("PRAGMA user_version = 2"),
-                     "has registry schema v2, newer than this Switchboard (v1)"),
+    "newer_schema": (_with_sql("PRAGMA user_version = 3"),
+                     "has registry schema v3, newer than this Switchboard (v2)"),
     "unknown_schema": (_with_sql("PRAGMA user_version = 0"), "unknown registry schema v0"),
     "truncated": (_truncated, "is truncated"),
     "partial": (_with_sql("DROP TABLE host_state_cache", "DROP TABLE recoveries"),
@@ -363,7 +363,7 @@ def test_registry_of_another_generation_is_refused(home: Home, tmp_path: Path) -
 def test_application_id_is_switchboard(home: Home) -> None:
     conn = sqlite3.connect(f"file:{registry_of(home)}?mode=ro", uri=True)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 

@@ -1,0 +1,155 @@
+"""Registry schema upgrades, in place, at the first open by a newer Switchboard.
+
+A person who upgrades keeps their home: the first open of a registry whose
+``user_version`` is older than :data:`storage.schema.SCHEMA_VERSION` upgrades it
+once, after a private backup copy (``registry-....sqlite.v1.bak`` beside it). A
+newer file is still refused unchanged by :mod:`storage.registry_file`.
+
+v1 -> v2 only widens closed value sets (the recovery kind ``provider_dialog``)
+and the metadata's version check. Every existing row already satisfies a wider
+CHECK, so the on-disk rows need no rewrite: SQLite documents changing a
+table's stored ``CREATE TABLE`` text through ``writable_schema`` for exactly
+such constraint-only changes. The upgrade refuses (file unchanged) unless the
+old file's tables, columns, indexes and triggers are the ones the new schema
+has, so it can never paper over a file it does not understand.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from core.model.errors import RegistryUnavailable
+from core.model.files import create_private_file
+from storage.schema import SCHEMA_VERSION, ddl
+from storage.uri import sqlite_uri
+
+WIDENED_TABLES: dict[int, tuple[str, ...]] = {1: ("registry_metadata", "recoveries")}
+"""Per source version: the tables whose CREATE text the next version changes."""
+
+
+def header_version(path: Path) -> int:
+    """``PRAGMA user_version`` from the file header, without SQLite opening the file."""
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    return int.from_bytes(header[60:64], "big", signed=True) if len(header) == 100 else 0
+
+
+def upgrade_if_older(path: Path) -> int | None:
+    """Upgrade ``path`` to the current schema if it is an older known one.
+
+    Returns the version it was upgraded from, or None when nothing was done (the
+    file is current, newer, unknown or missing: the normal diagnosis then
+    decides). Raises RegistryUnavailable, the file unchanged, when an old file
+    does not have the shape its version promises.
+    """
+    if not path.exists():
+        return None
+    old = header_version(path)
+    if old >= SCHEMA_VERSION or old not in WIDENED_TABLES:
+        return None
+    _backup(path, old)
+    for version in range(old, SCHEMA_VERSION):
+        _STEPS[version](path, version)
+    return old
+
+
+def _backup(path: Path, version: int) -> Path:
+    """A consistent private copy (SQLite's backup API reads through its own locks)."""
+    target = path.with_name(f"{path.name}.v{version}.bak")
+    if target.exists():
+        return target
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    create_private_file(tmp)
+    source = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True)
+    try:
+        copy = sqlite3.connect(tmp)
+        try:
+            source.backup(copy)
+        finally:
+            copy.close()
+    finally:
+        source.close()
+    shutil.move(tmp, target)
+    return target
+
+
+def _target_schema() -> dict[tuple[str, str], str]:
+    """(type, name) -> CREATE text of every object the current schema makes."""
+    memory = sqlite3.connect(":memory:")
+    try:
+        memory.executescript(ddl())
+        return _objects(memory)
+    finally:
+        memory.close()
+
+
+def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
+    return {(row[0], row[1]): row[2] for row in conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+        " AND name NOT LIKE 'sqlite_%'")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _widen(path: Path, version: int) -> None:
+    """Rewrite the CREATE text of the widened tables, then record the new version."""
+    target = _target_schema()
+    widened = WIDENED_TABLES[version]
+    conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None)
+    try:
+        found = _objects(conn)
+        if set(found) != set(target):
+            missing = sorted(name for _, name in set(target) - set(found))
+            extra = sorted(name for _, name in set(found) - set(target))
+            raise RegistryUnavailable(
+                f"{path} does not have the shape of registry schema v{version} (missing "
+                f"{missing or 'nothing'}, unexpected {extra or 'nothing'}); it was left "
+                "unchanged")
+        memory = sqlite3.connect(":memory:")
+        try:
+            memory.executescript(ddl())
+            for table in widened:
+                if _columns(conn, table) != _columns(memory, table):
+                    raise RegistryUnavailable(
+                        f"{path}: table {table} does not have the columns of schema "
+                        f"v{version}; it was left unchanged")
+        finally:
+            memory.close()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+            conn.execute("PRAGMA writable_schema = ON")
+            for table in widened:
+                conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?",
+                             (target[("table", table)], table))
+            conn.execute(f"PRAGMA schema_version = {cookie + 1}")
+            conn.execute("PRAGMA writable_schema = OFF")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    # A fresh connection reads the widened schema; the version moves in one commit.
+    conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE registry_metadata SET schema_version = ?", (version + 1,))
+        conn.execute(f"PRAGMA user_version = {version + 1}")
+        conn.execute("COMMIT")
+        problem = conn.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        conn.close()
+    if problem != "ok":
+        raise RegistryUnavailable(f"{path} failed its integrity check after the upgrade to "
+                                  f"v{version + 1} ({problem}); restore {path.name}.v"
+                                  f"{version}.bak")
+
+
+_STEPS: dict[int, Callable[[Path, int], None]] = {1: _widen}
