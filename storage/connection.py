@@ -48,25 +48,39 @@ UNIQUE_INVARIANTS: dict[str, str] = {
     "user_views.host_id, user_views.project_id": "one_live_view_per_project",
     "recoveries.host_id, recoveries.kind, recoveries.subject_type, recoveries.subject_id":
         "one_open_recovery_per_subject",
+    "provider_sessions.host_id, provider_sessions.provider, provider_sessions.provider_session_id":
+        "one_session_per_provider_id",
+    "tmux_servers.socket_path, tmux_servers.server_pid, tmux_servers.server_start_time":
+        "one_row_per_server_identity",
 }
 
 
 def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
-    """Turn a refused write into the domain error that names its invariant."""
+    """Turn a refused write into the domain error that names its invariant.
+
+    The name is the error's ``code`` (agents and tests match on it); the message is
+    the rule in words (``storage.refusals``), so no constraint name reaches a person.
+    """
+    from storage.refusals import refusal_words
+
     text = str(exc)
     if text.startswith("illegal_edge:"):
-        machine = text.split(":", 1)[1]
-        return IllegalEdge(f"refused: illegal {machine} state edge", code="illegal_edge")
+        machine = text.split(":", 1)[1].replace("_", " ")
+        return IllegalEdge(f"refused: a {machine} cannot change to that state from its "
+                           "current one; nothing was changed", code="illegal_edge")
     if text.startswith("illegal_initial_state:"):
-        machine = text.split(":", 1)[1]
-        return IllegalEdge(f"refused: a {machine} cannot be created in that state")
+        machine = text.split(":", 1)[1].replace("_", " ")
+        return IllegalEdge(f"refused: a {machine} cannot be created in that state; "
+                           "nothing was changed")
     if text.startswith("invariant:"):
         name = text.split(":", 1)[1]
-        return InvariantViolation(f"refused by invariant {name}", code=name)
+        return InvariantViolation(f"refused: {refusal_words(name)}; nothing was changed",
+                                  code=name)
     match = re.match(r"UNIQUE constraint failed: (.*)$", text)
     if match:
         name = UNIQUE_INVARIANTS.get(match.group(1).strip(), "unique:" + match.group(1))
-        return InvariantViolation(f"refused by invariant {name}", code=name)
+        return InvariantViolation(f"refused: {refusal_words(name)}; nothing was changed",
+                                  code=name)
     match = re.match(r"CHECK constraint failed: (.*)$", text)
     if match:
         from storage.limits import describe_check
@@ -78,7 +92,7 @@ def map_integrity_error(exc: sqlite3.IntegrityError) -> Conflict:
     if "FOREIGN KEY" in text:
         return InvariantViolation("refused: a referenced row does not exist",
                                   code="foreign_key")
-    return InvariantViolation(f"refused by the registry: {text}")
+    return InvariantViolation(f"refused by the registry: {text}; nothing was changed")
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:

@@ -61,8 +61,8 @@ _IN_RULE = re.compile(r"^(?:(?P<col>\w+) IS NULL OR )?(?P<col2>\w+) IN \((?P<val
 def describe_check(rule: str) -> str:
     """A sentence for the text SQLite puts after ``CHECK constraint failed:``.
 
-    A named constraint reads as its name (``workspace_is_root`` -> "workspace
-    is root"); the common unnamed shapes (a length range, an enum list) say
+    A named constraint reads as its sentence (``storage.refusals``); the common
+    unnamed shapes (a length range, an enum list) say
     which column and what it accepts; anything else quotes the rule.
     """
     rule = " ".join(rule.split())
@@ -80,5 +80,11 @@ def describe_check(rule: str) -> str:
         values = ", ".join(v.strip().strip("'") for v in match.group("values").split(","))
         return f"{match.group('col2').replace('_', ' ')} must be one of: {values}"
     if re.fullmatch(r"\w+", rule):
-        return f"the rule \"{rule.replace('_', ' ')}\" would be broken"
+        from storage.refusals import REFUSAL_WORDS, refusal_words
+
+        if rule in REFUSAL_WORDS:
+            return refusal_words(rule)
+        if rule.endswith("_closed"):  # session/project files: <table>_<column>_closed
+            return "a value is outside its allowed set"
+        return refusal_words(rule)
     return f"the value breaks the rule {rule}"

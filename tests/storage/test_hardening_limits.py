@@ -76,7 +76,7 @@ def test_a_check_that_still_fires_reads_as_words(engine: Engine) -> None:
         ("UPDATE frames SET title = ''", "refused: title must be 1 to 200 characters long"),
         ("UPDATE frames SET depth = -1", "refused: the value breaks the rule depth >= 0"),
         ("UPDATE frames SET close_reason = 'completed'",
-         'refused: the rule "close reason only when closing" would be broken'),
+         "refused: a close reason is set only when a frame closes"),
         ("UPDATE user_views SET mode = 'sideways', revision = revision + 1",
          "refused: mode must be one of: navigator, direct"),
     ]:
