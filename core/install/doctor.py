@@ -19,6 +19,7 @@ from core.model.errors import SwitchboardError
 if TYPE_CHECKING:
     from core.engine.engine import Engine
     from core.install.home import Home
+    from core.model.enums import Provider
 
 
 class Verdict(StrEnum):
@@ -142,12 +143,26 @@ def _providers(engine: Engine) -> list[Finding]:
         except ProviderError as exc:
             verdict = Verdict.WARN if exc.code == "provider_disabled" else Verdict.FAIL
             findings.append(Finding(f"provider {provider.value}", verdict, exc.message,
-                                    "" if verdict is Verdict.WARN else
-                                    f"install {provider.value} or fix [providers."
-                                    f"{provider.value}] command in the config"))
+                                    _provider_fix(provider, exc.code, verdict)))
             continue
-        findings.append(Finding(f"provider {provider.value}", Verdict.OK, version.text))
+        if version.place.untested:
+            findings.append(Finding(f"provider {provider.value}", Verdict.WARN, version.verdict,
+                                    "it runs; badges rely on hooks no test has seen from this "
+                                    "release: report problems, or install a tested one"))
+            continue
+        findings.append(Finding(f"provider {provider.value}", Verdict.OK, version.verdict))
     return findings
+
+
+def _provider_fix(provider: Provider, code: str, verdict: Verdict) -> str:
+    """The ``do:`` line that matches the failure: an old CLI is upgraded, not reinstalled."""
+    if verdict is Verdict.WARN:
+        return ""
+    from core.providers.window import NPM_PACKAGES
+
+    if code == "provider_version_unsupported":
+        return f"upgrade {provider.value} (npm install -g {NPM_PACKAGES[provider]})"
+    return f"install {provider.value} or fix [providers.{provider.value}] command in the config"
 
 
 def _hooks(engine: Engine) -> Finding:

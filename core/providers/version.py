@@ -1,8 +1,9 @@
 """Probe ``<provider> --version`` as strict input, with a timeout.
 
 Version output is telemetry and a contract gate, not an allowlist: any version
-at or above the one whose hook contract was recorded (same major.minor or
-newer) is accepted; anything we cannot parse exactly fails closed, because a
+at or above its provider's floor (:mod:`core.providers.window`) is accepted, and
+where it stands against the tested window (tested, inside, newer, older) is
+said, not enforced; anything we cannot parse exactly fails closed, because a
 provider we cannot identify is a provider whose hook payloads we cannot trust.
 Only stdout is read; stderr is discarded (update notices, warnings).
 """
@@ -19,19 +20,11 @@ from dataclasses import dataclass
 
 from core.model.enums import Provider
 from core.model.errors import ProviderError
+from core.providers.window import TESTED, WindowPlace, dotted
 
 DEFAULT_TIMEOUT_S = 5.0
 MAX_VERSION_OUTPUT = 4096
 
-# The recorded fixtures (tests/fixtures/hooks) were taken from these versions;
-# their major.minor is the oldest contract we have evidence for.
-RECORDED_VERSIONS: dict[Provider, tuple[int, int, int]] = {
-    Provider.CLAUDE: (2, 1, 197),
-    Provider.CODEX: (0, 171, 0),
-}
-MINIMUM_VERSIONS: dict[Provider, tuple[int, int]] = {
-    provider: version[:2] for provider, version in RECORDED_VERSIONS.items()
-}
 DEFAULT_EXECUTABLES: dict[Provider, str] = {Provider.CLAUDE: "claude", Provider.CODEX: "codex"}
 
 _SEMVER = r"(?P<major>0|[1-9]\d{0,5})\.(?P<minor>0|[1-9]\d{0,5})\.(?P<patch>0|[1-9]\d{0,5})" \
@@ -59,6 +52,16 @@ class ProviderVersion:
     def text(self) -> str:
         core = ".".join(str(part) for part in self.version)
         return core + (f"-{self.prerelease}" if self.prerelease else "")
+
+    @property
+    def place(self) -> WindowPlace:
+        """Where this version stands against its provider's tested window."""
+        return TESTED[self.provider].place(self.version)
+
+    @property
+    def verdict(self) -> str:
+        """One line for a person: the version and whether it is tested."""
+        return TESTED[self.provider].describe(self.version)
 
 
 def parse_version(provider: Provider | str, stdout: str) -> ProviderVersion:
@@ -89,13 +92,13 @@ def parse_version(provider: Provider | str, stdout: str) -> ProviderVersion:
 
 
 def check_supported(found: ProviderVersion) -> None:
-    minimum = MINIMUM_VERSIONS[found.provider]
-    if found.version[:2] < minimum:
-        recorded = ".".join(str(part) for part in RECORDED_VERSIONS[found.provider])
+    """Refuse only a version below the floor: its hooks cannot carry what we read."""
+    window = TESTED[found.provider]
+    if found.place is WindowPlace.BELOW_FLOOR:
         raise ProviderError(
-            f"{found.provider.value} {found.text} is older than the tested hook contract "
-            f"({found.provider.value} {recorded}, needs {minimum[0]}.{minimum[1]} or newer); "
-            f"upgrade {found.provider.value}",
+            f"{found.provider.value} {found.text} is older than {dotted(window.floor)}, the "
+            f"oldest release whose hooks Switchboard can read (tested: "
+            f"{dotted(window.oldest)}..{dotted(window.newest)}); upgrade {found.provider.value}",
             code="provider_version_unsupported",
         )
 

@@ -89,6 +89,11 @@ class VersionWindow:
         return f"{found} is below {dotted(self.floor)}, the oldest release whose hooks work"
 
 
+NPM_PACKAGES: dict[Provider, str] = {Provider.CLAUDE: "@anthropic-ai/claude-code",
+                                     Provider.CODEX: "@openai/codex"}
+"""How each CLI is installed (the registry the real-CLI tier installs from too)."""
+
+
 def dotted(version: Version) -> str:
     return ".".join(str(part) for part in version)
 

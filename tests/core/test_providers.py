@@ -16,6 +16,7 @@ from core.providers.adapters import get_adapter
 from core.providers.base import LaunchPlan
 from core.providers.hooks import CONTROL_TEMPLATE, HookEvent, HookKind, hook_payload, parse_hook
 from core.providers.version import parse_version, probe_version
+from core.providers.window import WindowPlace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 FIXTURE_FILES = {Provider.CLAUDE: "claude-2.1.197.tsv", Provider.CODEX: "codex-0.171.0.tsv"}
@@ -305,15 +306,34 @@ def test_versions_at_or_above_the_tested_contract_are_accepted(tmp_path, provide
 @pytest.mark.parametrize(
     ("provider", "stdout"),
     [("claude", "2.0.99 (Claude Code)"), ("claude", "1.9.0 (Claude Code)"),
-     ("codex", "codex-cli 0.170.9"), ("codex", "codex-cli 0.99.0")],
+     ("codex", "codex-cli 0.165.9"), ("codex", "codex-cli 0.99.0")],
 )
-def test_too_old_versions_are_refused_with_a_message(tmp_path, provider, stdout):
+def test_versions_below_the_floor_are_refused_with_a_message(tmp_path, provider, stdout):
     exe = script(tmp_path, provider, f"echo '{stdout}'")
     with pytest.raises(ProviderError) as caught:
         probe_version(provider, str(exe))
     assert caught.value.code == "provider_version_unsupported"
-    assert "older than the tested hook contract" in caught.value.message
-    assert "upgrade" in caught.value.message
+    assert "the oldest release whose hooks Switchboard can read" in caught.value.message
+    assert caught.value.message.endswith(f"upgrade {provider}")
+
+
+@pytest.mark.parametrize(
+    ("provider", "stdout", "place"),
+    [("claude", "2.1.332 (Claude Code)", WindowPlace.TESTED),
+     ("claude", "2.1.250 (Claude Code)", WindowPlace.INSIDE),
+     ("claude", "2.1.340 (Claude Code)", WindowPlace.NEWER),
+     ("claude", "2.1.100 (Claude Code)", WindowPlace.OLDER),
+     ("claude", "2.2.0 (Claude Code)", WindowPlace.NEWER),
+     ("codex", "codex-cli 0.166.0", WindowPlace.TESTED),
+     ("codex", "codex-cli 0.169.1", WindowPlace.INSIDE),
+     ("codex", "codex-cli 0.180.0", WindowPlace.NEWER)],
+)
+def test_a_version_outside_the_window_starts_and_says_so(tmp_path, provider, stdout, place):
+    """Only the floor refuses; newer and older releases start, called untested."""
+    found = probe_version(provider, str(script(tmp_path, provider, f"echo '{stdout}'")))
+    assert found.place is place
+    assert ("untested" in found.verdict) is place.untested
+    assert found.verdict.startswith(found.text)
 
 
 @pytest.mark.parametrize(
