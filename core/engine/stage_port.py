@@ -11,6 +11,7 @@ Importing it costs nothing at run time (the tmux types are annotations only).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -67,6 +68,8 @@ class StagePort(Protocol):
     def fence(self, pane_id: str, surface_id: str) -> None: ...
     def lift_fence(self, pane_id: str, surface_id: str) -> bool: ...
     def kill(self, pane_id: str, *, surface_id: str | None = None) -> bool: ...
+    def read_screens(self, tmux_server_id: str, pane_ids: Sequence[str],
+                     lines: int) -> dict[str, list[str]]: ...
     def kill_unrecorded(self, pane_id: str, surface_id: str, tmux_server_id: str) -> bool: ...
 
 

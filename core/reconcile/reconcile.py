@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from core.reconcile import settlement
 from core.reconcile.controls import expire_overdue_turns, resolve_settled_controls
+from core.reconcile.dialogs import watch_dialogs
 from core.reconcile.launches import LAUNCH_REPORT_MS, bind_timeouts, interrupted_launches
 from core.reconcile.pane_evidence import live_server_id
 from core.reconcile.panes import revive_navigators, stop_stray_panes
@@ -62,6 +63,7 @@ class ReconcileReport:
     transitions_settled: int = 0
     transitions_stalled: int = 0
     mains_restored: int = 0
+    dialogs_changed: int = 0
 
 
 @dataclass
@@ -86,6 +88,7 @@ class _Pass:
     uncertain: int = 0
     stopped: int = 0
     revived: int = 0
+    dialogs: int = 0
 
 
 def reconcile(engine: Engine) -> ReconcileReport:
@@ -109,6 +112,7 @@ def reconcile(engine: Engine) -> ReconcileReport:
     resolve_settled_controls(engine, now)
     if stage is not None and run.snap is not None:
         _finish_in_tmux(engine, stage, run, run.snap)
+        run.dialogs = watch_dialogs(engine, run.snap, run.server_id, now)
     return _report(run, swept, _recoveries(engine.conn) - before)
 
 
@@ -159,7 +163,7 @@ def _report(run: _Pass, swept: settlement.SweepReport, opened: int) -> Reconcile
         providers_exited=run.exited, binds_overdue=run.overdue, surfaces_found=run.found,
         navigators_respawned=run.revived, transitions_run=swept.ran,
         transitions_settled=swept.completed, transitions_stalled=swept.stalled,
-        mains_restored=run.restored)
+        mains_restored=run.restored, dialogs_changed=run.dialogs)
 
 
 def _recoveries(conn: sqlite3.Connection) -> int:

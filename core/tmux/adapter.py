@@ -150,6 +150,12 @@ class TmuxAdapter:
     def reread_pane(self, pane_id: str, *, open_gate: str | None = None) -> PaneSnapshot | None:
         return batches.reread_pane(self.runner, self.expected, pane_id, open_gate=open_gate)
 
+    def read_screens(self, pane_ids: Sequence[str], lines: int) -> dict[str, list[str]]:
+        """The bottom ``lines`` of each pane, in one guarded process (read only)."""
+        from core.tmux.screens import read_screens
+
+        return read_screens(self.runner, self.expected, pane_ids, lines)
+
     def present_placeholder(self, *, view_id: str, placeholder_command: Sequence[str]) -> str:
         return batches.present_placeholder(
             self.runner, self.expected, view_id=view_id, holding_session=self.holding_session,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import uuid
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING
@@ -157,6 +158,11 @@ class TmuxStage:
             socket_path=identity.socket_path, server_pid=identity.server_pid,
             server_start_time=identity.server_start_time, now=self.engine.now())
         return server_id
+
+    def read_screens(self, tmux_server_id: str, pane_ids: Sequence[str],
+                     lines: int) -> dict[str, list[str]]:
+        """The bottom lines of panes of the recorded server (one tmux process)."""
+        return self.adapter_for(tmux_server_id).read_screens(pane_ids, lines)
 
     def adapter_for(self, tmux_server_id: str | None) -> TmuxAdapter:
         """An adapter bound to the recorded server ``tmux_server_id`` (None: the live one)."""

@@ -204,3 +204,22 @@ def capability_by_digest(conn: sqlite3.Connection, digest: str) -> sqlite3.Row |
 def revoke_capabilities(conn: sqlite3.Connection, surface_id: str, now: int) -> None:
     conn.execute("UPDATE agent_capabilities SET revoked_at = ? WHERE surface_id = ?"
                  " AND revoked_at IS NULL", (now, surface_id))
+
+
+def mark_waiting_on_dialog(conn: sqlite3.Connection, key: str, now: int) -> bool:
+    """The session's pane shows a dialog of its CLI: it needs the person (a question the
+    CLI asks). True if this changed the row; a hook's own needs-input is left as it is."""
+    cur = conn.execute(
+        "UPDATE provider_sessions SET activity = 'needs_input', activity_reason = 'question',"
+        " updated_at = ? WHERE session_key = ? AND activity <> 'needs_input'", (now, key))
+    return cur.rowcount > 0
+
+
+def clear_dialog_wait(conn: sqlite3.Connection, key: str, now: int) -> bool:
+    """The dialog is gone and no hook has said anything since: not proven idle, so
+    unknown (only a Stop says ready)."""
+    cur = conn.execute(
+        "UPDATE provider_sessions SET activity = 'unknown', activity_reason = 'unknown',"
+        " updated_at = ? WHERE session_key = ? AND activity = 'needs_input'"
+        " AND activity_reason = 'question'", (now, key))
+    return cur.rowcount > 0

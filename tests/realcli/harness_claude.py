@@ -22,8 +22,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.realcli.install import CLAUDE_VERSION
-
 DUMMY_KEY = "sk-ant-api03-standin-" + "0" * 40
 QUIET_ENV = {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
              "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
@@ -32,13 +30,18 @@ FOREIGN_ENV = ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG
                "HTTP_PROXY", "ALL_PROXY", "MCP_CONNECTION_NONBLOCKING")
 
 
-def seed_home(home: Path, trusted: Sequence[Path]) -> Path:
-    """An isolated HOME in which Claude Code opens straight to its prompt."""
+def seed_home(home: Path, trusted: Sequence[Path], version: str, *,
+              nudge_seen: bool = True) -> Path:
+    """An isolated HOME in which Claude Code opens straight to its prompt, or, with
+    ``nudge_seen=False`` on 2.1.300+, first to its one-time start-up dialog "Make auto
+    mode your default permission mode?" (the person's settings name a mode of their
+    own, as many people's do)."""
     (home / ".claude").mkdir(parents=True, exist_ok=True)
     state = {
         "hasCompletedOnboarding": True,
-        "lastOnboardingVersion": CLAUDE_VERSION,
+        "lastOnboardingVersion": version,
         "theme": "dark",
+        "hasSeenAutoDefaultNudge": nudge_seen,
         "customApiKeyResponses": {"approved": [DUMMY_KEY[-20:]], "rejected": []},
         "projects": {str(path): {"hasTrustDialogAccepted": True,
                                  "hasCompletedProjectOnboarding": True, "allowedTools": []}

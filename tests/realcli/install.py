@@ -1,39 +1,95 @@
-"""Install the pinned Claude Code and Codex CLIs with npm into a cache folder.
+"""Install the Claude Code and Codex CLIs of the tested window with npm into a cache folder.
 
-The tier runs the CLIs a person installs, at the versions the fixtures were
-recorded from. npm is the only way they are distributed, so a machine without
-npm or without the registry fails the tier loudly: it never skips.
+The tier runs the CLIs a person installs: every version of each provider's tested
+window (:data:`core.providers.window.TESTED`), or, for ``make realcli-latest``,
+the newest release the registry serves at that moment (``SWITCHBOARD_REALCLI_LATEST=1``:
+then the matrix is that one version per CLI). npm is the only way they are
+distributed, so a machine without npm or without the registry fails the tier
+loudly: it never skips.
 
-The cache folder is keyed by the pinned versions, so bumping a pin installs
-anew beside the old one; a lock file keeps two pytest processes from running
-npm into one folder at once.
+Each CLI version has a cache folder of its own (``claude-2.1.332``), so moving the
+window installs only what is new; a lock file keeps two pytest processes from
+running npm into one folder at once.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
+import json
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
-CLAUDE_VERSION = "2.1.197"
-CODEX_PACKAGE = "@openai/codex"
-CODEX_VERSION = "0.171.0"
+from core.model.enums import Provider
+from core.providers.window import NPM_PACKAGES as PACKAGES
+from core.providers.window import TESTED, dotted
+
 NPM_TIMEOUT_S = 600
+LATEST_ENV = "SWITCHBOARD_REALCLI_LATEST"
 
 
 class RealCliUnavailable(RuntimeError):
-    """npm or the registry could not give us the pinned CLIs; the tier fails with this."""
+    """npm or the registry could not give us a CLI of the matrix; the tier fails with this."""
+
+
+@dataclass(frozen=True)
+class RealCli:
+    """One installed CLI: which provider, which version, its binary."""
+
+    provider: Provider
+    version: str
+    binary: Path
+
+    @property
+    def node_bin(self) -> Path:
+        return Path(shutil.which("node") or "node").parent
+
+    @property
+    def id(self) -> str:
+        return f"{self.provider.value}-{self.version}"
 
 
 @dataclass(frozen=True)
 class RealClis:
+    """A Claude Code and a Codex, for tests that configure both providers."""
+
     claude: Path
     codex: Path
     node_bin: Path
+
+
+def latest_wanted() -> bool:
+    return os.environ.get(LATEST_ENV, "") not in ("", "0")
+
+
+def matrix(provider: Provider) -> tuple[str, ...]:
+    """The versions the tier runs for ``provider``: the tested window, newest first
+    (so a failure on the release people run now comes first), or the registry's latest."""
+    if latest_wanted():
+        return (registry_latest(provider),)
+    return tuple(dotted(v) for v in reversed(TESTED[provider].tested))
+
+
+def newest(provider: Provider) -> str:
+    return matrix(provider)[0]
+
+
+@functools.cache
+def registry_latest(provider: Provider) -> str:
+    """The version npm's ``latest`` tag names today."""
+    _need_npm()
+    try:
+        done = subprocess.run(["npm", "view", PACKAGES[provider], "version", "--json"],
+                              capture_output=True, text=True, timeout=120, env=_clean_env())
+    except subprocess.TimeoutExpired as exc:
+        raise RealCliUnavailable(f"npm view {PACKAGES[provider]} timed out") from exc
+    if done.returncode != 0:
+        raise RealCliUnavailable(f"npm view {PACKAGES[provider]} failed: "
+                                 + done.stderr.strip()[-300:])
+    return str(json.loads(done.stdout))
 
 
 def cache_root() -> Path:
@@ -44,67 +100,75 @@ def cache_root() -> Path:
     return Path(xdg) / "switchboard-realcli"
 
 
-def install_folder() -> Path:
-    return cache_root() / f"claude-{CLAUDE_VERSION}_codex-{CODEX_VERSION}"
+def install_folder(provider: Provider, version: str) -> Path:
+    return cache_root() / f"{provider.value}-{version}"
 
 
-def _binaries(folder: Path) -> RealClis:
-    bin_dir = folder / "node_modules" / ".bin"
-    return RealClis(claude=bin_dir / "claude", codex=bin_dir / "codex",
-                    node_bin=Path(shutil.which("node") or "node").parent)
+def _binary(provider: Provider, folder: Path) -> Path:
+    return folder / "node_modules" / ".bin" / provider.value
 
 
-def _installed(clis: RealClis) -> bool:
-    return all(_version_ok(path, want) for path, want in
-               ((clis.claude, CLAUDE_VERSION), (clis.codex, CODEX_VERSION)))
-
-
-def _version_ok(path: Path, want: str) -> bool:
-    if not path.exists():
-        return False
+def version_of(binary: Path) -> str | None:
+    """What ``--version`` prints (stdout, stripped), or None when it does not run."""
+    if not binary.exists():
+        return None
     try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True,
-                             timeout=60, env=_clean_env()).stdout
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                              timeout=60, env=_clean_env())
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return want in out
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _clean_env() -> dict[str, str]:
     """No credentials and no proxy settings of the machine reach the CLIs."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_"))}
-    return env
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_"))}
 
 
-def ensure_installed() -> RealClis:
-    """The pinned CLIs, installed once per cache folder; raises RealCliUnavailable."""
+def _need_npm() -> None:
     if shutil.which("npm") is None or shutil.which("node") is None:
         raise RealCliUnavailable(
             "node/npm not found: install Node 20 (apt-get install nodejs npm) to run the "
             "real-CLI tier")
-    folder = install_folder()
+
+
+def ensure_cli(provider: Provider, version: str) -> RealCli:
+    """One CLI at one version, installed once into its cache folder."""
+    _need_npm()
+    folder = install_folder(provider, version)
     folder.mkdir(parents=True, exist_ok=True)
-    clis = _binaries(folder)
+    binary = _binary(provider, folder)
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed(clis):
-            return clis
-        cmd = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--prefix",
-               str(folder), f"{CLAUDE_PACKAGE}@{CLAUDE_VERSION}",
-               f"{CODEX_PACKAGE}@{CODEX_VERSION}"]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True,
-                                  timeout=NPM_TIMEOUT_S, env=_clean_env())
-        except subprocess.TimeoutExpired as exc:
-            raise RealCliUnavailable(f"npm install timed out after {NPM_TIMEOUT_S} s: "
-                                     f"{' '.join(cmd)}") from exc
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            raise RealCliUnavailable(f"npm install failed ({done.returncode}): "
-                                     + " | ".join(tail))
-        if not _installed(clis):
-            raise RealCliUnavailable(
-                f"npm installed into {folder} but `claude --version` / `codex --version` "
-                f"do not report {CLAUDE_VERSION} / {CODEX_VERSION}")
-        return clis
+        said = version_of(binary)
+        if said is None or version not in said:
+            _npm_install(folder, f"{PACKAGES[provider]}@{version}")
+            said = version_of(binary)
+            if said is None or version not in said:
+                raise RealCliUnavailable(
+                    f"npm installed into {folder} but `{provider.value} --version` says "
+                    f"{said!r}, not {version}")
+    return RealCli(provider, version, binary)
+
+
+def _npm_install(folder: Path, spec: str) -> None:
+    cmd = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(folder),
+           spec]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=NPM_TIMEOUT_S,
+                              env=_clean_env())
+    except subprocess.TimeoutExpired as exc:
+        raise RealCliUnavailable(f"npm install timed out after {NPM_TIMEOUT_S} s: "
+                                 f"{' '.join(cmd)}") from exc
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise RealCliUnavailable(f"npm install {spec} failed ({done.returncode}): "
+                                 + " | ".join(tail))
+
+
+def ensure_installed() -> RealClis:
+    """The newest Claude Code and Codex of the matrix."""
+    claude = ensure_cli(Provider.CLAUDE, newest(Provider.CLAUDE))
+    codex = ensure_cli(Provider.CODEX, newest(Provider.CODEX))
+    return RealClis(claude=claude.binary, codex=codex.binary, node_bin=claude.node_bin)

@@ -1,0 +1,99 @@
+"""Panes that wait on their CLI's own dialog are needs-input, with the dialog's words.
+
+A launch whose agent has not taken a first prompt yet, a control turn typed or
+passed at launch that no hook has confirmed, and a pane already known to show a
+dialog are the only panes read: their bottom lines, all in one tmux process per
+turn (``core.tmux.screens``), parsed by ``core.providers.dialogs``. A dialog found
+makes the session needs-input (reason ``question``: the CLI asks the person) and
+opens a ``provider_dialog`` recovery on the surface that quotes it; nothing is
+ever typed into it. When the dialog is gone the recovery resolves, and the
+session is ``unknown`` until its hooks speak again (only a Stop says ready).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from core.model.enums import Actionability, RecoveryKind, RecoveryState
+from core.providers.dialogs import DIALOG_LINES, PaneDialog, find_dialog
+from core.tmux.panes import ServerSnapshot
+from storage.connection import write_transaction
+from storage.operations import recoveries as recoveries_ops
+from storage.operations import sessions as sessions_ops
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+
+FRESH_LAUNCH_MS = 120_000
+"""How long after its launch an agent that took no prompt yet is watched."""
+UNCONFIRMED_CONTROL_MS = 3_000
+"""A control turn no hook confirmed within this is read for a dialog."""
+
+_CANDIDATES = """
+SELECT s.surface_id, s.pane_id, s.session_key,
+       (SELECT r.recovery_id FROM recoveries r WHERE r.kind = 'provider_dialog'
+         AND r.subject_type = 'surface' AND r.subject_id = s.surface_id
+         AND r.state = 'open') AS open_dialog
+  FROM surfaces s
+  JOIN provider_sessions ps ON ps.session_key = s.session_key
+  JOIN launch_intents l ON l.launch_id = s.launch_id
+ WHERE s.lifecycle_state = 'live' AND s.tmux_server_id = ?
+   AND (EXISTS (SELECT 1 FROM recoveries r WHERE r.kind = 'provider_dialog'
+                 AND r.subject_type = 'surface' AND r.subject_id = s.surface_id
+                 AND r.state = 'open')
+        OR (l.created_at >= ? AND ps.last_turn_id IS NULL AND ps.activity <> 'working'
+            AND NOT (ps.activity = 'needs_input' AND ps.activity_reason <> 'question'))
+        OR EXISTS (SELECT 1 FROM control_turns c WHERE c.target_session_key = ps.session_key
+                    AND c.state = 'submitted' AND c.submitted_at <= ?))
+ ORDER BY s.created_at DESC
+"""
+
+
+def dialog_explanation(words: str) -> str:
+    return (f"the agent's pane waits on its CLI's dialog: \"{words}\"; answer it in the pane "
+            "(Switchboard never types into a dialog)")[:1024]
+
+
+def watch_dialogs(engine: Engine, snap: ServerSnapshot | None, server_id: str | None,
+                  now: int) -> int:
+    """Read the panes that may wait on a dialog; record or clear it. Returns the count
+    of sessions whose dialog state changed."""
+    stage = engine.stage
+    if stage is None or snap is None or server_id is None:
+        return 0
+    rows = engine.conn.execute(_CANDIDATES, (server_id, now - FRESH_LAUNCH_MS,
+                                             now - UNCONFIRMED_CONTROL_MS)).fetchall()
+    rows = [r for r in rows if snap.pane(r["pane_id"]) is not None]
+    if not rows:
+        return 0
+    screens = stage.read_screens(server_id, [r["pane_id"] for r in rows], DIALOG_LINES)
+    changed = 0
+    with write_transaction(engine.conn) as tx:
+        for row in rows:
+            screen = screens.get(row["pane_id"])
+            if screen is None:
+                continue  # not read this turn: nothing is concluded
+            changed += _apply(engine, tx, row, find_dialog(screen), now)
+    return changed
+
+
+def _apply(engine: Engine, tx: sqlite3.Connection, row: sqlite3.Row,
+           dialog: PaneDialog | None, now: int) -> int:
+    key = row["session_key"]
+    if dialog is not None:
+        marked = sessions_ops.mark_waiting_on_dialog(tx, key, now)
+        if row["open_dialog"] is None:
+            recoveries_ops.open_recovery(
+                tx, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+                kind=RecoveryKind.PROVIDER_DIALOG, subject_type="surface",
+                subject_id=row["surface_id"], actionability=Actionability.MANUAL,
+                explanation=dialog_explanation(dialog.words), now=now)
+            return 1
+        return int(marked)
+    if row["open_dialog"] is None:
+        return 0
+    recoveries_ops.close_recovery(tx, row["open_dialog"], RecoveryState.RESOLVED, now)
+    sessions_ops.clear_dialog_wait(tx, key, now)
+    return 1
+

@@ -1,0 +1,45 @@
+"""Read the bottom lines of several panes in one guarded tmux process.
+
+Used where a screen is the only evidence (a CLI's own dialog: see
+``core.providers.dialogs``): the reconcile turn reads every pane it needs in
+one batch, never one tmux process per pane. Each capture is preceded by a
+marker line naming its pane; a pane that vanished between the snapshot and
+this read ends the batch (tmux stops a sequence at the first failure), and the
+panes after it are simply not in the result, to be read next turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.tmux.identity import ServerIdentity, run_guarded
+from core.tmux.runner import TmuxRunner
+
+_MARK = "@@sb-screen "
+MAX_PANES_PER_READ = 8
+
+
+def read_screens(runner: TmuxRunner, expected: ServerIdentity, pane_ids: Sequence[str],
+                 lines: int) -> dict[str, list[str]]:
+    """pane id -> its last ``lines`` lines (wrapped lines joined), for up to
+    MAX_PANES_PER_READ panes, in one tmux process behind the identity guard."""
+    panes = list(dict.fromkeys(pane_ids))[:MAX_PANES_PER_READ]
+    if not panes:
+        return {}
+    commands: list[tuple[str, ...]] = []
+    for pane in panes:
+        commands.append(("display-message", "-p", "-t", pane, _MARK + "#{pane_id}"))
+        commands.append(("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", pane))
+    try:
+        output = run_guarded(runner, expected, commands)
+    except Exception:  # noqa: BLE001 - a failed read is "nothing seen", never an action
+        return {}
+    screens: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in output.stdout:
+        if line.startswith(_MARK):
+            current = screens.setdefault(line[len(_MARK):].strip(), [])
+            continue
+        if current is not None:
+            current.append(line)
+    return {pane: text[-lines:] for pane, text in screens.items() if pane in panes}
