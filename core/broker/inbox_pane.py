@@ -2,10 +2,12 @@
 
 The pane runs ``switchboard inbox --stream`` for the project's person member
 (who has no pane of its own), split below the view's main pane. It is tagged
-``@sb_inbox=<view_id>`` (not ``@sb_role``: it is not a surface, nothing is
-recorded about it in the registry, and swaps of main leave it in place).
-Every tmux step is one process whose first command is the server identity
-guard; closing kills only a pane still carrying this view's tag.
+``@sb_role=stream`` and ``@sb_inbox=<view_id>`` in the same tmux process that
+splits it, so no snapshot ever sees an unknown second pane beside main (that
+made main ambiguous: a placement recovery at once, and no mode change). It is
+not a surface: nothing is recorded about it in the registry, and swaps of main
+leave it in place. Every tmux step is one process whose first command is the
+server identity guard; closing kills only a pane still carrying this view's tag.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from core.model.errors import Conflict
-from core.tmux.commands import Check, equals, guarded, outcome
-from core.tmux.identity import identity_guard
+from core.tmux.commands import Check, equals, gated, guarded, outcome, outcomes
+from core.tmux.identity import identity_guard, run_guarded
+from core.tmux.panes import OPT_ROLE, OPT_SERVES, PaneRole
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
@@ -61,13 +64,23 @@ def toggle_inbox_stream(engine: Engine, view_id: str) -> StreamPane:
         broker_path = broker.store.path
     command = shlex.join([sys.executable, "-m", "navigator.cli", "inbox", "--stream",
                           "--member", str(person), "--broker-db", str(broker_path)])
-    made = adapter.runner.run([guard, ("split-window", "-v", "-d", "-l", str(STREAM_HEIGHT),
-                                       "-t", view["main_pane_id"], "-P", "-F", "#{pane_id}",
-                                       command)])
-    pane = made.stdout[-1].strip()
+    window = view["tmux_window_id"]
+    # Split without -d: the new pane is the window's active one, which the window
+    # target then tags; last-pane gives the keyboard back to whoever had it.
+    made = run_guarded(adapter.runner, adapter.expected, gated(
+        [Check(view["main_pane_id"], equals("#{window_id}", window), "main_moved")],
+        [("split-window", "-v", "-l", str(STREAM_HEIGHT), "-t", view["main_pane_id"],
+          "-P", "-F", "#{pane_id}", command),
+         ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.STREAM),
+         ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
+         ("set-option", "-p", "-t", window, OPT_INBOX, view_id),
+         ("last-pane", "-t", window)]), refusal_stops=True)
+    if outcomes(made.stdout, missing_raises=False)[:1] != ["ok"]:
+        raise Conflict("the view's main pane moved while the stream opened; nothing was "
+                       "opened, press l again", code="view_changed")
+    pane = next(line.strip() for line in made.stdout if line.startswith("%"))
     tagged = adapter.runner.run([guard, guarded(
-        [Check(pane, equals("#{pane_dead}", "0"), "dead")],
-        [("set-option", "-p", "-t", pane, OPT_INBOX, view_id)])])
+        [Check(pane, equals("#{pane_dead}", "0"), "dead")], [])])
     if outcome(tagged.stdout) != "ok":
         raise Conflict("the inbox stream pane exited at once; run `switchboard inbox "
                        f"--stream --member {person}` to see why", code="stream_failed")

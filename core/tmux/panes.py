@@ -3,7 +3,7 @@
 Switchboard marks what it owns with tmux user options, which travel with a
 pane through swap-pane/break-pane/join-pane:
 
-- pane `@sb_role`     navigator | provider | placeholder | anchor
+- pane `@sb_role`     navigator | provider | placeholder | anchor | stream
 - pane `@sb_surface`  the Surface id of a launched provider pane
 - pane `@sb_serves`   the view a navigator pane belongs to (wherever it sits)
 - window `@sb_view`   the view a window *is*; read per pane, it names the
@@ -49,6 +49,9 @@ class PaneRole(StrEnum):
     PROVIDER = "provider"
     PLACEHOLDER = "placeholder"
     ANCHOR = "anchor"
+    STREAM = "stream"
+    """The read-only inbox stream the person opens under main (``l``): part of the
+    view's window but never main, so it neither makes main ambiguous nor moves."""
 
 
 def check_tag_value(value: str) -> str:
@@ -272,7 +275,8 @@ class ServerSnapshot:
             )
         (session_name, window_id), = windows
         navigator = self._index.navigators.get(view_id)
-        others = tuple(p for p in in_view if p.role is not PaneRole.NAVIGATOR)
+        others = tuple(p for p in in_view
+                       if p.role is not PaneRole.NAVIGATOR and p.role is not PaneRole.STREAM)
         main = others[0] if len(others) == 1 else None
         in_window = navigator is not None and navigator.window_id == window_id
         mode = ViewMode.NAVIGATOR if in_window else ViewMode.DIRECT

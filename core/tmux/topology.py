@@ -673,9 +673,13 @@ def _move_navigator(layout: ViewLayout, nav: str, mode: ViewMode, navigator_widt
         [Check(nav, both(_is_navigator_of(view_id), _IN_HOLDING), "navigator_moved"),
          _main_in_window(layout)],
         [
-            ("join-pane", "-d", "-h", "-b", "-l", str(navigator_width), "-s", nav,
+            # -f: the whole window's height, beside main and the stream pane under it
+            ("join-pane", "-d", "-f", "-h", "-b", "-l", str(navigator_width), "-s", nav,
              "-t", layout.main.pane_id),
             ("select-pane", "-e", "-t", nav),
+            # The keyboard goes with it: prefix + S means "back to the navigator", so the
+            # next key is the navigator's, not the agent's (-e alone only unfences it).
+            ("select-pane", "-t", nav),
             *navigator_fit_commands(nav, navigator_width, nav=nav),
             *_restore_zoom(layout),
         ],
@@ -693,8 +697,8 @@ def _split_navigator(layout: ViewLayout, spawn: NavigatorSpawn,
     assert layout.main is not None
     window = layout.window_id
     return gated([_main_in_window(layout)], [
-        ("split-window", "-h", "-b", "-l", str(navigator_width), "-t", layout.main.pane_id,
-         *_env_args(spawn.env), *_command_args(spawn.command)),
+        ("split-window", "-f", "-h", "-b", "-l", str(navigator_width),
+         "-t", layout.main.pane_id, *_env_args(spawn.env), *_command_args(spawn.command)),
         ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.NAVIGATOR),
         ("set-option", "-p", "-t", window, OPT_SERVES, check_tag_value(spawn.view_id)),
         ("set-option", "-p", "-t", window, "remain-on-exit", "on"),

@@ -130,9 +130,33 @@ def _report_delivery(report: DrainReport | None) -> None:
         complain("not_notified", report.not_notified.diagnostic())
 
 
-def _message_line(message: Message) -> str:
-    return (f"{message.message_id}\tfrom {message.from_member_id}\t{message.created_at}\t"
+def _message_line(message: Message, sender: str | None = None) -> str:
+    """One message per line; ``sender`` (the member's name) where a person reads it."""
+    who = shown(sender) if sender is not None else str(message.from_member_id)
+    return (f"{message.message_id}\tfrom {who}\t{message.created_at}\t"
             f"{message.status.value}\t{shown(message.text)}")
+
+
+class _MemberNames:
+    """Member names for the stream pane, read once each from a read-only store: the
+    person reads "from Fix the bug", not "from 3"."""
+
+    def __init__(self, path: Path) -> None:
+        from core.broker.broker import open_broker
+
+        self._broker = Broker(open_broker(path, create=False, readonly=True))
+        self._names: dict[int, str] = {}
+
+    def of(self, member_id: int) -> str:
+        if member_id not in self._names:
+            try:
+                self._names[member_id] = self._broker.get_member(member_id).name
+            except UnknownMember:
+                return str(member_id)
+        return self._names[member_id]
+
+    def close(self) -> None:
+        self._broker.close()
 
 
 def _lines(rows: list[str]) -> str:
@@ -314,13 +338,17 @@ def _inbox(args: argparse.Namespace) -> int:
             return 2
         from core.broker.stream import follow_inbox
 
+        names = _MemberNames(_broker_path(args))
         try:
             for message in follow_inbox(_broker_path(args), args.member[0],
                                         max_seconds=args.max_seconds):
-                emit(message, as_json=args.json, text=_message_line(message))
+                emit(message, as_json=args.json,
+                     text=_message_line(message, names.of(message.from_member_id)))
                 sys.stdout.flush()
         except KeyboardInterrupt:
             pass
+        finally:
+            names.close()
         return 0
     entries = inbox_for_members(_broker_path(args), args.member,
                                 include_completed=args.include_completed)
