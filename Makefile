@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo bench screenshots lint
+.PHONY: setup test demo bench screenshots lint realcli-latest
 
 $(STAMP): pyproject.toml
 	@command -v tmux >/dev/null 2>&1 && test -x /usr/sbin/sshd || \
@@ -33,6 +33,12 @@ bench: $(STAMP)
 
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py
+
+# The real-CLI journeys against the newest release npm serves today, then what
+# changed since the newest tested one (a new release judged within a day).
+realcli-latest: $(STAMP)
+	SWITCHBOARD_REALCLI_LATEST=1 $(BIN)/python -m pytest -p no:cacheprovider tests/realcli
+	$(BIN)/python -m tests.realcli.drift
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -47,3 +47,9 @@ def real_clis() -> RealClis:
         return ensure_installed()
     except RealCliUnavailable as exc:
         pytest.fail(f"real-CLI tier cannot run: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def codex_clis(codex_cli: RealCli, real_clis: RealClis) -> RealClis:
+    """The Codex of this matrix entry, beside the newest Claude Code."""
+    return RealClis(claude=real_clis.claude, codex=codex_cli.binary, node_bin=real_clis.node_bin)

@@ -1,7 +1,7 @@
 """Issue 13 with the real Codex CLI: a task agent messages its parked workspace agent.
 
 The same journey as ``test_claude_journey``'s broker test (and the fake-agent
-``tests/integration/test_broker_agents.py``), with Codex 0.171.0 in the
+``tests/integration/test_broker_agents.py``), with each Codex of the tested window in the
 person's own Codex home against the loopback Responses stand-in: the child
 sends through MCP (``message_send``); nothing is typed while the workspace is
 parked; showing it types the one notification line, which Codex must submit
@@ -70,10 +70,10 @@ def _words(text: str) -> str:
 
 
 def test_real_codex_task_agent_messages_its_parked_workspace(
-        real_clis: RealClis, tmp_path: Path, tmux_socket: Path,
+        codex_clis: RealClis, tmp_path: Path, tmux_socket: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     with OpenAIStandin() as standin:
-        person = make_person(tmp_path, real_clis, standin.base_url)
+        person = make_person(tmp_path, codex_clis, standin.base_url)
         for name in list(os.environ):
             if name.startswith(SCRUBBED_PREFIXES):
                 monkeypatch.delenv(name)
@@ -83,7 +83,7 @@ def test_real_codex_task_agent_messages_its_parked_workspace(
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
         monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
-        engine = make_codex_engine(tmp_path, tmux_socket, real_clis)
+        engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
 
         def look(pane: str) -> str:
             return screen(tmux_socket, pane)

@@ -1,4 +1,4 @@
-"""The real Codex CLI 0.171.0 through the whole journey, in the person's own Codex home.
+"""Each real Codex of the tested window through the whole journey, in the person's own home.
 
 A person logged in with ``codex login --with-api-key`` and a model provider of
 their own (the loopback stand-in) opens a project in Switchboard: Codex starts
@@ -39,7 +39,7 @@ from tests.realcli.harness_codex import (
     switchboard_home,
     type_prompt,
 )
-from tests.realcli.install import RealClis
+from tests.realcli.install import RealCli, RealClis
 from tests.realcli.openai_standin import (
     CONTROL_PREFIX,
     TOOLTEST_COMMAND,
@@ -108,11 +108,11 @@ def _rollouts(codex_home: Path) -> list[Path]:
 
 
 def test_real_codex_journey_in_the_persons_own_home(
-        real_clis: RealClis, tmp_path: Path, tmux_socket: Path,
+        codex_cli: RealCli, codex_clis: RealClis, tmp_path: Path, tmux_socket: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     started_at = time.monotonic()
     with OpenAIStandin() as standin:
-        person = make_person(tmp_path, real_clis, standin.base_url)
+        person = make_person(tmp_path, codex_clis, standin.base_url)
         auth_before = person.auth.read_bytes()
         # The tmux server (and so every pane) starts from this process's environment:
         # make it the person's, with nothing of this machine's credentials.
@@ -126,7 +126,7 @@ def test_real_codex_journey_in_the_persons_own_home(
         monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
         monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
         assert Home.from_env() == switchboard_home(tmp_path)
-        engine = make_codex_engine(tmp_path, tmux_socket, real_clis)
+        engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
 
         def look(pane: str) -> str:
             return screen(tmux_socket, pane)
@@ -143,7 +143,7 @@ def test_real_codex_journey_in_the_persons_own_home(
         opening = look(parent)
         for dialog in DIALOGS:
             assert dialog not in opening, opening
-        assert "OpenAI Codex (v0.171.0)" in opening, opening
+        assert f"OpenAI Codex (v{codex_cli.version})" in opening, opening
         type_prompt(tmux_socket, parent, "hello SLOW")
         fail_unless(lambda: _session(engine, route.frame_id)[2] == "working", TURN_S,
                     lambda: f"{_session(engine, route.frame_id)}\n{look(parent)}")
