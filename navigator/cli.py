@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
+    from _typeshed import SupportsWrite
+
     from core.model.errors import SwitchboardError
 
 # group name -> module; every module exposes ``register(subparsers)`` which adds
@@ -54,7 +56,18 @@ GROUPS: dict[str, str] = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     import argparse
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        """argparse echoes what it refused (``invalid choice: '...'``): its usage, help
+        and errors are spelled out like every other text the CLI prints. Subparsers
+        inherit the class."""
+
+        def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+            if message:
+                from core.model.text import shown_block
+
+                (file or sys.stderr).write(shown_block(message))
+
+    parser = Parser(
         prog="switchboard",
         description="A tmux-native navigator for coding-agent sessions.",
     )
@@ -93,6 +106,9 @@ def _main(argv: Sequence[str] | None) -> int:
         fast = parse_fast(args_list[1:])
         if fast is not None:
             return _run(fast.handler, fast)
+    undecodable = _undecodable_argument(args_list)
+    if undecodable is not None:
+        return _report(undecodable)
     first = args_list[0] if args_list and not args_list[0].startswith("-") else None
     if first is None and not args_list:
         # Bare `switchboard`: inside a view's navigator pane the app, elsewhere go to
@@ -106,6 +122,21 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     return _run(handler, args)
+
+
+def _undecodable_argument(args: list[str]) -> SwitchboardError | None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape): no
+    title, name, id or path Switchboard stores can hold them, so the command is refused
+    here in one line instead of failing deep inside (a request fingerprint, SQLite)."""
+    from core.model.text import UnsafeText, describe_char
+
+    for number, arg in enumerate(args, start=1):
+        for position, char in enumerate(arg, start=1):
+            if "\ud800" <= char <= "\udfff":
+                return UnsafeText(f"argument {number} holds {describe_char(char)} at position "
+                                  f"{position}: bytes that are not UTF-8; use UTF-8 text "
+                                  "(nothing was changed)")
+    return None
 
 
 def _run(handler: Callable[[object], int | None], args: object) -> int:
@@ -135,10 +166,11 @@ def _report(exc: SwitchboardError) -> int:
     """One stderr line in words: the message is escaped (it may echo agents' text), and
     a refused schema invariant shows its generic code, not the constraint's name (the
     name stays in ``exc.code`` for agents and tests)."""
-    from core.model.errors import InvariantViolation
+    from core.model.errors import ConfigError, InvariantViolation
     from navigator.commands.output import complain
 
-    complain("refused" if isinstance(exc, InvariantViolation) else exc.code, exc.message)
+    complain("refused" if isinstance(exc, InvariantViolation) else exc.code, exc.message,
+             lines=isinstance(exc, ConfigError))
     return exc.exit_code
 
 

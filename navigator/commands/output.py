@@ -16,7 +16,7 @@ import sys
 from enum import Enum
 from typing import Any, TextIO
 
-from core.model.text import sgr_only, shown_block
+from core.model.text import sgr_only, shown, shown_block
 
 
 def to_plain(value: Any) -> Any:
@@ -93,9 +93,13 @@ def say(text: str, *, file: TextIO | None = None, colours: bool = False) -> None
     out.write((sgr_only(text) if colours else shown_block(text)) + "\n")
 
 
-def complain(code: str, message: str) -> None:
-    """``switchboard: CODE: message`` on stderr, the message escaped like ``say``."""
-    say(f"switchboard: {code}: {message}", file=sys.stderr)
+def complain(code: str, message: str, *, lines: bool = False) -> None:
+    """``switchboard: CODE: message`` on stderr, as one line: a message that echoes an
+    argument or agents' text holds it spelled out, newlines included, so a refusal is
+    never split and never forges a second line. ``lines``: a message built of lines
+    (a config's list of problems, each already safe) keeps its newlines."""
+    text = f"switchboard: {code}: {message}"
+    sys.stderr.write((shown_block(text) if lines else shown(text)) + "\n")
 
 
 def emit(value: Any, *, as_json: bool, text: str | None = None,
