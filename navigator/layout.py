@@ -33,6 +33,11 @@ MIN_ROWS = 5
 #: need COMPACT_ROWS, the stacked sidebar SIDEBAR_ROWS (its footer alone wraps to 3).
 COMPACT_ROWS = 16
 SIDEBAR_ROWS = 22
+#: The compact layout's footer takes at most this share of the rows (1/3): every key
+#: with its words where that fits, else their letters, else only help and the palette.
+FOOTER_SHARE = 3
+#: Rows the compact layout's other panels take (breadcrumb, views, an open recovery).
+COMPACT_PANEL_ROWS = 9
 #: Fewer rows than this: the compact layout shows only the breadcrumb, tree and footer.
 SHORT_ROWS = 14
 
@@ -83,20 +88,30 @@ def layout_for(size: Size, navigator_width: int) -> LayoutKind:
     return LayoutKind.FULL
 
 
+def compact_footer_rows(height: int) -> int:
+    """The compact footer's row budget: a third of the pane at most, and what the
+    panels the compact layout keeps (breadcrumb, views, an open recovery: about
+    COMPACT_PANEL_ROWS) and two tree rows leave; a short pane keeps only the
+    breadcrumb and the tree, and gives the footer a quarter."""
+    if height < SHORT_ROWS:
+        return max(1, height // 4)
+    return max(1, min(height // FOOTER_SHARE, height - COMPACT_PANEL_ROWS - 2))
+
+
 def fit_layout(app: App[Any], size: Size, kind: LayoutKind,
                previous: LayoutKind | None) -> LayoutKind:
     """Switch layouts with App classes, so every screen (dialogs too) follows.
 
     A pane too small for anything hides every panel (nothing lays out text in
     zero cells) and shows one line saying what it needs; the compact layout
-    drops borders and idle panels and keeps a one-row footer. A 40-column
+    drops borders and idle panels and bounds the footer's rows. A 40-column
     sidebar gets Textual's compact footer keys (no padding).
     """
     app.query_one(TooSmallNotice).shortfall = Shortfall(
         MIN_COLUMNS, MIN_ROWS, size.width, size.height)
     footer = app.query_one(KeyFooter)
     footer.compact = size.width < NARROW_WIDTH
-    footer.brief = kind is not LayoutKind.FULL
+    footer.max_rows = 0 if kind is LayoutKind.FULL else compact_footer_rows(size.height)
     app.set_class(kind is LayoutKind.TOO_SMALL, "-too-small")
     app.set_class(kind is LayoutKind.COMPACT, "-compact")
     app.set_class(kind is LayoutKind.COMPACT and size.height < SHORT_ROWS, "-short")

@@ -14,7 +14,8 @@ the key and shows its tooltip.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -82,9 +83,14 @@ def pack_rows(widths: list[int], width: int) -> list[list[int]]:
 class KeyFooter(Widget, can_focus=False):
     """The keys, wrapped into rows instead of scrolling out of sight.
 
-    ``brief`` (the compact layout) keeps one row: help and the command palette,
-    from which every other key is found and run. ``compact`` (a narrow
-    sidebar) drops the padding around each key, as Textual's compact footer.
+    ``max_rows`` (the compact layout: a third of the pane's rows; 0 is no
+    limit) bounds the rows, so the tree keeps its place: every key with its
+    description when they fit, else every key's letter alone (help and the
+    palette keep their words, so the meanings are one key away), and only when
+    even that does not fit, one row of help and the command palette. In a
+    26x23 navigator (an 80x24 terminal) every key is shown with its words.
+    ``compact`` (a narrow sidebar) drops the padding around each key, as
+    Textual's compact footer.
     """
 
     ALLOW_SELECT = False
@@ -123,7 +129,7 @@ class KeyFooter(Widget, can_focus=False):
     }
     """
 
-    brief: reactive[bool] = reactive(False, layout=True)
+    max_rows: reactive[int] = reactive(0, layout=True)
     compact: reactive[bool] = reactive(False, layout=True)
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -169,23 +175,38 @@ class KeyFooter(Widget, can_focus=False):
 
     def _place(self, width: int) -> tuple[PlacedKey, ...]:
         """Pack the entries into rows of ``width`` cells, once per width and key set."""
-        signature = (width, self.entries, self.brief, self.compact)
+        signature = (width, self.entries, self.max_rows, self.compact)
         if signature == self._placed_for:
             return self._placed
-        entries = [entry for entry in self.entries
-                   if not self.brief or entry.palette or entry.action in BRIEF_ACTIONS]
-        widths = [key_width(entry.display, entry.description, compact=self.compact)
-                  for entry in entries]
-        rows = pack_rows(widths, width)
+        entries, widths, rows = self._packing(width, lambda entry: True, lambda entry: True)
+        if self.max_rows and len(rows) > self.max_rows:  # the letters alone
+            entries, widths, rows = self._packing(
+                width, lambda entry: True, lambda entry: entry.palette
+                or entry.action in BRIEF_ACTIONS)
+        if self.max_rows and len(rows) > self.max_rows:  # help and the palette
+            entries, widths, rows = self._packing(
+                width, lambda entry: entry.palette or entry.action in BRIEF_ACTIONS,
+                lambda entry: True)
+            rows = rows[:1]
         gap = 1 if self.compact else 0  # the compact look's margin after each key
         placed: list[PlacedKey] = []
-        for row_index, row in enumerate(rows[:1] if self.brief else rows):
+        for row_index, row in enumerate(rows):
             x = 0
             for index in row:
                 placed.append(PlacedKey(entries[index], row_index, x, widths[index] - gap))
                 x += widths[index]
         self._placed, self._placed_for = tuple(placed), signature
         return self._placed
+
+    def _packing(self, width: int, keep: Callable[[FooterEntry], bool],
+                 worded: Callable[[FooterEntry], bool]
+                 ) -> tuple[list[FooterEntry], list[int], list[list[int]]]:
+        """The entries ``keep`` keeps, described where ``worded`` says, packed in rows."""
+        entries = [entry if worded(entry) else replace(entry, description="")
+                   for entry in self.entries if keep(entry)]
+        widths = [key_width(entry.display, entry.description, compact=self.compact)
+                  for entry in entries]
+        return entries, widths, pack_rows(widths, width)
 
     # -- keeping up with the bindings ----------------------------------------
 

@@ -1,5 +1,6 @@
-"""The inbox stream pane and the mode keys, typed into a real 80x24 terminal (issue 31.2, 31.3).
+"""The navigator in a real 80x24 terminal: its keys, the stream pane, the modes (issue 31.2-31.4).
 
+Its 26-column pane shows every key in the footer and the whole new-task label.
 The person presses ``l`` in the navigator: the read-only stream opens under the
 agent. It is a pane role of its own, so the view stays consistent (no
 placement recovery, one main); ``m`` then hides the navigator with the stream
@@ -57,6 +58,16 @@ def test_stream_pane_then_direct_mode_then_prefix_s(tmp_path: Path, tmux_socket:
         assert retry_until(lambda: _shows_navigator(tmux_socket, nav, 40), 30), \
             screen(tmux_socket, nav)
         assert _panes(tmux_socket, window)[nav][1]  # the keyboard is in the navigator
+        # The footer shows every key with its word in the 26-column navigator (31.4).
+        footer = screen(tmux_socket, nav)
+        for key in ("n Start", "s Stop", "b Back", "m Mode", "p Task", "t Message",
+                    "l Stream", "? Help"):
+            assert key in footer, footer
+        terminal.type(b"p")  # the new-task dialog says how the brief is pushed
+        assert retry_until(lambda: "(ctrl+s pushes)" in screen(tmux_socket, nav), 30), \
+            screen(tmux_socket, nav)
+        terminal.type(b"\x1b")
+        assert retry_until(lambda: "n Start" in screen(tmux_socket, nav), 30)
 
         terminal.type(b"l")
         assert retry_until(lambda: _stream(tmux_socket, window) is not None, 30), \
