@@ -29,12 +29,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
-from tests.realcli.install import RealClis
+from tests.realcli.install import RealCli, RealClis
 
 SID = "11111111-1111-4111-8111-111111111111"
 """A saved Claude session (``--resume`` reaches it)."""
@@ -46,6 +46,8 @@ NO_TTY = "Error: stdin is not a terminal"
 NO_PROMPT = "Error: Input must be provided either through stdin or as a prompt argument"
 MCP_INVALID = "Error: Invalid MCP configuration:"
 RUN_TIMEOUT_S = 60
+FAKE_TEXTS = {"claude": "2.1.197", "codex": "0.171.0"}
+"""The release whose error texts the fake agent prints word for word."""
 
 
 @dataclass(frozen=True)
@@ -279,23 +281,38 @@ def fake(provider: str, argv: list[str], place: Place, clis: RealClis) -> Seen:
     return Seen(True, prompt=after[2:], session=session if session in (SID, FRESH) else NEW)
 
 
+def _same(seen: Seen, real: Seen, exact: bool) -> bool:
+    """The fake made of the argv what the real CLI did; the refusal's words too when
+    ``exact`` (the release whose texts the fake reproduces: error texts change between
+    releases, accepting and refusing must not)."""
+    if exact:
+        return seen == real
+    return (seen.accepted, seen.exit_code, seen.prompt, seen.session) == \
+        (real.accepted, real.exit_code, real.prompt, real.session)
+
+
 @pytest.mark.parametrize("shape", CLAUDE_SHAPES, ids=lambda shape: shape.name)
-def test_claude_shapes(shape: Shape, real_clis: RealClis, tmp_path: Path,
+def test_claude_shapes(shape: Shape, claude_cli: RealCli, real_clis: RealClis, tmp_path: Path,
                        stand_in: tuple[str, list[bytes]]) -> None:
+    clis = replace(real_clis, claude=claude_cli.binary)
     place = _place(tmp_path)
     argv = _argv(shape.argv, place)
-    real = real_claude(real_clis, argv, place, stand_in)
+    real = real_claude(clis, argv, place, stand_in)
     assert real.accepted == shape.accepted, real
-    assert fake("claude", argv, place, real_clis) == real
+    seen = fake("claude", argv, place, clis)
+    assert _same(seen, real, claude_cli.version == FAKE_TEXTS["claude"]), (seen, real)
 
 
 @pytest.mark.parametrize("shape", CODEX_SHAPES, ids=lambda shape: shape.name)
-def test_codex_shapes(shape: Shape, real_clis: RealClis, tmp_path: Path) -> None:
+def test_codex_shapes(shape: Shape, codex_cli: RealCli, real_clis: RealClis,
+                      tmp_path: Path) -> None:
+    clis = replace(real_clis, codex=codex_cli.binary)
     place = _place(tmp_path)
     argv = _argv(shape.argv, place)
-    real = real_codex(real_clis, argv, place)
+    real = real_codex(clis, argv, place)
     assert real.accepted == shape.accepted, real
-    assert fake("codex", argv, place, real_clis) == real
+    seen = fake("codex", argv, place, clis)
+    assert _same(seen, real, codex_cli.version == FAKE_TEXTS["codex"]), (seen, real)
 
 
 @pytest.mark.parametrize(("provider", "argv"), EMULATION_LIMITS,
