@@ -65,17 +65,25 @@ def _exact(pane: str) -> str:
 
 
 def capture_lines(socket: str | None, pane: str, lines: int,
-                  server: ServerIdentity | None = None) -> list[str]:
-    """The last ``lines`` non-trailing-blank lines of the pane (joined wrapped lines)."""
+                  server: ServerIdentity | None = None, *, colours: bool = False) -> list[str]:
+    """The last ``lines`` non-trailing-blank lines of the pane (joined wrapped lines).
+
+    ``colours``: the pane's SGR colours are kept (``capture-pane -e``) and nothing
+    else; every other control character is spelled out (``core.model.text.sgr_only``).
+    """
+    from core.model.text import sgr_only, strip_sgr
+
     if not 1 <= lines <= MAX_LINES:
         raise ProbeFailed(f"--lines must be between 1 and {MAX_LINES}", code="bad_request")
-    done = _run(socket, "capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", _exact(pane),
-                server=server)
+    done = _run(socket, "capture-pane", "-p", *(["-e"] if colours else []), "-J",
+                "-S", f"-{lines}", "-t", _exact(pane), server=server)
     if done.returncode != 0:
         raise ProbeFailed(f"cannot capture pane {pane}: {done.stderr.strip() or 'no such pane'}",
                           code="pane_not_found")
     text = done.stdout.rstrip("\n").splitlines()
-    while text and not text[-1].strip():
+    if colours:
+        text = [sgr_only(line) for line in text]
+    while text and not strip_sgr(text[-1]).strip():
         text.pop()
     return text[-lines:]
 

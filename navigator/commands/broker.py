@@ -428,9 +428,11 @@ def _member_capture(args: argparse.Namespace) -> int:
         member_id = _member_id(broker, args.member_id)
         pane = _pane_of(broker, member_id)
         server = _recorded_server(broker, member_id)
-    lines = capture_lines(_tmux_socket(args), pane, args.lines, server)
+    # A person at a terminal sees the pane's colours (SGR only); JSON and pipes get text.
+    colours = not args.json and sys.stdout.isatty()
+    lines = capture_lines(_tmux_socket(args), pane, args.lines, server, colours=colours)
     emit({"member_id": member_id, "pane": pane, "lines": lines}, as_json=args.json,
-         text="\n".join(lines))
+         text="\n".join(lines), colours=colours)
     return 0
 
 
