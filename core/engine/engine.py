@@ -348,6 +348,19 @@ class Engine(RegistryReader):
             if not sagas.waits_for_stop(self, row["transition_id"]):
                 sagas.execute(self, row["transition_id"])
 
+    def _depth_refusal(self, depth: int, max_depth: int) -> str:
+        """Where a person meets the depth limit (an agent's task_push, the navigator's
+        p, frame push) it says what the limit is and how to raise it, not just its name."""
+        where = f" in {self.home.config_path}" if self.home is not None else ""
+        level = "the workspace" if depth == 0 else \
+            f"a task {depth} level{'s' if depth > 1 else ''} below the workspace"
+        return (f"no task was created: this frame is {level}, and tasks may go at most "
+                f"{max_depth} level{'s' if max_depth > 1 else ''} deep "
+                f"([automation] initial_max_depth = {max_depth}). To let tasks push "
+                f"their own tasks, set initial_max_depth = {depth + 1} (at most 32) "
+                f"under [automation]{where}: an agent's next task_push reads it, a "
+                "navigator pane once it restarts.")
+
     def _source_provider(self, conn: sqlite3.Connection,
                          source: sqlite3.Row) -> Provider | None:
         """A task runs on its parent agent's provider unless the push names one (a
@@ -477,9 +490,8 @@ class Engine(RegistryReader):
                 raise Conflict(f"frame {source_frame_id} is not open")
             max_depth = self.config.automation.initial_max_depth
             if source["depth"] + 1 > max_depth:
-                raise Conflict(
-                    f"task depth {source['depth'] + 1} exceeds automation.initial_max_depth "
-                    f"= {max_depth}", code="depth_exceeded")
+                raise Conflict(self._depth_refusal(source["depth"], max_depth),
+                               code="depth_exceeded")
             placement = views_ops.placement_of_frame(conn, source_frame_id)
             if placement is None:
                 raise Conflict(f"frame {source_frame_id} is not placed in a view")

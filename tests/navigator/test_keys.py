@@ -403,3 +403,23 @@ async def test_p_pushes_a_new_task_under_the_selected_frame(demo: Scenario) -> N
         " WHERE f.title = 'Add docs'").fetchone()
     assert tuple(row) == ("Add docs", demo.frames["beta"], "push",
                           "Write the README section.")
+
+
+async def test_p_under_a_task_says_how_deep_tasks_may_go_and_how_to_raise_it(
+        demo: Scenario) -> None:
+    """The default allows one level of tasks; the refusal the person meets names the
+    setting, its value and where to raise it (issue 31.5), and nothing is created."""
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")  # a task under the workspace
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press(*"Nested", "enter", *"A task under a task.", "ctrl+s")
+        await settle(pilot)
+        errors = [text for severity, text in notices(app) if severity == "error"]
+    assert errors, notices(app)
+    assert "initial_max_depth = 1" in errors[-1] and "initial_max_depth = 2" in errors[-1]
+    assert "under [automation]" in errors[-1] and "depth_exceeded" not in errors[-1]
+    assert demo.engine.conn.execute("SELECT COUNT(*) FROM frames WHERE title = 'Nested'"
+                                    ).fetchone()[0] == 0
