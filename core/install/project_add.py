@@ -29,7 +29,7 @@ from core.install.config import (
 from core.install.home import Home
 from core.model.enums import Provider
 from core.model.errors import ConfigError, Conflict
-from core.model.text import first_unsafe_char
+from core.model.text import TextShape, unsafe_reason
 
 GIT_TIMEOUT_S = 10.0
 _URL_CREDENTIALS_RE = re.compile(r"://[^/@]*:[^/@]*@")
@@ -103,14 +103,18 @@ def add_project(home: Home, path: Path, *, name: str | None = None,
             raise Conflict(f"{root} is already listed as checkout {known.checkout_id} in "
                            f"{home.config_path}; add a [[projects]] entry for it there",
                            code="project_exists")
-    name = (name or checkout.root.name or "project").strip()
+    given = name or checkout.root.name or "project"
+    name = given.strip()
     if len(name) > MAX_NAME_CHARS:
         raise ConfigError(f"project name is {len(name)} characters; the limit is "
                           f"{MAX_NAME_CHARS}: pass a shorter --name", code="project_name_invalid")
-    bad = first_unsafe_char(name)
-    if bad is not None or not name:
-        raise ConfigError(f"project name {name!r} has a control or invisible character"
-                          " (or is blank): pass a plain --name", code="project_name_invalid")
+    unsafe = unsafe_reason("project name", given, TextShape.LINE)
+    if unsafe is not None:  # the shared rule, before strip() could hide a newline
+        raise ConfigError(f"{unsafe}: pass a plain --name (nothing was changed)",
+                          code="project_name_invalid")
+    if not name:
+        raise ConfigError("project name is blank: pass a plain --name",
+                          code="project_name_invalid")
     if any(p.name == name for p in config.projects):
         raise Conflict(f"a project is already named {name!r}; pass another with --name",
                        code="project_exists")
