@@ -7,8 +7,10 @@ STAMP := $(VENV)/.installed
 .PHONY: setup test demo bench screenshots lint realcli-latest
 
 $(STAMP): pyproject.toml
-	@command -v tmux >/dev/null 2>&1 && test -x /usr/sbin/sshd || \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux openssh-server)
+	@# tmux is what users need; sshd, zsh and fish are for the tests (remotes, completions)
+	@command -v tmux >/dev/null 2>&1 && test -x /usr/sbin/sshd && command -v zsh >/dev/null 2>&1 \
+		&& command -v fish >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux openssh-server zsh fish)
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

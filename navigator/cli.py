@@ -50,6 +50,7 @@ GROUPS: dict[str, str] = {
     "worktree": "navigator.commands.worktree",
     "attention": "navigator.commands.attention",
     "doctor": "navigator.commands.doctor",
+    "completion": "navigator.commands.completion",
 }
 
 
@@ -71,6 +72,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="switchboard",
         description="A tmux-native navigator for coding-agent sessions.",
     )
+    parser.add_argument("--version", action="store_true",
+                        help="print the version of switchboard and of the provider CLIs "
+                             "found, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = [GROUPS[only]] if only in GROUPS else list(dict.fromkeys(GROUPS.values()))
     for module_name in wanted:
@@ -109,6 +113,11 @@ def _main(argv: Sequence[str] | None) -> int:
     undecodable = _undecodable_argument(args_list)
     if undecodable is not None:
         return _report(undecodable)
+    if args_list == ["--version"]:
+        # Before argparse: building the parser imports every command group.
+        from navigator.commands.version import print_version
+
+        return _run(print_version, None)
     first = args_list[0] if args_list and not args_list[0].startswith("-") else None
     if first is None and not args_list:
         # Bare `switchboard`: inside a view's navigator pane the app, elsewhere go to
@@ -117,6 +126,10 @@ def _main(argv: Sequence[str] | None) -> int:
         args_list = [first]
     parser = build_parser(first)
     args = parser.parse_args(args_list)
+    if args.version:
+        from navigator.commands.version import print_version
+
+        return _run(print_version, args)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -107,9 +107,9 @@ def _tmux(engine: Engine) -> Finding:
     from core.tmux.identity import read_identity
     from core.tmux.stage import attach_stage
 
-    if shutil.which("tmux") is None:
-        return Finding("tmux", Verdict.FAIL, "tmux is not on PATH",
-                       "install tmux (3.2 or newer)")
+    missing = _tmux_missing()
+    if missing is not None:
+        return missing
     stage = attach_stage(engine, engine.require_home())
     try:
         live = read_identity(stage.runner)
@@ -129,6 +129,36 @@ def _tmux(engine: Engine) -> Finding:
                        "its view; Recoveries lists what to resume")
     return Finding("tmux", Verdict.OK, f"server pid {live.server_pid} on "
                                        f"{stage.socket_path} matches the recorded views")
+
+
+# The package managers a person may have, most specific first: the hint names the one found.
+_TMUX_INSTALLS = (("apt-get", "sudo apt-get install tmux"), ("dnf", "sudo dnf install tmux"),
+                  ("pacman", "sudo pacman -S tmux"), ("zypper", "sudo zypper install tmux"),
+                  ("apk", "sudo apk add tmux"), ("brew", "brew install tmux"),
+                  ("port", "sudo port install tmux"))
+
+
+def _tmux_missing() -> Finding | None:
+    """tmux is the one program Switchboard needs besides Python, and a wheel cannot bring
+    it: a missing binary says how this machine installs it."""
+    if shutil.which("tmux") is not None:
+        return None
+    command = next((command for tool, command in _TMUX_INSTALLS if shutil.which(tool)), None)
+    how = f"`{command}`" if command else "your package manager (e.g. apt, dnf, pacman, brew)"
+    return Finding("tmux", Verdict.FAIL, "tmux is not on PATH; Switchboard runs every view "
+                                         "in tmux and needs nothing else besides Python",
+                   f"install tmux 3.2 or newer with {how}, then run `switchboard doctor` again")
+
+
+def _installed() -> Finding:
+    """Which Switchboard answers, so a report names the version and the copy it ran."""
+    import sys
+
+    from core.install.about import package_version
+
+    where = Path(__file__).resolve().parents[2]
+    return Finding("switchboard", Verdict.OK, f"{package_version()} (Python "
+                                              f"{sys.version.split()[0]}, {where})")
 
 
 def _providers(engine: Engine) -> list[Finding]:
@@ -181,10 +211,12 @@ def _hooks(engine: Engine) -> Finding:
 
 def run_doctor(home: Home) -> list[Finding]:
     """Every check, in order; later checks that need the registry are skipped without it."""
-    findings, engine = _registry(home)
+    registry, engine = _registry(home)
+    findings = [_installed(), *registry]
     findings.append(_guarded("broker", lambda: _broker(home)))
     if engine is None:
-        return findings
+        missing = _tmux_missing()  # a new install learns this before `switchboard init`
+        return findings if missing is None else [*findings, missing]
     try:
         findings.append(_guarded("session files", lambda: _session_files(home, engine)))
         findings.append(_guarded("tmux", lambda: _tmux(engine)))

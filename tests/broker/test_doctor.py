@@ -21,8 +21,8 @@ def test_doctor_healthy_then_names_a_broken_broker(
     assert code == 0, out
     parts = [line.split(":")[0].split(None, 1)[1] for line in out.splitlines()
              if not line.startswith(("verdict", "      do:"))]
-    assert parts == ["registry", "broker", "session files", "tmux", "provider codex",
-                     "provider claude", "hooks"]
+    assert parts == ["switchboard", "registry", "broker", "session files", "tmux",
+                     "provider codex", "provider claude", "hooks"]
     assert out.splitlines()[-1] == "verdict: healthy"
     assert "no broker file yet" in out
 
