@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo bench screenshots lint realcli-latest
+.PHONY: setup test demo bench screenshots lint realcli-latest dist
 
 $(STAMP): pyproject.toml
 	@# tmux is what users need; sshd, zsh and fish are for the tests (remotes, completions)
@@ -44,3 +44,8 @@ realcli-latest: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# The sdist and wheel a user installs (`uv tool install dist/switchboard-*.whl`, or pipx)
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
