@@ -166,6 +166,8 @@ def output_runs(ids: Ids) -> dict[tuple[str, ...], list[list[str]]]:
         ("remote", "refresh"): [["remote", "refresh"]],
         ("attention",): [["attention"]],
         ("doctor",): [["doctor"]],
+        ("completion",): [["completion", "--names", kind]
+                          for kind in ("projects", "frames", "members", "views")],
     }
 
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
+from core.install.about import package_version
 from core.model.enums import Provider
 from core.providers.window import TESTED, dotted
 
@@ -71,3 +74,13 @@ def test_version_says_when_a_cli_is_outside_the_tested_window(tmp_path: Path) ->
     assert lines[2] == f"codex   {window.describe(newer)}  {codex}"
     assert "newer than the tested window" in lines[2]
     assert lines[1].startswith("claude  ") and "expected a line like" in lines[1]
+
+
+def test_the_version_is_semver_and_comes_from_pyproject() -> None:
+    """One number: pyproject's, read back from the installed metadata (make setup
+    reinstalls when pyproject.toml changes), and named in CHANGELOG.md."""
+    root = Path(__file__).resolve().parents[2]
+    declared = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]["version"]
+    assert re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", declared)
+    assert package_version() == declared
+    assert f"## [{declared}] - " in (root / "CHANGELOG.md").read_text("utf-8")
