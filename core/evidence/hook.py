@@ -141,7 +141,7 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, obj
                 now_ms=now, turn_id=hook.turn_id, tool_name=hook.tool_name,
                 tool_use_id=hook.tool_use_id, model_id=hook.model,
                 notification_type=hook.notification_type, activity=facts.activity,
-                failed=hook.event == "PostToolUseFailure" or (
+                failed=hook.event in ("PostToolUseFailure", "PermissionDenied") or (
                     prepared is not None and prepared.outcome == "failed"),
                 command=prepared, prompt=prompt,
                 task_id=task_id)

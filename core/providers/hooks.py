@@ -12,13 +12,14 @@ event (payload refinement)                          activity / reason / runtime
 ==================================================  =============================
 UserPromptSubmit                                    working
 PreToolUse, PostToolUse(+Failure)                   working (evidence the turn runs)
+PermissionDenied (auto mode's check, 2.1.197+)      working; its tool run ends failed
 PreToolUse(tool_name=AskUserQuestion)               needs_input / question
 PermissionRequest                                   needs_input / permission
 Notification(permission_prompt)                     needs_input / permission
 Notification(elicitation*)                          needs_input / elicitation
 Notification(idle_prompt and anything else)         no change (see below)
 Stop, notify(agent-turn-complete)                   ready / turn_complete
-StopFailure (API error; not recorded)               unknown / error
+StopFailure (API error, limit; not yet recorded)    unknown / error (never left working)
 SessionStart                                        runtime live, activity unchanged
 SessionEnd                                          runtime stopped, activity unchanged
 anything else                                       no change
@@ -117,6 +118,9 @@ _COMMON: dict[str, _Outcome] = {
 }
 _CLAUDE_ONLY: dict[str, _Outcome] = {
     "PostToolUseFailure": (HookKind.TOOL_FINISHED, Activity.WORKING, None, None),
+    # auto mode's check (or a rule) refused the call: its tool run ends failed, the
+    # turn goes on (the model is told and may try another way)
+    "PermissionDenied": (HookKind.TOOL_FINISHED, Activity.WORKING, None, None),
     "Notification": (HookKind.NOTIFICATION, None, None, None),
     "StopFailure": (HookKind.OTHER, Activity.UNKNOWN, ActivityReason.ERROR, None),
     "SessionEnd": (HookKind.SESSION_ENDED, None, None, RuntimePresence.STOPPED),
@@ -135,7 +139,8 @@ CODEX_TURN_COMPLETE = "agent-turn-complete"
 # Events each provider's hook configuration subscribes to (order = lifecycle).
 CLAUDE_HOOK_EVENTS: tuple[str, ...] = (
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
-    "Notification", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd",
+    "Notification", "PostToolUse", "PostToolUseFailure", "PermissionDenied", "Stop",
+    "StopFailure", "SessionEnd",
 )
 CODEX_HOOK_EVENTS: tuple[str, ...] = (
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",

@@ -60,7 +60,8 @@ def test_claude_settings_file_created_and_removed(tmp_path, state_dir):
     }
     assert set(CLAUDE_HOOK_EVENTS) == {
         "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-        "PermissionRequest", "Notification", "Stop", "SessionStart", "SessionEnd",
+        "PermissionRequest", "PermissionDenied", "Notification", "Stop", "StopFailure",
+        "SessionStart", "SessionEnd",
     }
 
     written = settings.read_bytes()

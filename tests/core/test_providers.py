@@ -20,11 +20,15 @@ from core.providers.window import WindowPlace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 FIXTURE_FILES = {Provider.CLAUDE: "claude-2.1.197.tsv", Provider.CODEX: "codex-0.171.0.tsv"}
+"""The first recordings (by hand); every release of the window has one now too."""
+RECORDINGS = sorted(FIXTURES.glob("*-*.tsv"))
+"""Every recorded release (``python -m tests.realcli.record_hooks CLI VERSION``)."""
 
 
-def fixture_lines() -> list[tuple[Provider, int, str, str]]:
+def fixture_lines(names: list[str] | None = None) -> list[tuple[Provider, int, str, str]]:
     rows = []
-    for provider, name in FIXTURE_FILES.items():
+    for name in names or list(FIXTURE_FILES.values()):
+        provider = Provider(name.split("-", 1)[0])
         text = (FIXTURES / name).read_text(encoding="utf-8")
         for number, line in enumerate(text.splitlines(), start=1):
             event, payload = line.split("\t", 1)
@@ -33,6 +37,8 @@ def fixture_lines() -> list[tuple[Provider, int, str, str]]:
 
 
 FIXTURE_LINES = fixture_lines()
+RECORDED_LINES = [(name.name, *row) for name in RECORDINGS
+                  for row in fixture_lines([name.name])]
 
 # (kind, activity, reason, runtime) per event name, before payload refinements.
 Outcome = tuple[HookKind, Activity | None, ActivityReason | None, RuntimePresence | None]
@@ -45,6 +51,7 @@ BY_EVENT: dict[str, Outcome] = {
     "PermissionRequest": (
         HookKind.PERMISSION_REQUESTED, Activity.NEEDS_INPUT, ActivityReason.PERMISSION, None,
     ),
+    "PermissionDenied": (HookKind.TOOL_FINISHED, Activity.WORKING, None, None),
     "Stop": TURN_DONE,
     "SessionStart": (HookKind.SESSION_STARTED, None, None, RuntimePresence.LIVE),
     "SessionEnd": (HookKind.SESSION_ENDED, None, None, RuntimePresence.STOPPED),
@@ -71,11 +78,11 @@ def outcome(parsed: HookEvent) -> tuple:
 
 
 @pytest.mark.parametrize(
-    ("provider", "number", "event", "payload"),
-    FIXTURE_LINES,
-    ids=[f"{p.value}-{n:02d}-{e}" for p, n, e, _ in FIXTURE_LINES],
+    ("recording", "provider", "number", "event", "payload"),
+    RECORDED_LINES,
+    ids=[f"{r[:-4]}-{n:02d}-{e}" for r, _, n, e, _ in RECORDED_LINES],
 )
-def test_every_recorded_line_normalizes(provider, number, event, payload):
+def test_every_recorded_line_normalizes(recording, provider, number, event, payload):
     document = json.loads(payload)
     parsed = parse_hook(provider, event, payload.encode("utf-8"))
 
@@ -93,9 +100,10 @@ def test_every_recorded_line_normalizes(provider, number, event, payload):
         assert parsed.source == document["source"]
     if event == "SessionEnd":
         assert parsed.end_reason == document["reason"]
-    if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
+    if event in ("PreToolUse", "PostToolUse", "PermissionRequest", "PermissionDenied"):
         assert parsed.tool_name == document["tool_name"]
-        # The recordings carry it on Pre/PostToolUse only, not on PermissionRequest.
+        # The recordings carry it on Pre/PostToolUse and PermissionDenied, not on
+        # PermissionRequest.
         assert parsed.tool_use_id == document.get("tool_use_id")
         assert (parsed.tool_use_id is not None) == (event != "PermissionRequest")
     else:
@@ -111,6 +119,15 @@ def test_every_recorded_line_normalizes(provider, number, event, payload):
     for message in document.get("input-messages", []):
         assert message not in kept
     assert "transcript" not in kept and "/home/dev" not in kept and "touch " not in kept
+
+
+def test_every_release_of_the_window_has_a_recording():
+    from core.providers.window import TESTED, dotted
+
+    recorded = {path.name for path in RECORDINGS}
+    for provider, window in TESTED.items():
+        for version in window.tested:
+            assert f"{provider.value}-{dotted(version)}.tsv" in recorded
 
 
 def test_fixtures_cover_every_activity_outcome():

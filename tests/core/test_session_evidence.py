@@ -322,3 +322,32 @@ def test_cli_session_show_json(live: LiveSurface,  # noqa: F811
     agent_line = text.splitlines()[text.splitlines().index("agents:") + 1]
     assert agent_line.split()[1:3] == ["claude", "completed"] and "last seen" in agent_line
     assert main(["session", "show", "no-such-frame"]) != 0
+
+
+def test_a_call_auto_mode_denied_ends_its_tool_run_failed(live: LiveSurface) -> None:  # noqa: F811
+    """Claude Code 2.1.332's auto mode, recorded: the service's check blocked a risky
+    command (PermissionDenied). The frame is never shown working for it after the
+    turn: its tool run ends ``error`` in the session's evidence (the ``i`` screen's
+    failures), the turn's Stop makes it ready."""
+    recording = FIXTURES / "claude-2.1.332.tsv"
+    lines = fixture_lines(recording)
+    denied_session = next(doc["session_id"] for event, doc in lines
+                          if event == "PermissionDenied")
+    assert retry_until(lambda: agent_written(live), 10)
+    clock = now_clock()
+    states = []
+    for event, document in lines:
+        if document["session_id"] != denied_session or event == "SessionEnd":
+            continue
+        clock.advance(1000)
+        send(live, "claude", event, dict(document, session_id=live.provider_session_id), clock)
+        states.append((event, live.engine.conn.execute(
+            "SELECT activity FROM provider_sessions WHERE session_key = ?",
+            (live.session_key,)).fetchone()[0]))
+    assert states == [("SessionStart", states[0][1]), ("UserPromptSubmit", "working"),
+                      ("PreToolUse", "working"), ("PermissionDenied", "working"),
+                      ("Stop", "ready")]
+    path = session_db_path(live.root, live.session_key)
+    assert read(path, "SELECT tool_name, status FROM tool_runs") == [("Bash", "error")]
+    assert ("PermissionDenied",) in read(path, "SELECT json_extract(payload_json, '$.event')"
+                                               " FROM events")
