@@ -1,7 +1,9 @@
 """`switchboard doctor`: one verdict per part of the installation, and what to do.
 
-Read-only: nothing is created, migrated or repaired here. Each check catches
-its own failure so one broken part never hides the verdict on the others.
+Read-only: nothing is created or repaired here (a registry of an older schema is
+upgraded in place, with its backup, as every command's first open does). Each
+check catches its own failure so one broken part never hides the verdict on
+the others.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from core.engine.engine import Engine
     from core.install.home import Home
     from core.model.enums import Provider
+    from core.providers.version import ProviderVersion
 
 
 class Verdict(StrEnum):
@@ -175,13 +178,33 @@ def _providers(engine: Engine) -> list[Finding]:
             findings.append(Finding(f"provider {provider.value}", verdict, exc.message,
                                     _provider_fix(provider, exc.code, verdict)))
             continue
-        if version.place.untested:
-            findings.append(Finding(f"provider {provider.value}", Verdict.WARN, version.verdict,
-                                    "it runs; badges rely on hooks no test has seen from this "
-                                    "release: report problems, or install a tested one"))
-            continue
-        findings.append(Finding(f"provider {provider.value}", Verdict.OK, version.verdict))
+        findings.append(_provider_finding(engine, provider, version))
     return findings
+
+
+def _provider_finding(engine: Engine, provider: Provider, version: ProviderVersion) -> Finding:
+    """The version against the tested window, and the installed CLI's own help against
+    the options Switchboard passes and the newest tested release (the drift verdict)."""
+    from core.providers.contract import check_contract, read_surface
+    from core.providers.version import resolve_command
+
+    part = f"provider {provider.value}"
+    settings = engine.config.providers[provider]
+    surface = read_surface(provider, resolve_command(provider, settings.command))
+    if surface is None:
+        return Finding(part, Verdict.WARN, f"{version.verdict}; its --help could not be read, "
+                                           "so its options were not checked",
+                       f"run `{provider.value} --help` to see why")
+    contract = check_contract(provider, surface)
+    detail = f"{version.verdict}; {contract.describe()}"
+    if not contract.works:
+        return Finding(part, Verdict.FAIL, detail,
+                       f"install a tested {provider.value} (see `switchboard --version`)")
+    if version.place.untested:
+        return Finding(part, Verdict.WARN, detail,
+                       "it runs; badges rely on hooks no test has seen from this release: "
+                       "report problems, or install a tested one")
+    return Finding(part, Verdict.OK, detail)
 
 
 def _provider_fix(provider: Provider, code: str, verdict: Verdict) -> str:

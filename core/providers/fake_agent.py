@@ -756,6 +756,20 @@ USAGE = {
     "codex": "Usage: codex [OPTIONS] [PROMPT]\n       codex [OPTIONS] resume [SESSION_ID] "
              "[PROMPT]  (fake_agent: offline stand-in)",
 }
+def emulated_help(provider: str) -> str:
+    """The usage, options and subcommands of the emulated CLI, laid out as its own help
+    is, so a check that reads ``--help`` (``core.providers.contract``) sees what the
+    fake accepts."""
+    options, commands = ((fake_argv.CLAUDE_OPTIONS, fake_argv.CLAUDE_COMMANDS)
+                         if provider == "claude"
+                         else (fake_argv.CODEX_OPTIONS, fake_argv.CODEX_COMMANDS))
+    lines = [USAGE[provider], "", "Options:"]
+    lines += [f"  {opt.flags}" for opt in options if opt not in fake_argv.FAKE_OPTIONS]
+    lines += ["", "Commands:"]
+    lines += [f"  {command}  (emulated)" for command in commands]
+    return "\n".join(lines)
+
+
 FAKE_HELP = """fake_agent's own options (anywhere an option may go):
   --provider claude|codex   which CLI to emulate (required)
   --hook-command CMD        hooks run as: CMD --provider P EVENT
@@ -783,7 +797,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     version = args.fake_version or DEFAULT_VERSIONS[args.provider]
     if args.show_help:
-        print(USAGE[args.provider] + "\n\n" + FAKE_HELP)
+        print(emulated_help(args.provider) + "\n\n" + FAKE_HELP)
         return 0
     if args.show_version:
         print(VERSION_LINES[args.provider].format(version=version))

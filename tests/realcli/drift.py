@@ -1,58 +1,37 @@
-"""What changed in a CLI between the newest tested release and another: the drift report.
+"""What changed in a CLI between two releases: the drift report, and its record.
 
 ``python -m tests.realcli.drift`` (``make realcli-latest`` runs it after the
-journeys) installs the newest release the registry serves of each CLI, reads
-both releases' ``--help`` (and Codex's ``resume --help``) and prints the options
-and subcommands added and removed. The verdict fails when an option Switchboard
-passes at launch is gone: that release cannot start Switchboard's agents as it
-builds them, whatever the journeys say.
+journeys) reads the ``--help`` of the oldest and newest tested releases and of
+the newest release the registry serves, and prints the options and subcommands
+added and removed. The verdict fails when an option Switchboard passes at
+launch is gone: that release cannot start Switchboard's agents as it builds
+them, whatever the journeys say.
+
+``--record`` writes the newest tested release's surface to
+``core/providers/cli_surfaces.py``, which ``switchboard doctor`` compares an
+installed CLI with; ``tests/realcli/test_install.py`` keeps that record equal to
+what the real CLI says.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
-from dataclasses import dataclass
+from pathlib import Path
 
 from core.model.enums import Provider
+from core.providers.contract import LAUNCH_OPTIONS, Surface, drift, read_surface
 from core.providers.window import TESTED, dotted
-from tests.realcli.install import _clean_env, ensure_cli, registry_latest
+from tests.realcli.install import ensure_cli, registry_latest
 
-USED: dict[Provider, frozenset[str]] = {
-    # core/providers/claude.py and core/engine/launcher.py build these
-    Provider.CLAUDE: frozenset({"--session-id", "--resume", "--settings", "--mcp-config"}),
-    # core/providers/codex.py: every hook and MCP server arrives as a -c override
-    Provider.CODEX: frozenset({"--config", "resume"}),
-}
-HELP_ARGS: dict[Provider, tuple[tuple[str, ...], ...]] = {
-    Provider.CLAUDE: (("--help",),),
-    Provider.CODEX: (("--help",), ("resume", "--help")),
-}
-_OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
-_COMMAND = re.compile(r"^\s{2}([a-z][a-z0-9-]+)(?:\s|\|)", re.M)
-
-
-@dataclass(frozen=True)
-class Surface:
-    """The options and subcommands one release's help names."""
-
-    options: frozenset[str]
-    commands: frozenset[str]
-
-    @property
-    def words(self) -> frozenset[str]:
-        return self.options | self.commands
+RECORD = Path(__file__).resolve().parents[2] / "core" / "providers" / "cli_surfaces.py"
 
 
 def surface(provider: Provider, version: str) -> Surface:
     binary = ensure_cli(provider, version).binary
-    text = ""
-    for args in HELP_ARGS[provider]:
-        text += subprocess.run([str(binary), *args], capture_output=True, text=True,
-                               timeout=60, env=_clean_env()).stdout + "\n"
-    commands_part = text.split("Commands:", 1)[1] if "Commands:" in text else ""
-    return Surface(frozenset(_OPTION.findall(text)), frozenset(_COMMAND.findall(commands_part)))
+    found = read_surface(provider, [str(binary)], timeout=60)
+    if found is None:
+        raise SystemExit(f"{provider.value} {version}: --help could not be read")
+    return found
 
 
 def report(provider: Provider, old: str, new: str) -> tuple[list[str], bool]:
@@ -61,16 +40,39 @@ def report(provider: Provider, old: str, new: str) -> tuple[list[str], bool]:
     lines = [f"{provider.value}: {old} -> {new}"]
     for label, a, b in (("options", before.options, after.options),
                         ("subcommands", before.commands, after.commands)):
-        added, removed = sorted(b - a), sorted(a - b)
-        lines.append(f"  {label} added: {', '.join(added) or 'none'}")
-        lines.append(f"  {label} removed: {', '.join(removed) or 'none'}")
-    gone = sorted(USED[provider] - after.words)
+        changed = drift(Surface(a, frozenset()), Surface(b, frozenset()))
+        lines.append(f"  {label} added: {', '.join(changed.added) or 'none'}")
+        lines.append(f"  {label} removed: {', '.join(changed.removed) or 'none'}")
+    gone = sorted(LAUNCH_OPTIONS[provider] - after.words)
     lines.append("  verdict: " + (f"BROKEN, Switchboard passes {', '.join(gone)}" if gone
                                   else "every option Switchboard passes is still there"))
     return lines, not gone
 
 
-def main() -> int:
+def render_record() -> str:
+    """The module ``--record`` writes: the newest tested release's surface per CLI."""
+    lines = ['"""Options and subcommands of the newest tested release of each CLI, from its',
+             "--help. Written by ``python -m tests.realcli.drift --record``; do not edit.",
+             '"""', "", "from __future__ import annotations", "",
+             "from core.model.enums import Provider", "",
+             "RECORDED: dict[Provider, tuple[str, frozenset[str], frozenset[str]]] = {"]
+    for provider in Provider:
+        version = dotted(TESTED[provider].newest)
+        found = surface(provider, version)
+        lines.append(f"    Provider.{provider.name}: ({version!r}, frozenset({{")
+        lines.extend(f"        {word!r}," for word in sorted(found.options))
+        lines.append("    }), frozenset({")
+        lines.extend(f"        {word!r}," for word in sorted(found.commands))
+        lines.append("    })),")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--record"]:
+        RECORD.write_text(render_record(), encoding="utf-8")
+        print(f"wrote {RECORD}")
+        return 0
     ok = True
     for provider in Provider:
         window = TESTED[provider]
@@ -86,4 +88,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
