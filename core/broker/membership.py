@@ -314,7 +314,7 @@ def after_presentation(engine: Engine, view_id: str) -> None:
         if row is not None and row["project_id"]:
             deliver_pending(engine, row["project_id"])
     except (SwitchboardError, sqlite3.Error, OSError) as exc:
-        print(f"switchboard: broker delivery after presentation skipped: {exc}",
+        print(f"switchboard: broker delivery after presentation skipped: {shown(exc)}",
               file=sys.stderr)
 
 
@@ -347,7 +347,7 @@ def after_launch(engine: Engine, frame_id: str) -> None:
         with open_managed_broker(engine) as broker:
             sync_project(engine, broker, row["project_id"])
     except (SwitchboardError, sqlite3.Error, OSError) as exc:
-        print(f"switchboard: broker membership not updated: {exc}", file=sys.stderr)
+        print(f"switchboard: broker membership not updated: {shown(exc)}", file=sys.stderr)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import time
 
 from core.engine.session import open_engine
 from core.install.home import Home
+from core.model.text import shown
 
 WATCHDOG = "watchdog"
 KICK = "kick"
@@ -54,7 +55,7 @@ def kick(frame_id: str) -> int:
         finally:
             engine.conn.close()
     except (SwitchboardError, BrokerUnavailable, sqlite3.Error, OSError) as exc:
-        print(f"switchboard: broker delivery skipped: {exc}", file=sys.stderr)
+        print(f"switchboard: broker delivery skipped: {shown(exc)}", file=sys.stderr)
         return 1
     return 0
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from core.evidence.capture import TOOL_EVENTS, CommandFacts, command_facts, prompt_text
 from core.model import fast_exit
+from core.model.text import shown
 
 if TYPE_CHECKING:
     import sqlite3
@@ -130,7 +131,7 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, obj
 
                 attempt_from_hook(home, conn, facts, hook.provider.value, now)
             except Exception as exc:  # the hook's own event is still worth recording
-                print(f"switchboard: session attempt not recorded: {exc}", file=sys.stderr)
+                print(f"switchboard: session attempt not recorded: {shown(exc)}", file=sys.stderr)
         task_id = _task_of(conn, facts.frame_id)
         prepared = prepare_command(conn, path.parent, key, command) if command else None
         try:

@@ -31,6 +31,7 @@ from core.model.session_enums import (
     RecoveryKind,
     RuntimePresence,
 )
+from core.model.text import shown
 from core.providers.hooks import HookEvent, HookKind, parse_hook_document
 
 if TYPE_CHECKING:
@@ -235,7 +236,7 @@ def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int,
                                      recorded.project_root, recorded.frame_id or None,
                                      recorded.outcome.activity), document, now)
     except Exception as exc:  # never break the provider over evidence
-        print(f"switchboard: session evidence not recorded: {exc}", file=sys.stderr)
+        print(f"switchboard: session evidence not recorded: {shown(exc)}", file=sys.stderr)
 
 
 def _waiting_for_stop(conn: sqlite3.Connection, frame_id: str) -> bool:
@@ -307,7 +308,7 @@ def _lift_fences(home: Home, generation: str, control_turn_ids: tuple[str, ...])
         for control_turn_id in control_turn_ids:
             sagas.lift_fence(engine, control_turn_id)
     except Exception as exc:  # the watchdog and reconcile lift it too; never fail the hook
-        print(f"switchboard: input fence not lifted yet: {exc}", file=sys.stderr)
+        print(f"switchboard: input fence not lifted yet: {shown(exc)}", file=sys.stderr)
     finally:
         engine.conn.close()
 
