@@ -23,7 +23,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from core.broker.kick import MANAGED_PREFIX
+from core.model.text import typed_name
 from storage.broker_schema import (
     MemberStatus,
     MessageState,
@@ -222,9 +222,6 @@ class TmuxTyper:
                                  "the message stays pending")
 
 
-_UNSAFE = re.compile(r"[^\x20-\x26\x28-\x7e]")  # printable ASCII except the quote
-
-
 def notification_line(message_id: int, sender_name: str, from_member_id: int,
                       to_member_id: int) -> str:
     """The one line typed per message: it carries the id and how to read it.
@@ -234,14 +231,14 @@ def notification_line(message_id: int, sender_name: str, from_member_id: int,
     starts with ``[`` and ends with a digit, so tmux never reads it as an
     option or a ``;`` command separator.
     """
-    name = _UNSAFE.sub("?", sender_name)[:40]
+    name = typed_name(sender_name)
     return (f"[switchboard] message {message_id} from {name} (member {from_member_id}):"
             f" run `switchboard message poll --member {to_member_id}`, then ack {message_id}")
 
 
 def managed_line(message_id: int, sender_name: str) -> str:
     """The line typed to a Switchboard-launched agent: its tools, not the broker CLI."""
-    name = _UNSAFE.sub("?", sender_name)[:40]
+    name = typed_name(sender_name)
     return (f"[switchboard] message {message_id} from {name}: call message_poll() to read it,"
             f" then message_ack({message_id})")
 

@@ -194,3 +194,14 @@ def printable_only(value: str) -> str:
     sequence of our own (the OSC 9/777 notification text), where a spelled-out
     escape would be noise and a raw one could end the sequence early."""
     return UNSAFE_CHARS.sub("", value)
+
+
+_NOT_TYPABLE = re.compile(r"[^\x20-\x26\x28-\x7e]")  # printable ASCII except the quote
+
+
+def typed_name(value: str, *, max_chars: int = 40) -> str:
+    """A name inside a line Switchboard types into an agent's pane: spelled out as
+    ``shown`` does, then printable ASCII only and no ``'`` (each other character is
+    ``?``), so it fits one quoted token of a guarded tmux command and no control
+    character can reach the agent's input."""
+    return _NOT_TYPABLE.sub("?", shown(value))[:max_chars]

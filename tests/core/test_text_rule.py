@@ -18,6 +18,7 @@ from core.model.text import (
     shown,
     shown_block,
     strip_sgr,
+    typed_name,
 )
 
 _RAW = set("\x1b\x07\x7f\r") | {chr(c) for c in range(0x80, 0xA0)} | set("\u202e\u2066")
@@ -88,3 +89,9 @@ def test_sgr_only_leaves_only_sgr_escapes(value: str) -> None:
     kept = sgr_only(value)
     assert "\x1b" not in strip_sgr(kept)
     assert not set(strip_sgr(kept)) & _RAW
+
+
+def test_a_typed_name_is_quote_free_printable_ascii() -> None:
+    assert typed_name("Fix the bug") == "Fix the bug"
+    assert typed_name("evil';\n\x1b[31mnäme") == "evil?;\\n\\x1b[31mn?me"
+    assert len(typed_name("x" * 100)) == 40
