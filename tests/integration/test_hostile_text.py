@@ -327,6 +327,18 @@ def world(tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch,
     live.engine.conn.close()
 
 
+def stored(conn: sqlite3.Connection, broker_path: Path) -> dict[str, int]:
+    """Rows of the registry and the broker: equal before and after means nothing stored."""
+    rows = {f"registry.{k}": v for k, v in counts(conn).items()}
+    broker = sqlite3.connect(f"file:{broker_path}?mode=ro", uri=True)
+    try:
+        for table in ("fleets", "members", "member_placements", "messages"):
+            rows[f"broker.{table}"] = broker.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    finally:
+        broker.close()
+    return rows
+
+
 def _pane(socket: Path, command: str) -> tuple[str, str, str]:
     """A new window on the private server running ``command``: pane, window, session."""
     made = tmux(socket, "new-window", "-d", "-P", "-F",
@@ -411,7 +423,7 @@ def test_hostile_text_through_every_input_and_output(
     for name, text in hostile.items():
         ids.extra["new_dir"] = str(world.root.parent / f"proj-{name}")
         Path(ids.extra["new_dir"]).mkdir()
-        before = counts(conn)
+        before = stored(conn, home.broker_path)
         for command, runs in hostile_runs(ids, text).items():
             agent = command[0] == "agent"
             if agent:
@@ -427,7 +439,7 @@ def test_hostile_text_through_every_input_and_output(
                 for key in (ENV_CAPABILITY, ENV_GENERATION, "TMUX_PANE"):
                     monkeypatch.delenv(key, raising=False)
         if RAW.search(text):
-            assert counts(conn) == before, name  # refused: nothing stored
+            assert stored(conn, home.broker_path) == before, name  # refused: nothing stored
         else:
             # Accepted: a push waits for the agent's Stop; withdraw it for the next.
             cli("transition", "cancel", "--view", ids.view)
@@ -446,14 +458,12 @@ def test_hostile_text_through_every_input_and_output(
     mcp = McpProcess(agent_env)
     try:
         for name, text in hostile.items():
-            before = counts(conn)
+            before = stored(conn, home.broker_path)
             pushed_tool = mcp.call("task_push", {"title": text, "brief": "b"})
             sent = mcp.call("message_send", {"to": "person", "text": text})
-            if RAW.search(text) and "\n" not in text.strip("\n"):
+            if RAW.search(text):  # the same set a block refuses
                 assert pushed_tool["isError"] and sent["isError"], name
-            if RAW.search(text):
-                assert pushed_tool["isError"], name
-                assert counts(conn) == before, name
+                assert stored(conn, home.broker_path) == before, name
             else:
                 cli("transition", "cancel", "--view", ids.view)
         mcp.send_raw(b'{"jsonrpc":"2.0","id":999,"method":"tools/call","params":'
@@ -465,19 +475,19 @@ def test_hostile_text_through_every_input_and_output(
 
     # ---- the navigator's p and t (its engine client), then what it would draw
     for name, text in hostile.items():
-        before = counts(conn)
+        before = stored(conn, home.broker_path)
         try:
             client.push(ids.workspace, text, "brief")
         except SwitchboardError as exc:
             assert_clean(f"navigator push {name}", exc.message)
         else:
             client.cancel_transition(ids.view)
-        if RAW.search(text):
-            assert counts(conn) == before, name
         try:
             client.message_frame(ids.workspace, text)
         except SwitchboardError as exc:
             assert "\x1b" not in exc.message
+        if RAW.search(text):
+            assert stored(conn, home.broker_path) == before, name
     state = client.state()
     drawn = [f.title for p in state.projects for f in p.frames]
     drawn += [v.title for v in state.views] + [c.title for v in state.views
