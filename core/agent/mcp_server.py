@@ -102,7 +102,11 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool_error(text: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    """An error the agent's CLI shows in its terminal: any argument or agents' text it
+    echoes is spelled out (``core.model.text``), like the Switchboard CLI's own."""
+    from core.model.text import shown_block
+
+    return {"content": [{"type": "text", "text": shown_block(text)}], "isError": True}
 
 
 def call_tool(name: str, raw_arguments: Any,
