@@ -350,8 +350,9 @@ class SwitchboardApp(App[None]):
     def _request_done(self, description: str, done: str, finished: _Finished) -> None:
         state = getattr(finished.result, "state", None)
         if state in UNDONE_STATES:
-            self.notify(f"The {description.lower()} transition {state}; nothing "
-                        "else was changed. Check the Recoveries panel, then try again.",
+            self.notify(f"The {description.lower()} transition {state}. The "
+                        "Recoveries panel says what it left and what to do; the tree "
+                        "shows any frame it created.",
                         title=description, severity="warning", markup=False)
         else:
             self.notify(done, title=description, markup=False, timeout=3)

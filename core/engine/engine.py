@@ -34,7 +34,13 @@ from core.model.enums import (
     ViewMode,
     ViewState,
 )
-from core.model.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
+from core.model.errors import (
+    Conflict,
+    InvariantViolation,
+    NotFound,
+    ProviderError,
+    SwitchboardError,
+)
 from core.model.ports import IdSource, Uuid4Ids
 from core.model.results import FrameResult, RouteResult, StartResult, TransitionResult, ViewResult
 from core.model.text import TextShape, refuse_unsafe
@@ -348,6 +354,33 @@ class Engine(RegistryReader):
             if not sagas.waits_for_stop(self, row["transition_id"]):
                 sagas.execute(self, row["transition_id"])
 
+    def _require_child_provider(self, source_frame_id: str, provider: Provider | None) -> None:
+        """Refuse a push, before anything is written, whose child's agent could not start.
+
+        The child frame, its placement and the transition are committed first and
+        the child is launched later (at the source's Stop, or at once); a provider
+        that is not installed then failed that launch and left a stopped frame and
+        a placement recovery behind a refusal. The check is the launcher's own
+        (``check_provider``, probed once per process), so what passes here launches.
+        An engine without a tmux stage launches nothing, so it has nothing to check.
+        """
+        from core.reconcile.provider_checks import check_provider
+
+        if self.stage is None:
+            return
+        source = self.conn.execute("SELECT * FROM frames WHERE frame_id = ?",
+                                   (source_frame_id,)).fetchone()
+        if source is None:
+            return  # the request itself says the frame does not exist
+        chosen = provider or self._source_provider(self.conn, source) or \
+            self._provider_of(None, source["project_id"])
+        try:
+            check_provider(self.config, chosen)
+        except ProviderError as exc:
+            raise ProviderError(f"no task was created: its agent would run {chosen.value}, "
+                                f"which cannot start here ({exc.message})",
+                                code=exc.code) from None
+
     def _depth_refusal(self, depth: int, max_depth: int) -> str:
         """Where a person meets the depth limit (an agent's task_push, the navigator's
         p, frame push) it says what the limit is and how to raise it, not just its name."""
@@ -379,9 +412,12 @@ class Engine(RegistryReader):
         """The provider a new session of ``frame`` runs: the frame's preferred one, else
         its project's, else the first enabled. Public because a push's child is started
         by the saga that executes the push (``core.engine.sagas``)."""
-        if frame["preferred_provider"]:
-            return Provider(frame["preferred_provider"])
-        project = self.config.project(frame["project_id"])
+        return self._provider_of(frame["preferred_provider"], frame["project_id"])
+
+    def _provider_of(self, preferred: str | None, project_id: str) -> Provider:
+        if preferred:
+            return Provider(preferred)
+        project = self.config.project(project_id)
         if project.preferred_provider:
             return project.preferred_provider
         enabled = [p for p, c in self.config.providers.items() if c.enabled]
@@ -530,6 +566,7 @@ class Engine(RegistryReader):
                 transport=ControlTransport.RESUME_INITIAL, now=now)
             return "transition", transition_id
 
+        self._require_child_provider(source_frame_id, provider)
         semantic = {"source_frame_id": source_frame_id, "title": title, "brief": brief,
                     "purpose": purpose, "provider": provider.value if provider else None}
         result = _prepared(self.run_request(request_id, "frame.push", semantic, body,
