@@ -161,12 +161,14 @@ async def test_confirm_dialog_arrows_move_between_its_buttons(demo: Scenario) ->
         await select_frame(pilot, demo, "Write docs")
         await pilot.press("x")
         await pilot.pause()
-        assert app.focused is not None and app.focused.id == "no"  # the safe default
-        await pilot.press("left")
-        assert app.focused is not None and app.focused.id == "yes"
+        assert app.focused is not None and app.focused.id == "yes"  # what x asked for
+        assert "enter: Close task" in str(app.screen.query_one("#keys").render())
         await pilot.press("right")
         assert app.focused is not None and app.focused.id == "no"
-        await pilot.press("left", "enter")
+        assert "enter: cancel" in str(app.screen.query_one("#keys").render())
+        await pilot.press("left")
+        assert app.focused is not None and app.focused.id == "yes"
+        await pilot.press("enter")  # Enter does what x asked (issue 31.7)
         await settle(pilot)
     assert demo.frame_row("Write docs")["close_reason"] == "dismissed"
 
@@ -423,3 +425,24 @@ async def test_p_under_a_task_says_how_deep_tasks_may_go_and_how_to_raise_it(
     assert "under [automation]" in errors[-1] and "depth_exceeded" not in errors[-1]
     assert demo.engine.conn.execute("SELECT COUNT(*) FROM frames WHERE title = 'Nested'"
                                     ).fetchone()[0] == 0
+
+
+async def test_enter_on_the_stop_confirmation_stops_the_agent(demo: Scenario) -> None:
+    """s then Enter does what s asked: the action's button has the focus (issue 31.7)."""
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=(26, 23)) as pilot:  # the navigator of an 80x24 terminal
+        await settle(pilot)
+        await select_frame(pilot, demo, "beta")
+        await pilot.press("n")
+        await settle(pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert app.focused is not None and app.focused.id == "yes"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+    placement = demo.engine.conn.execute(
+        "SELECT state FROM frame_placements WHERE frame_id = ? AND state <> 'orphaned'",
+        (demo.frames["beta"],)).fetchone()
+    assert placement["state"] == "stopped_affinity"
