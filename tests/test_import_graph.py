@@ -20,7 +20,8 @@ VOCABULARY = ("core.model.enums", "core.model.errors", "core.model.machines",
               "core.model.evidence_enums", "core.model.control_line", "core.model.files",
               "core.model.text", "core.model.results", "core.model.ports",
               "core.model.placeholder", "core.model.digest", "core.model.spawn",
-              "core.model.fast_exit", "core.model.session_enums", "core.model.tokens")
+              "core.model.fast_exit", "core.model.session_enums", "core.model.tokens",
+              "core.model.hints")
 """The leaf vocabulary: storage may import these from core, and nothing else."""
 
 

@@ -170,16 +170,39 @@ def _providers(engine: Engine) -> list[Finding]:
     from core.reconcile.provider_checks import check_provider
 
     findings = []
+    used = _providers_in_use(engine)
     for provider in Provider:
         try:
             version = check_provider(engine.config, provider)
         except ProviderError as exc:
-            verdict = Verdict.WARN if exc.code == "provider_disabled" else Verdict.FAIL
-            findings.append(Finding(f"provider {provider.value}", verdict, exc.message,
+            needed = provider in used
+            verdict = Verdict.FAIL if needed and exc.code != "provider_disabled" \
+                else Verdict.WARN
+            message = exc.message if needed or exc.code == "provider_disabled" else (
+                f"{exc.message}; no project runs {provider.value}, so only a task pushed "
+                f"with provider {provider.value} would need it")
+            findings.append(Finding(f"provider {provider.value}", verdict, message,
                                     _provider_fix(provider, exc.code, verdict)))
             continue
         findings.append(_provider_finding(engine, provider, version))
     return findings
+
+
+def _providers_in_use(engine: Engine) -> set[Provider]:
+    """The providers something here runs: each project's (its preferred one, else the
+    first enabled, as a new frame picks) and any provider session's. A missing
+    provider nothing runs is a warning, not a failure: a person who only uses
+    Claude need not install Codex to get a clean doctor."""
+    from core.model.enums import Provider
+
+    enabled = [p for p, c in engine.config.providers.items() if c.enabled]
+    default = enabled[0] if enabled else Provider.CLAUDE
+    used = {project.preferred_provider or default for project in engine.config.projects}
+    if not engine.config.projects:
+        used.add(default)
+    used.update(Provider(row[0]) for row in engine.conn.execute(
+        "SELECT DISTINCT provider FROM provider_sessions"))
+    return used
 
 
 def _provider_finding(engine: Engine, provider: Provider, version: ProviderVersion) -> Finding:

@@ -96,8 +96,11 @@ def add_project(home: Home, path: Path, *, name: str | None = None,
     root = str(checkout.root)
     for existing in config.projects:
         if Path(existing.root).expanduser().resolve() == checkout.root:
+            from core.model.hints import command
+
             raise Conflict(f"{root} is already the project {existing.name!r}; open it with "
-                           f"`switchboard open {existing.name}`", code="project_exists")
+                           f"{command('open', names=(existing.name,))}",
+                           code="project_exists")
     for known in config.checkouts:
         if Path(known.path).expanduser().resolve() == checkout.root:
             raise Conflict(f"{root} is already listed as checkout {known.checkout_id} in "

@@ -22,17 +22,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from core.install.demo import build, default_demo_home, stop
+    from core.model.hints import command
     from navigator.commands.output import say
 
     if args.stop or args.reset:
         ended = stop(args.home or default_demo_home(), reset=args.reset)
         state = "stopped its tmux server" if ended.server_was_running else "was not running"
+        again = ("--home", str(ended.home)) if args.home else ()
         say(f"demo {state}" + (f"; deleted {ended.home}" if ended.removed else
-                               f"; home kept at {ended.home} (`--reset` deletes it)"))
+                               f"; home kept at {ended.home} "
+                               f"({command('demo', '--reset', *again)} deletes it)"))
         return 0
     session = build(args.home or default_demo_home())
+    # A hint names the same home, or it would stop (and find) another demo.
+    home = ("--home", str(session.home)) if args.home else ()
     say(f"demo home: {session.home}\nattach:    {session.attach_command}\n"
-        "leave:     tmux detach (prefix d); stop it: `switchboard demo --stop`")
+        f"leave:     tmux detach (prefix d); stop it: {command('demo', '--stop', *home)}")
     if args.no_attach or not sys.stdin.isatty():
         return 0
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}

@@ -21,7 +21,8 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("open", help="open a project's view in tmux (the default command)")
+    p = sub.add_parser("open", help="open a project's view in tmux (bare `switchboard` "
+                                    "anywhere but a navigator pane)")
     p.add_argument("project", nargs="?", help="project name or id (default: from the cwd)")
     p.add_argument("--no-attach", action="store_true", help="print how to attach instead")
     p.set_defaults(handler=_open)

@@ -43,12 +43,14 @@ def _add(args: argparse.Namespace) -> int:
     from core.install.home import Home
     from core.install.project_add import add_project
     from core.model.enums import Provider
+    from core.model.hints import command
 
     added = add_project(Home.from_env(), args.path or Path.cwd(), name=args.name,
                         provider=Provider(args.provider) if args.provider else None)
     emit(added, as_json=args.json,
          text=f"added project {added.name!r} ({added.root}) to {added.config_path}\n"
-              f"next: `switchboard open {added.name}` (or run `switchboard` in that folder)")
+              f"next: {command('open', names=(added.name,))} (or run `switchboard` in "
+              "that folder)")
     return 0
 
 

@@ -19,7 +19,8 @@ UNUSED_OPENSSL_MODULES = ("ssl", "_ssl", "_hashlib")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ui", help="open the navigator (the default command)")
+    p = sub.add_parser("ui", help="run the navigator app (what a view's left pane runs; bare "
+                                  "`switchboard` there)")
     p.add_argument("--view", dest="view_id", default=os.environ.get("SWITCHBOARD_VIEW_ID"),
                    help="the view this navigator pane belongs to "
                         "(default: $SWITCHBOARD_VIEW_ID, else the selected view)")

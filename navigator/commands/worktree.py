@@ -38,12 +38,13 @@ def _base_project(args: argparse.Namespace) -> str:
 def _add(args: argparse.Namespace) -> int:
     from core.install.home import Home
     from core.install.worktree import add_worktree
+    from core.model.hints import command
 
     made, _ = add_worktree(Home.from_env(), _base_project(args), args.name, path=args.path,
                            branch=args.branch)
     emit(made, as_json=args.json,
          text=f"worktree {made.path} (branch {made.branch}) is project {made.project!r}\n"
-              f"next: `switchboard open {made.project}`")
+              f"next: {command('open', names=(made.project,))}")
     return 0
 
 

@@ -141,3 +141,37 @@ def test_demo_stop_kills_its_server_and_reset_deletes_only_a_demo_home(tmp_path:
                   expect=2)
     assert "does not look like a Switchboard demo home" in refused
     assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_next_hints_paste_as_the_command_they_name(home: Path, tmp_path: Path) -> None:
+    """A name with a space, a `;` and a leading `-` (issue 31.8): the hint, pasted into a
+    shell, is `switchboard open` of exactly that project, not an option or two commands."""
+    import shlex
+
+    from navigator.cli import build_parser
+
+    repo = _git_repo(tmp_path / "odd")
+    name = "-my app;x"
+    out = _sb(home, "project", "add", "--name", name, cwd=repo)
+    hint = out.split("next: `", 1)[1].split("`", 1)[0]
+    words = shlex.split(hint)
+    assert words[:2] == ["switchboard", "open"]
+    assert build_parser("open").parse_args(words[1:]).project == name
+
+
+def test_demo_hints_keep_the_home_they_were_given(tmp_path: Path) -> None:
+    """`demo --no-attach --home X` says how to stop *that* demo (issue 31.8)."""
+    import shlex
+
+    demo = tmp_path / "my demo"
+    try:
+        out = _sb(demo, "demo", "--no-attach", "--home", str(demo), cwd=tmp_path)
+        stop = shlex.split(out.split("stop it: `", 1)[1].split("`", 1)[0])
+        assert stop == ["switchboard", "demo", "--stop", "--home", str(demo)]
+        out = _sb(demo, *stop[1:], cwd=tmp_path)
+        assert "stopped its tmux server" in out
+        reset = shlex.split(out.split("(`", 1)[1].split("`", 1)[0])
+        assert reset == ["switchboard", "demo", "--reset", "--home", str(demo)]
+    finally:
+        subprocess.run(["tmux", "-S", str(demo / "tmux.sock"), "kill-server"],
+                       capture_output=True)

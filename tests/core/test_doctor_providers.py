@@ -1,0 +1,55 @@
+"""`switchboard doctor` checks the providers something here runs (issue 31.8): a person
+who only uses Claude gets no failure for a Codex that is not installed, only a
+warning that says when it would be needed; a project that runs Codex still fails."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from core.install.config import ProviderConfig
+from core.model.enums import Provider
+from core.reconcile.provider_checks import clear_provider_cache
+from navigator.cli import main
+from tests.integration.journey_env import fake_provider_command, make_live_engine
+
+MISSING = ("/nonexistent/switchboard-test-codex",)
+
+
+def _doctor(tmp_path: Path, socket: Path, monkeypatch: pytest.MonkeyPatch,
+            capsys: pytest.CaptureFixture[str], codex_project: bool) -> list[str]:
+    providers = {Provider.CLAUDE: ProviderConfig(command=fake_provider_command("claude")),
+                 Provider.CODEX: ProviderConfig(command=MISSING)}
+    engine = make_live_engine(tmp_path, socket, providers=providers)
+    if codex_project:  # the same registry, its one project now runs Codex
+        from core.install.config import load_config, render_config
+
+        config = load_config(engine.home.config_path)
+        projects = tuple(replace(p, preferred_provider=Provider.CODEX)
+                         for p in config.projects)
+        engine.home.config_path.write_text(render_config(replace(config, projects=projects)))
+    engine.conn.close()
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG", str(tmp_path / "config.toml"))
+    clear_provider_cache()
+    main(["doctor"])
+    return capsys.readouterr().out.splitlines()
+
+
+def test_a_codex_nobody_runs_is_a_warning(tmp_path: Path, tmux_socket: Path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _doctor(tmp_path, tmux_socket, monkeypatch, capsys, codex_project=False)
+    codex = [line for line in lines if "provider codex" in line]
+    assert codex and codex[0].startswith("warn  provider codex:"), lines
+    assert "no project runs codex" in codex[0]
+
+
+def test_a_codex_a_project_runs_still_fails(tmp_path: Path, tmux_socket: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _doctor(tmp_path, tmux_socket, monkeypatch, capsys, codex_project=True)
+    codex = [line for line in lines if "provider codex" in line]
+    assert codex and codex[0].startswith("fail  provider codex:"), lines
