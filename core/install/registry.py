@@ -121,6 +121,15 @@ def open_current(home: Home | None = None, *, expected_generation: str | None = 
     if expected_generation is not None and expected_generation != current:
         raise RegistryUnavailable(
             f"expected generation {expected_generation} but the current one is {current}")
+    if not home.registry_path(current).exists():
+        # `init` refuses here (a generation is published), so sending the person there
+        # sent them round in a circle: the way out is a new generation.
+        from core.model.hints import command
+
+        raise RegistryUnavailable(
+            f"the registry of generation {current} is gone ({home.registry_path(current)} "
+            f"does not exist); {command('reset', '--confirm-generation', current)} starts "
+            "a new empty one and keeps the config")
     conn, _meta = open_registry(home.registry_path(current), expected_generation=current,
                                 expected_host=config.host.host_id, readonly=readonly)
     return OpenRegistry(home=home, config=config, conn=conn)

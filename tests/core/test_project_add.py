@@ -175,3 +175,21 @@ def test_demo_hints_keep_the_home_they_were_given(tmp_path: Path) -> None:
     finally:
         subprocess.run(["tmux", "-S", str(demo / "tmux.sock"), "kill-server"],
                        capture_output=True)
+
+
+def test_a_deleted_registry_points_to_the_one_command_that_helps(home: Path,
+                                                                 tmp_path: Path) -> None:
+    """Not init (which refuses: a generation is published) but reset, with the
+    generation filled in; pasting it works (issue 31.8)."""
+    import shlex
+
+    generation = (home / "state" / "current").read_text().strip()
+    for path in (home / "state" / generation).glob("registry.sqlite3*"):
+        path.unlink()
+    out = _sb(home, "frame", "list", cwd=tmp_path, expect=2)
+    assert "switchboard init" not in out, out
+    hint = shlex.split(out.split("`", 2)[1])
+    assert hint == ["switchboard", "reset", "--confirm-generation", generation]
+    out = _sb(home, *hint[1:], cwd=tmp_path)
+    assert "new generation" in out
+    _sb(home, "frame", "list", cwd=tmp_path)  # the new, empty registry opens (exit 0)
