@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.hooks.attention_counts import (
@@ -114,6 +115,50 @@ def notices(subject: Subject, kind: AttentionKind, clients: Sequence[Client]) ->
         return []
     text = message_for(subject, kind)
     return [Notice(c, text) for c in clients]
+
+
+NUDGE_COALESCE_S = 5.0
+"""One nudge per client, frame and kind in this many seconds: 30 turn ends in 3.5 s
+were 31 bells and desktop notifications (the status segment still counts each)."""
+
+
+def coalesce(notices_: Sequence[Notice], frame_id: str, kind: AttentionKind,
+             claims: Path, now: float) -> list[Notice]:
+    """The notices no other publisher sent (or is sending) within NUDGE_COALESCE_S.
+
+    One small file per client, frame and kind holds the time of its last nudge,
+    under an ``flock``: concurrent publishers (the hook starts one per turn end)
+    serialize on it, and one that finds it held skips, since that nudge is being
+    sent right now. Best effort: a file that cannot be used lets the nudge through.
+    """
+    import fcntl
+
+    from core.model.digest import sha256_hex
+
+    kept = []
+    for notice in notices_:
+        key = sha256_hex("\0".join((notice.client.tty, frame_id, kind.value)).encode())
+        try:
+            claims.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(claims / key[:32], os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            kept.append(notice)
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            last = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            if last and now - float(last) < NUDGE_COALESCE_S:
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{now:.3f}".encode(), 0)
+            kept.append(notice)
+        except BlockingIOError:
+            continue  # another publisher is nudging this client about it now
+        except (OSError, ValueError):
+            kept.append(notice)
+        finally:
+            os.close(fd)
+    return kept
 
 
 def parse_clients(lines: Sequence[str]) -> list[Client]:
@@ -232,7 +277,10 @@ def _to_terminal(notice: Notice, *, bell: bool, desktop: bool) -> None:
         os.close(fd)
 
 
-TERMINAL_WRITE_S = 2.0
+TERMINAL_WRITE_S = 0.2
+"""How long a nudge waits on a terminal whose buffer is full. A blocked client tty
+held every publisher 2 s (twelve at once); a bell that cannot be written at once
+is worth little, and the status segment already says it."""
 
 
 def _write_all(fd: int, data: bytes, *, deadline: float) -> None:

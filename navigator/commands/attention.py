@@ -4,6 +4,7 @@ hook starts detached (`--publish`) when an agent's activity changed."""
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING
 
 from navigator.commands.output import emit
@@ -50,7 +51,10 @@ def _report(args: argparse.Namespace, opened: OpenRegistry) -> int:
         subject = attention.read_subject(opened.conn, args.frame) if args.frame else None
         if subject is not None and args.event:
             clients = attention.list_clients(socket)
-            sent = attention.notices(subject, attention.AttentionKind(args.event), clients)
+            kind = attention.AttentionKind(args.event)
+            sent = attention.coalesce(attention.notices(subject, kind, clients),
+                                      subject.frame_id, kind,
+                                      opened.home.run_dir / "attention", time.time())
         attention.publish(socket, settings, counts, sent)
     nudged = [n.client.tty for n in sent]
     emit({"counts": counts, "nudged": nudged}, as_json=args.json,

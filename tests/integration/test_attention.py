@@ -172,3 +172,24 @@ def test_a_person_s_own_status_line_is_left_alone(live, tmp_path: Path,
     tmux(tmux_socket, "set-option", "-gu", "@sb_attention")
     _publish(tmp_path, "--frame", route.frame_id)
     assert tmux(tmux_socket, "show-options", "-gqv", "@sb_attention").strip() == ""
+
+
+def test_a_burst_of_turn_ends_nudges_each_client_once(live, tmp_path: Path) -> None:
+    """Ten turn ends of the parked workspace in a row (issue 31.9): one bell and one
+    desktop notification per client, not ten; the status segment still counts."""
+    engine, route, client = live
+    engine.frame_push(new_request_id(), route.frame_id, "Tests", "Write tests.")
+    assert retry_until(lambda: client.read(0.05) is not None and engine.conn.execute(
+        "SELECT state FROM view_transitions WHERE kind = 'push'").fetchone()[0]
+        == "completed", 30)  # the workspace is parked: the client does not look at it
+    client.read(0.5)
+    client.output = b""
+    outs = [_publish(tmp_path, "--frame", route.frame_id, "--event", "turn_finished")
+            for _ in range(10)]
+    assert sum("; nudged /dev/" in out for out in outs) == 1, outs
+    assert all(out.startswith("needs input 0,") for out in outs)
+    client.read(1.0)
+    assert client.output.count(b"]9;Switchboard: alpha / alpha finished its turn") == 1
+    # another kind about the same frame is news: it is not held back
+    out = _publish(tmp_path, "--frame", route.frame_id, "--event", "needs_input")
+    assert "; nudged /dev/" in out, out
