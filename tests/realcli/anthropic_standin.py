@@ -471,5 +471,10 @@ class AnthropicStandin:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    @property
+    def searched(self) -> dict[str, ToolCall]:
+        """Each ToolSearch call's id -> the call it was made for (for re-reading replies)."""
+        return self._server.searched
+
     def turns(self) -> list[Recorded]:
         return [item for item in self.journal.snapshot() if item.is_turn]

@@ -50,7 +50,7 @@ from tests.realcli.harness import (
     xdg_home,
 )
 from tests.realcli.harness_claude import claude_command, seed_home, transcript, transcripts
-from tests.realcli.install import RealCli, RealClis
+from tests.realcli.install import RealCli, RealClis, newest
 from tests.waiting import retry_until
 
 PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL = (f"mcp__switchboard__{name}" for name in (
@@ -160,7 +160,8 @@ class World:
             if item.path.startswith("/v1/messages") and "count_tokens" not in item.path:
                 switchboard = [n for n in item.tool_names if "switchboard" in n]
                 out.append(f"model call: {len(item.tool_names)} tools "
-                           f"({len(switchboard)} switchboard) -> {script(item.body or {}).text!r}")
+                           f"({len(switchboard)} switchboard) -> "
+                           f"{script(item.body or {}, self.api.searched).text!r}")
         for pane in self.panes():  # every agent's screen: the one that failed may be parked
             out.append(f"--- pane {pane} ---\n" + screen(self.socket, pane).rstrip())
         return "\n".join(out)
@@ -513,3 +514,63 @@ def test_real_claude_task_agent_messages_its_parked_workspace(world: World) -> N
 
 def _words(text: str) -> str:
     return " ".join(text.split())
+
+
+MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk")
+"""The person's own defaultMode; bypassPermissions is refused by the CLI for root (where
+this suite runs), so it cannot be started here."""
+ASKS_FOR_OWN_TOOLS = ("plan",)
+"""Plan mode asks before any tool that changes state, allow rules and hook decisions
+notwithstanding (measured with 2.1.332): Switchboard's tools wait for the person there."""
+
+
+def _approve_until_gone(world: World, pane: str, frame_id: str) -> None:
+    """The person says yes to a permission question Switchboard shows as needs input."""
+    world.wait_activity(frame_id, "needs_input")
+    assert retry_until(lambda: "Do you want to proceed?" in screen(world.socket, pane), SLOW)
+
+    def approved() -> bool:
+        if "Do you want to proceed?" not in screen(world.socket, pane):
+            return True
+        tmux(world.socket, "send-keys", "-t", pane, "Enter")
+        time.sleep(1.0)
+        return "Do you want to proceed?" not in screen(world.socket, pane)
+    assert retry_until(approved, SLOW), screen(world.socket, pane)
+
+
+@pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
+                         ids=lambda v: f"claude-{v}")
+@pytest.mark.parametrize("mode", MODES)
+def test_switchboards_tools_and_claim_line_work_in_every_permission_mode(
+        world: World, mode: str) -> None:
+    """Whatever mode the person runs Claude Code in, the agent's push and the child's
+    claim of its brief go through: without a question (Switchboard allows its own tools
+    per launch), or in plan mode after a question Switchboard shows as needs input."""
+    settings_path = world.home / ".claude" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    settings["permissions"]["defaultMode"] = mode
+    settings_path.write_text(json.dumps(settings))
+    engine, socket = world.engine, world.socket
+    route = engine.project_enter(new_request_id(), "alpha")
+    parent = route.frame_id
+    engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
+    main = main_pane(engine)
+
+    def at_prompt() -> bool:
+        text = screen(socket, main)
+        return find_dialog(text.splitlines()) is None and \
+            any(hint in text for hint in ("for shortcuts", "(shift+tab to cycle)"))
+    assert retry_until(at_prompt, SLOW), screen(socket, main)
+    type_prompt(socket, main, f"PUSH In {mode} :: work in {mode} mode")
+    if mode in ASKS_FOR_OWN_TOOLS:
+        _approve_until_gone(world, main, parent)  # the push
+        assert retry_until(lambda: world.transition("push") is not None, SLOW), world.dump()
+        _approve_until_gone(world, main_pane(engine), world.frame(f"In {mode}"))  # the claim
+    assert retry_until(lambda: world.transition("push") is not None
+                       and world.transition("push")[0] == "completed", SLOW), world.dump()
+    child = world.frame(f"In {mode}")
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs")[0]
+                       is not None, SLOW), world.dump()
+    world.wait_activity(child, "ready")
+    assert f"STANDIN-CLAIMED brief: In {mode}" in screen(socket, main_pane(engine))
+    assert world.api.journal.tool_calls() == [PUSH_TOOL, CLAIM_TOOL], world.dump()
