@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.broker.broker import (
+    MAX_MESSAGE_CHARS,
     AlreadyAcked,
     Broker,
     InvalidRequest,
@@ -31,7 +32,7 @@ from core.model.errors import Conflict
 if TYPE_CHECKING:
     from core.broker.membership import ProjectFleet
 
-MAX_TEXT = 8000
+MAX_TEXT = MAX_MESSAGE_CHARS  # the broker's one limit, said here before anything is opened
 MAX_LISTED = 50
 MAX_WAIT_S = 600.0
 

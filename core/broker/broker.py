@@ -471,8 +471,7 @@ class Broker:
         A notification failure does not fail the send: the message is stored
         and pending, and the result carries the not-notified diagnostic.
         """
-        _require_text(text, "message text")
-        refuse_unsafe("message text", text, TextShape.BLOCK)
+        _require_message(text)
         self_send = from_member_id == to_member_id
         with self.store.transaction():
             self._live_fleet(fleet_id)
@@ -549,8 +548,7 @@ class Broker:
 
     def broadcast(self, fleet_id: int, from_member_id: int, text: str) -> list[SendResult]:
         """The same text to every other active member of the fleet, one message each."""
-        _require_text(text, "message text")
-        refuse_unsafe("message text", text, TextShape.BLOCK)
+        _require_message(text)
         self._live_fleet(fleet_id)
         others = [e.member_id for e in self.roster(fleet_id) if e.member_id != from_member_id]
         if not others:
@@ -619,6 +617,19 @@ def _target_of(placement: Placement | None) -> PaneTarget | None:
         return None
     return PaneTarget(placement.backend, placement.mux_session, placement.mux_window_id,
                       placement.mux_pane_id)
+
+
+MAX_MESSAGE_CHARS = 8000
+"""One limit for every sender: agents' tools, the person's navigator and CLI (which
+took a 120 KB message while agents were held to this)."""
+
+
+def _require_message(text: str) -> None:
+    _require_text(text, "message text")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidRequest(f"message text is {len(text)} characters; the limit is "
+                             f"{MAX_MESSAGE_CHARS} for everyone; nothing was sent")
+    refuse_unsafe("message text", text, TextShape.BLOCK)
 
 
 def _require_text(value: str | None, what: str) -> None:

@@ -57,6 +57,10 @@ def add_worktree(home: Home, base: str, name: str, *, path: Path | None = None,
                        "worktrees need git", code="worktree_not_git")
     repository_id = config.checkout(project.checkout_id).repository_id
     target = (path or default_path(checkout.root, name)).expanduser().absolute()
+    if target.resolve() == checkout.root or checkout.root in target.resolve().parents:
+        raise Conflict(f"{target} is inside the project's checkout {checkout.root}; a "
+                       "worktree goes beside it (the default), not in it: pass --path "
+                       "outside it", code="worktree_path_invalid")
     if target.exists():
         raise Conflict(f"{target} already exists; pass another name or --path",
                        code="worktree_exists")
@@ -64,11 +68,12 @@ def add_worktree(home: Home, base: str, name: str, *, path: Path | None = None,
     if any(p.name == new_name for p in config.projects):
         raise Conflict(f"a project is already named {new_name!r}; pick another worktree name",
                        code="worktree_exists")
-    branch = branch or name
+    branch = _checked_branch(checkout.root, branch or name)
     has_branch = _git(checkout.root, "rev-parse", "--verify", "--quiet",
                       f"refs/heads/{branch}").returncode == 0
-    args = ["worktree", "add", str(target), branch] if has_branch else \
-        ["worktree", "add", "-b", branch, str(target)]
+    # `--` ends git's options: the path and the branch are never read as one.
+    args = ["worktree", "add", "--", str(target), branch] if has_branch else \
+        ["worktree", "add", "-b", branch, "--", str(target)]
     done = _git(checkout.root, *args)
     if done.returncode != 0:
         raise Conflict(f"git worktree add failed: {_last_line(done)}", code="worktree_git")
@@ -114,6 +119,17 @@ def remove_worktree(home: Home, project_name: str, *, live_agents: int) -> Workt
         raise Conflict(f"git worktree remove failed: {_last_line(done)}", code="worktree_git")
     remove_project(home, project.name)
     return Worktree(project.name, "", str(root), branch)
+
+
+def _checked_branch(root: Path, branch: str) -> str:
+    """A branch name git accepts, and never an option: ``--orphan`` or ``-D`` given as
+    ``--branch`` reached git as options."""
+    if not branch or branch.startswith("-") or \
+            _git(root, "check-ref-format", "--branch", branch).returncode != 0:
+        raise ConfigError(f"branch {branch!r} is not a valid git branch name (git "
+                          "check-ref-format --branch refuses it, or it starts with '-')",
+                          code="worktree_branch_invalid")
+    return branch
 
 
 def _project(config: Config, name_or_id: str) -> ProjectConfig:

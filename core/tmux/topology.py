@@ -378,7 +378,8 @@ def create_view(
         ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
         ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
         *navigator_fit_commands(window, navigator_width),
-        ("rename-window", "-t", window, "--", window_name),
+        # rename-window expands formats: "a#{b}" named the window "a", "#{x}" nothing
+        ("rename-window", "-t", window, "--", window_name.replace("#", "##")),
     ]
     if key_binding is not None and _may_bind(key_binding, key_lines):
         commands.append(key_binding.command())

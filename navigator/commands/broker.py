@@ -105,10 +105,16 @@ def _fleet_id(broker: Broker, ref: str) -> int:
 
 def _member_id(broker: Broker, ref: str, fleet_id: int | None = None) -> int:
     """A member named by id or by name (active members, in ``fleet_id`` when given)."""
+    from core.broker.membership import PERSON_AGENT, PERSON_NAME
+
     ref = ref.strip()
     if ref.isdigit():
         return int(ref)
     found = [e for e in broker.roster(fleet_id) if e.name == ref]
+    if len(found) > 1 and ref == PERSON_NAME:
+        # "person" is the person, as it is for the agents' tools; a task someone
+        # titled "person" is still reached by its member id.
+        found = [e for e in found if e.coding_agent == PERSON_AGENT] or found
     if len(found) > 1:
         raise InvalidRequest(f"member name {ref!r} is used by members "
                              f"{', '.join(str(e.member_id) for e in found)}; use the id "

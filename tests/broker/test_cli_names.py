@@ -97,3 +97,31 @@ def test_inbox_row_names_sender_and_recipient() -> None:
     entry = InboxEntry(1, 1, 2, "Fix the bug", 3, "person", "done", MessageState.INPUT_REQUIRED,
                        "2026-01-01T00:00:00.000Z", 1.0)
     assert _who(entry) == "Fix the bug -> person"
+
+
+def test_person_means_the_person_and_messages_have_one_limit(
+        sb_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A task titled "person" does not make `--to person` ambiguous, and the person's
+    CLI is held to the agents' 8,000 characters (issue 31.10)."""
+    from core.broker.broker import MAX_MESSAGE_CHARS
+
+    _crew(capsys)
+    for name, agent in (("person", "claude"), ("person", "person")):  # a task, the person
+        code, _, err = run(capsys, "member", "register", "--fleet", "team", "--name", name,
+                           "--session", "scratch", "--window", "@0", "--coding-agent", agent)
+        assert code == 0, err
+    code, out, err = run(capsys, "message", "send", "--fleet", "team", "--from", "boss",
+                         "--to", "person", "for you", "--json")
+    assert code == 0, err
+    to = json.loads(out)["message"]["to_member_id"]
+    code, out, _ = run(capsys, "member", "list", "--fleet", "team", "--json")
+    assert [m["coding_agent"] for m in json.loads(out) if m["member_id"] == to] == ["person"]
+
+    code, _, err = run(capsys, "message", "send", "--fleet", "team", "--from", "person",
+                       "--to", "bob", "x" * (MAX_MESSAGE_CHARS + 1))
+    assert code == 2 and f"the limit is {MAX_MESSAGE_CHARS}" in err, err
+    code, out, _ = run(capsys, "message", "poll", "--member", "bob", "--json")
+    assert json.loads(out) == []
+    code, _, err = run(capsys, "message", "send", "--fleet", "team", "--from", "person",
+                       "--to", "bob", "x" * MAX_MESSAGE_CHARS)
+    assert code == 0, err

@@ -450,3 +450,12 @@ def test_back_to_navigator_mode_splits_a_new_navigator_when_it_is_gone(
     assert back.navigator.width == DEFAULT_NAVIGATOR_WIDTH
     assert back.main is not None and back.main.pane_id == layout.main.pane_id
     assert back.main.pane_pid == layout.main.pane_pid
+
+
+def test_a_window_name_with_hashes_is_shown_as_written(adapter: TmuxAdapter) -> None:
+    """rename-window expands formats: a project "a#{b} #1" named its window "a 1" and
+    "#{x}" left it empty (issue 31.10)."""
+    layout = adapter.create_view(session_name="scratch", view_id=VIEW,
+                                 window_name="a#{b} #1 ##", navigator_command=SLEEP,
+                                 main_command=SLEEP)
+    assert layout.main is not None and layout.main.window_name == "a#{b} #1 ##"

@@ -101,3 +101,24 @@ def test_worktree_refusals_change_nothing(home: Path, tmp_path: Path) -> None:
     base = _sb(home, "worktree", "remove", "plain", cwd=tmp_path, expect=2)
     assert "not a git worktree" in base
     assert (home / "config.toml").read_bytes() == before
+
+
+@pytest.mark.parametrize("option", ["--branch=--orphan", "--branch=-D", "--branch=a..b",
+                                    "--path=-weird"])
+def test_worktree_options_never_reach_git_as_options(home: Path, tmp_path: Path,
+                                                     option: str) -> None:
+    """A branch that looks like a git option, and a relative path that lands inside the
+    checkout, are refused in words; no worktree, no branch, no project (issue 31.10)."""
+    repo = _repo(tmp_path / "widget")
+    _sb(home, "project", "add", cwd=repo)
+    before = (home / "config.toml").read_bytes()
+    out = _sb(home, "worktree", "add", "fix", option, cwd=repo, expect=2)
+    assert "branch" in out or "inside the project's checkout" in out, out
+    assert (home / "config.toml").read_bytes() == before
+    listed = subprocess.run(["git", "-C", str(repo), "worktree", "list", "--porcelain"],
+                            capture_output=True, text=True, check=True).stdout
+    assert listed.count("worktree ") == 1, listed
+    branches = subprocess.run(["git", "-C", str(repo), "branch", "--format=%(refname)"],
+                              capture_output=True, text=True, check=True).stdout.split()
+    assert branches == ["refs/heads/main"]
+    assert not (repo / "-weird").exists() and not (tmp_path / "-weird").exists()
