@@ -85,6 +85,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue  # group not built yet
             raise
         module.register(sub)
+    from navigator.commands.help_texts import fill_help
+
+    fill_help(parser)
     return parser
 
 
