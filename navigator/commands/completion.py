@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "`source <(switchboard completion bash)` to ~/.bashrc; zsh (after "
                     "compinit): `source <(switchboard completion zsh)` in ~/.zshrc; fish: "
                     "`switchboard completion fish > ~/.config/fish/completions/switchboard.fish`.")
-    p.add_argument("shell", nargs="?", choices=SHELLS)
+    p.add_argument("shell", nargs="?", choices=SHELLS, metavar="SHELL",
+                   help="the shell to print the script for: bash, zsh or fish")
     p.add_argument("--names", choices=[kind.value for kind in NameKind], help=argparse.SUPPRESS)
     p.set_defaults(handler=_completion)
 

@@ -157,7 +157,9 @@ def test_the_installed_wheel_runs_version_demo_and_doctor(built: Built,
                                    navigator], capture_output=True, text=True,
                                   timeout=30).stdout
 
-        screen = retry_value(drawn, lambda text: "Write the parser" in text, 60)
+        # the navigator may first draw the tree as the demo was building it
+        screen = retry_value(drawn, lambda text: "Write the parser" in text
+                             and "Add tests" in text, 60)
         assert "Write the parser" in screen and "Add tests" in screen, screen
 
         doctor = switchboard("doctor")
