@@ -111,6 +111,46 @@ def test_a_data_file_left_out_of_the_package_is_caught(built: Built,
     assert missing_from_wheel(package_files(source), wheel) == {"navigator/switchboard.tcss"}
 
 
+TOOL_INSTALLS = {
+    # README's one-command installs, each into folders of this test's own.
+    "pipx": lambda tool, source, where: (
+        [str(tool), "install", str(source)],
+        {"PIPX_HOME": str(where / "home"), "PIPX_BIN_DIR": str(where / "bin")}),
+    "uv": lambda tool, source, where: (
+        [str(tool), "tool", "install", str(source)],
+        {"UV_TOOL_DIR": str(where / "home"), "UV_TOOL_BIN_DIR": str(where / "bin"),
+         "UV_CACHE_DIR": str(where / "cache"), "UV_PYTHON": sys.executable}),
+}
+
+
+@pytest.mark.parametrize("installer", sorted(TOOL_INSTALLS))
+def test_one_command_installs_it_from_a_checkout(built: Built, tmp_path: Path,
+                                                 installer: str) -> None:
+    """`pipx install .` and `uv tool install .`, as README says, give a `switchboard`
+    that runs from the tool's own environment."""
+    tool = Path(sys.executable).parent / installer
+    assert tool.exists(), f"{installer} is missing: `make setup` installs the dev extras"
+    source = tmp_path / "checkout"
+    shutil.copytree(built.source, source, symlinks=True, ignore=NOT_SOURCES)
+    where = tmp_path / installer
+    argv, places = TOOL_INSTALLS[installer](tool, source, where)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("SWITCHBOARD_")}
+    env.update(places, SWITCHBOARD_HOME=str(tmp_path / "sbhome"))
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    env["PATH"] = os.pathsep.join([str(where / "bin"), "/usr/bin", "/bin"])
+    version = subprocess.run(["switchboard", "--version"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert version.stdout.startswith(f"switchboard {built.version} "), version.stderr
+    doctor = subprocess.run(["switchboard", "doctor"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60)
+    first = doctor.stdout.splitlines()[0]
+    assert first.startswith(f"ok    switchboard: {built.version} ") and \
+        str(where / "home") in first, doctor.stdout + doctor.stderr
+
+
 def test_the_installed_wheel_runs_version_demo_and_doctor(built: Built,
                                                           tmp_path: Path) -> None:
     venv = tmp_path / "venv"
