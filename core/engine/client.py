@@ -144,7 +144,27 @@ class EngineClient:
         from core.state.state_builder import build_navigator_state
 
         with self._lock:
+            self._follow_reset()
             return build_navigator_state(self.engine)
+
+    def _follow_reset(self) -> None:
+        """After `switchboard reset` the pointer names a new generation: read that one.
+
+        The connection stays on the file it opened, so a navigator running through
+        a reset kept showing frames that no longer exist. Called under ``_lock``
+        with each state read (one small file read; the change stamp already watches
+        the pointer). The new registry is opened before the old one is let go, so a
+        failed open leaves the client as it was (the next read tries again); the
+        next request builds its engine, and stage, on the new connection.
+        """
+        current = self.home.read_current_generation()
+        if current is None or current == self.engine.generation_id:
+            return
+        from core.engine.session import open_reader
+
+        fresh = open_reader(self.home)
+        old, self.engine = self.engine, fresh
+        old.conn.close()
 
     def session_detail(self, frame_id: str, limit: int = 50) -> SessionDetail:
         """The frame's current session evidence (``core.evidence.store.SessionDetail``).
@@ -181,15 +201,18 @@ class EngineClient:
         return SubjectPlace(view_id, frame_id)
 
     def data_version(self) -> int:
-        """Cheap change detection: SQLite's data_version plus the broker file's mtime."""
+        """Cheap change detection: the generation, SQLite's data_version and the broker
+        file's mtime."""
         with self._lock:
+            self._follow_reset()  # a new generation is a change, whatever its version
             version = self.engine.conn.execute("PRAGMA data_version").fetchone()[0]
             total = self.engine.conn.total_changes
+            generation = self.engine.generation_id
         try:
             broker = os.stat(self.home.broker_path).st_mtime_ns
         except OSError:
             broker = 0
-        return hash((version, total, broker))
+        return hash((generation, version, total, broker))
 
     def change_stamp(self) -> tuple[tuple[int, int], ...]:
         """Size and mtime of every file a registry or broker commit touches: no lock, no SQL.
