@@ -30,7 +30,7 @@ from core.model.enums import (
     ViewMode,
 )
 from core.model.errors import ConfigError, NotFound
-from core.model.text import describe_char, first_unsafe_char
+from core.model.text import TextShape, shown, unsafe_reason
 
 CONFIG_VERSION = 3
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
@@ -308,13 +308,9 @@ class _Reader:
             return self.fail(path, "must not be empty or blank")
         if len(value) > max_chars:
             return self.fail(path, f"must be at most {max_chars} characters (got {len(value)})")
-        bad = first_unsafe_char(value)
-        if bad is not None:
-            return self.fail(
-                path,
-                f"must not contain control or bidi characters "
-                f"({describe_char(value[bad])} at index {bad})",
-            )
+        unsafe = unsafe_reason("the value", value, TextShape.LINE)  # the shared rule
+        if unsafe is not None:
+            return self.fail(path, unsafe)
         return value
 
     def uuid(self, value: object, path: str) -> Any:
@@ -334,8 +330,8 @@ class _Reader:
         try:
             return enum_type(value)
         except ValueError:
-            shown = value if first_unsafe_char(value) is None and len(value) <= 64 else "…"
-            return self.fail(path, f"must be one of {allowed} (got {shown!r})")
+            got = shown(value) if len(value) <= 64 else shown(value[:63]) + "…"
+            return self.fail(path, f"must be one of {allowed} (got {got!r})")
 
     def integer(self, value: object, path: str, bounds: tuple[int, int]) -> Any:
         low, high = bounds

@@ -251,7 +251,7 @@ FIELD_ERRORS = [
      "at most 128"),
     ('display_name = "workstation"', 'display_name = "a\\u001bb"', "host.display_name",
      "control"),
-    ('display_name = "workstation"', 'display_name = "a\\u202eb"', "host.display_name", "bidi"),
+    ('display_name = "workstation"', 'display_name = "a\\u202eb"', "host.display_name", "U+202E (RLO)"),
     ('display_name = "workstation"', 'display_name = "  "', "host.display_name", "blank"),
     ('cli_default_mode = "navigator"', 'cli_default_mode = "tabs"', "views.cli_default_mode",
      "must be one of navigator, direct"),
