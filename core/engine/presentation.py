@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from core.model.enums import DirectiveKind
-from core.model.errors import SwitchboardError
+from core.model.errors import InvariantViolation, SwitchboardError
+from core.model.text import shown
 from core.state.state_types import DirectiveError, PresentationDirective
 from storage.connection import write_transaction
 from storage.operations import leases as leases_ops
@@ -64,10 +65,13 @@ def _directive_for(engine: Engine, request_id: str, view_id: str,
 
 
 def blocked(engine: Engine, request_id: str, exc: SwitchboardError) -> PresentationDirective:
+    """A refusal as a directive a frontend shows as it is: the message spelled out (it
+    may echo a project name), a schema rule's name replaced by ``refused``."""
+    code = "refused" if isinstance(exc, InvariantViolation) else exc.code
     return PresentationDirective(request_id=request_id, host_id=engine.host_id,
                                  kind=DirectiveKind.BLOCKED,
-                                 error=DirectiveError(code=_token(exc.code),
-                                                      message=exc.message[:1000]))
+                                 error=DirectiveError(code=_token(code),
+                                                      message=shown(exc.message)[:1000]))
 
 
 def _token(code: str) -> str:
