@@ -149,18 +149,6 @@ def shown_block(value: object) -> str:
     return UNSAFE_IN_BLOCK.sub(lambda m: _escape(m.group()), text)
 
 
-def clean_text(value: str, *, max_chars: int) -> str:
-    """Replace unsafe characters with a space and cut to ``max_chars`` (with an ellipsis).
-
-    For producers of a fixed-format payload where a visible escape would not
-    fit (a desktop notification's OSC text): the text is shortened, never raw.
-    """
-    cleaned = UNSAFE_CHARS.sub(" ", value)
-    if len(cleaned) > max_chars:
-        cleaned = cleaned[: max(0, max_chars - 1)] + "…"
-    return cleaned
-
-
 # ESC [ params m, where params are digits, ';' and ':' (ISO 8613-6 colour forms).
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 
