@@ -54,6 +54,13 @@ def test_start_fails_closed_and_records_why(broken, tmux_socket: Path) -> None:
 def test_push_whose_child_cannot_launch_rolls_back_with_a_recovery(broken,
                                                                    tmux_socket: Path) -> None:
     route = broken.project_enter(new_request_id(), "alpha")
+    # The push itself is refused first, before anything is written (issue 31.6)...
+    with pytest.raises(ProviderError, match="no task was created"):
+        broken.frame_push(new_request_id(), route.frame_id, "Child", "brief")
+    assert broken.conn.execute("SELECT COUNT(*) FROM frames").fetchone()[0] == 1
+    assert broken.conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] == 0
+    # ... and a provider that breaks between that check and the launch still rolls back.
+    broken._require_child_provider = lambda *args: None  # type: ignore[method-assign]
     push = broken.frame_push(new_request_id(), route.frame_id, "Child", "brief")
     assert push.state == "failed"
     failure = broken.conn.execute("SELECT failure FROM view_transitions").fetchone()[0]
