@@ -59,10 +59,11 @@ def test_stream_pane_then_direct_mode_then_prefix_s(tmp_path: Path, tmux_socket:
             screen(tmux_socket, nav)
         assert _panes(tmux_socket, window)[nav][1]  # the keyboard is in the navigator
         # The footer shows every key with its word in the 26-column navigator (31.4).
-        footer = screen(tmux_socket, nav)
-        for key in ("n Start", "s Stop", "b Back", "m Mode", "p Task", "t Message",
-                    "l Stream", "? Help"):
-            assert key in footer, footer
+        keys = ("n Start", "s Stop", "b Back", "m Mode", "p Task", "t Message", "l Stream",
+                "? Help")
+        # the keys of the focused tree come with the first state read
+        assert retry_until(lambda: all(key in screen(tmux_socket, nav) for key in keys),
+                           30), screen(tmux_socket, nav)
         terminal.type(b"p")  # the new-task dialog says how the brief is pushed
         assert retry_until(lambda: "(ctrl+s pushes)" in screen(tmux_socket, nav), 30), \
             screen(tmux_socket, nav)
