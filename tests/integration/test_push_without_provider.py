@@ -35,6 +35,7 @@ def test_p_without_an_installed_provider_creates_nothing(tmp_path: Path,
     try:
         assert retry_until(lambda: _shows_navigator(tmux_socket, nav, 40), 30), \
             screen(tmux_socket, nav)
+        assert retry_until(lambda: "p Task" in screen(tmux_socket, nav), 30)  # state read
         terminal.type(b"p")
         assert retry_until(lambda: "(ctrl+s pushes)" in screen(tmux_socket, nav), 30), \
             screen(tmux_socket, nav)
