@@ -45,7 +45,8 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("c", "complete", "Complete", tooltip="complete the task and return"),
     Binding("x", "close_frame", "Close", tooltip="close the task without a handoff"),
     Binding("w", "cancel_transition", "Withdraw",
-            tooltip="cancel the view's push or return while it waits for a Stop"),
+            tooltip="cancel the view's push while it waits for a Stop (a waiting return "
+                    "is not withdrawn: s stops its agent and runs it sooner)"),
     Binding("r", "reopen", "Reopen", tooltip="reopen a closed frame from History"),
     Binding("m", "toggle_mode", "Mode", tooltip="toggle navigator/direct mode"),
     Binding("R", "recover", "Recover", key_display="R",

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_claim)
     p = ags.add_parser("transition-cancel",
-                       help="withdraw your push or return while it waits for your Stop")
+                       help="withdraw your push while it waits for your Stop (a return "
+                            "is not withdrawn)")
     p.add_argument("--request-id", help="retry-safe id (the same id changes nothing twice)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cancel)

@@ -12,8 +12,9 @@ from navigator.commands.output import request_id_from as _rid
 def register(sub: argparse._SubParsersAction) -> None:
     transition = sub.add_parser("transition", help="view transitions in flight")
     ts = transition.add_subparsers(dest="transition_command", metavar="ACTION", required=True)
-    p = ts.add_parser("cancel", help="cancel a push or return still waiting for a Stop "
-                                     "(prepared); nothing has moved yet")
+    p = ts.add_parser("cancel", help="cancel a push still waiting for a Stop (prepared); "
+                                     "nothing has moved yet (a complete-return is not "
+                                     "withdrawn)")
     p.add_argument("transition_id", nargs="?", help="the transition (or give --view)")
     p.add_argument("--view", help="cancel the transition in flight in this view")
     p.add_argument("--json", action="store_true")
