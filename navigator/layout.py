@@ -43,16 +43,15 @@ SHORT_ROWS = 14
 
 
 def stylesheet_path() -> Path:
-    """The canonical stylesheet in the top-level ``styles/`` folder.
+    """The stylesheet shipped with the package, ``navigator/switchboard.tcss``.
 
-    A source checkout or editable install finds it beside the package; a
-    wheel install falls back to the copy shipped as package data
-    (``navigator/switchboard.tcss``, a symlink to the canonical file in git).
+    In git it is a symlink to the canonical file in the top-level ``styles/``
+    folder, so a checkout or editable install resolves to that; a wheel holds
+    it as a plain file (package data). Nothing outside the package is looked
+    at: in site-packages a folder ``styles/`` beside ``navigator/`` would be
+    another distribution's.
     """
-    canonical = Path(__file__).resolve().parent.parent / "styles" / "switchboard.tcss"
-    if canonical.is_file():
-        return canonical
-    return Path(__file__).resolve().parent / "switchboard.tcss"
+    return (Path(__file__).resolve().parent / "switchboard.tcss").resolve()
 
 
 class MainScreen(Screen[None]):
