@@ -462,6 +462,28 @@ class PromptReader:
                         line.append(text)
                         self.write(text)
 
+    def read_key(self) -> str | None:
+        """One key of a dialog: ``up``, ``down``, ``enter``, ``other``; a bracketed paste
+        is one ``other`` (dialogs refuse pastes); None at end of input."""
+        if not self.pending:
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                return None
+            self.pending = chunk
+        data = self.pending
+        if data.startswith(PASTE_START):
+            end = data.find(PASTE_END)
+            self.pending = data[end + len(PASTE_END):] if end >= 0 else b""
+            return "other"
+        for seq, key in ((b"\x1b[A", "up"), (b"\x1bOA", "up"), (b"\x1b[B", "down"),
+                         (b"\x1bOB", "down"), (b"\r", "enter"), (b"\n", "enter")):
+            if data.startswith(seq):
+                self.pending = data[len(seq):]
+                return key
+        step = _escape_length(data) if data.startswith(b"\x1b") else 1
+        self.pending = data[step:]
+        return "other"
+
     def _read_piped_line(self) -> str | None:
         raw = b""
         while not raw.endswith(b"\n"):
@@ -473,6 +495,28 @@ class PromptReader:
             return None
         raw = raw.replace(PASTE_START, b"").replace(PASTE_END, b"")
         return raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+STARTUP_OPTIONS = ("Yes, set auto mode as my default permission mode", "No, keep manual mode")
+
+
+def answer_dialog(reader: PromptReader, write: Callable[[str], None], title: str) -> str | None:
+    """Show a start-up dialog and wait for the person's choice (None: input ended)."""
+    cursor = 0
+    while True:
+        write("\x1b[2J\x1b[H" + "─" * 60 + "\r\n")
+        write(f"  {title}\r\n\r\n")
+        for index, option in enumerate(STARTUP_OPTIONS):
+            write(("  ❯ " if index == cursor else "    ") + option + "\r\n")
+        write("\r\n  Enter to select · Esc to cancel\r\n")
+        key = reader.read_key()
+        if key is None:
+            return None
+        if key in ("up", "down"):
+            cursor = 1 - cursor
+        elif key == "enter":
+            write("\x1b[2J\x1b[H")
+            return STARTUP_OPTIONS[cursor]
 
 
 def _escape_complete(data: bytes) -> bool:
@@ -670,6 +714,10 @@ class Launch:
     reply: str
     mcp_configs: tuple[str, ...] = ()
     """Claude: ``--mcp-config`` values; its stdio servers start with the session."""
+    startup_dialog: str | None = None
+    """A start-up dialog to show first, as Claude Code 2.1.300+ does once ("Make auto
+    mode your default permission mode?"): a two-option list, answered with arrows and
+    Enter; until then typed text and pastes are ignored and an initial prompt waits."""
 
 
 def start_mcp_servers(configs: Sequence[str], env: dict[str, str]) -> list[subprocess.Popen]:
@@ -744,6 +792,7 @@ def parse_args(argv: Sequence[str]) -> Launch:
         no_stop_on=tuple(cli.list_of("no_stop_on")),
         session_end=_text(cli.get("session_end")) or "auto",
         reply=_text(cli.get("reply")) or DEFAULT_REPLY,
+        startup_dialog=_text(cli.get("startup_dialog")),
         mcp_configs=tuple(cli.list_of("mcp_config")) if cli.provider == "claude" else ())
 
 
@@ -865,6 +914,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             agent.ask = ask
         try:
             agent.hooks.fire("SessionStart", session.session_start())
+            if args.startup_dialog and not args.print_mode:
+                chosen = answer_dialog(reader, write, args.startup_dialog)
+                if chosen is None:
+                    raise SessionClosed(0)
+                report(f"  ✓ {chosen}")
             if initial_prompt is not None:
                 report(f"> {initial_prompt}")
                 agent.turn(initial_prompt)

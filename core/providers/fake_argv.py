@@ -84,6 +84,7 @@ FAKE_OPTIONS = (
     Opt("--no-stop-on <word>", V, "no_stop_on", repeatable=True),
     Opt("--session-end <when>", V, "session_end", ("auto", "always", "never")),
     Opt("--reply <text>", V, "reply"),
+    Opt("--startup-dialog <title>", V, "startup_dialog"),
 )
 """The fake's own knobs (never given to a real CLI)."""
 

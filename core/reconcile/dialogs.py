@@ -1,9 +1,11 @@
 """Panes that wait on their CLI's own dialog are needs-input, with the dialog's words.
 
-A launch whose agent has not taken a first prompt yet, a control turn typed or
-passed at launch that no hook has confirmed, and a pane already known to show a
-dialog are the only panes read: their bottom lines, all in one tmux process per
-turn (``core.tmux.screens``), parsed by ``core.providers.dialogs``. A dialog found
+Only three kinds of pane are read, their bottom lines all in one tmux process
+per turn (``core.tmux.screens``), parsed by ``core.providers.dialogs``: a pane
+already known to show a dialog (every turn, to see it answered); a fresh launch
+whose agent has not taken a first prompt (twice: 2 s and 10 s after its launch,
+when a start-up dialog would show); and a control turn no hook confirmed (3 s
+and 10 s after it was submitted). An idle fleet is never read. A dialog found
 makes the session needs-input (reason ``question``: the CLI asks the person) and
 opens a ``provider_dialog`` recovery on the surface that quotes it; nothing is
 ever typed into it. When the dialog is gone the recovery resolves, and the
@@ -25,16 +27,23 @@ from storage.operations import sessions as sessions_ops
 if TYPE_CHECKING:
     from core.engine.engine import Engine
 
-FRESH_LAUNCH_MS = 120_000
-"""How long after its launch an agent that took no prompt yet is watched."""
-UNCONFIRMED_CONTROL_MS = 3_000
-"""A control turn no hook confirmed within this is read for a dialog."""
+CHECKPOINTS_MS: tuple[int, ...] = (2_000, 10_000)
+"""When a fresh launch (after its launch) or an unconfirmed control turn (after its
+submission) is read: once past each."""
+WATCH_MS = 120_000
+"""Beyond this a launch or control turn is no longer read for a dialog."""
 
 _CANDIDATES = """
 SELECT s.surface_id, s.pane_id, s.session_key,
        (SELECT r.recovery_id FROM recoveries r WHERE r.kind = 'provider_dialog'
          AND r.subject_type = 'surface' AND r.subject_id = s.surface_id
-         AND r.state = 'open') AS open_dialog
+         AND r.state = 'open') AS open_dialog,
+       CASE WHEN ps.last_turn_id IS NULL AND ps.activity <> 'working'
+             AND NOT (ps.activity = 'needs_input' AND ps.activity_reason <> 'question')
+            THEN l.created_at END AS fresh_since,
+       (SELECT MAX(c.submitted_at) FROM control_turns c
+         WHERE c.target_session_key = ps.session_key AND c.state = 'submitted')
+           AS unconfirmed_since
   FROM surfaces s
   JOIN provider_sessions ps ON ps.session_key = s.session_key
   JOIN launch_intents l ON l.launch_id = s.launch_id
@@ -42,12 +51,38 @@ SELECT s.surface_id, s.pane_id, s.session_key,
    AND (EXISTS (SELECT 1 FROM recoveries r WHERE r.kind = 'provider_dialog'
                  AND r.subject_type = 'surface' AND r.subject_id = s.surface_id
                  AND r.state = 'open')
-        OR (l.created_at >= ? AND ps.last_turn_id IS NULL AND ps.activity <> 'working'
-            AND NOT (ps.activity = 'needs_input' AND ps.activity_reason <> 'question'))
+        OR (l.created_at >= ? AND ps.last_turn_id IS NULL)
         OR EXISTS (SELECT 1 FROM control_turns c WHERE c.target_session_key = ps.session_key
-                    AND c.state = 'submitted' AND c.submitted_at <= ?))
+                    AND c.state = 'submitted' AND c.submitted_at >= ?))
  ORDER BY s.created_at DESC
 """
+
+_reads: dict[tuple[str, int], int] = {}
+"""(surface, since) -> checkpoints already read, in this process: a reconcile holder
+reads each launch or control turn at most once per checkpoint."""
+
+
+def _due(row: sqlite3.Row, now: int) -> bool:
+    """Read this pane this turn?"""
+    if row["open_dialog"] is not None:
+        return True
+    due = False
+    for since in (row["fresh_since"], row["unconfirmed_since"]):
+        if since is None or now - since > WATCH_MS:
+            continue
+        key = (row["surface_id"], since)
+        done = _reads.get(key, 0)
+        passed = sum(1 for mark in CHECKPOINTS_MS if now - since >= mark)
+        if passed > done:
+            _reads[key] = passed
+            due = True
+    return due
+
+
+def _forget(now: int) -> None:
+    """Checkpoints of launches and turns past the watch are not kept."""
+    for key in [k for k in _reads if now - k[1] > WATCH_MS]:
+        del _reads[key]
 
 
 def dialog_explanation(words: str) -> str:
@@ -62,9 +97,10 @@ def watch_dialogs(engine: Engine, snap: ServerSnapshot | None, server_id: str | 
     stage = engine.stage
     if stage is None or snap is None or server_id is None:
         return 0
-    rows = engine.conn.execute(_CANDIDATES, (server_id, now - FRESH_LAUNCH_MS,
-                                             now - UNCONFIRMED_CONTROL_MS)).fetchall()
-    rows = [r for r in rows if snap.pane(r["pane_id"]) is not None]
+    rows = engine.conn.execute(_CANDIDATES, (server_id, now - WATCH_MS,
+                                             now - WATCH_MS)).fetchall()
+    _forget(now)
+    rows = [r for r in rows if snap.pane(r["pane_id"]) is not None and _due(r, now)]
     if not rows:
         return 0
     screens = stage.read_screens(server_id, [r["pane_id"] for r in rows], DIALOG_LINES)

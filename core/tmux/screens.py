@@ -21,7 +21,8 @@ MAX_PANES_PER_READ = 8
 
 def read_screens(runner: TmuxRunner, expected: ServerIdentity, pane_ids: Sequence[str],
                  lines: int) -> dict[str, list[str]]:
-    """pane id -> its last ``lines`` lines (wrapped lines joined), for up to
+    """pane id -> the last ``lines`` lines of its visible screen (wrapped lines joined),
+    for up to
     MAX_PANES_PER_READ panes, in one tmux process behind the identity guard."""
     panes = list(dict.fromkeys(pane_ids))[:MAX_PANES_PER_READ]
     if not panes:
@@ -29,7 +30,9 @@ def read_screens(runner: TmuxRunner, expected: ServerIdentity, pane_ids: Sequenc
     commands: list[tuple[str, ...]] = []
     for pane in panes:
         commands.append(("display-message", "-p", "-t", pane, _MARK + "#{pane_id}"))
-        commands.append(("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", pane))
+        # the visible screen only: a dialog is drawn there, and scrollback may still
+        # hold one the person has answered
+        commands.append(("capture-pane", "-p", "-J", "-t", pane))
     try:
         output = run_guarded(runner, expected, commands)
     except Exception:  # noqa: BLE001 - a failed read is "nothing seen", never an action

@@ -358,10 +358,14 @@ def test_a_view_is_degraded_while_a_recovery_about_it_is_open(
     assert problems(engine, world.view_id) == []
 
 
-def test_an_idle_reconcile_reads_tmux_once(tmp_path: Path, tmux_socket: Path) -> None:
+def test_an_idle_reconcile_reads_tmux_once(tmp_path: Path, tmux_socket: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing committed and nothing to repair: one tmux process per reconcile, so one
     reconciler per host costs one `list-panes -a` per interval; a commit by another
-    process between the first read and the write lock still gets a fresh read."""
+    process between the first read and the write lock still gets a fresh read. (The
+    just-made launches' own start-up dialog reads, 2 s and 10 s after each launch, are
+    tested in tests/integration/test_provider_dialogs.py.)"""
+    monkeypatch.setattr("core.reconcile.dialogs.CHECKPOINTS_MS", ())
     engine, world = build_world(tmp_path, tmux_socket)
     observer = open_stage_engine(tmp_path)  # another process: the navigator
     reconcile(observer)  # settles whatever the launch left

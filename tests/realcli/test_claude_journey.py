@@ -38,7 +38,12 @@ from core.model.enums import Provider
 from core.providers.dialogs import find_dialog
 from storage.uri import sqlite_uri
 from tests.integration.journey_env import one, tmux
-from tests.realcli.anthropic_standin import TOOLTEST_COMMAND, AnthropicStandin, script
+from tests.realcli.anthropic_standin import (
+    RISKY_COMMAND,
+    TOOLTEST_COMMAND,
+    AnthropicStandin,
+    script,
+)
 from tests.realcli.harness import (
     activity,
     command_runs,
@@ -574,3 +579,44 @@ def test_switchboards_tools_and_claim_line_work_in_every_permission_mode(
     world.wait_activity(child, "ready")
     assert f"STANDIN-CLAIMED brief: In {mode}" in screen(socket, main_pane(engine))
     assert world.api.journal.tool_calls() == [PUSH_TOOL, CLAIM_TOOL], world.dump()
+
+
+@pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
+                         ids=lambda v: f"claude-{v}")
+def test_a_call_auto_mode_blocks_is_a_failure_not_work(world: World) -> None:
+    """In auto mode the service's check blocks a risky command: Claude says so in the
+    pane, its PermissionDenied hook ends the tool run failed in the frame's evidence,
+    and the turn's Stop makes the frame ready: never left working."""
+    settings_path = world.home / ".claude" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    settings["permissions"]["defaultMode"] = "auto"
+    settings_path.write_text(json.dumps(settings))
+    engine, socket = world.engine, world.socket
+    route = engine.project_enter(new_request_id(), "alpha")
+    parent = route.frame_id
+    engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
+    main = main_pane(engine)
+    assert retry_until(lambda: "auto mode on" in screen(socket, main), SLOW), \
+        screen(socket, main)
+    type_prompt(socket, main, "RISKYTEST please")
+    world.wait_activity(parent, "ready")
+    assert "Blocked by auto mode" in screen(socket, main), screen(socket, main)
+    home = xdg_home(world.root)
+    key = str(one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+                  parent)[0])
+    assert retry_until(lambda: [r.command for r in command_runs(home, key, RISKY_COMMAND)]
+                       == [] and _tool_statuses(home, key) == [("Bash", "error")], SLOW), \
+        evidence_dump(home, key)
+
+
+def _tool_statuses(home: Home, session_key: str) -> list[tuple[str, str]]:
+    from storage.session_db import session_db_path
+
+    path = session_db_path(home.root, session_key)
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True)
+    try:
+        return [tuple(r) for r in conn.execute("SELECT tool_name, status FROM tool_runs")]
+    finally:
+        conn.close()
