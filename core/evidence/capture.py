@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 #: Events whose payload may describe a shell command.
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 MAX_COMMAND_CHARS = 8192
 MAX_CWD_CHARS = 4096
 _CODEX_EXIT = re.compile(r"\AExit code: (-?\d+)\s*$", re.MULTILINE)
@@ -120,6 +120,12 @@ def command_facts(provider: str, event: str, document: dict[str, object]) -> Com
     if event == "PreToolUse":
         return CommandFacts(command, cwd, finished=False)
     duration = _int(document.get("duration_ms"))
+    if event == "PermissionDenied":
+        # never ran: auto mode's check (or a rule) refused it; the reason is the output
+        reason = document.get("reason")
+        reason = reason if isinstance(reason, str) and reason else "no reason given"
+        return CommandFacts(command, cwd, True, combined=f"not run, denied: {reason}",
+                            duration_ms=duration, outcome=Outcome.FAILED)
     if event == "PostToolUseFailure":
         error = document.get("error")
         error = error if isinstance(error, str) else ""

@@ -59,9 +59,10 @@ class PaneDialog:
 
 def find_dialog(lines: Sequence[str]) -> PaneDialog | None:
     """The dialog the bottom of the screen shows, or None when it shows none."""
-    bottom = [line.rstrip() for line in lines[-DIALOG_LINES:]]
+    bottom = [line.rstrip() for line in lines]
     while bottom and not bottom[-1].strip():
-        bottom.pop()
+        bottom.pop()  # a screen's blank bottom rows first, then its last lines
+    bottom = bottom[-DIALOG_LINES:]
     anchor, selected = _anchor(bottom)
     if anchor is None:
         return None

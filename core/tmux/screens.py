@@ -45,4 +45,10 @@ def read_screens(runner: TmuxRunner, expected: ServerIdentity, pane_ids: Sequenc
             continue
         if current is not None:
             current.append(line)
-    return {pane: text[-lines:] for pane, text in screens.items() if pane in panes}
+    found = {}
+    for pane, text in screens.items():
+        while text and not text[-1].strip():
+            text.pop()  # a screen's blank bottom rows are not its last lines
+        if pane in panes:
+            found[pane] = text[-lines:]
+    return found

@@ -25,6 +25,9 @@ def lines(name: str) -> list[str]:
 @pytest.mark.parametrize(("name", "title", "selected"), [
     ("claude-2.1.332-auto-mode-nudge.txt", "Make auto mode your default permission mode?",
      "Yes, set auto mode as my default permission mode"),
+    # a whole 50-row screen, blank rows at its bottom: the dialog's top is still read
+    ("claude-2.1.300-auto-mode-nudge-118x50.txt", "Make auto mode your default permission mode?",
+     "Yes, set auto mode as my default permission mode"),
     ("claude-2.1.332-permission.txt", "Do you want to proceed?", "1. Yes"),
 ])
 def test_a_dialog_is_found_with_its_words(name: str, title: str, selected: str) -> None:

@@ -349,5 +349,8 @@ def test_a_call_auto_mode_denied_ends_its_tool_run_failed(live: LiveSurface) -> 
                       ("Stop", "ready")]
     path = session_db_path(live.root, live.session_key)
     assert read(path, "SELECT tool_name, status FROM tool_runs") == [("Bash", "error")]
+    # the command never ran: its run ends failed, no exit code, the reason as its output
+    assert read(path, "SELECT exit_code, json_extract(metadata_json, '$.outcome'),"
+                      " completed_at IS NOT NULL FROM command_runs") == [(None, "failed", 1)]
     assert ("PermissionDenied",) in read(path, "SELECT json_extract(payload_json, '$.event')"
                                                " FROM events")
