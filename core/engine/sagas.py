@@ -591,6 +591,10 @@ def _submit_control_turn(engine: Engine, transition_id: str) -> None:
     if session["activity"] not in ("ready",) or session["activity_reason"] == "permission":
         # Not proven idle after a trusted Stop: leave it prepared, never guess.
         return
+    from core.reconcile.dialogs import dialog_blocks_typing
+
+    if _surface is not None and dialog_blocks_typing(engine, _surface, pane):
+        return  # the line would answer its CLI's dialog: prepared, the person is told
     with write_transaction(conn) as tx:
         transitions_ops.mark_submitted(tx, control["control_turn_id"], engine.now())
     engine.fault_point("after_submit_recorded")
@@ -682,9 +686,15 @@ def submit_after_stop(engine: Engine, transition_id: str) -> bool:
     with write_transaction(conn) as tx:
         if control["target_session_key"] != key:
             transitions_ops.retarget_prepared(tx, control["control_turn_id"], key)
+    _submit_control_turn(engine, transition_id)
+    if _control_state(conn, transition_id) == "prepared":
+        # not typed (its CLI shows a dialog): the person needs the keyboard to answer
+        # it, and the recovery that says the line waits stays open
+        engine.stage.lift_fence(pane, surface_id)
+        return True
+    with write_transaction(conn) as tx:
         recoveries_ops.resolve_for_subject(tx, RecoveryKind.TRANSITION_INTERRUPTED, "view",
                                            row["view_id"], engine.now())
-    _submit_control_turn(engine, transition_id)
     return True
 
 

@@ -554,6 +554,10 @@ class FakeAgent:
     ask: Callable[[str], str | None] | None = None
     """Reads the person's answer to a question on the terminal; None without one
     (print mode), where a tool that needs permission is denied, as the real CLIs do."""
+    notice: str | None = None
+    """A dialog to show now that the turn has ended."""
+    notice_next: str | None = None
+    """``/notice TITLE``: the dialog to show after the next turn."""
 
     def say(self, text: str) -> None:
         self.write(text + "\n")
@@ -580,6 +584,12 @@ class FakeAgent:
             summary, next_action = _split_pair(stripped[len("/complete "):])
             self._agent_tool("task_complete_return",
                              {"summary": summary, "next_action": next_action})
+        if stripped.startswith("/notice "):
+            # a notice the CLI shows once the NEXT turn has ended (as Claude Code does for
+            # people behind gateways): a dialog over the prompt until answered
+            self.notice_next = stripped[len("/notice "):].strip() or "A notice"
+        elif self.notice_next is not None:
+            self.notice, self.notice_next = self.notice_next, None
         self.say(f"● {self.reply}")
         if any(word in prompt for word in self.no_stop_on):
             self.say("  ⎿ Interrupted · no Stop for this turn")
@@ -929,6 +939,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     break
                 if line.strip():
                     agent.turn(line)
+                if agent.notice is not None:
+                    chosen = answer_dialog(reader, write, agent.notice)
+                    agent.notice = None
+                    if chosen is None:
+                        break
+                    report(f"  ✓ {chosen}")
         except SessionClosed:
             end_reason = "other"
         except (KeyboardInterrupt, OSError):

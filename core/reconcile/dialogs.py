@@ -133,3 +133,28 @@ def _apply(engine: Engine, tx: sqlite3.Connection, row: sqlite3.Row,
     sessions_ops.clear_dialog_wait(tx, key, now)
     return 1
 
+
+
+def dialog_blocks_typing(engine: Engine, surface_id: str, pane: str) -> bool:
+    """One read of a pane a control line is about to be typed into: True, recorded as a
+    dialog wait, when the screen shows its CLI's dialog (the line would answer it).
+
+    A notice can come up after a turn ended ("Enter to continue" for gateway users),
+    so a trusted Stop alone does not prove the prompt is what the screen shows."""
+    stage = engine.stage
+    row = engine.conn.execute(
+        "SELECT s.surface_id, s.pane_id, s.session_key, s.tmux_server_id,"
+        " (SELECT r.recovery_id FROM recoveries r WHERE r.kind = 'provider_dialog'"
+        "   AND r.subject_type = 'surface' AND r.subject_id = s.surface_id"
+        "   AND r.state = 'open') AS open_dialog"
+        " FROM surfaces s WHERE s.surface_id = ? AND s.pane_id = ?",
+        (surface_id, pane)).fetchone()
+    if stage is None or row is None or row["tmux_server_id"] is None:
+        return False
+    screen = stage.read_screens(row["tmux_server_id"], [pane], DIALOG_LINES).get(pane)
+    dialog = find_dialog(screen) if screen is not None else None
+    if dialog is None:
+        return False
+    with write_transaction(engine.conn) as tx:
+        _apply(engine, tx, row, dialog, engine.now())
+    return True

@@ -109,3 +109,56 @@ def test_a_child_whose_cli_opens_on_a_dialog_claims_after_the_answer(
                                            " WHERE kind = 'push'") == ("completed",), 20)
     assert one(engine, "SELECT first_claimed_at FROM transition_briefs")[0] is not None
     assert retry_until(lambda: _open_dialog(engine) is None, 10)
+
+
+def test_a_claim_line_is_never_typed_into_a_notice_shown_after_a_turn(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent's turn ended (a trusted Stop: ready), then its CLI put up a notice.
+    The returning child's claim line is not typed into it: the parent is needs-input with
+    the notice's words; once the person answers it, their next prompt carries the fixed
+    line as context and the handoff is claimed without a line ever being typed."""
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    engine = make_live_engine(tmp_path, tmux_socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+    main = one(engine, "SELECT main_pane_id FROM user_views")[0]
+
+    def screen(pane: str) -> str:
+        return tmux(tmux_socket, "capture-pane", "-p", "-t", pane)
+    assert retry_until(lambda: ">" in screen(main).split(), 15)
+    notice = "We're changing auto mode for gateways"
+    type_line(tmux_socket, main, f"/notice {notice}")  # shown after the next turn
+    assert retry_until(lambda: _activity(engine, "alpha")[0] == "ready", 15)
+    type_line(tmux_socket, main, "/push Fix the bug :: Make test_foo pass")
+    assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                           " WHERE kind = 'push'") == ("completed",), 20)
+    child_pane = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: notice in screen(main), 15)  # up over the parked parent
+    assert _activity(engine, "alpha") == ("ready", "turn_complete")  # the hooks' word
+
+    type_line(tmux_socket, child_pane, "/complete Fixed foo :: review and merge")
+    assert retry_until(lambda: one(engine, "SELECT main_pane_id FROM user_views") == (main,),
+                       20)
+    assert retry_until(lambda: one(engine, "SELECT bounded_explanation FROM recoveries"
+                                           " WHERE kind = 'provider_dialog' AND state = 'open'")
+                       is not None, 15)
+    (words,) = one(engine, "SELECT bounded_explanation FROM recoveries"
+                           " WHERE kind = 'provider_dialog' AND state = 'open'")
+    assert notice in words
+    assert _activity(engine, "alpha") == ("needs_input", "question")
+    assert one(engine, "SELECT state, submission_count FROM control_turns"
+                       " WHERE kind = 'claim_handoff'") == ("prepared", 0)
+    assert "transition_claim" not in screen(main)
+
+    tmux(tmux_socket, "send-keys", "-t", main, "Down")  # the person answers it
+    tmux(tmux_socket, "send-keys", "-t", main, "Enter")
+    assert retry_until(lambda: "✓ No, keep manual mode" in screen(main), 15)
+    assert retry_until(lambda: _open_dialog(engine) is None, 10)
+    # The person's next prompt carries the fixed line as the prompt hook's context (the
+    # handoff waits): the parent claims it in that turn, and nothing was ever typed.
+    type_line(tmux_socket, main, "thanks")
+    assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM completion_handoffs")[0]
+                       is not None, 20)
+    assert one(engine, "SELECT state, submission_count FROM control_turns"
+                       " WHERE kind = 'claim_handoff'") == ("superseded", 0)
+    assert "> Call transition_claim()" not in screen(main)
