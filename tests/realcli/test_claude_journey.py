@@ -101,6 +101,25 @@ class World:
         assert retry_until(lambda: "? for shortcuts" in screen(self.socket, pane), SLOW), \
             screen(self.socket, pane)
 
+    def set_settings_mode(self, mode: str) -> None:
+        """The person's own default permission mode, written into their settings file."""
+        path = self.home / ".claude" / "settings.json"
+        settings = json.loads(path.read_text())
+        settings["permissions"]["defaultMode"] = mode
+        path.write_text(json.dumps(settings))
+
+    def approve(self, pane: str) -> None:
+        """The person says yes to the permission question on screen. Since 2.1.250 it
+        ignores an Enter that arrives right after it appears (a guard against a key meant
+        for the prompt): Enter until it is gone."""
+        def approved() -> bool:
+            if "Do you want to proceed?" not in screen(self.socket, pane):
+                return True
+            tmux(self.socket, "send-keys", "-t", pane, "Enter")
+            time.sleep(1.0)
+            return "Do you want to proceed?" not in screen(self.socket, pane)
+        assert retry_until(approved, SLOW), screen(self.socket, pane)
+
     def settings_mode(self) -> str:
         """The person's own default permission mode, from their settings file."""
         settings = json.loads((self.home / ".claude" / "settings.json").read_text())
@@ -281,15 +300,7 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
         screen(socket, main)
     marker = world.project / TOOLTEST_COMMAND.split()[-1]
     assert not marker.exists()
-    # 1. Yes. Since 2.1.250 the dialog ignores an Enter that arrives right after it
-    # appears (a guard against a keystroke meant for the prompt): press until it is gone.
-    def approved() -> bool:
-        if "Do you want to proceed?" not in screen(socket, main):
-            return True
-        tmux(socket, "send-keys", "-t", main, "Enter")
-        time.sleep(1.0)
-        return "Do you want to proceed?" not in screen(socket, main)
-    assert retry_until(approved, SLOW), screen(socket, main)
+    world.approve(main)  # 1. Yes
     world.wait_activity(parent, "ready")
     assert marker.exists()
     # ... and the Bash run lands in the session's evidence as one command run of its
@@ -545,14 +556,7 @@ def _approve_until_gone(world: World, pane: str, frame_id: str) -> None:
     """The person says yes to a permission question Switchboard shows as needs input."""
     world.wait_activity(frame_id, "needs_input")
     assert retry_until(lambda: "Do you want to proceed?" in screen(world.socket, pane), SLOW)
-
-    def approved() -> bool:
-        if "Do you want to proceed?" not in screen(world.socket, pane):
-            return True
-        tmux(world.socket, "send-keys", "-t", pane, "Enter")
-        time.sleep(1.0)
-        return "Do you want to proceed?" not in screen(world.socket, pane)
-    assert retry_until(approved, SLOW), screen(world.socket, pane)
+    world.approve(pane)
 
 
 @pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
@@ -563,10 +567,7 @@ def test_switchboards_tools_and_claim_line_work_in_every_permission_mode(
     """Whatever mode the person runs Claude Code in, the agent's push and the child's
     claim of its brief go through: without a question (Switchboard allows its own tools
     per launch), or in plan mode after a question Switchboard shows as needs input."""
-    settings_path = world.home / ".claude" / "settings.json"
-    settings = json.loads(settings_path.read_text())
-    settings["permissions"]["defaultMode"] = mode
-    settings_path.write_text(json.dumps(settings))
+    world.set_settings_mode(mode)
     engine, socket = world.engine, world.socket
     route = engine.project_enter(new_request_id(), "alpha")
     parent = route.frame_id
@@ -599,10 +600,7 @@ def test_a_call_auto_mode_blocks_is_a_failure_not_work(world: World) -> None:
     """In auto mode the service's check blocks a risky command: Claude says so in the
     pane, its PermissionDenied hook ends the tool run failed in the frame's evidence,
     and the turn's Stop makes the frame ready: never left working."""
-    settings_path = world.home / ".claude" / "settings.json"
-    settings = json.loads(settings_path.read_text())
-    settings["permissions"]["defaultMode"] = "auto"
-    settings_path.write_text(json.dumps(settings))
+    world.set_settings_mode("auto")
     engine, socket = world.engine, world.socket
     route = engine.project_enter(new_request_id(), "alpha")
     parent = route.frame_id
