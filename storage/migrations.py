@@ -79,10 +79,17 @@ def _backup(path: Path, version: int) -> Path:
 
 def _target_schema() -> dict[tuple[str, str], str]:
     """(type, name) -> CREATE text of every object the current schema makes."""
+    return _target()[0]
+
+
+def _target() -> tuple[dict[tuple[str, str], str], dict[str, list[str]]]:
+    """The current schema's objects and every table's columns, from one build of it."""
     memory = sqlite3.connect(":memory:")
     try:
         memory.executescript(ddl())
-        return _objects(memory)
+        objects = _objects(memory)
+        columns = {name: _columns(memory, name) for kind, name in objects if kind == "table"}
+        return objects, columns
     finally:
         memory.close()
 
@@ -99,7 +106,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
 
 def _widen(path: Path, version: int) -> None:
     """Rewrite the CREATE text of the widened tables, then record the new version."""
-    target = _target_schema()
+    target, target_columns = _target()
     widened = WIDENED_TABLES[version]
     conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None)
     try:
@@ -111,16 +118,11 @@ def _widen(path: Path, version: int) -> None:
                 f"{path} does not have the shape of registry schema v{version} (missing "
                 f"{missing or 'nothing'}, unexpected {extra or 'nothing'}); it was left "
                 "unchanged")
-        memory = sqlite3.connect(":memory:")
-        try:
-            memory.executescript(ddl())
-            for table in widened:
-                if _columns(conn, table) != _columns(memory, table):
-                    raise RegistryUnavailable(
-                        f"{path}: table {table} does not have the columns of schema "
-                        f"v{version}; it was left unchanged")
-        finally:
-            memory.close()
+        for table in widened:
+            if _columns(conn, table) != target_columns[table]:
+                raise RegistryUnavailable(
+                    f"{path}: table {table} does not have the columns of schema "
+                    f"v{version}; it was left unchanged")
         conn.execute("BEGIN IMMEDIATE")
         try:
             cookie = conn.execute("PRAGMA schema_version").fetchone()[0]

@@ -33,11 +33,13 @@ submission) is read: once past each."""
 WATCH_MS = 120_000
 """Beyond this a launch or control turn is no longer read for a dialog."""
 
-_CANDIDATES = """
-SELECT s.surface_id, s.pane_id, s.session_key,
-       (SELECT r.recovery_id FROM recoveries r WHERE r.kind = 'provider_dialog'
-         AND r.subject_type = 'surface' AND r.subject_id = s.surface_id
-         AND r.state = 'open') AS open_dialog,
+_OPEN_DIALOG = ("(SELECT r.recovery_id FROM recoveries r WHERE r.kind = 'provider_dialog'"
+                " AND r.subject_type = 'surface' AND r.subject_id = s.surface_id"
+                " AND r.state = 'open')")
+"""The surface's open dialog recovery (``s`` is the surface row), or NULL."""
+
+_CANDIDATES = f"""
+SELECT s.surface_id, s.pane_id, s.session_key, {_OPEN_DIALOG} AS open_dialog,
        CASE WHEN ps.last_turn_id IS NULL AND ps.activity <> 'working'
              AND NOT (ps.activity = 'needs_input' AND ps.activity_reason <> 'question')
             THEN l.created_at END AS fresh_since,
@@ -48,9 +50,7 @@ SELECT s.surface_id, s.pane_id, s.session_key,
   JOIN provider_sessions ps ON ps.session_key = s.session_key
   JOIN launch_intents l ON l.launch_id = s.launch_id
  WHERE s.lifecycle_state = 'live' AND s.tmux_server_id = ?
-   AND (EXISTS (SELECT 1 FROM recoveries r WHERE r.kind = 'provider_dialog'
-                 AND r.subject_type = 'surface' AND r.subject_id = s.surface_id
-                 AND r.state = 'open')
+   AND ({_OPEN_DIALOG} IS NOT NULL
         OR (l.created_at >= ? AND ps.last_turn_id IS NULL)
         OR EXISTS (SELECT 1 FROM control_turns c WHERE c.target_session_key = ps.session_key
                     AND c.state = 'submitted' AND c.submitted_at >= ?))
@@ -143,11 +143,9 @@ def dialog_blocks_typing(engine: Engine, surface_id: str, pane: str) -> bool:
     so a trusted Stop alone does not prove the prompt is what the screen shows."""
     stage = engine.stage
     row = engine.conn.execute(
-        "SELECT s.surface_id, s.pane_id, s.session_key, s.tmux_server_id,"
-        " (SELECT r.recovery_id FROM recoveries r WHERE r.kind = 'provider_dialog'"
-        "   AND r.subject_type = 'surface' AND r.subject_id = s.surface_id"
-        "   AND r.state = 'open') AS open_dialog"
-        " FROM surfaces s WHERE s.surface_id = ? AND s.pane_id = ?",
+        f"SELECT s.surface_id, s.pane_id, s.session_key, s.tmux_server_id,"
+        f" {_OPEN_DIALOG} AS open_dialog FROM surfaces s"
+        " WHERE s.surface_id = ? AND s.pane_id = ?",
         (surface_id, pane)).fetchone()
     if stage is None or row is None or row["tmux_server_id"] is None:
         return False
