@@ -1,0 +1,324 @@
+"""What a frame changed: ``git diff BASE`` in its checkout, parsed into files and hunks.
+
+The change is everything since the frame's base ref, committed and not:
+``git diff BASE`` compares the working tree with that commit, and files git
+does not track yet (``ls-files --others --exclude-standard``) are added as new
+files, so an agent's freshly created module is part of its review. Binary
+files are listed without lines. No Textual here; the navigator's diff screen
+and ``switchboard frame diff`` both render this model.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from core.review.model import ReviewComment
+
+GIT_TIMEOUT_S = 20.0
+#: A diff bigger than this is cut (the screen says so); 5,000-line changes fit easily.
+MAX_DIFF_BYTES = 16 * 1024 * 1024
+MAX_UNTRACKED_BYTES = 1024 * 1024
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+
+
+class LineKind(StrEnum):
+    ADDED = "added"
+    REMOVED = "removed"
+    CONTEXT = "context"
+    NOTE = "note"  # "\ No newline at end of file"
+
+
+class FileStatus(StrEnum):
+    ADDED = "added"
+    DELETED = "deleted"
+    MODIFIED = "modified"
+    RENAMED = "renamed"
+    UNTRACKED = "untracked"
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: LineKind
+    text: str
+    old_no: int | None
+    new_no: int | None
+
+
+@dataclass(frozen=True)
+class Hunk:
+    header: str
+    old_start: int
+    new_start: int
+    lines: tuple[DiffLine, ...]
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    path: str
+    old_path: str | None
+    status: FileStatus
+    added: int
+    removed: int
+    binary: bool = False
+    hunks: tuple[Hunk, ...] = ()
+
+
+@dataclass(frozen=True)
+class FrameDiff:
+    """A frame's change since ``base_ref`` in ``checkout``; ``problem`` says why it is
+    empty when git could not answer (no repository, an unknown base)."""
+
+    frame_id: str
+    title: str
+    checkout: str
+    base_ref: str | None
+    files: tuple[FileDiff, ...] = ()
+    truncated: bool = False
+    problem: str | None = None
+    comments: tuple[ReviewComment, ...] = field(default=())
+
+    @property
+    def added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+
+def git(cwd: str | Path, *args: str, timeout: float = GIT_TIMEOUT_S
+        ) -> subprocess.CompletedProcess[bytes]:
+    """One git call, output as bytes (paths and contents are not always UTF-8)."""
+    try:
+        return subprocess.run(["git", "-C", str(cwd), "-c", "core.quotePath=false", *args],
+                              capture_output=True, timeout=timeout, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(["git", *args], 1, b"", str(exc).encode())
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def resolve_base(checkout: str, base_ref: str | None) -> tuple[str | None, str | None]:
+    """(commit, problem): the recorded base, else HEAD (only uncommitted changes then)."""
+    if not Path(checkout).is_dir():
+        return None, f"the checkout {checkout} is gone"
+    ref = base_ref or "HEAD"
+    done = git(checkout, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if done.returncode != 0:
+        inside = git(checkout, "rev-parse", "--is-inside-work-tree")
+        if inside.returncode != 0:
+            return None, f"{checkout} is not a git checkout"
+        return None, f"git does not know the base {ref[:12]} in {checkout}"
+    return _decode(done.stdout).strip(), None
+
+
+def untracked_files(checkout: str) -> list[str]:
+    done = git(checkout, "ls-files", "--others", "--exclude-standard", "-z")
+    if done.returncode != 0:
+        return []
+    return [_decode(p) for p in done.stdout.split(b"\0") if p]
+
+
+def changed_files(checkout: str, base: str) -> tuple[str, ...]:
+    """Paths changed since ``base`` (tracked and untracked): plumbing only, no content."""
+    done = git(checkout, "diff", "--name-only", "-z", "--no-renames", base, "--")
+    if done.returncode != 0:
+        return ()
+    names = {_decode(p) for p in done.stdout.split(b"\0") if p}
+    names.update(untracked_files(checkout))
+    return tuple(sorted(names))
+
+
+def read_diff(checkout: str, base: str) -> tuple[list[FileDiff], bool]:
+    """Parsed ``git diff BASE`` plus untracked files; (files, truncated)."""
+    done = git(checkout, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M",
+               "-U3", base, "--")
+    raw = done.stdout if done.returncode == 0 else b""
+    truncated = len(raw) > MAX_DIFF_BYTES
+    files = parse_diff(_decode(raw[:MAX_DIFF_BYTES]))
+    for path in untracked_files(checkout):
+        files.append(_untracked(Path(checkout), path))
+    files.sort(key=lambda f: f.path)
+    return files, truncated
+
+
+def _untracked(root: Path, path: str) -> FileDiff:
+    try:
+        with (root / path).open("rb") as handle:
+            data = handle.read(MAX_UNTRACKED_BYTES + 1)
+    except OSError:
+        return FileDiff(path, None, FileStatus.UNTRACKED, 0, 0)
+    if b"\0" in data[:8192]:
+        return FileDiff(path, None, FileStatus.UNTRACKED, 0, 0, binary=True)
+    lines = _decode(data[:MAX_UNTRACKED_BYTES]).splitlines()
+    body = tuple(DiffLine(LineKind.ADDED, text, None, n) for n, text in enumerate(lines, 1))
+    hunk = Hunk(f"@@ -0,0 +1,{len(lines)} @@ (new file, not yet tracked)", 0, 1, body)
+    return FileDiff(path, None, FileStatus.UNTRACKED, len(lines), 0,
+                    hunks=(hunk,) if lines else ())
+
+
+def _unquote(name: str) -> str:
+    """Git's C-style quoting of a path ("a\\tb", octal bytes) undone."""
+    if not (len(name) >= 2 and name[0] == name[-1] == '"'):
+        return name
+    body = name[1:-1]
+    out = bytearray()
+    index = 0
+    simple = {"n": 10, "t": 9, '"': 34, "\\": 92, "a": 7, "b": 8, "f": 12, "r": 13, "v": 11}
+    while index < len(body):
+        char = body[index]
+        if char == "\\" and index + 1 < len(body):
+            nxt = body[index + 1]
+            if nxt in simple:
+                out.append(simple[nxt])
+                index += 2
+                continue
+            if nxt.isdigit() and index + 3 < len(body) + 1:
+                out.append(int(body[index + 1:index + 4], 8) & 0xFF)
+                index += 4
+                continue
+        out += char.encode()
+        index += 1
+    return out.decode("utf-8", "replace")
+
+
+def _strip_prefix(name: str) -> str:
+    name = _unquote(name.strip())
+    return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def parse_diff(text: str) -> list[FileDiff]:
+    """Unified diff text (``git diff``) -> files with hunks and line numbers."""
+    files: list[FileDiff] = []
+    current: dict[str, object] | None = None
+    hunks: list[Hunk] = []
+    lines: list[DiffLine] = []
+    header = ""
+    old_no = new_no = old_start = new_start = 0
+
+    def close_hunk() -> None:
+        nonlocal lines
+        if header:
+            hunks.append(Hunk(header, old_start, new_start, tuple(lines)))
+        lines = []
+
+    def close_file() -> None:
+        nonlocal hunks, header
+        if current is None:
+            return
+        close_hunk()
+        added = sum(1 for h in hunks for x in h.lines if x.kind is LineKind.ADDED)
+        removed = sum(1 for h in hunks for x in h.lines if x.kind is LineKind.REMOVED)
+        path = str(current.get("new") or current.get("old") or current.get("git_b") or "")
+        old = current.get("old")
+        status = FileStatus(str(current.get("status", FileStatus.MODIFIED)))
+        if status is FileStatus.DELETED:
+            path = str(old or current.get("git_a") or path)
+        files.append(FileDiff(path, str(old) if old and old != path else None, status,
+                              added, removed, bool(current.get("binary")), tuple(hunks)))
+        hunks, header = [], ""
+
+    for raw in text.split("\n"):
+        if raw.startswith("diff --git "):
+            close_file()
+            current = {}
+            names = raw[len("diff --git "):]
+            if names.startswith('"') or " b/" in names:
+                split = names.rfind(" b/") if not names.endswith('"') else names.rfind(' "b/')
+                if split > 0:
+                    current["git_a"] = _strip_prefix(names[:split])
+                    current["git_b"] = _strip_prefix(names[split + 1:])
+            header = ""
+            continue
+        if current is None:
+            continue
+        if not header:
+            if raw.startswith("--- "):
+                name = raw[4:]
+                current["old"] = None if name == "/dev/null" else _strip_prefix(name)
+                if name == "/dev/null":
+                    current["status"] = FileStatus.ADDED
+                continue
+            if raw.startswith("+++ "):
+                name = raw[4:]
+                if name == "/dev/null":
+                    current["status"] = FileStatus.DELETED
+                    current["new"] = None
+                else:
+                    current["new"] = _strip_prefix(name)
+                continue
+            if raw.startswith("new file mode"):
+                current["status"] = FileStatus.ADDED
+                current.setdefault("new", current.get("git_b"))
+                continue
+            if raw.startswith("deleted file mode"):
+                current["status"] = FileStatus.DELETED
+                current.setdefault("old", current.get("git_a"))
+                continue
+            if raw.startswith("rename from "):
+                current["status"] = FileStatus.RENAMED
+                current["old"] = _unquote(raw[len("rename from "):])
+                continue
+            if raw.startswith("rename to "):
+                current["new"] = _unquote(raw[len("rename to "):])
+                continue
+            if raw.startswith("Binary files ") or raw == "GIT binary patch":
+                current["binary"] = True
+                current.setdefault("new", current.get("git_b"))
+                current.setdefault("old", current.get("git_a"))
+                continue
+        match = _HUNK.match(raw)
+        if match:
+            close_hunk()
+            old_start = old_no = int(match.group(1))
+            new_start = new_no = int(match.group(3))
+            header = raw
+            current.setdefault("new", current.get("git_b"))
+            continue
+        if not header:
+            continue
+        if raw.startswith("+"):
+            lines.append(DiffLine(LineKind.ADDED, raw[1:], None, new_no))
+            new_no += 1
+        elif raw.startswith("-"):
+            lines.append(DiffLine(LineKind.REMOVED, raw[1:], old_no, None))
+            old_no += 1
+        elif raw.startswith(" "):
+            lines.append(DiffLine(LineKind.CONTEXT, raw[1:], old_no, new_no))
+            old_no += 1
+            new_no += 1
+        elif raw.startswith("\\"):
+            lines.append(DiffLine(LineKind.NOTE, raw[1:].strip(), None, None))
+    close_file()
+    return files
+
+
+def patch_text(diff: FrameDiff, path: str | None = None) -> str:
+    """The change as unified diff text again (for ``$PAGER`` and ``--json`` readers)."""
+    out: list[str] = []
+    for file in diff.files:
+        if path is not None and file.path != path:
+            continue
+        old = file.old_path or file.path
+        out.append(f"diff --git a/{old} b/{file.path}")
+        if file.binary:
+            out.append(f"Binary file {file.path} ({file.status.value})")
+            continue
+        out.append("--- /dev/null" if file.status in (FileStatus.ADDED, FileStatus.UNTRACKED)
+                   else f"--- a/{old}")
+        out.append("+++ /dev/null" if file.status is FileStatus.DELETED
+                   else f"+++ b/{file.path}")
+        for hunk in file.hunks:
+            out.append(hunk.header)
+            for line in hunk.lines:
+                mark = {LineKind.ADDED: "+", LineKind.REMOVED: "-", LineKind.CONTEXT: " ",
+                        LineKind.NOTE: "\\ "}[line.kind]
+                out.append(mark + line.text)
+    return "\n".join(out) + ("\n" if out else "")
