@@ -33,6 +33,7 @@ class Group(StrEnum):
     DETAILS = "details"
     RECOVERY_SUBJECT = "recovery-subject"
     UI_STATE = "ui-state"
+    REVIEW = "review"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import shlex
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -32,6 +33,9 @@ from core.evidence.store import (
     filter_timeline,
 )
 from core.model.text import shown
+
+if TYPE_CHECKING:
+    from core.review.changes import Conflict
 
 MARKS = {TimelineKind.PROMPT: "›", TimelineKind.TOOL: "·", TimelineKind.COMMAND: "$",
          TimelineKind.TASK: "◆", TimelineKind.HANDOFF: "↩"}
@@ -87,10 +91,17 @@ class SessionDetailScreen(ModalScreen[None]):
         Binding("o", "open_output", "Output", show=False),
     ]
 
-    def __init__(self, frame_title: str, detail: SessionDetail) -> None:
+    def __init__(self, frame_title: str, detail: SessionDetail, *,
+                 anchor: tuple[str, str | None] | None = None,
+                 conflicts: tuple[Conflict, ...] = ()) -> None:
+        """``anchor`` (a time, and the command run when there is one): the timeline line
+        to show first, for a search hit. ``conflicts``: other open frames of this
+        repository that changed the same files."""
         super().__init__()
         self.frame_title = frame_title
         self.detail = detail
+        self.hit_anchor = anchor
+        self.conflicts = conflicts
         self.showing = TimelineFilter.ALL
         self.shown: list[TimelineEntry] = list(detail.timeline)
         self._exit_codes = {c.command_run_id: c.exit_code for c in detail.commands}
@@ -106,6 +117,8 @@ class SessionDetailScreen(ModalScreen[None]):
                             "works.", classes="hint")
                 return
             yield Static(self._summary(), id="counts")
+            if self.conflicts:
+                yield Static(self._conflicts(), id="conflicts")
             if detail.workspace is not None:
                 yield Static(self._workspace(), id="changes")
             yield Label("Timeline", classes="heading")
@@ -123,7 +136,29 @@ class SessionDetailScreen(ModalScreen[None]):
             yield Static("enter: a command's output in $PAGER · a c f t: filter · esc: close",
                          classes="hint")
 
+    def on_mount(self) -> None:
+        """A search hit opens the timeline at its entry (the nearest one it still shows)."""
+        if self.hit_anchor is None or not self.detail.recorded or not self.shown:
+            return
+        index = anchor_index(self.shown, *self.hit_anchor)
+        timeline = self.query_one("#timeline", OptionList)
+        timeline.highlighted = index
+        timeline.focus()
+        timeline.scroll_to_highlight()
+
     # ------------------------------------------------------------------ sections
+
+    def _conflicts(self) -> Text:
+        text = Text()
+        for index, conflict in enumerate(self.conflicts):
+            if index:
+                text.append("\n")
+            text.append("⚠ overlaps ", style="bold yellow")
+            text.append(f"“{shown(conflict.other_title)}”", style="bold")
+            files = ", ".join(shown(f) for f in conflict.files[:6])
+            more = f" +{len(conflict.files) - 6} more" if len(conflict.files) > 6 else ""
+            text.append(f": {files}{more}")
+        return text
 
     def _summary(self) -> Text:
         counts, commands = self.detail.counts, self.detail.commands
@@ -240,6 +275,19 @@ class SessionDetailScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def anchor_index(entries: list[TimelineEntry], at: str, command_run_id: str | None) -> int:
+    """The line for a search hit: its command run, else the first line at or after its
+    time, else the last line."""
+    if command_run_id is not None:
+        for index, entry in enumerate(entries):
+            if entry.command_run_id == command_run_id:
+                return index
+    for index, entry in enumerate(entries):
+        if entry.at >= at:
+            return index
+    return len(entries) - 1
 
 
 def pager_argv(paths: list[str], env: dict[str, str] | None = None) -> list[str]:

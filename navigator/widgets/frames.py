@@ -57,6 +57,7 @@ class NodeRef:
     frame: FrameSummary | None = None
     badge: BadgeKind | None = None
     shown: bool = False  # the active frame of its project's view
+    conflict: bool = False  # changed files overlap another open frame's (core.review)
 
     @property
     def frame_id(self) -> str | None:
@@ -111,8 +112,13 @@ def _title_order(frame: FrameSummary) -> tuple[str, str]:
 SpecCache = dict[str, tuple[tuple[object, ...], "_Spec | None"]]
 
 
+CONFLICT_MARK = "⚠"
+"""After a frame's title when its changed files overlap another open frame's."""
+
+
 def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
-                filter_text: str = "", cache: SpecCache | None = None) -> list[_Spec]:
+                filter_text: str = "", cache: SpecCache | None = None,
+                conflicted: frozenset[str] = frozenset()) -> list[_Spec]:
     """The desired tree, as plain data (kept apart from widgets so it is cheap to test).
 
     With ``cache``, a project whose inputs (its row, host row, view row, filter)
@@ -132,12 +138,14 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
         shown_in = view_of_project.get(project.project_id)
         # host.observed_at moves on every build; only what the subtree shows counts
         host_shown = (host.display_name, host.stale, host.reachability) if host else None
-        inputs = (project, host_shown, shown_in, needle, remote)
+        marked = conflicted.intersection(f.frame_id for f in project.frames) \
+            if conflicted else frozenset()
+        inputs = (project, host_shown, shown_in, needle, remote, marked)
         cached = cache.get(project.project_id) if cache is not None else None
         if cached is not None and cached[0] == inputs:
             spec = cached[1]
         else:
-            spec = _project_spec(project, host, shown_in, needle, remote)
+            spec = _project_spec(project, host, shown_in, needle, remote, marked)
             if cache is not None:
                 cache[project.project_id] = (inputs, spec)
         if spec is not None:
@@ -146,7 +154,8 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
 
 
 def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | None,
-                  needle: str, remote: bool) -> _Spec | None:
+                  needle: str, remote: bool,
+                  conflicted: frozenset[str] = frozenset()) -> _Spec | None:
     """One project's subtree: open frames by parent, then a History node of closed ones."""
     live = [f for f in project.frames if f.lifecycle_state != "closed"]
     closed = sorted((f for f in project.frames if f.lifecycle_state == "closed"),
@@ -163,7 +172,8 @@ def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | Non
     def ref_for(frame: FrameSummary) -> NodeRef:
         return NodeRef(NodeKind.FRAME, frame_key(frame.frame_id), project.project_id,
                        project.name, frame, frame_badge(frame, host, view),
-                       view is not None and view.active_frame_id == frame.frame_id)
+                       view is not None and view.active_frame_id == frame.frame_id,
+                       frame.frame_id in conflicted and frame.lifecycle_state != "closed")
 
     def subtree(frame: FrameSummary) -> _Spec | None:
         kids = tuple(s for s in (subtree(c) for c in children_of.get(frame.frame_id, ()))
@@ -201,6 +211,8 @@ class FrameTree(Tree[NodeRef]):
     navigator_state: reactive[NavigatorState | None] = reactive(None, always_update=True,
                                                                repaint=False)
     filter_text: reactive[str] = reactive("")
+    conflicted: reactive[frozenset[str]] = reactive(frozenset())
+    """Open frames whose changed files overlap another open frame's (set by the app)."""
 
     @dataclass
     class FocusRequested(Message):
@@ -260,12 +272,15 @@ class FrameTree(Tree[NodeRef]):
     def watch_filter_text(self) -> None:
         self._reconcile()
 
+    def watch_conflicted(self) -> None:
+        self._reconcile()
+
     def _reconcile(self) -> None:
         if self.navigator_state is None and not self._extra_projects:
             return
         cursor_key = self.selected_ref.key if self.selected_ref is not None else None
         specs = build_specs(self._projects(), self.navigator_state, self.filter_text,
-                            self._spec_cache)
+                            self._spec_cache, self.conflicted)
         structural = self._sync_children(self.root, specs, top=True)
         if structural:
             _ = self.last_line  # rebuild line numbers before moving the cursor
@@ -348,6 +363,8 @@ class FrameTree(Tree[NodeRef]):
             elif ref.shown:
                 component = "frame-tree--shown"
                 label.append(" ◂")
+            if ref.conflict:
+                label.append(f" {CONFLICT_MARK}", style="bold")
             if component:
                 label.stylize(self.get_component_rich_style(component, partial=True))
         label.stylize(style)
@@ -370,6 +387,8 @@ class FrameTree(Tree[NodeRef]):
             width += cell_len(BADGES[ref.badge].symbol) + 1
         if ref is not None and ref.shown and not ref.in_history:
             width += 2
+        if ref is not None and ref.conflict:
+            width += 1 + cell_len(CONFLICT_MARK)
         return width
 
     # ------------------------------------------------------------------ selection
