@@ -154,6 +154,18 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, obj
             from storage.session_evidence import sweep_orphans
 
             sweep_orphans(conn, path.parent, now / 1000)
+        if prompt is not None or (prepared is not None and prepared.finished):
+            from core.evidence.search_index import after_hook  # the search index, same evidence
+
+            after_hook(home.root, conn, project_id=facts.project_id, frame_id=facts.frame_id,
+                       session_key=key, event_id=event_id, at=session_db.iso(now),
+                       prompt=prompt, command=prepared.command if prepared else None,
+                       finished=prepared is not None and prepared.finished,
+                       diagnostics=prepared.diagnostics if prepared else ())
+        elif hook.kind.value == "turn_stopped":
+            from core.evidence.change_watch import after_stop  # changed files, once per tool turn
+
+            after_stop(conn, home, key, facts.frame_id)
         if prepared is None or not prepared.finished:
             return
         run_id = conn.execute("SELECT command_run_id FROM events WHERE id = ?",

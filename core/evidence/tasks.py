@@ -169,6 +169,7 @@ def task_pushed(engine: Any, transition_id: str) -> None:
         _write(home, session, lambda db: record_task_pushed(db, session, task, engine.now()))
 
     _best_effort("push", act)
+    _best_effort("search index", lambda: _index(engine, home, "push", transition_id))
 
 
 def _handoff(conn: sqlite3.Connection, transition_id: str) -> sqlite3.Row | None:
@@ -197,6 +198,16 @@ def task_completed(engine: Any, transition_id: str) -> None:
             handoff["next_action"], engine.now()))
 
     _best_effort("complete", act)
+    _best_effort("search index", lambda: _index(engine, home, "complete", transition_id))
+
+
+def _index(engine: Any, home: Home, moment: str, transition_id: str) -> None:
+    """The brief or the handoff becomes searchable (``core.evidence.search_index``)."""
+    from core.evidence.search_index import after_complete, after_push
+    from storage.session_db import iso
+
+    index = after_push if moment == "push" else after_complete
+    index(home.root, engine.conn, transition_id, iso(engine.now()))
 
 
 def handoff_claimed(engine: Any, transition_id: str, claimer_key: str | None) -> None:

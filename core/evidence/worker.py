@@ -41,6 +41,9 @@ def run(session_key: str, run_id: str, project_id: str, frame_id: str | None) ->
             # been fixed by a run the hook saw while this parse was pending.
             passing = later_pass(conn, session_key, run_id) or run_id
             record_fixes(home, project_id, conn, session_key, passing, frame_id or None, now)
+            from core.evidence.search_index import after_parse  # the failures become searchable
+
+            after_parse(home.root, conn, session_key, run_id, project_id, frame_id or None)
     finally:
         conn.close()
     return 0
