@@ -74,6 +74,8 @@ if TYPE_CHECKING:  # the client imports these where it calls them; so does the a
     from textual.driver import Driver
 
     from core.evidence.store import SessionDetail
+    from core.review.diff import FrameDiff
+    from core.review.search import SearchResult
 
 __all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS",
            "MIN_ROWS", "NARROW_WIDTH", "SHORT_ROWS", "SIDEBAR_ROWS", "LayoutKind",
@@ -136,6 +138,11 @@ class SwitchboardApp(App[None]):
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
         self.layout_kind: LayoutKind | None = None
+        from core.review.client import ReviewClient
+        from navigator.review_marks import ConflictWatch
+
+        self.review = ReviewClient(client.home, client.message_frame)
+        self.conflict_watch = ConflictWatch(self, self.review)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's Linux driver, minus its input thread's ten wake-ups a second (see
@@ -191,6 +198,7 @@ class SwitchboardApp(App[None]):
         if self.wake_on_change and self.refresher.watch():
             tick = max(tick, WATCH_TICK)
         self.set_interval(tick, self.refresher.poll)
+        self.conflict_watch.start()
         if self.reconcile_interval:
             self.refresher.reconcile_tick()  # a restarted navigator first checks tmux
             self.set_interval(self.reconcile_interval, self.refresher.reconcile_tick)
@@ -263,6 +271,7 @@ class SwitchboardApp(App[None]):
         if layout is not None:
             self.memory.layout = layout
         self.navigator_state = loaded.state
+        self.conflict_watch.on_state(loaded.state)
         inbox = self.query_one(InboxList)
         if loaded.inbox_problem:
             inbox.unavailable = loaded.inbox_problem
@@ -480,13 +489,44 @@ class SwitchboardApp(App[None]):
         assert frame is not None
         # a thread worker: the session file is read off the event loop
         self.start_job(partial(self.client.session_detail, frame.frame_id), Group.DETAILS,
-                       Job(partial(self._show_details, frame.title), self._details_failed),
-                       exclusive=True)
+                       Job(partial(self._show_details, frame.title, frame.frame_id, None),
+                           self._details_failed), exclusive=True)
 
-    def _show_details(self, title: str, detail: SessionDetail) -> None:
+    def _show_details(self, title: str, frame_id: str, anchor: tuple[str, str | None] | None,
+                      detail: SessionDetail) -> None:
         from navigator.screens.session_detail import SessionDetailScreen  # on demand: RSS
 
-        self.push_screen(SessionDetailScreen(title, detail))
+        self.push_screen(SessionDetailScreen(
+            title, detail, anchor=anchor,
+            conflicts=self.conflict_watch.by_frame.get(frame_id, ())))
+
+    def action_diff(self) -> None:
+        """v: the frame's change since its base (git in a worker), then the diff screen."""
+        frame = self.target_frame()
+        if not self._need(frame, "Select a frame to review what it changed."):
+            return
+        assert frame is not None
+        self.start_job(partial(self.review.frame_diff, frame.frame_id), Group.DETAILS,
+                       Job(self._show_diff, self._details_failed), exclusive=True)
+
+    def _show_diff(self, diff: FrameDiff) -> None:
+        from navigator.screens.diff import DiffScreen  # on demand: RSS
+
+        self.push_screen(DiffScreen(diff, self.review))
+
+    def action_find(self) -> None:
+        """ctrl+f: search every session; a chosen hit opens its frame's timeline there."""
+        from navigator.screens.search import SearchScreen  # on demand: RSS
+
+        self.push_screen(SearchScreen(self.review), self._open_hit)
+
+    def _open_hit(self, hit: SearchResult | None) -> None:
+        if hit is None or hit.frame_id is None:
+            return
+        self.start_job(partial(self.client.session_detail, hit.frame_id, 200), Group.DETAILS,
+                       Job(partial(self._show_details, hit.frame_title, hit.frame_id,
+                                   (hit.at, hit.anchor)), self._details_failed),
+                       exclusive=True)
 
     def _details_failed(self, error: Exception) -> None:
         """A refused read (a foreign or newer session file) says why; nothing else does."""

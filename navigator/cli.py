@@ -51,6 +51,8 @@ GROUPS: dict[str, str] = {
     "attention": "navigator.commands.attention",
     "doctor": "navigator.commands.doctor",
     "completion": "navigator.commands.completion",
+    "conflicts": "navigator.commands.review",
+    "search": "navigator.commands.search",
 }
 
 

@@ -36,7 +36,7 @@ from navigator.targeting import (
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "close_frame",
                                    "reopen", "toggle_mode", "recover", "search", "help",
                                    "details", "acknowledge_anywhere", "dismiss_anywhere",
-                                   "new_task"})
+                                   "new_task", "diff", "find"})
 
 KEY_BINDINGS: list[BindingType] = [
         Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
@@ -58,6 +58,10 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("l", "inbox_stream", "Stream",
             tooltip="open/close the read-only inbox stream pane in the view"),
     Binding("slash", "search", "Search", key_display="/"),
+    Binding("v", "diff", "Diff", tooltip="review the frame's change: files, hunks, comments "
+                                          "sent to its agent"),
+    Binding("ctrl+f", "find", "Find", key_display="^f",
+            tooltip="search every session: briefs, handoffs, prompts, commands, failures"),
     Binding("escape", "clear_filter", "Clear filter", show=False),
     # a and d act in their panels; pressed anywhere else they say where (never silent)
     Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),

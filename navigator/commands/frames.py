@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("frame_id")
     _common(p)
     p.set_defaults(handler=_reopen)
+    from navigator.commands.review import register_frame_commands
+
+    register_frame_commands(fs)  # frame diff
 
 
 def _engine():
