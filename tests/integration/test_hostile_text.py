@@ -168,6 +168,11 @@ def output_runs(ids: Ids) -> dict[tuple[str, ...], list[list[str]]]:
         ("doctor",): [["doctor"]],
         ("completion",): [["completion", "--names", kind]
                           for kind in ("projects", "frames", "members", "views")],
+        ("frame", "diff"): [["frame", "diff", ids.workspace],
+                            ["frame", "diff", ids.workspace, "--stat"]],
+        ("conflicts",): [["conflicts"], ["conflicts", "--refresh"]],
+        ("search",): [["search", "pwned"], ["search", "red", "--project", "alpha"],
+                      ["search", "--rebuild"]],
     }
 
 
@@ -185,6 +190,8 @@ def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
         ("frame", "start"): [["frame", "start", h], ["frame", "start", ids.workspace,
                                                      "--provider", h]],
         ("frame", "stop"): [["frame", "stop", h]],
+        ("frame", "diff"): [["frame", "diff", h]],
+        ("search",): [["search", h], ["search", "x", "--project", h]],
         ("frame", "back"): [["frame", "back", h]],
         ("frame", "close"): [["frame", "close", h]],
         ("frame", "reopen"): [["frame", "reopen", h]],
