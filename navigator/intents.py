@@ -58,9 +58,10 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("l", "inbox_stream", "Stream",
             tooltip="open/close the read-only inbox stream pane in the view"),
     Binding("slash", "search", "Search", key_display="/"),
-    Binding("v", "diff", "Diff", tooltip="review the frame's change: files, hunks, comments "
-                                          "sent to its agent"),
-    Binding("ctrl+f", "find", "Find", key_display="^f",
+    # v and ^f are in the help and the palette; the footer has no room left at 80x24
+    Binding("v", "diff", "Diff", show=False,
+            tooltip="review the frame's change: files, hunks, comments sent to its agent"),
+    Binding("ctrl+f", "find", "Find", key_display="^f", show=False,
             tooltip="search every session: briefs, handoffs, prompts, commands, failures"),
     Binding("escape", "clear_filter", "Clear filter", show=False),
     # a and d act in their panels; pressed anywhere else they say where (never silent)
