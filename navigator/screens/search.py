@@ -8,6 +8,8 @@ frame's timeline at the entry. Open and closed frames are both found.
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -27,6 +29,10 @@ from navigator.widgets.diff_view import safe
 KIND_MARK = {"brief": "◆ brief", "handoff": "↩ handoff", "prompt": "› prompt",
              "command": "$ command", "failure": "✗ failure"}
 PAUSE_S = 0.15
+#: A failure signature is a long hex digest: shown by its first characters.
+_LONG_HEX = re.compile(r"\b[0-9a-f]{24,}\b")
+#: The OptionList wraps what is wider than it: one row of snippet at most.
+MAX_SNIPPET_CELLS = 72
 
 
 def result_option(result: SearchResult, index: int) -> Option:
@@ -41,8 +47,12 @@ def result_option(result: SearchResult, index: int) -> Option:
     snippet.append("   ")
     for number, part in enumerate(result.snippet.replace(HIT_END, HIT_START)
                                   .split(HIT_START)):
-        snippet.append(safe(part), style="bold reverse" if number % 2 else "")
-    return Option(Text.assemble(line, "\n", snippet), id=str(index))
+        snippet.append(_LONG_HEX.sub(lambda m: m.group()[:12] + "…", safe(part)),
+                       style="bold reverse" if number % 2 else "")
+    snippet.truncate(MAX_SNIPPET_CELLS, overflow="ellipsis")
+    both = Text.assemble(line, "\n", snippet)
+    both.no_wrap, both.overflow = True, "ellipsis"  # two rows per hit, however long
+    return Option(both, id=str(index))
 
 
 class SearchScreen(ModalScreen[SearchResult | None]):
