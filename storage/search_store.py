@@ -121,13 +121,20 @@ def count(conn: sqlite3.Connection) -> int:
 
 def query(conn: sqlite3.Connection, match: str, *, project_id: str | None = None,
           limit: int = 50) -> list[Hit]:
-    """Best matches first (bm25). ``match`` is an FTS5 query the caller built safely."""
+    """The newest matches first. ``match`` is an FTS5 query the caller built safely.
+
+    Newest, not best (bm25): ranking has to score every matching row before the
+    first can be returned, 140 ms for a common word at 100,000 rows, while rowid
+    order stops after ``limit`` rows; a person looking back for "which task ran
+    that migration" wants the latest sessions first anyway. ``score`` is still
+    each shown row's bm25, for callers that want to re-rank what they got."""
     where = " AND e.project_id = ?" if project_id else ""
     args: tuple[object, ...] = (match, project_id, limit) if project_id else (match, limit)
     rows = conn.execute(
         "SELECT e.ref, e.kind, e.project_id, e.frame_id, e.session_key, e.at, e.anchor,"
         f" snippet(entries_fts, 0, '{HIT_START}', '{HIT_END}', '…', 14) AS snip,"
-        " entries_fts.rank AS score FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
-        f" WHERE entries_fts MATCH ?{where} ORDER BY entries_fts.rank LIMIT ?", args).fetchall()
+        " bm25(entries_fts) AS score FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
+        f" WHERE entries_fts MATCH ?{where} ORDER BY entries_fts.rowid DESC LIMIT ?",
+        args).fetchall()
     return [Hit(r["ref"], r["kind"], r["project_id"], r["frame_id"], r["session_key"], r["at"],
                 r["anchor"], r["snip"], float(r["score"])) for r in rows]

@@ -39,14 +39,14 @@ def _broker(path: Path, sql: str, *args: object) -> list[tuple]:
         conn.close()
 
 
-def _ready(engine, frame_id: str) -> bool:  # type: ignore[no-untyped-def]
+def _ready(engine, frame_id: str) -> bool:
     row = one(engine, "SELECT activity FROM provider_sessions WHERE session_key ="
                       " (SELECT current_session_key FROM frames WHERE frame_id = ?)", frame_id)
     return row is not None and row[0] == "ready"
 
 
 def test_a_review_is_one_message_the_agent_reads(tmp_path: Path, tmux_socket: Path,
-                                                 monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                 monkeypatch) -> None:
     monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
     monkeypatch.setenv("SWITCHBOARD_CONFIG", str(tmp_path / "config.toml"))
     engine = make_live_engine(tmp_path, tmux_socket)

@@ -130,7 +130,7 @@ async def test_v_shows_the_change_and_a_review_goes_out_as_one_message(
         row = body.row_at_cursor()
         assert row.line is not None and row.text == "    return value * 2", row
         await pilot.press("c")
-        await wait_until(pilot, lambda: pilot.app.screen.query("#text"))
+        await wait_until(pilot, lambda: bool(pilot.app.screen.query("#text")))
         for key in "use the plus":
             await pilot.press("space" if key == " " else key)
         await pilot.press("enter")
@@ -187,8 +187,8 @@ async def test_ctrl_f_finds_a_failure_and_opens_the_timeline_there(searched: Sce
         assert {r.kind for r in screen.results} == {"command"}
         assert {r.frame_title for r in screen.results} == {"Fix login"}
         screen.query_one("#search-text", Input).value = "test_add assert"
-        await wait_until(pilot, lambda: screen.results and
-                         screen.results[0].kind == "failure")
+        await wait_until(pilot, lambda: bool(screen.results)
+                         and screen.results[0].kind == "failure")
         hit = screen.results[0]
         await pilot.press("enter")  # to the results; enter again opens the first
         await pilot.press("enter")
