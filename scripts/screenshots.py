@@ -43,6 +43,7 @@ class Shot:
     bound_view: str | None = None  # project whose view the pane belongs to
     prepare: Callable[[Scenario], None] | None = None  # extra state, written before start
     rest: float = 0.0  # seconds to rest on the selection (the preview reads after a rest)
+    after: float = 0.0  # seconds to rest after the keys (a search runs after a pause)
 
 
 def record_evidence(scenario: Scenario) -> None:
@@ -85,6 +86,26 @@ def parked_agent(scenario: Scenario) -> None:
         "● Fixing the token expiry check in auth.py"]
 
 
+def reviewed_change(scenario: Scenario) -> None:
+    """alpha's checkout is a git repository in which Fix login's agent changed app.py and
+    added a module; the person has a draft comment on one line (issue 27)."""
+    from core.review.client import ReviewClient
+    from tests.navigator.test_review_screens import change, checkout_here, repository
+
+    checkout = repository(scenario.home.root / "alpha-repo")
+    checkout_here(scenario, "alpha", checkout)
+    change(checkout)
+    ReviewClient(scenario.home, scenario.client.message_frame).comment(
+        scenario.frames["Fix login"], "app.py", 5, "use the plus, as the other steps do")
+
+
+def searched_work(scenario: Scenario) -> None:
+    """Fix login's session ran pytest (failing, then passing) and returned a handoff."""
+    from tests.navigator.test_session_detail import record_frame_work
+
+    record_frame_work(scenario, "Fix login")
+
+
 SHOTS = (
     Shot("navigator-80x24", (80, 24), "Switchboard: projects, views, recoveries",
          select="Fix login"),
@@ -104,6 +125,10 @@ SHOTS = (
     Shot("preview-80x24", (80, 24), "A parked agent's last lines", select="Fix login",
          prepare=parked_agent, rest=0.8),
     Shot("compact-26x23", (26, 23), "Compact: an 80x24 terminal", select="Fix login"),
+    Shot("diff-80x24", (80, 24), "v: review what the task changed", select="Fix login",
+         keys=("v", "n", "down", "down"), prepare=reviewed_change, after=0.3),
+    Shot("find-80x24", (80, 24), "ctrl+f: search every session", keys=("ctrl+f", *"pytest"),
+         prepare=searched_work, after=0.6),
 )
 
 
@@ -132,6 +157,9 @@ async def take(shot: Shot, template: Scenario, home: Path) -> Path:
         for key in shot.keys:
             await pilot.press(key)
             await pilot.pause()
+        if shot.after:
+            await pilot.pause(shot.after)
+            await settle(app, pilot)
         for screen in app.screen_stack:
             for box in screen.query(Input):
                 box.cursor_blink = False
@@ -187,7 +215,10 @@ async def main() -> int:
         empty = new_scenario(base / "empty-template")
         empty.freeze()
         converted = 0
+        wanted = set(sys.argv[1:])  # names to regenerate; none given: every shot
         for index, shot in enumerate(SHOTS):
+            if wanted and shot.name not in wanted:
+                continue
             svg = await take(shot, empty if shot.empty else demo, base / f"home-{index}")
             png = to_png(svg)
             converted += png is not None
