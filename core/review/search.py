@@ -191,6 +191,7 @@ def rebuild(home: Home) -> int:
     for frame_id, key in sessions:
         if frame_id in project_of:
             entries += _session_entries(home, project_of[frame_id], frame_id, key)
+    entries.sort(key=lambda e: e.at)  # rowid order is time order: hits come newest first
     index = open_index(home.root)
     try:
         clear(index)
