@@ -1,0 +1,397 @@
+"""The local follower of one remote host: one long-lived ssh, every document validated.
+
+``python -m core.remote.follower NAME`` (or ``switchboard remote follow NAME``)
+runs ``ssh -M TARGET switchboard state host --follow --json``
+(``core.remote.channel``) and stores each HostState document the remote sends in
+``host_state_cache``, exactly as a manual refresh does: it is decoded with every
+ceiling and reference rule (``core.state.envelope``), must name the configured
+host id and never the local one, and is then projection evidence only: no engine
+operation reads it. A refused document changes nothing shown; it is noted as the
+host's bounded error and the stream goes on (the next good document clears it).
+
+Liveness: the remote sends an empty line every couple of seconds while nothing
+changes. No line at all for ``OFFLINE_AFTER_S`` (or ssh ending) marks the host
+offline (the last good state stays, badged offline) and the follower reconnects
+with backoff (``BACKOFF_S``), for as long as anyone wants the host followed.
+
+Who owns it: exactly one follower per host and home, held by an exclusive
+``flock`` on its lock file (a second one exits at once), started on demand by
+``ensure_followers`` (the navigator calls it when it starts). A process that
+wants remote hosts followed holds a shared lock on the interest file for its
+lifetime (``interest``); the follower exits once no process has held it for
+``IDLE_EXIT_S``, marking its host offline as "not followed". Its ssh is killed
+with it (and, should the follower itself be killed, by the kernel: the ssh child
+gets SIGTERM when its parent dies), and the remote's follow process exits on the
+broken pipe at its next heartbeat. No orphans on either side.
+
+Attention: when a stored document changes the remote's live agents, the tmux
+status segment is republished with every host's counts, and a remote agent that
+starts to need input (or finishes its turn) nudges the person's tmux clients
+like a local one does, with the host's name in the message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from core.config.config import RemoteConfig
+from core.config.home import Home
+from core.model.errors import EnvelopeError, SwitchboardError
+from core.model.text import shown
+from core.remote.channel import control_path, follow_argv
+from core.remote.interest import anyone_interested, lock_path, open_lock
+from core.state.envelope import decode_checked, encode_canonical
+from core.state.state_types import HostState
+from storage.connection import write_transaction
+from storage.operations import remote_follow as follow_ops
+from storage.operations import remotes as remotes_ops
+
+if TYPE_CHECKING:
+    from core.context.reader import RegistryReader
+
+#: Seconds without a line (document or heartbeat) after which the host is offline.
+OFFLINE_AFTER_S = 6.0
+#: Seconds a new connection may take to deliver its first document.
+CONNECT_TIMEOUT_S = 10.0
+#: Waits between reconnects; the last repeats. Reset by a connection that delivered.
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: Seconds without any interested process after which the follower exits.
+IDLE_EXIT_S = 5.0
+#: How often the follower checks for interest while the stream is quiet.
+INTEREST_CHECK_S = 2.0
+#: The longest line read: a document larger than the envelope ceiling is refused.
+MAX_LINE_BYTES = 8 * 1024 * 1024 + 1
+NOT_FOLLOWED = "not followed: no navigator is running on this host"
+
+
+# --------------------------------------------------------------------------- the follower
+
+
+def _die_with_parent() -> None:
+    """ssh gets SIGTERM when the follower dies, however it dies (Linux prctl)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass
+class _Frames:
+    """Per open frame with a live agent: (activity, project name, title)."""
+
+    by_id: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, state: HostState | None) -> _Frames:
+        if state is None:
+            return cls()
+        sessions = {s.session_key: s for s in state.sessions}
+        projects = {p.project_id: p.name for p in state.projects}
+        out = {}
+        for frame in state.frames:
+            session = sessions.get(frame.current_session_key or "")
+            if frame.lifecycle_state != "open" or session is None \
+                    or session.runtime_presence != "live":
+                continue
+            out[frame.frame_id] = (session.activity.value,
+                                   projects.get(frame.project_id, "?"), frame.title)
+        return cls(out)
+
+
+class Follower:
+    """Follows one remote for as long as anyone is interested (or forever: ``keep``)."""
+
+    def __init__(self, home: Home, remote_name: str, *, keep: bool = False) -> None:
+        self.home = home
+        self.remote_name = remote_name
+        self.keep = keep
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.last_segment: str | None = None
+        self.frames = _Frames()
+        self.seeded = False
+
+    # ---- registry
+
+    def _open(self) -> tuple[RegistryReader, RemoteConfig | None]:
+        """The registry, and the remote (None once it is no longer configured)."""
+        from core.context.session import open_reader
+
+        reader = open_reader(self.home)
+        remote = next((r for r in reader.config.remotes if r.name == self.remote_name), None)
+        if remote is None:
+            return reader, None
+        return reader, remote
+
+    def run(self) -> int:
+        lock_fd = open_lock(lock_path(self.home, self._remote_for_lock()))
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            return 0  # another follower has this host
+        signal.signal(signal.SIGTERM, _exit_on_signal)
+        attempt = 0
+        reader: RegistryReader | None = None
+        try:
+            while True:
+                reader, remote = self._open()
+                if remote is None:
+                    return 0
+                if not self.seeded:
+                    self.frames = _Frames.of(self._cached_state(reader))
+                    self.seeded = True
+                delivered = self._connect(reader, remote)
+                if not self._wanted():
+                    self._mark(reader, remote, NOT_FOLLOWED)
+                    return 0
+                reader.conn.close()
+                reader = None
+                attempt = 0 if delivered else attempt + 1
+                if not self._sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]):
+                    reader, remote = self._open()
+                    if remote is not None:
+                        self._mark(reader, remote, NOT_FOLLOWED)
+                    return 0
+        finally:
+            self._kill()
+            if reader is not None:
+                reader.conn.close()
+            os.close(lock_fd)
+
+    def _remote_for_lock(self) -> RemoteConfig:
+        reader, remote = self._open()
+        reader.conn.close()
+        if remote is None:
+            raise SwitchboardError(f"unknown remote {self.remote_name!r}; add it under "
+                                   "[[remotes]]", code="remote_unknown")
+        return remote
+
+    def _wanted(self) -> bool:
+        if self.keep:
+            return True
+        deadline = time.monotonic() + IDLE_EXIT_S
+        while not anyone_interested(self.home):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.25)
+        return True
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep between attempts; False when nobody wants the host followed any more."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, INTEREST_CHECK_S))
+            if not self._wanted():
+                return False
+        return True
+
+    def _cached_state(self, reader: RegistryReader) -> HostState | None:
+        row = reader.conn.execute("SELECT state_json FROM host_state_cache WHERE"
+                                  " remote_name = ?", (self.remote_name,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return decode_checked(row[0].encode("utf-8"), schema=HostState)
+        except EnvelopeError:
+            return None
+
+    # ---- one connection
+
+    def _connect(self, reader: RegistryReader, remote: RemoteConfig) -> bool:
+        """One ssh session until silence, its end, or no interest; True when it delivered
+        at least one good document."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(control_path(self.home, remote))  # ours (we hold the lock)
+        try:
+            self.proc = subprocess.Popen(
+                follow_argv(remote, self.home), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+        except OSError as exc:
+            self._mark(reader, remote, f"cannot run ssh: {exc}")
+            return False
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        out_fd, err_fd = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        os.set_blocking(out_fd, False)
+        os.set_blocking(err_fd, False)
+        buffer = b""
+        errors = b""
+        delivered = False
+        last_line = time.monotonic()
+        last_interest = last_line
+        fds = [out_fd, err_fd]
+        try:
+            while True:
+                now = time.monotonic()
+                silence = OFFLINE_AFTER_S if delivered else CONNECT_TIMEOUT_S
+                if now - last_line >= silence:
+                    self._mark(reader, remote, f"no word from {remote.name} for "
+                                               f"{silence:.0f} s")
+                    return delivered
+                if now - last_interest >= INTEREST_CHECK_S:
+                    last_interest = now
+                    if not self.keep and not anyone_interested(self.home) \
+                            and not self._wanted():
+                        return delivered
+                ready, _, _ = select.select(fds, [], [], min(
+                    silence - (now - last_line), INTEREST_CHECK_S))
+                if err_fd in ready:
+                    chunk = _read(err_fd)
+                    if chunk:
+                        errors = (errors + chunk)[-4096:]
+                    elif chunk == b"":
+                        fds = [fd for fd in fds if fd != err_fd]
+                if out_fd not in ready:
+                    continue
+                chunk = _read(out_fd)
+                if chunk is None:
+                    continue
+                if not chunk:
+                    tail = errors.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+                    code = self.proc.wait()
+                    self._mark(reader, remote, f"ssh to {remote.name} ended ({code})"
+                                               + (f": {tail[0][:200]}" if tail[0] else ""))
+                    return delivered
+                buffer += chunk
+                last_line = time.monotonic()
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        delivered = self._document(reader, remote, line.strip()) or delivered
+                if len(buffer) > MAX_LINE_BYTES:
+                    self._refuse(reader, remote, "a document larger than 8 MiB; "
+                                                 "reconnecting")
+                    return delivered
+        finally:
+            self._kill()
+
+    def _kill(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    # ---- documents
+
+    def _document(self, reader: RegistryReader, remote: RemoteConfig, data: bytes) -> bool:
+        """Validate and store one document; False (and nothing stored) when refused."""
+        try:
+            state = decode_checked(data, schema=HostState)
+            if state.host.host_id != remote.host_id:
+                raise SwitchboardError(
+                    f"answered as host {state.host.host_id}, not the configured "
+                    f"{remote.host_id}", code="remote_identity_mismatch")
+            if state.host.host_id == reader.host_id:
+                raise SwitchboardError("claims to be this host", code="remote_identity_mismatch")
+            canonical = encode_canonical(state)
+        except (SwitchboardError, EnvelopeError) as exc:
+            self._refuse(reader, remote, f"{exc.code}: {exc.message}")
+            return False
+        with write_transaction(reader.conn) as conn:
+            remotes_ops.store_state(conn, remote_name=remote.name, host_id=remote.host_id,
+                                    canonical=canonical, observed_at=state.generated_at,
+                                    now=reader.now())
+        self._attention(reader, remote, _Frames.of(state))
+        return True
+
+    def _refuse(self, reader: RegistryReader, remote: RemoteConfig, error: str) -> None:
+        print(f"switchboard: refused a document from {remote.name}: {shown(error)[:300]}",
+              file=sys.stderr, flush=True)
+        with write_transaction(reader.conn) as conn:
+            follow_ops.note_refused(conn, remote.name, f"refused: {error}", reader.now())
+
+    def _mark(self, reader: RegistryReader, remote: RemoteConfig, error: str) -> None:
+        print(f"switchboard: {remote.name} offline: {shown(error)[:300]}", file=sys.stderr,
+              flush=True)
+        with write_transaction(reader.conn) as conn:
+            marked = remotes_ops.mark_offline(conn, remote.name, error, reader.now())
+        if marked:
+            self._attention(reader, remote, _Frames())
+
+    # ---- attention
+
+    def _attention(self, reader: RegistryReader, remote: RemoteConfig, frames: _Frames) -> None:
+        """Republish the status segment when any count moved; nudge for a remote agent
+        that now needs input or just finished its turn."""
+        from core.hooks import attention
+
+        before, self.frames = self.frames, frames
+        events = []
+        for frame_id, (activity, project, title) in frames.by_id.items():
+            was = before.by_id.get(frame_id, ("", "", ""))[0]
+            if activity == attention.NEEDS_INPUT and was != attention.NEEDS_INPUT:
+                events.append((frame_id, attention.AttentionKind.NEEDS_INPUT, project, title))
+            elif activity == "ready" and was == "working":
+                events.append((frame_id, attention.AttentionKind.TURN_FINISHED, project,
+                               title))
+        counts = attention.read_counts(reader.conn)
+        segment = counts.segment()
+        if segment == self.last_segment and not events:
+            return
+        self.last_segment = segment
+        settings = reader.config.attention
+        socket = reader.config.tmux.socket_path or str(self.home.root / "tmux.sock")
+        if not os.path.exists(socket):
+            return  # no tmux server here: nobody to show it to
+        if settings.status_line:
+            attention.ensure_segment(socket)
+        sent: list[attention.Notice] = []
+        if events:
+            clients = attention.list_clients(socket)
+            for frame_id, kind, project, title in events:
+                subject = attention.Subject(frame_id=frame_id, title=title,
+                                            project=f"{remote.name}: {project}",
+                                            view_window=None, is_active=False)
+                sent += attention.coalesce(attention.notices(subject, kind, clients),
+                                           frame_id, kind, self.home.run_dir / "attention",
+                                           time.time())
+        attention.publish(socket, settings, counts, sent)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    """SIGTERM unwinds through ``run``'s finally: its ssh is ended, its lock released."""
+    raise SystemExit(0)
+
+
+def _read(fd: int) -> bytes | None:
+    """What the pipe holds: bytes, b"" at its end, None when nothing is there yet."""
+    try:
+        return os.read(fd, 1 << 20)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m core.remote.follower REMOTE_NAME", file=sys.stderr)
+        return 2
+    try:
+        return Follower(Home.from_env(), argv[0]).run()
+    except SwitchboardError as exc:
+        print(f"switchboard: {shown(exc.message)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
