@@ -29,7 +29,6 @@ from core.model.errors import RegistryUnavailable
 from storage.session_db import (
     BUSY_TIMEOUT_MS,
     CREATED_BY,
-    SCHEMA_VERSION,
     SWITCHBOARD_VERSION,
     _check_header,
     _check_meta,
@@ -38,6 +37,9 @@ from storage.session_db import (
     safe_key,
 )
 from storage.uri import sqlite_uri
+
+SCHEMA_VERSION = 1
+"""The project-level files' own version (the session files' moved to 2 alone)."""
 
 
 class ProjectDbRefused(RegistryUnavailable):
@@ -160,7 +162,7 @@ def open_project_db(path: Path, kind: ProjectDbKind, *, create: bool = True,
         if not create or readonly:
             raise ProjectDbRefused(f"no {kind.what} file at {path}", code="project_db_missing")
         _create(path, kind, now_ms if now_ms is not None else time.time_ns() // 1_000_000)
-    _check_header(path, kind.application_id, kind.what, ProjectDbRefused)
+    _check_header(path, kind.application_id, kind.what, ProjectDbRefused, SCHEMA_VERSION, ())
     if readonly:
         live = Path(f"{path}-wal").exists()
         uri = sqlite_uri(path, mode="ro") if live else sqlite_uri(path, mode="ro", immutable=1)
@@ -173,7 +175,7 @@ def open_project_db(path: Path, kind: ProjectDbKind, *, create: bool = True,
         if not readonly:
             conn.execute("PRAGMA foreign_keys = OFF")
             conn.execute("PRAGMA synchronous = NORMAL")
-        _check_meta(conn, path, kind.what, ProjectDbRefused)
+        _check_meta(conn, path, kind.what, ProjectDbRefused, SCHEMA_VERSION)
     except BaseException:
         conn.close()
         raise

@@ -48,7 +48,11 @@ if TYPE_CHECKING:
     from storage.session_evidence import CommandRecord
 
 APPLICATION_ID = 0x53575345  # "SWSE": a Switchboard session evidence file
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""V2 adds the usage tables (``storage.session_schema.USAGE_TABLES``)."""
+UPGRADABLE = (1,)
+"""Older session files upgraded in place at their first read-write open (V1 -> V2 only
+adds tables); a read-only open reads them as they are."""
 CREATED_BY = "switchboard"
 SWITCHBOARD_VERSION = "0.1.0"  # kept in step with pyproject.toml
 EVENT_VERSION = 1
@@ -95,12 +99,13 @@ def session_db_path(root: Path, session_key: str) -> Path:
 
 
 def _check_header(path: Path, application_id: int = APPLICATION_ID,
-                  what: str = "session", refused: type[RegistryUnavailable] = SessionDbRefused
-                  ) -> None:
-    """Refuse from the header alone, before SQLite opens (and could change) the file.
+                  what: str = "session", refused: type[RegistryUnavailable] = SessionDbRefused,
+                  version: int = SCHEMA_VERSION, older: tuple[int, ...] = UPGRADABLE) -> int:
+    """Refuse from the header alone, before SQLite opens (and could change) the file;
+    returns its version (``version``, or one of the ``older`` ones it may be upgraded from).
 
     ``storage.project_db`` reuses this for the project-level files, with their own
-    application id and wording."""
+    application id, version and wording."""
     with path.open("rb") as handle:
         header = handle.read(100)
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
@@ -110,20 +115,23 @@ def _check_header(path: Path, application_id: int = APPLICATION_ID,
     if app_id != application_id:
         raise refused(f"{path} belongs to another application (application_id "
                       f"{app_id}); it was left unchanged")
-    if user_version > SCHEMA_VERSION:
+    if user_version > version:
         raise refused(f"{path} has {what} schema v{user_version}, newer than this "
-                      f"Switchboard (v{SCHEMA_VERSION}); upgrade Switchboard. The "
+                      f"Switchboard (v{version}); upgrade Switchboard. The "
                       "file was left unchanged")
-    if user_version != SCHEMA_VERSION or header[18:20] != b"\x02\x02":
-        raise refused(f"{path} is not a v{SCHEMA_VERSION} WAL {what} file "
+    if (user_version != version and user_version not in older) \
+            or header[18:20] != b"\x02\x02":
+        raise refused(f"{path} is not a v{version} WAL {what} file "
                       f"(user_version {user_version}); it was left unchanged")
+    return user_version
 
 
 def _check_meta(conn: sqlite3.Connection, path: Path, what: str = "session",
-                refused: type[RegistryUnavailable] = SessionDbRefused) -> dict[str, str]:
+                refused: type[RegistryUnavailable] = SessionDbRefused,
+                version: int = SCHEMA_VERSION) -> dict[str, str]:
     """schema_meta (read through the WAL, so it is the newest committed truth)."""
     try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
         meta = dict(conn.execute("SELECT key, value FROM schema_meta").fetchall())
     except sqlite3.DatabaseError as exc:
         raise refused(f"{path} has no readable schema_meta ({exc}); it was left "
@@ -132,11 +140,10 @@ def _check_meta(conn: sqlite3.Connection, path: Path, what: str = "session",
         raise refused(f"{path} was created by {meta.get('created_by')!r}, not "
                       f"{CREATED_BY!r}; it was left unchanged")
     recorded = meta.get("schema_version", "")
-    if version != SCHEMA_VERSION or recorded != str(SCHEMA_VERSION):
-        newer = recorded.isdigit() and int(recorded) > SCHEMA_VERSION or \
-            version > SCHEMA_VERSION
+    if found != version or recorded != str(version):
+        newer = recorded.isdigit() and int(recorded) > version or found > version
         raise refused(
-            f"{path} has {what} schema v{recorded or version}"
+            f"{path} has {what} schema v{recorded or found}"
             + ("; upgrade Switchboard" if newer else "") + ". The file was left unchanged")
     return meta
 
@@ -209,9 +216,11 @@ def _open_session_db(path: Path, now_ms: int | None, create: bool) -> sqlite3.Co
         if not create:
             raise SessionDbRefused(f"no session file at {path}", code="session_db_missing")
         _create(path, now_ms if now_ms is not None else time.time_ns() // 1_000_000)
-    _check_header(path)
+    found = _check_header(path)
     conn = _connect(path)
     try:
+        if found != SCHEMA_VERSION:
+            _upgrade(conn, path, found)
         meta = _check_meta(conn, path)
         if meta.get("switchboard_version_last_opened") != SWITCHBOARD_VERSION:
             conn.execute("UPDATE schema_meta SET value = ? WHERE key = ?",
@@ -220,6 +229,30 @@ def _open_session_db(path: Path, now_ms: int | None, create: bool) -> sqlite3.Co
         conn.close()
         raise
     return conn
+
+
+def _upgrade(conn: sqlite3.Connection, path: Path, found: int) -> None:
+    """V1 -> V2 in place: add the usage tables, then the version, in one transaction.
+
+    Only tables are added (no row or V1 object changes), so there is nothing to back
+    up; the first hook or reader that opens a V1 file read-write does it once, and a
+    second one that raced it finds the file already at V2 inside its transaction.
+    """
+    from storage.session_schema import usage_ddl
+
+    with _transaction(conn):
+        now = conn.execute("PRAGMA user_version").fetchone()[0]
+        if now == SCHEMA_VERSION:
+            return
+        if now != found:
+            raise SessionDbRefused(f"{path} changed while it was being upgraded; it was "
+                                   "left unchanged")
+        _check_meta(conn, path, version=found)
+        for statement in usage_ddl():
+            conn.execute(statement)
+        conn.execute("UPDATE schema_meta SET value = ? WHERE key = 'schema_version'",
+                     (str(SCHEMA_VERSION),))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def open_session_db_readonly(path: Path) -> sqlite3.Connection:
@@ -231,7 +264,7 @@ def open_session_db_readonly(path: Path) -> sqlite3.Connection:
     path = Path(path)
     if not path.exists():
         raise SessionDbRefused(f"no session file at {path}", code="session_db_missing")
-    _check_header(path)
+    found = _check_header(path)
     live = Path(f"{path}-wal").exists()
     # URI-escape the path: safe_key's %XX must reach the file system as written.
     uri = sqlite_uri(path, mode="ro") if live else sqlite_uri(path, mode="ro", immutable=1)
@@ -239,11 +272,17 @@ def open_session_db_readonly(path: Path) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     try:
-        _check_meta(conn, path)
+        _check_meta(conn, path, version=found)  # a V1 file is read as it is (no usage)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def has_usage_tables(conn: sqlite3.Connection) -> bool:
+    """A V1 file opened read-only has no usage tables: its usage is simply unknown."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                        " AND name = 'turn_usage'").fetchone() is not None
 
 
 @contextmanager

@@ -1,6 +1,10 @@
-"""The session.db schema, transcribed from the spec (session-db-schema.txt, V1).
+"""The session.db schema, transcribed from the spec (session-db-schema.txt, V1), plus V2.
 
-Tables, columns and indexes are exactly the spec's; the only additions are
+Tables, columns and indexes of ``TABLES``/``INDEXES`` are exactly the spec's. V2
+adds ``USAGE_TABLES``/``USAGE_INDEXES`` (issue 26): the tokens each turn used, as
+the CLI's own transcript or rollout file states them, and where the incremental
+reader of that file stopped. A V1 file gets them in place at its first open
+(``storage.session_db``); nothing of V1 changes. Of V1, the only additions are
 CHECK constraints for the spec's closed enums (named ``<table>_<column>_closed``
 so a refusal names the rule) and the file identity in the SQLite header
 (application_id, user_version), which is not schema. Imported only when a
@@ -273,6 +277,48 @@ INDEXES: dict[str, tuple[str, str, bool]] = {
 }
 
 
+#: V2: usage per turn and model, and the reader's cursor per source file.
+USAGE_TABLES: dict[str, str] = {
+    "turn_usage": """
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  turn_id TEXT,
+  provider TEXT NOT NULL,
+  model_id TEXT,
+  input_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  cache_read_tokens INTEGER NOT NULL,
+  cache_write_tokens INTEGER NOT NULL,
+  reasoning_tokens INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  limit_kind TEXT,
+  limit_message TEXT,
+  limit_reset_at TEXT,
+  ended_at TEXT NOT NULL,
+  metadata_json TEXT""",
+    "usage_cursors": """
+  session_id TEXT NOT NULL,
+  source_path TEXT NOT NULL,
+  byte_offset INTEGER NOT NULL,
+  state_json TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (session_id, source_path)""",
+}
+
+USAGE_INDEXES: dict[str, tuple[str, str, bool]] = {
+    "idx_turn_usage_session_time": ("turn_usage", "session_id, ended_at", False),
+}
+
+
+def usage_ddl() -> list[str]:
+    """The V2 additions, for a new file and for the in-place upgrade of a V1 one."""
+    statements = [f"CREATE TABLE {name} ({body}\n)" for name, body in USAGE_TABLES.items()]
+    statements += [
+        f"CREATE {'UNIQUE ' if unique else ''}INDEX {name} ON {table}({columns})"
+        for name, (table, columns, unique) in USAGE_INDEXES.items()]
+    return statements
+
+
 def _closed_checks(table: str) -> str:
     checks = []
     for (owner, column), values in CLOSED_COLUMNS.items():
@@ -290,4 +336,4 @@ def ddl() -> list[str]:
     statements += [
         f"CREATE {'UNIQUE ' if unique else ''}INDEX {name} ON {table}({columns})"
         for name, (table, columns, unique) in INDEXES.items()]
-    return statements
+    return statements + usage_ddl()

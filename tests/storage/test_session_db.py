@@ -30,7 +30,7 @@ from storage.session_db import (
     safe_key,
     session_db_path,
 )
-from storage.session_schema import INDEXES, TABLES
+from storage.session_schema import INDEXES, TABLES, USAGE_INDEXES, USAGE_TABLES
 
 SPEC = Path(os.environ.get("SWITCHBOARD_SPEC_DIR", "/work/shared/spec")) \
     / "session-db-schema.txt"
@@ -87,6 +87,11 @@ def test_path_uses_a_safe_folder_name(tmp_path: Path) -> None:
 
 def test_tables_columns_and_indexes_equal_the_spec(db: sqlite3.Connection) -> None:
     tables, indexes = file_schema(db)
+    # V2's additions (usage, issue 26) are Switchboard's own, beside the spec's V1
+    assert {name: tables.pop(name) is not None for name in USAGE_TABLES} == \
+        dict.fromkeys(USAGE_TABLES, True)
+    assert {name: indexes.pop(name)[0] for name in USAGE_INDEXES} == \
+        {name: table for name, (table, _c, _u) in USAGE_INDEXES.items()}
     if SPEC.exists():
         want_tables, want_indexes = spec_schema()
         assert len(want_tables) == 17 and len(want_indexes) == 37
@@ -108,7 +113,7 @@ def test_pragmas_and_meta(db: sqlite3.Connection) -> None:
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 0
     assert db.execute("PRAGMA application_id").fetchone()[0] == session_db.APPLICATION_ID
     meta = dict(db.execute("SELECT key, value FROM schema_meta"))
-    assert meta["schema_version"] == "1" and meta["created_by"] == "switchboard"
+    assert meta["schema_version"] == "2" and meta["created_by"] == "switchboard"
     assert set(meta) == {"schema_version", "created_by", "created_at",
                          "switchboard_version_created", "switchboard_version_last_opened"}
     assert meta["created_at"].startswith("2026-")
@@ -324,14 +329,17 @@ def test_foreign_or_newer_file_is_refused_byte_identical(tmp_path: Path, kind: s
     elif kind == "foreign_app":
         _foreign_spec_file(path, app_id=0x41495243)
     elif kind == "newer_header":
-        _foreign_spec_file(path, created_by="switchboard", version=2,
+        _foreign_spec_file(path, created_by="switchboard",
+                           version=session_db.SCHEMA_VERSION + 1,
                            app_id=session_db.APPLICATION_ID)
     elif kind == "foreign_meta":
         _foreign_spec_file(path, app_id=session_db.APPLICATION_ID)
-    else:  # header says v1, schema_meta says v2 (a newer writer's meta)
-        _foreign_spec_file(path, created_by="switchboard", app_id=session_db.APPLICATION_ID)
+    else:  # header says the current version, schema_meta a newer one (a newer writer's)
+        _foreign_spec_file(path, created_by="switchboard", version=session_db.SCHEMA_VERSION,
+                           app_id=session_db.APPLICATION_ID)
         conn = sqlite3.connect(path)
-        conn.execute("UPDATE schema_meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute("UPDATE schema_meta SET value = ? WHERE key = 'schema_version'",
+                     (str(session_db.SCHEMA_VERSION + 1),))
         conn.commit()
         conn.close()
     before = path.read_bytes()

@@ -1,0 +1,49 @@
+"""The hook's part in usage (issue 26): at a turn's end, hand the CLI's file to the reader.
+
+Called by ``core.hooks.hook_handler`` after the registry commit, best effort (a
+failure is said on stderr; the provider's hook still succeeds). Only the Stop
+and StopFailure of a managed session do anything, and then only one
+``posix_spawn`` of ``python -m core.usage.worker``: the hook imports none of the
+readers and never waits for the read, so a long transcript costs the agent's
+turn end nothing. The read is incremental and idempotent, so a worker that did
+not run is made up by the next turn end's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.config.home import Home
+
+TURN_END_EVENTS = frozenset({"Stop", "StopFailure"})
+"""Claude Code's and Codex's turn ends (StopFailure: the turn ended on an API error,
+such as a rate limit; the transcript holds the error line)."""
+WORKER_MODULE = "core.usage.worker"
+LOG_NAME = "usage-worker.log"
+
+
+def after_turn(home: Home, provider: str, event: str, document: dict[str, object],
+               session_key: str | None, turn_id: str | None) -> bool:
+    """Start the usage read of this turn; True when a reader was started."""
+    if event not in TURN_END_EVENTS or not session_key:
+        return False
+    source = document.get("transcript_path")
+    if not isinstance(source, str) or not source or "\x00" in source:
+        return False
+    try:
+        from core.model.spawn import spawn_detached
+
+        env = {k: v for k, v in os.environ.items() if k != "SWITCHBOARD_CAPABILITY"}
+        env.update(home.child_env())
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        home.run_dir.mkdir(parents=True, exist_ok=True)
+        spawn_detached([sys.executable, "-m", WORKER_MODULE, session_key, provider, source,
+                        turn_id or ""], env, log_path=str(home.run_dir / LOG_NAME))
+    except OSError as exc:  # never break the provider over usage
+        print(f"switchboard: usage reader not started: {exc}", file=sys.stderr)
+        return False
+    return True

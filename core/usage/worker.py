@@ -1,0 +1,113 @@
+"""``python -m core.usage.worker SESSION_KEY PROVIDER SOURCE_PATH TURN_ID``: read a
+turn's usage from the CLI's own file, beside the agent instead of inside its hook.
+
+The Stop hook only starts this (``core.hooks.usage_handoff``: one ``posix_spawn``, no
+import of the readers), so reading a transcript never lengthens the agent's turn end. The
+read is incremental and idempotent (``storage.session_usage.advance_usage``):
+a worker that never ran is made up by the next Stop's, which reads everything
+appended since the cursor, and two workers never count a line twice.
+
+The source path is the one the provider's own hook payload names (Claude's
+``transcript_path``, Codex's ``transcript_path``); it is read only when it is
+an absolute path to a regular ``.jsonl`` file, at most
+``core.usage.transcripts.MAX_READ_BYTES`` a time.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.usage.records import UsageBatch
+    from storage.session_usage import UsageRow
+
+MODULE = "core.usage.worker"
+
+
+def usable_source(path: str) -> bool:
+    """The payload's path is one this reader may open: absolute, ``.jsonl``, a regular
+    file (never a FIFO or device that would block or never end)."""
+    if not path or not os.path.isabs(path) or not path.endswith(".jsonl") or "\x00" in path:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _rows(batch: UsageBatch, provider: str, turn_id: str | None) -> list[UsageRow]:
+    from storage.session_db import iso
+    from storage.session_usage import UsageRow
+
+    rows = [UsageRow(turn_id, provider, entry.model, entry.tokens.input, entry.tokens.output,
+                     entry.tokens.cache_read, entry.tokens.cache_write, entry.tokens.reasoning,
+                     entry.requests) for entry in batch.per_model.values()]
+    if batch.limit is not None:
+        limit = batch.limit
+        fields = (limit.kind.value, limit.message,
+                  iso(limit.reset_at_ms) if limit.reset_at_ms is not None else None)
+        if rows:
+            rows[-1] = rows[-1]._replace(limit_kind=fields[0], limit_message=fields[1],
+                                         limit_reset_at=fields[2])
+        else:
+            rows.append(UsageRow(turn_id, provider, None, 0, 0, 0, 0, 0, 0, *fields))
+    return rows
+
+
+def read_usage(root: Path, session_key: str, provider: str, source: str,
+               turn_id: str | None, now_ms: int | None = None) -> list[UsageRow]:
+    """Read what ``source`` gained since the cursor into the session's evidence file;
+    returns the rows stored (none when the file has no new whole line)."""
+    from core.usage.transcripts import MAX_READ_BYTES, read_claude, read_codex
+    from storage import session_db
+    from storage.session_usage import Advance, advance_usage
+
+    if not usable_source(source):
+        return []
+    now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    reader = read_claude if provider == "claude" else read_codex
+
+    def parse(offset: int, state: dict[str, object]) -> Advance:
+        with open(source, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < offset:  # the file was replaced: read it from the start
+                offset, state = 0, {}
+            handle.seek(offset)
+            data = handle.read(MAX_READ_BYTES)
+        batch = reader(data, dict(state), now)
+        return Advance(_rows(batch, provider, turn_id), offset + batch.offset, batch.state)
+
+    path = session_db.session_db_path(root, session_key)
+    conn = session_db.open_session_db(path, now_ms=now)
+    try:
+        return advance_usage(conn, session_key, source, parse, session_db.iso(now))
+    finally:
+        conn.close()
+
+
+def main(argv: list[str]) -> int:
+    from core.config.home import Home
+
+    if len(argv) != 4:
+        print(f"usage: python -m {MODULE} SESSION_KEY PROVIDER SOURCE_PATH TURN_ID",
+              file=sys.stderr)
+        return 2
+    session_key, provider, source, turn_id = argv
+    try:
+        read_usage(Home.from_env().root, session_key, provider, source, turn_id or None)
+    except Exception:  # the next Stop's read makes it up; say why in the log
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        print(f"{stamp} session {session_key}: usage not read\n{traceback.format_exc()}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
