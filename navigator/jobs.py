@@ -34,6 +34,7 @@ class Group(StrEnum):
     RECOVERY_SUBJECT = "recovery-subject"
     UI_STATE = "ui-state"
     REVIEW = "review"
+    USAGE = "usage"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ once, after a private backup copy (``registry-....sqlite.v1.bak`` beside it). A
 newer file is still refused unchanged by :mod:`storage.registry_file`.
 
 v1 -> v2 only widens closed value sets (the recovery kind ``provider_dialog``)
-and the metadata's version check. Every existing row already satisfies a wider
+and the metadata's version check; v2 -> v3 the same way (the activity reason and
+recovery kind ``usage_limit``). Every existing row already satisfies a wider
 CHECK, so the on-disk rows need no rewrite: SQLite documents changing a
 table's stored ``CREATE TABLE`` text through ``writable_schema`` for exactly
 such constraint-only changes. The upgrade refuses (file unchanged) unless the
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 from core.model.errors import RegistryUnavailable
@@ -26,7 +26,10 @@ from core.model.files import create_private_file
 from storage.schema import SCHEMA_VERSION, ddl
 from storage.uri import sqlite_uri
 
-WIDENED_TABLES: dict[int, tuple[str, ...]] = {1: ("registry_metadata", "recoveries")}
+WIDENED_TABLES: dict[int, tuple[str, ...]] = {
+    1: ("registry_metadata", "recoveries"),
+    2: ("registry_metadata", "provider_sessions", "recoveries"),
+}
 """Per source version: the tables whose CREATE text the next version changes."""
 
 
@@ -51,8 +54,11 @@ def upgrade_if_older(path: Path) -> int | None:
     if old >= SCHEMA_VERSION or old not in WIDENED_TABLES:
         return None
     _backup(path, old)
-    for version in range(old, SCHEMA_VERSION):
-        _STEPS[version](path, version)
+    # Every step only rewrites CREATE text to the current schema's, so the steps from
+    # ``old`` collapse into one: the union of their tables, then the current version.
+    widened = tuple(dict.fromkeys(table for version in range(old, SCHEMA_VERSION)
+                                  for table in WIDENED_TABLES[version]))
+    _widen(path, old, widened)
     return old
 
 
@@ -104,10 +110,9 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
-def _widen(path: Path, version: int) -> None:
-    """Rewrite the CREATE text of the widened tables, then record the new version."""
+def _widen(path: Path, version: int, widened: tuple[str, ...]) -> None:
+    """Rewrite the CREATE text of the widened tables, then record the current version."""
     target, target_columns = _target()
-    widened = WIDENED_TABLES[version]
     conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None)
     try:
         found = _objects(conn)
@@ -142,16 +147,14 @@ def _widen(path: Path, version: int) -> None:
     conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("UPDATE registry_metadata SET schema_version = ?", (version + 1,))
-        conn.execute(f"PRAGMA user_version = {version + 1}")
+        conn.execute("UPDATE registry_metadata SET schema_version = ?", (SCHEMA_VERSION,))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
         problem = conn.execute("PRAGMA integrity_check").fetchone()[0]
     finally:
         conn.close()
     if problem != "ok":
         raise RegistryUnavailable(f"{path} failed its integrity check after the upgrade to "
-                                  f"v{version + 1} ({problem}); restore {path.name}.v"
+                                  f"v{SCHEMA_VERSION} ({problem}); restore {path.name}.v"
                                   f"{version}.bak")
 
-
-_STEPS: dict[int, Callable[[Path, int], None]] = {1: _widen}

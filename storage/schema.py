@@ -1,6 +1,6 @@
-"""Registry schema v2: tables, constraints, partial unique indexes and edge triggers.
+"""Registry schema v3: tables, constraints, partial unique indexes and edge triggers.
 
-A v1 file upgrades in place at its first open (storage.migrations).
+A v1 or v2 file upgrades in place at its first open (storage.migrations).
 
 The DDL is text, but every closed value set and every state machine is taken
 from ``core.model.enums`` / ``core.model.machines`` so storage refuses exactly what the
@@ -15,7 +15,7 @@ from enum import StrEnum
 import core.model.enums as e
 import core.model.machines as machines
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 PROTOCOL_VERSION = 1
 # 'SWBR' as a big-endian int: marks a file as a Switchboard registry.
 APPLICATION_ID = 0x53574252

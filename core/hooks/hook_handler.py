@@ -80,8 +80,9 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     parsed, document = parse_hook_document(Provider(provider), event, payload)
     now = clock.now_ms() if clock is not None else time.time_ns() // 1_000_000
     opened = open_for_hook(home, generation)
+    limit = _limit_words(parsed, document, now)
     try:
-        recorded = _record(opened, raw, parsed, now)
+        recorded = _record(opened, raw, parsed, now, limit)
     finally:
         opened.conn.close()
     if recorded.authenticated:  # only a real pane's hook may leave the open cache behind
@@ -89,6 +90,11 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     if recorded.outcome.handled:
         _record_evidence(home, parsed, recorded, now, document)
     if recorded.attention is not None:
+        if parsed.event in ("Stop", "StopFailure"):  # a plain event imports nothing more
+            from core.hooks.usage_handoff import after_turn
+
+            after_turn(home, parsed.provider.value, parsed.event, document,
+                       recorded.outcome.session_key, parsed.turn_id)
         _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.trusted_stop:
         from core.broker.kick import kick_after_stop
@@ -128,7 +134,23 @@ class Attention(NamedTuple):
     kind: str | None  # an AttentionKind value, or None: counts only
 
 
-def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recorded:
+def _limit_words(hook: HookEvent, document: dict[str, object], now: int) -> str | None:
+    """For a turn that ended on a usage or rate limit: what the CLI said, and the reset
+    time when it stated one (the recovery's words); None for every other event."""
+    if hook.activity_reason is not ActivityReason.USAGE_LIMIT:
+        return None
+    from core.model.limit_text import reset_from_text
+
+    said = document.get("last_assistant_message")
+    said = shown(said)[:300] if isinstance(said, str) and said.strip() else "rate limit"
+    reset = reset_from_text(said, now)
+    when = "" if reset is None else time.strftime(
+        " It resets at %H:%M UTC.", time.gmtime(reset // 1000))
+    return f"{said}.{when}" if not said.endswith(".") else f"{said}{when}"
+
+
+def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
+            limit: str | None = None) -> _Recorded:
     """The one short write transaction: authenticate, match the session, record.
 
     Also says whether a trusted Stop left a transition waiting (which needs
@@ -179,6 +201,10 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
         attention = _attention(conn, session["activity"], activity,
                                hook.kind is HookKind.TURN_STOPPED)
         reminder = False
+        if limit is not None:
+            _open_limit_recovery(conn, session["host_id"], frame_id, limit, now)
+        elif hook.kind is HookKind.PROMPT_SUBMITTED:
+            _resolve_limit_recovery(conn, frame_id, now)
         observed: tuple[str, ...] = ()
         if hook.kind is HookKind.PROMPT_SUBMITTED and hook.is_control_prompt:
             # Only the fixed line itself is evidence that the control turn arrived.
@@ -199,6 +225,37 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int) -> _Recor
 
 
 def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
+def _open_limit_recovery(conn: sqlite3.Connection, host_id: str, frame_id: str, words: str,
+                         now: int) -> None:
+    """The frame's agent stopped on a limit: the person learns it as a recovery (the
+    badge says ``limited``); the agent's next prompt resolves it."""
+    from core.model.enums import Actionability
+    from storage.operations import recoveries as recoveries_ops
+    from storage.session_db import new_id
+
+    title = conn.execute("SELECT title FROM frames WHERE frame_id = ?",
+                         (frame_id,)).fetchone()
+    recoveries_ops.open_recovery(
+        conn, recovery_id=new_id(), host_id=host_id, kind=RecoveryKind.USAGE_LIMIT,
+        subject_type="frame", subject_id=frame_id, actionability=Actionability.OPEN_VIEW,
+        explanation=f"“{title[0] if title else frame_id}” stopped on its provider's usage or "
+                    f"rate limit: {words} Press Enter to go there; type a line to it once "
+                    "the limit resets (`switchboard limits` lists every limited agent).",
+        now=now)
+
+
+def _resolve_limit_recovery(conn: sqlite3.Connection, frame_id: str, now: int) -> None:
+    """A prompt reached the agent again: a limit recovery about its frame is over. (A
+    read first: a plain prompt imports no recovery code.)"""
+    if conn.execute("SELECT 1 FROM recoveries WHERE kind = ? AND subject_type = 'frame'"
+                    " AND subject_id = ? AND state = 'open'",
+                    (RecoveryKind.USAGE_LIMIT.value, frame_id)).fetchone() is None:
+        return
+    from storage.operations import recoveries as recoveries_ops
+
+    recoveries_ops.resolve_for_subject(conn, RecoveryKind.USAGE_LIMIT, "frame", frame_id, now)
+
+
                turn_stopped: bool) -> Attention | None:
     """New counts when the activity changed; a nudge for needs-input and finished turns."""
     if after is None or after.value == before:

@@ -43,6 +43,9 @@ class MembershipReason(StrEnum):
     STARTED = "started"
     RESUMED = "resumed"
     ROLLOVER = "rollover"
+    USAGE_LIMIT = "usage_limit"
+    """The turn ended on a usage or rate limit of the provider (Claude's StopFailure
+    ``rate_limit``): the agent waits for its reset or for the person."""
     RECOVERY = "recovery"
     CUTOVER = "cutover"
 
@@ -62,3 +65,5 @@ class RecoveryKind(StrEnum):
     LAUNCH_UNCERTAIN = "launch_uncertain"
     PROVIDER_DIALOG = "provider_dialog"
     """The agent's pane waits on a dialog of its CLI (start-up notice, trust, login...)."""
+    USAGE_LIMIT = "usage_limit"
+    """The agent's turn ended on a usage or rate limit (until it resets or is moved)."""

@@ -19,7 +19,8 @@ Notification(permission_prompt)                     needs_input / permission
 Notification(elicitation*)                          needs_input / elicitation
 Notification(idle_prompt and anything else)         no change (see below)
 Stop, notify(agent-turn-complete)                   ready / turn_complete
-StopFailure (API error, limit; not yet recorded)    unknown / error (never left working)
+StopFailure(error=rate_limit), recorded 2.1.332     needs_input / usage_limit
+StopFailure (other API errors)                      unknown / error (never left working)
 SessionStart                                        runtime live, activity unchanged
 SessionEnd                                          runtime stopped, activity unchanged
 anything else                                       no change
@@ -130,6 +131,8 @@ _TABLES: dict[Provider, dict[str, _Outcome]] = {
     Provider.CODEX: dict(_COMMON),
 }
 _NO_CHANGE: _Outcome = (HookKind.OTHER, None, None, None)
+LIMIT_ERRORS = frozenset({"rate_limit"})
+"""Claude Code's StopFailure ``error`` for a turn that ended on a usage or rate limit."""
 _NOTIFICATION_OUTCOMES: dict[str, tuple[Activity, ActivityReason]] = {
     "permission_prompt": (Activity.NEEDS_INPUT, ActivityReason.PERMISSION),
 }
@@ -337,6 +340,11 @@ def parse_hook_document(provider: Provider | str, event: str,
         if not isinstance(flag, bool):
             raise _invalid("hook field 'stop_hook_active' must be a boolean")
         stop_hook_active = flag
+    elif event == "StopFailure" and provider is Provider.CLAUDE:
+        # The turn ended on the service's rate or usage limit: the agent waits for its
+        # reset or for the person, like a question (core.usage reads the reset time).
+        if document.get("error") in LIMIT_ERRORS:
+            activity, reason = Activity.NEEDS_INPUT, ActivityReason.USAGE_LIMIT
     elif kind is HookKind.SESSION_STARTED:
         source = _optional_str(document, "source")
     elif kind is HookKind.SESSION_ENDED:

@@ -19,7 +19,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from core.model.enums import ActivationState, Activity, Reachability
+from core.model.enums import ActivationState, Activity, ActivityReason, Reachability
 from core.model.text import shown
 from core.reconcile.provider_checks import (
     STALE_WORKING_AFTER_MS,
@@ -248,7 +248,8 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
             summary = SessionSummary(provider=f["provider"],
                                      runtime_presence=f["runtime_presence"],
                                      resumability=f["resumability"], activity=f["activity"],
-                                     updated_at=f["s_updated"])
+                                     updated_at=f["s_updated"],
+                                     activity_reason=_limit_reason(f))
         by_project.setdefault(f["project_id"], []).append(FrameSummary(
             frame_id=f["frame_id"], title=shown(f["title"]), role=f["role"],
             parent_frame_id=f["parent_frame_id"], lifecycle_state=f["lifecycle_state"],
@@ -321,19 +322,27 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
 _FRAME_COLUMNS = ("frame_id", "project_id", "title", "role", "parent_frame_id",
                   "lifecycle_state", "close_reason", "current_session_key", "provider",
                   "runtime_presence", "resumability", "activity", "s_updated",
-                  "last_observed_at", "n_sessions")
+                  "last_observed_at", "n_sessions", "activity_reason")
 _FRAME_SQL = (
     "SELECT f.frame_id, f.project_id, f.title, f.role, f.parent_frame_id,"
     " f.lifecycle_state, f.close_reason, f.current_session_key,"
     " s.provider, s.runtime_presence, s.resumability, s.activity, s.updated_at AS s_updated,"
     " s.last_observed_at,"
-    " (SELECT COUNT(*) FROM frame_sessions fs WHERE fs.frame_id = f.frame_id) AS n_sessions"
+    " (SELECT COUNT(*) FROM frame_sessions fs WHERE fs.frame_id = f.frame_id) AS n_sessions,"
+    " s.activity_reason"
     " FROM frames f LEFT JOIN provider_sessions s ON s.session_key = f.current_session_key"
     " ORDER BY f.host_id, f.frame_id")
 #: The record type of one frame row (a seam: tests count the builder's reads through it).
 _FrameRecord: type[dict[str, Any]] = dict
 _ACTIVITY = _FRAME_COLUMNS.index("activity")
 _OBSERVED = _FRAME_COLUMNS.index("last_observed_at")
+
+
+def _limit_reason(frame: Mapping[str, Any]) -> ActivityReason | None:
+    """Only the reason a badge shows (a limit), so other reasons change no envelope."""
+    if frame["activity"] == "needs_input" and frame["activity_reason"] == "usage_limit":
+        return ActivityReason.USAGE_LIMIT
+    return None
 
 
 def _navigator_frames(conn: sqlite3.Connection, now: int) -> dict[str, dict[str, Any]]:
@@ -399,7 +408,9 @@ def _remote_rows(cached: CachedHost, now: int
         summary = None if session is None else SessionSummary(
             provider=session.provider, runtime_presence=session.runtime_presence,
             resumability=session.resumability, activity=session.activity,
-            updated_at=session.updated_at)
+            updated_at=session.updated_at,
+            activity_reason=ActivityReason.USAGE_LIMIT
+            if session.activity_reason is ActivityReason.USAGE_LIMIT else None)
         by_project.setdefault(f.project_id, []).append(FrameSummary(
             frame_id=f.frame_id, title=shown(f.title), role=f.role,
             parent_frame_id=f.parent_frame_id,

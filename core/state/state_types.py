@@ -574,6 +574,9 @@ class SessionSummary(Record):
     resumability: Resumability = jfield("resumability", _enum(Resumability))
     activity: Activity = jfield("activity", _enum(Activity))
     updated_at: int = jfield("updatedAt", MS)
+    activity_reason: ActivityReason | None = jfield("activityReason", _enum(ActivityReason),
+                                                    default=None)
+    """Why: ``usage_limit`` makes a needs-input badge read ``limited`` (issue 26)."""
 
 
 @dataclass(frozen=True, kw_only=True)

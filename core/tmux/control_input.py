@@ -2,8 +2,9 @@
 
 Live input goes only to a managed pane whose client input is disabled
 (`select-pane -d`), so nothing a person types can interleave with it, and it
-is fenced again in the same tmux queue right after the Enter. The text is the
-fixed control.claim.v1 template; nothing is ever interpolated into it.
+is fenced again in the same tmux queue right after the Enter. The text is one
+of the fixed templates (control.claim.v1, control.continue.v1); nothing is ever
+interpolated into them, and any other text is refused before tmux runs.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from core.model.control_line import CONTROL_TEMPLATE
+from core.model.control_line import CONTROL_TEMPLATE, FIXED_LINES
 from core.tmux.commands import Check, both, equals, guarded, outcome
 from core.tmux.errors import PaneNotFenced, TmuxCommandFailed, UnmanagedPane
 from core.tmux.identity import ServerIdentity, run_guarded
@@ -26,7 +27,7 @@ from core.tmux.panes import (
 from core.tmux.runner import TmuxRunner
 
 CONTROL_CLAIM_TEXT = CONTROL_TEMPLATE
-"""control.claim.v1: the only text Switchboard ever types into a provider."""
+"""control.claim.v1: the claim line (``FIXED_LINES`` are all Switchboard ever types)."""
 
 _ALIVE = "#{?pane_dead,0,1}"
 
@@ -56,8 +57,10 @@ def submit_control_line(
     *,
     pane_id: str,
     surface_id: str,
+    text: str = CONTROL_CLAIM_TEXT,
 ) -> ControlSubmission:
-    """Type CONTROL_CLAIM_TEXT + Enter once into the fenced pane of `surface_id`.
+    """Type ``text`` (CONTROL_CLAIM_TEXT unless another of ``FIXED_LINES``) + Enter once
+    into the fenced pane of `surface_id`.
 
     One tmux process, one queue: identity guard; refuse unless the pane is
     alive, tagged `@sb_surface == surface_id` and input-disabled; then
@@ -67,13 +70,15 @@ def submit_control_line(
     A refusal types nothing and creates no buffer. The caller counts the
     submission before calling: any exception after that means `uncertain`.
     """
+    if text not in FIXED_LINES:
+        raise ValueError("only the fixed control lines are ever typed into an agent")
     buffer_name = f"sb-ctl-{uuid.uuid4().hex}"
     output = run_guarded(runner, expected, [
         guarded([
             Check(pane_id, _managed(surface_id), "unmanaged"),
             Check(pane_id, "#{pane_input_off}", "not_fenced"),
         ], [
-            ("set-buffer", "-b", buffer_name, "--", CONTROL_CLAIM_TEXT),
+            ("set-buffer", "-b", buffer_name, "--", text),
             ("select-pane", "-e", "-t", pane_id),
             ("paste-buffer", "-p", "-d", "-b", buffer_name, "-t", pane_id),
             ("select-pane", "-d", "-t", pane_id),

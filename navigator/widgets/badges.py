@@ -19,6 +19,7 @@ from textual.widget import Widget
 class BadgeKind(StrEnum):
     WORKING = "working"
     NEEDS_INPUT = "needs_input"
+    LIMITED = "limited"
     READY = "ready"
     UNKNOWN = "unknown"
     STOPPED = "stopped"
@@ -43,6 +44,8 @@ class Badge:
 BADGES: dict[BadgeKind, Badge] = {
     BadgeKind.WORKING: Badge("●", "working"),
     BadgeKind.NEEDS_INPUT: Badge("!", "needs input"),
+    # needs the person too, but waits for the provider's limit to reset
+    BadgeKind.LIMITED: Badge("⏸", "limited"),
     BadgeKind.READY: Badge("✓", "ready"),
     BadgeKind.UNKNOWN: Badge("○", "unknown"),
     BadgeKind.STOPPED: Badge("■", "stopped"),
@@ -68,7 +71,8 @@ _ACTIVITY: dict[str, BadgeKind] = {
 
 
 def badge_kind(*, activity: str | None, runtime_presence: str | None, lifecycle: str = "open",
-               stale: bool = False, reachability: str = "online") -> BadgeKind:
+               stale: bool = False, reachability: str = "online",
+               activity_reason: str | None = None) -> BadgeKind:
     """Map core-authored fields onto the badges (core decides, this only names).
 
     Host evidence wins over session evidence: a cached or offline host's
@@ -84,6 +88,8 @@ def badge_kind(*, activity: str | None, runtime_presence: str | None, lifecycle:
         return BadgeKind.CLOSED
     if runtime_presence != "live":
         return BadgeKind.STOPPED
+    if activity == "needs_input" and activity_reason == "usage_limit":
+        return BadgeKind.LIMITED
     return _ACTIVITY.get(activity or "", BadgeKind.UNKNOWN)
 
 

@@ -66,6 +66,8 @@ BY_NOTIFY_TYPE = {
 
 
 def expected_outcome(event: str, payload: dict) -> tuple:
+    if event == "StopFailure" and payload.get("error") == "rate_limit":
+        return (HookKind.OTHER, Activity.NEEDS_INPUT, ActivityReason.USAGE_LIMIT, None)
     if event == "Notification":
         return BY_NOTIFICATION_TYPE[payload["notification_type"]]
     if event == "notify":
@@ -528,7 +530,7 @@ def test_fake_codex_starts_mcp_servers_in_a_cleared_environment():
 
 
 def test_command_override_for_the_fake_agent():
-    fake = ("python3", "-m", "core.providers.fake_agent", "--provider", "codex")
+    fake = ("python3", "-m", "core.providers.fake.agent", "--provider", "codex")
     plan = get_adapter("codex", fake).launch_plan("resume", SID, None, None)
     assert plan.argv == (*fake, "resume", SID)
 

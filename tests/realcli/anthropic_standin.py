@@ -22,7 +22,15 @@ The script reads the newest user turn:
   ``NOVERDICTTEST`` -> one the check gives no usable answer for;
 * a ``transition_claim`` result whose brief says ``COMPLETE s :: n`` ->
   ``task_complete_return``; any other tool result -> a short closing text;
+* ``LIMITTEST`` -> HTTP 429, a usage limit as the service states it (``rate_limit_error``,
+  ``anthropic-ratelimit-unified-status: rejected`` and the reset time as epoch seconds in
+  ``anthropic-ratelimit-unified-reset``, ``LIMIT_RESET_S`` from now; ``x-should-retry:
+  false``), so the CLI ends the turn on the limit at once;
 * anything else -> a short text.
+
+Every answer carries usage numbers of its own (``USAGE``: input, output, cache
+read and cache write tokens, all different), so a test can check that what
+Switchboard records is exactly what the CLI wrote into its transcript.
 
 A tool is called only by the exact name the CLI offered in that request's
 ``tools`` list (``mcp__switchboard__task_push`` for MCP tools). Claude Code
@@ -64,6 +72,12 @@ RISKY_WORD = "RISKYTEST"
 RISKY_COMMAND = "curl -s http://127.0.0.1:9/install.sh | sh"
 NOVERDICT_WORD = "NOVERDICTTEST"
 NOVERDICT_COMMAND = "rm -rf ./standin-scratch"
+LIMIT_WORD = "LIMITTEST"
+LIMIT_RESET_S = 8
+LIMIT_MESSAGE = ("This request would exceed your account's rate limit. Please try again in "
+                 f"{LIMIT_RESET_S} seconds.")
+USAGE = {"input_tokens": 1234, "output_tokens": 56, "cache_read_input_tokens": 789,
+         "cache_creation_input_tokens": 321}
 TOOL_SEARCH = "ToolSearch"
 SAFEGUARD = "dangerous_tool_use"
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
@@ -299,6 +313,17 @@ def script(body: dict[str, Any], searched: dict[str, ToolCall] | None = None) ->
     return Reply(f"STANDIN-OK: {text[:40]}")
 
 
+def _limited(body: dict[str, Any]) -> bool:
+    """The newest typed line asks for the limit (a main-loop call only). Claude Code
+    sends a refused line again inside the next user message, before the new line, so
+    only the last paragraph of the newest user message counts."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)
+                and m.get("role") == "user"]
+    if not body.get("tools") or not messages:
+        return False
+    return LIMIT_WORD in _typed_text(messages[-1]).split("\n\n")[-1]
+
+
 # --- the wire ---------------------------------------------------------------
 
 
@@ -328,7 +353,7 @@ def _message(reply: Reply, message_id: str, tool_id: str, model: str = MODEL
                         "input": reply.tool.arguments})
     return {"id": message_id, "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": reply.stop_reason, "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 10}}
+            "usage": dict(USAGE)}
 
 
 def sse_events(reply: Reply, message_id: str, tool_id: str, model: str = MODEL,
@@ -336,7 +361,7 @@ def sse_events(reply: Reply, message_id: str, tool_id: str, model: str = MODEL,
                ) -> Iterator[tuple[str, dict]]:
     """The streamed form of one reply, event by event."""
     start = _message(reply, message_id, tool_id, model)
-    start.update(content=[], stop_reason=None, usage={"input_tokens": 10, "output_tokens": 1})
+    start.update(content=[], stop_reason=None, usage={**USAGE, "output_tokens": 1})
     yield "message_start", {"type": "message_start", "message": start}
     yield "content_block_start", {"type": "content_block_start", "index": 0,
                                   "content_block": {"type": "text", "text": ""}}
@@ -356,7 +381,7 @@ def sse_events(reply: Reply, message_id: str, tool_id: str, model: str = MODEL,
     if safeguards is not None:
         delta["safeguard_results"] = safeguards
     yield "message_delta", {"type": "message_delta", "delta": delta,
-                            "usage": {"output_tokens": 10}}
+                            "usage": {"output_tokens": USAGE["output_tokens"]}}
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -390,6 +415,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _limit(self) -> None:
+        """A 429 as the service sends it when the account's limit is reached."""
+        data = json.dumps({"type": "error", "error": {"type": "rate_limit_error",
+                                                      "message": LIMIT_MESSAGE}}).encode()
+        self.send_response(429)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-should-retry", "false")
+        self.send_header("anthropic-ratelimit-unified-status", "rejected")
+        self.send_header("anthropic-ratelimit-unified-reset", str(int(time.time()) + LIMIT_RESET_S))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         self._record(None)
         self._json(404, {"type": "error", "error": {"type": "not_found_error",
@@ -411,6 +449,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not path.endswith("/v1/messages") or body is None:
             self._json(404, {"type": "error", "error": {"type": "not_found_error",
                                                         "message": f"stand-in: {path}"}})
+            return
+        if _limited(body):
+            self._limit()
             return
         reply = script(body, self.server.searched)
         self.server.journal.answered(item, reply)

@@ -45,6 +45,10 @@ TOOLTEST_FILE = "standin-tooltest.txt"
 TOOLTEST_COMMAND = f"touch {TOOLTEST_FILE}"
 SLOW = "SLOW"
 SLOW_S = 3.0
+USAGE = {"input_tokens": 2345, "input_tokens_details": {"cached_tokens": 600},
+         "output_tokens": 78, "output_tokens_details": {"reasoning_tokens": 12},
+         "total_tokens": 2423}
+"""Every response's usage: distinct numbers, so a test can check they are recorded exactly."""
 
 
 @dataclass(frozen=True)
@@ -233,9 +237,7 @@ def sse_events(response_id: str, model: str, items: list[dict[str, Any]]) -> lis
                            "content_index": 0, "item_id": item["id"], "delta": text})
         events.append({"type": "response.output_item.done", "output_index": index,
                        "item": item})
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-             "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": 15}
+    usage = dict(USAGE)
     events.append({"type": "response.completed", "response": {
         **base, "status": "completed", "output": items, "usage": usage}})
     return events

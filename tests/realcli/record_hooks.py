@@ -5,7 +5,8 @@ installs that release, runs it in a tmux pane on a private socket against the
 loopback stand-in, with a hook on every event Switchboard subscribes to (and the
 newer ones it may use) whose command appends ``EVENT<TAB>payload`` to a file,
 and drives one short session as a person would: a prompt, a tool call that asks
-for permission and is approved, a turn end, and for Claude Code a second session
+for permission and is approved, a turn end (for Claude Code then a turn the stand-in
+refuses with a rate limit, which ends on StopFailure), and for Claude Code a second session
 in auto mode whose risky command the service's check blocks, then exit. Paths
 are rewritten to ``/home/dev/...`` as in the first recordings, and the result is
 written to ``tests/fixtures/hooks/<cli>-<version>.tsv``; the tests replay every
@@ -119,6 +120,9 @@ def record_claude(version: str, work: Path, out: Path) -> None:
         _type(socket, "TOOLTEST please run it")
         _approve(socket, "Do you want to proceed?")
         _wait(lambda: "Stop" in _events(out), "the Stop hook", socket)
+        # a turn the service refuses with a rate limit: Claude Code ends it on StopFailure
+        _type(socket, "LIMITTEST please")
+        _wait(lambda: "StopFailure" in _events(out), "the StopFailure hook", socket)
         _type(socket, "/exit")
         _wait(lambda: "SessionEnd" in _events(out), "SessionEnd", socket)
         _tmux(socket, "kill-server")

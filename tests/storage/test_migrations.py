@@ -1,12 +1,12 @@
 """A home made by the previous release opens after an upgrade; a newer one is refused.
 
-The previous release's registry is rebuilt from its recorded DDL
-(``tests/fixtures/registry/schema-v1.sql``, the text v1 wrote): a real home with
-real rows is made by this release, then its tables are given back their v1
-``CREATE`` text and version, so the file is what a v1 Switchboard left. Opening
-it upgrades it once, keeps every row, writes a private backup, and accepts what
-v2 added; a file from a newer release is refused with one line and left
-byte-identical.
+Each previous release's registry is rebuilt from its recorded DDL
+(``tests/fixtures/registry/schema-v1.sql`` and ``schema-v2.sql``, the text each
+wrote): a real home with real rows is made by this release, then its tables are
+given back their old ``CREATE`` text and version, so the file is what that
+Switchboard left. Opening it upgrades it once, keeps every row, writes a private
+backup, and accepts what the later versions added; a file from a newer release is
+refused with one line and left byte-identical.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from storage.schema import SCHEMA_VERSION
 from tests.factories import make_engine
 from tests.storage.test_registry_file import home_at, registry_of, stamp
 
-V1_SQL = Path(__file__).resolve().parents[1] / "fixtures" / "registry" / "schema-v1.sql"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "registry"
+V1_SQL = FIXTURES / "schema-v1.sql"
+OLD_RELEASES = (1, 2)
 
 
 def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
@@ -33,18 +35,18 @@ def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
         " AND name NOT LIKE 'sqlite_%'")}
 
 
-def _v1_objects() -> dict[tuple[str, str], str]:
+def _v1_objects(version: int = 1) -> dict[tuple[str, str], str]:
     memory = sqlite3.connect(":memory:")
     try:
-        memory.executescript(V1_SQL.read_text())
+        memory.executescript((FIXTURES / f"schema-v{version}.sql").read_text())
         return _objects(memory)
     finally:
         memory.close()
 
 
-def _as_previous_release(path: Path) -> None:
-    """Give every table its v1 text and the file v1's version numbers."""
-    v1 = _v1_objects()
+def _as_previous_release(path: Path, version: int = 1) -> None:
+    """Give every table its text of ``version`` and the file that version's numbers."""
+    v1 = _v1_objects(version)
     conn = sqlite3.connect(path, isolation_level=None)
     cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
     conn.execute("PRAGMA writable_schema = ON")
@@ -55,9 +57,9 @@ def _as_previous_release(path: Path) -> None:
     conn.execute("PRAGMA writable_schema = OFF")
     conn.close()
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA ignore_check_constraints = ON")  # v1's CHECK still says 2
-    conn.execute("UPDATE registry_metadata SET schema_version = 1")
-    conn.execute("PRAGMA user_version = 1")
+    conn.execute("PRAGMA ignore_check_constraints = ON")  # the old CHECK says the new one
+    conn.execute("UPDATE registry_metadata SET schema_version = ?", (version,))
+    conn.execute(f"PRAGMA user_version = {version}")
     conn.close()
     conn = sqlite3.connect(path)
     assert _objects(conn) == v1  # exactly what the previous release wrote
@@ -65,26 +67,29 @@ def _as_previous_release(path: Path) -> None:
     conn.close()
 
 
-@pytest.fixture
-def old_home(tmp_path: Path) -> Home:
+@pytest.fixture(params=OLD_RELEASES, ids=lambda v: f"v{v}")
+def old_home(request: pytest.FixtureRequest, tmp_path: Path) -> Home:
     root = tmp_path / "home"
     engine = make_engine(root)
     engine.project_enter("50000000-0000-4000-8000-000000000001", "alpha")
     engine.conn.close()
     home = home_at(root)
-    _as_previous_release(registry_of(home))
+    _as_previous_release(registry_of(home), request.param)
     return home
 
 
-def test_v1_differs_from_this_release_only_where_the_upgrade_widens() -> None:
-    """The recorded v1 DDL and this release's differ in exactly the tables the
-    upgrade rewrites, so the upgrade rewrites everything that changed."""
+@pytest.mark.parametrize("version", OLD_RELEASES)
+def test_old_ddl_differs_from_this_release_only_where_the_upgrade_widens(version: int
+                                                                         ) -> None:
+    """The recorded DDL of each old release and this release's differ in exactly the
+    tables its upgrade steps rewrite, so the upgrade rewrites everything that changed."""
     from storage.migrations import WIDENED_TABLES, _target_schema
 
-    v1, now = _v1_objects(), _target_schema()
-    assert set(v1) == set(now)
-    changed = sorted(name for key, name in ((k, k[1]) for k in now) if v1[key] != now[key])
-    assert changed == sorted(WIDENED_TABLES[1])
+    old, now = _v1_objects(version), _target_schema()
+    assert set(old) == set(now)
+    changed = sorted(name for key, name in ((k, k[1]) for k in now) if old[key] != now[key])
+    assert changed == sorted({table for step in range(version, SCHEMA_VERSION)
+                              for table in WIDENED_TABLES[step]})
 
 
 def test_a_previous_release_home_opens_after_the_upgrade(old_home: Home) -> None:
@@ -92,7 +97,8 @@ def test_a_previous_release_home_opens_after_the_upgrade(old_home: Home) -> None
     before = sqlite3.connect(path)
     frames_before = before.execute("SELECT frame_id, title FROM frames ORDER BY 1").fetchall()
     before.close()
-    assert header_version(path) == 1 and frames_before
+    old = header_version(path)
+    assert old in OLD_RELEASES and frames_before
 
     opened = open_current(old_home)
     try:
@@ -102,13 +108,13 @@ def test_a_previous_release_home_opens_after_the_upgrade(old_home: Home) -> None
             "SELECT frame_id, title FROM frames ORDER BY 1")] == frames_before
         kinds = opened.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'recoveries'"
                                     ).fetchone()[0]
-        assert "'provider_dialog'" in kinds  # what v2 added is accepted now
+        assert "'provider_dialog'" in kinds and "'usage_limit'" in kinds  # v2's, v3's
     finally:
         opened.conn.close()
     assert header_version(path) == SCHEMA_VERSION
-    backup = path.with_name(f"{path.name}.v1.bak")
+    backup = path.with_name(f"{path.name}.v{old}.bak")
     assert backup.exists() and backup.stat().st_mode & 0o077 == 0
-    assert header_version(backup) == 1
+    assert header_version(backup) == old
     again = open_current(old_home)  # a second open changes nothing more
     again.conn.close()
     assert header_version(path) == SCHEMA_VERSION

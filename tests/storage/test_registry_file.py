@@ -119,8 +119,9 @@ def _not_sqlite(good: Path, target: Path) -> None:
 BAD_FILES: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "foreign": (_foreign, "belongs to another application (application_id 1234567)"),
     "plain_sqlite": (_plain_sqlite, "belongs to another application (application_id 0)"),
-    "newer_schema": (_with_sql("PRAGMA user_version = 3"),
-                     "has registry schema v3, newer than this Switchboard (v2)"),
+    "newer_schema": (_with_sql(f"PRAGMA user_version = {SCHEMA_VERSION + 1}"),
+                     f"has registry schema v{SCHEMA_VERSION + 1}, newer than this Switchboard "
+                     f"(v{SCHEMA_VERSION})"),
     "unknown_schema": (_with_sql("PRAGMA user_version = 0"), "unknown registry schema v0"),
     "truncated": (_truncated, "is truncated"),
     "partial": (_with_sql("DROP TABLE host_state_cache", "DROP TABLE recoveries"),
