@@ -72,10 +72,12 @@ from navigator.widgets.views import ViewList
 
 if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
     from textual.driver import Driver
+    from textual.timer import Timer
 
     from core.evidence.store import SessionDetail
     from core.review.diff import FrameDiff
     from core.review.search import SearchResult
+    from core.usage.report import FleetBrief
 
 __all__ = ["COMPACT_ROWS", "DEFAULT_NAVIGATOR_WIDTH", "FULL_CHECK_TICKS", "MIN_COLUMNS",
            "MIN_ROWS", "NARROW_WIDTH", "SHORT_ROWS", "SIDEBAR_ROWS", "LayoutKind",
@@ -145,6 +147,8 @@ class SwitchboardApp(App[None]):
         self.conflict_watch = ConflictWatch(self, self.review)
 
     def get_driver_class(self) -> type[Driver]:
+        self._usage_timer: Timer | None = None
+        """Set while ``u`` shows usage: it re-reads the session files now and then."""
         """Textual's Linux driver, minus its input thread's ten wake-ups a second (see
         ``navigator.driver``); any other platform, or a driver named in the environment,
         is Textual's choice."""
@@ -498,7 +502,44 @@ class SwitchboardApp(App[None]):
 
         self.push_screen(SessionDetailScreen(
             title, detail, anchor=anchor,
-            conflicts=self.conflict_watch.by_frame.get(frame_id, ())))
+            conflicts=self.conflict_watch.by_frame.get(frame_id, ()),
+            prices=self.client.engine.config.prices))
+
+    #: Seconds between usage reads while ``u`` shows usage (the session files change at
+    #: each turn end; nothing is read while usage is hidden).
+    USAGE_REFRESH_S = 10.0
+
+    def action_toggle_usage(self) -> None:
+        """u: each frame's tokens and estimated cost after its title, and the fleet's in
+        the Projects panel's border; u again hides them."""
+        tree = self.query_one(FrameTree)
+        if self._usage_timer is not None:
+            self._usage_timer.stop()
+            self._usage_timer = None
+            tree.set_usage({})
+            tree.border_subtitle = ""
+            return
+        self._usage_timer = self.set_interval(self.USAGE_REFRESH_S, self._read_usage)
+        self._read_usage()
+
+    def _read_usage(self) -> None:
+        from core.usage.report import fleet_brief
+
+        if not self.group_busy(Group.USAGE):
+            self.start_job(partial(fleet_brief, self.client.home.root,
+                                   self.client.engine.config.prices), Group.USAGE,
+                           Job(self._show_usage, self._details_failed), exclusive=True)
+
+    def _show_usage(self, brief: FleetBrief) -> None:
+        if self._usage_timer is None:
+            return  # hidden again while it was read
+        tree = self.query_one(FrameTree)
+        tree.set_usage(brief.per_frame)
+        limited = sum(1 for project in (self.navigator_state.projects
+                                        if self.navigator_state else ())
+                      for frame in project.frames if frame.current_session is not None
+                      and frame.current_session.activity_reason == "usage_limit")
+        tree.border_subtitle = brief.line + (f" · {limited} limited" if limited else "")
 
     def action_diff(self) -> None:
         """v: the frame's change since its base (git in a worker), then the diff screen."""

@@ -5,6 +5,8 @@ Given an already-loaded SessionDetail (the app reads it in a worker through
 EngineClient), so opening the screen never touches SQLite or git on the event
 loop. a / c / f / t show all, commands, failures or tool runs; enter on a
 command opens its stored output in ``$PAGER`` (less) with the app suspended.
+The session's token usage (issue 26) is read by a thread worker once the screen
+is up, and shown (per turn and in total, with cost estimates) when there is any.
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ from core.evidence.store import (
 from core.model.text import shown
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from core.config.config import PriceConfig
     from core.review.changes import Conflict
+    from core.usage.report import Turn
+
+USAGE_TURNS_SHOWN = 8
+"""The newest turns listed in the usage section (the total covers them all)."""
 
 MARKS = {TimelineKind.PROMPT: "›", TimelineKind.TOOL: "·", TimelineKind.COMMAND: "$",
          TimelineKind.TASK: "◆", TimelineKind.HANDOFF: "↩"}
@@ -81,6 +90,8 @@ class SessionDetailScreen(ModalScreen[None]):
     SessionDetailScreen .session-detail { height: 100%; }
     SessionDetailScreen #timeline { height: auto; max-height: 14; border: none; padding: 0; }
     SessionDetailScreen #filters { color: $text-muted; }
+    SessionDetailScreen #usage { display: none; }
+    SessionDetailScreen #usage.-shown { display: block; }
     """
     BINDINGS = [
         Binding("escape,q,i", "close", "Close"),
@@ -93,11 +104,14 @@ class SessionDetailScreen(ModalScreen[None]):
 
     def __init__(self, frame_title: str, detail: SessionDetail, *,
                  anchor: tuple[str, str | None] | None = None,
-                 conflicts: tuple[Conflict, ...] = ()) -> None:
+                 conflicts: tuple[Conflict, ...] = (),
+                 prices: Sequence[PriceConfig] = ()) -> None:
         """``anchor`` (a time, and the command run when there is one): the timeline line
         to show first, for a search hit. ``conflicts``: other open frames of this
-        repository that changed the same files."""
+        repository that changed the same files. ``prices``: the config's price rows,
+        for the usage section's cost estimates."""
         super().__init__()
+        self.prices = tuple(prices)
         self.frame_title = frame_title
         self.detail = detail
         self.hit_anchor = anchor
@@ -117,6 +131,7 @@ class SessionDetailScreen(ModalScreen[None]):
                             "works.", classes="hint")
                 return
             yield Static(self._summary(), id="counts")
+            yield Static("", id="usage")
             if self.conflicts:
                 yield Static(self._conflicts(), id="conflicts")
             if detail.workspace is not None:
@@ -138,6 +153,8 @@ class SessionDetailScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         """A search hit opens the timeline at its entry (the nearest one it still shows)."""
+        if self.detail.recorded:
+            self.run_worker(self._load_usage, thread=True, group="usage", exclusive=True)
         if self.hit_anchor is None or not self.detail.recorded or not self.shown:
             return
         index = anchor_index(self.shown, *self.hit_anchor)
@@ -145,6 +162,20 @@ class SessionDetailScreen(ModalScreen[None]):
         timeline.highlighted = index
         timeline.focus()
         timeline.scroll_to_highlight()
+
+    def _load_usage(self) -> None:
+        """Off the event loop: the session file's turn rows, with cost estimates."""
+        from core.usage.report import session_turns
+
+        root = Path(self.detail.path).parents[2]  # <home>/sessions/<key>/session.db
+        turns = session_turns(root, self.detail.session_key, self.prices)
+        if turns:
+            self.app.call_from_thread(self._show_usage, turns)
+
+    def _show_usage(self, turns: list[Turn]) -> None:
+        widget = self.query_one("#usage", Static)
+        widget.update(usage_text(turns))
+        widget.add_class("-shown")
 
     # ------------------------------------------------------------------ sections
 
@@ -275,6 +306,38 @@ class SessionDetailScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def usage_text(turns: Sequence[Turn]) -> Text:
+    """The usage section: the total first, then the newest turns, one line each."""
+    from core.usage.report import tokens_short, total, usd_short
+
+    summed = total(turns)
+    used = summed.tokens
+    dates = sorted({t.price_taken_on for t in turns if t.price_taken_on})
+    text = Text()
+    text.append("Usage ", style="bold")
+    text.append(f"{summed.turns} turns · in {tokens_short(used.input)} out "
+                f"{tokens_short(used.output)} · cache {tokens_short(used.cache_read)}/"
+                f"{tokens_short(used.cache_write)} · {usd_short(summed.usd, summed.unpriced)}")
+    text.append(f" (estimate, prices of {dates[-1]})" if dates else " (no price for the model)",
+                style="dim")
+    for turn in turns[-USAGE_TURNS_SHOWN:]:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{local_time(turn.ended_at)} ", style="dim")
+        if turn.tokens.total or turn.limit_kind is None:
+            line.append(shown(turn.model or "model unknown"))
+            line.append(f"  in {tokens_short(turn.tokens.input)} out "
+                        f"{tokens_short(turn.tokens.output)} cache "
+                        f"{tokens_short(turn.tokens.cache_read)}/"
+                        f"{tokens_short(turn.tokens.cache_write)} {usd_short(turn.usd)}  ")
+        if turn.limit_kind is not None:
+            resets = f", resets {local_time(turn.limit_reset_at)}" if turn.limit_reset_at \
+                else ", reset time not stated"
+            line.append(f"⏸ limited ({turn.limit_kind.value}{resets})", style="bold yellow")
+        text.append("\n")
+        text.append_text(line)
+    return text
 
 
 def anchor_index(entries: list[TimelineEntry], at: str, command_run_id: str | None) -> int:

@@ -102,7 +102,8 @@ def frame_badge(frame: FrameSummary, host: HostRow | None, view: ViewRow | None)
     session = frame.current_session
     return badge_kind(activity=session.activity if session else frame.activity,
                       runtime_presence=session.runtime_presence if session else None,
-                      lifecycle=frame.lifecycle_state)
+                      lifecycle=frame.lifecycle_state,
+                      activity_reason=session.activity_reason if session else None)
 
 
 def _title_order(frame: FrameSummary) -> tuple[str, str]:
@@ -251,6 +252,8 @@ class FrameTree(Tree[NodeRef]):
         self._spec_cache: SpecCache = {}
         self._applied: dict[str, _Spec] = {}
         self._extra_projects: tuple[ProjectRow, ...] = ()
+        self._usage: dict[str, str] = {}
+        """frame id -> its usage in a few cells (``u`` shows it; empty while hidden)."""
 
     # ------------------------------------------------------------------ data in
 
@@ -258,6 +261,12 @@ class FrameTree(Tree[NodeRef]):
         """Projects known to config but not yet entered (so they are in no state yet)."""
         self._extra_projects = tuple(projects)
         self._reconcile()
+
+    def set_usage(self, usage: dict[str, str]) -> None:
+        """Each frame's usage after its title (tokens and estimated cost), or none."""
+        if usage != self._usage:
+            self._usage = dict(usage)
+            self._invalidate()  # every line's width and text change
 
     def _projects(self) -> list[ProjectRow]:
         state = self.navigator_state
@@ -365,6 +374,8 @@ class FrameTree(Tree[NodeRef]):
                 label.append(" ◂")
             if ref.conflict:
                 label.append(f" {CONFLICT_MARK}", style="bold")
+            if ref.frame_id in self._usage:
+                label.append(f"  {self._usage[ref.frame_id]}", style="dim")
             if component:
                 label.stylize(self.get_component_rich_style(component, partial=True))
         label.stylize(style)
@@ -389,6 +400,8 @@ class FrameTree(Tree[NodeRef]):
             width += 2
         if ref is not None and ref.conflict:
             width += 1 + cell_len(CONFLICT_MARK)
+        if ref is not None and ref.frame_id in self._usage:
+            width += 2 + cell_len(self._usage[ref.frame_id])
         return width
 
     # ------------------------------------------------------------------ selection

@@ -176,6 +176,9 @@ def output_runs(ids: Ids) -> dict[tuple[str, ...], list[list[str]]]:
     }
 
 
+        ("usage",): [["usage"], ["usage", "--turns"],
+                     ["usage", "--project", "alpha", "--since", "2020-01-01"]],
+        ("limits",): [["limits"], ["limits", "--resume-all"]],
 def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
     """Every command that takes text or an id, given ``text``: refused or stored, its
     output (an error that echoes the argument) is checked like any other."""
@@ -242,6 +245,7 @@ def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
                                     "person", h, *broker]],
         ("message", "cancel"): [["message", "cancel", "--from", h, "999999", *broker]],
         ("message", "ack"): [["message", "ack", "--member", h, "999999", *broker]],
+        ("usage",): [["usage", "--project", h], ["usage", "--since", h]],
         ("remote", "open"): [["remote", "open", h, h]],
         ("worktree", "add"): [["worktree", "add", h, "--project", "alpha"]],
         ("worktree", "remove"): [["worktree", "remove", h]],
@@ -371,6 +375,22 @@ def test_hostile_text_through_every_input_and_output(
     route = live.engine.project_enter(str(uuid.uuid4()), "alpha")
     ids.workspace, ids.view = route.frame_id, route.view_id
     home = Home(root=world.root, config_path=world.root / "config.toml")
+def _hostile_usage(root: Path, session_key: str, model: str, message: str) -> None:
+    """A usage row whose model and limit message are hostile (a CLI's file is agents'
+    text too): ``usage`` and ``limits`` print them."""
+    from storage import session_db
+    from storage.session_usage import Advance, UsageRow, advance_usage
+
+    row = UsageRow("t-hostile", "claude", model, 10, 1, 0, 0, 0, 1, "rate_limit", message,
+                   "2020-01-01T00:00:00.000Z")
+    conn = session_db.open_session_db(session_db.session_db_path(root, session_key))
+    try:
+        advance_usage(conn, session_key, "/hostile.jsonl",
+                      lambda offset, state: Advance([row], 1, {}), "2026-01-01T00:00:00.000Z")
+    finally:
+        conn.close()
+
+
     client = EngineClient.open(home)
 
     # The project's fleet (its Director and the person) exists after the first message.
@@ -430,6 +450,7 @@ def test_hostile_text_through_every_input_and_output(
     for name, text in hostile.items():
         ids.extra["new_dir"] = str(world.root.parent / f"proj-{name}")
         Path(ids.extra["new_dir"]).mkdir()
+    _hostile_usage(world.root, live.session_key, legacy, legacy_text)
         before = stored(conn, home.broker_path)
         for command, runs in hostile_runs(ids, text).items():
             agent = command[0] == "agent"
