@@ -50,14 +50,9 @@ GROUPS: dict[str, str] = {
     "worktree": "navigator.commands.worktree",
     "attention": "navigator.commands.attention",
     "doctor": "navigator.commands.doctor",
-    "serve": "navigator.commands.serve",
     "completion": "navigator.commands.completion",
     "conflicts": "navigator.commands.review",
-    "usage": "navigator.commands.usage",
-    "limits": "navigator.commands.usage",
     "search": "navigator.commands.search",
-    "restore": "navigator.commands.restore",
-    "prune": "navigator.commands.retention",
     "usage": "navigator.commands.usage",
     "limits": "navigator.commands.usage",
 }
@@ -134,13 +129,6 @@ def _main(argv: Sequence[str] | None) -> int:
     if first is None and not args_list:
         # Bare `switchboard`: inside a view's navigator pane the app, elsewhere go to
         # the project's view (attach or switch-client).
-        if first == "open":
-            # Views were open and their tmux server is gone (a reboot): bring the
-            # fleet back first, then go to the view as `open` does.
-            from navigator.commands.restore import needs_restore
-
-            if needs_restore():
-                first, args_list = "restore", ["restore", "--open"]
         first = "ui" if os.environ.get("SWITCHBOARD_VIEW_ID") else "open"
         args_list = [first]
     parser = build_parser(first)
@@ -186,7 +174,7 @@ def _run(handler: Callable[[object], int | None], args: object) -> int:
     except SwitchboardError as exc:
         return _report(exc)
     except Exception as exc:
-        from core.context.failures import environment_failure_of
+        from core.engine.failures import environment_failure_of
 
         failure = environment_failure_of(exc)
         if failure is None:
