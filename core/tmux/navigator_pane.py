@@ -28,6 +28,9 @@ NAVIGATOR_KEY = "S"
 """`prefix + S` in a view window brings the navigator back (direct -> navigator)."""
 KEY_MARKER = "navigator.cli view mode"
 """Part of our binding's command: a binding containing it is ours to replace."""
+ASLEEP_STATUS = 77
+"""Exit status of a parked navigator pane's screen keeper (``core.memory.parking``): a
+dead navigator pane with it is asleep, not crashed, and only waking brings it back."""
 MALLOC_ARENAS = "MALLOC_ARENA_MAX"
 """glibc gives each thread that allocates its own malloc arena; a navigator's load and
 reconcile threads are idle almost always, and their arenas only held fragments
@@ -73,10 +76,11 @@ def navigator_key_binding(home_env: Mapping[str, str]) -> KeyBinding:
 
 
 def dead_navigators(snap: ServerSnapshot, view_ids: set[str]) -> list[tuple[str, str]]:
-    """(pane id, view id) of every dead navigator pane of ``view_ids`` in ``snap``."""
+    """(pane id, view id) of every dead navigator pane of ``view_ids`` in ``snap``; a
+    parked one (``ASLEEP_STATUS``) is not dead in this sense: it waits to be shown."""
     return [(pane.pane_id, pane.serves_view) for pane in snap
             if pane.role is PaneRole.NAVIGATOR and pane.dead and pane.serves_view is not None
-            and pane.serves_view in view_ids]
+            and pane.serves_view in view_ids and pane.dead_status != ASLEEP_STATUS]
 
 
 def restore_navigator(adapter: TmuxAdapter, layout: ViewLayout, mode: ViewMode,

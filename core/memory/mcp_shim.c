@@ -1,0 +1,247 @@
+/* The per-agent agent-tool process: a stdio MCP server in about 1 MB.
+ *
+ * Usage: sb-mcp-shim SOCKET PYTHON -m navigator.cli mcp
+ *
+ * The agent's CLI starts this as its stdio MCP server. It forwards every line
+ * of stdin, one at a time, to the host's agent-tool server on the private unix
+ * socket SOCKET and copies that server's one-line answer to stdout (an empty
+ * answer line means "no reply": a notification). The first line on each
+ * connection is {"env": {...}}: this process's whole environment, which holds
+ * the agent's capability; the host server runs each tool call with exactly
+ * that environment and checks the capability as `switchboard mcp` always did.
+ *
+ * No host server answering: start one (PYTHON -OO -m core.memory.mcp_host
+ * SOCKET, detached in its own session so it is nobody's child), then retry.
+ * A connection lost before the answer: reconnect (starting the server again)
+ * and send the same line again, a few times. When nothing works, exec the rest
+ * of argv (`switchboard mcp`, the full in-process server) so the agent keeps
+ * its tools; the lines already answered are not replayed, the client goes on.
+ * The argv keeps `navigator.cli mcp` on this process's command line: the
+ * UserPromptSubmit wait of a Claude launch finds its server by it (pgrep -f).
+ *
+ * Oversized lines (> 4 MiB) get the same JSON-RPC error as the Python server
+ * and are never buffered whole.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LINE (4 * 1024 * 1024)
+#define ATTEMPTS 4
+#define START_WAIT_MS 15000
+
+extern char **environ;
+
+static char *sock_path;
+static char **fallback_argv;
+static int conn = -1;
+
+struct buf { char *data; size_t len, cap; };
+
+static void put(struct buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (!p) { perror("switchboard mcp shim"); exit(70); }
+        b->data = p; b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+static void put_json_string(struct buf *b, const char *s) {
+    put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') { esc[0] = '\\'; esc[1] = (char)*p; put(b, esc, 2); }
+        else if (*p < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", *p); put(b, esc, 6); }
+        else put(b, (const char *)p, 1);
+    }
+    put(b, "\"", 1);
+}
+
+static int write_all(int fd, const char *s, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) { if (errno == EINTR) continue; return -1; }
+        s += w; n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+}
+
+static int try_connect(void) {
+    struct sockaddr_un addr;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    strncpy(addr.sun_path, sock_path, sizeof addr.sun_path - 1);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) { close(fd); return -1; }
+    return fd;
+}
+
+/* The host server, detached: its own session, stdio on /dev/null, reparented to init. */
+static void start_host(void) {
+    pid_t pid = fork();
+    if (pid < 0) return;
+    if (pid == 0) {
+        setsid();
+        if (fork() != 0) _exit(0);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) { dup2(null, 0); dup2(null, 1); dup2(null, 2); }
+        char *argv[] = { fallback_argv[0], "-OO", "-m", "core.memory.mcp_host", sock_path, NULL };
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    waitpid(pid, NULL, 0);
+}
+
+static int send_hello(int fd) {
+    struct buf b = {0};
+    put(&b, "{\"env\":{", 8);
+    int first = 1;
+    for (char **e = environ; *e; e++) {
+        char *eq = strchr(*e, '=');
+        if (!eq) continue;
+        if (!first) put(&b, ",", 1);
+        first = 0;
+        *eq = 0;
+        put_json_string(&b, *e);
+        *eq = '=';
+        put(&b, ":", 1);
+        put_json_string(&b, eq + 1);
+    }
+    put(&b, "}}\n", 3);
+    int rc = write_all(fd, b.data, b.len);
+    free(b.data);
+    return rc;
+}
+
+/* A connection that has been greeted, starting the host server if none answers. */
+static int ensure_conn(int may_start) {
+    if (conn >= 0) return 0;
+    int fd = try_connect();
+    if (fd < 0 && may_start) {
+        start_host();
+        for (long waited = 0; fd < 0 && waited < START_WAIT_MS; waited += 5) {
+            sleep_ms(5);
+            fd = try_connect();
+        }
+    }
+    if (fd < 0) return -1;
+    if (send_hello(fd) < 0) { close(fd); return -1; }
+    conn = fd;
+    return 0;
+}
+
+static void drop_conn(void) {
+    if (conn >= 0) close(conn);
+    conn = -1;
+}
+
+/* One line to the host, its one-line answer back into *reply; -1 if the connection broke. */
+static int exchange(const char *line, size_t n, struct buf *reply) {
+    if (write_all(conn, line, n) < 0) return -1;
+    reply->len = 0;
+    char chunk[65536];
+    for (;;) {
+        ssize_t r = read(conn, chunk, sizeof chunk);
+        if (r < 0) { if (errno == EINTR) continue; return -1; }
+        if (r == 0) return -1;
+        char *nl = memchr(chunk, '\n', (size_t)r);
+        if (nl) {  /* the host answers one line per line and never sends ahead */
+            put(reply, chunk, (size_t)(nl - chunk + 1));
+            return 0;
+        }
+        put(reply, chunk, (size_t)r);
+    }
+}
+
+static void give_up(void) {
+    drop_conn();
+    execv(fallback_argv[0], fallback_argv);
+    perror("switchboard mcp shim: no agent-tool server");
+    exit(69);
+}
+
+static void forward(const char *line, size_t n) {
+    struct buf reply = {0};
+    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+        if (ensure_conn(1) < 0) continue;
+        if (exchange(line, n, &reply) == 0) {
+            if (reply.len > 1 && write_all(1, reply.data, reply.len) < 0) exit(0);
+            free(reply.data);
+            return;
+        }
+        drop_conn();
+    }
+    free(reply.data);
+    give_up();
+}
+
+static const char OVERSIZED[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"message larger "
+    "than 4194304 bytes; send a smaller request (it was not read)\"}}\n";
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: sb-mcp-shim SOCKET PYTHON [ARGS...]: the fallback server\n");
+        return 64;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sock_path = argv[1];
+    fallback_argv = argv + 2;
+    if (strlen(sock_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) give_up();
+
+    struct buf line = {0};
+    int skipping = 0;
+    char chunk[65536];
+    for (;;) {
+        ssize_t r = read(0, chunk, sizeof chunk);
+        if (r < 0) { if (errno == EINTR) continue; break; }
+        if (r == 0) break;
+        char *p = chunk, *end = chunk + r;
+        while (p < end) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t n = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
+            if (skipping) {
+                if (nl) skipping = 0;
+            } else if (line.len + n > MAX_LINE + 1) {
+                line.len = 0;
+                if (write_all(1, OVERSIZED, sizeof OVERSIZED - 1) < 0) return 0;
+                skipping = nl == NULL;
+            } else {
+                put(&line, p, n);
+                if (nl) {
+                    size_t i = 0;
+                    while (i < line.len && (line.data[i] == ' ' || line.data[i] == '\t' ||
+                                            line.data[i] == '\r' || line.data[i] == '\n')) i++;
+                    if (i < line.len) forward(line.data, line.len);
+                    line.len = 0;
+                }
+            }
+            p += n;
+        }
+    }
+    /* A last line without its newline is still one message (as readline() gives it). */
+    if (line.len && !skipping) { put(&line, "\n", 1); forward(line.data, line.len); }
+    drop_conn();
+    return 0;
+}

@@ -1,0 +1,40 @@
+"""The reconcile turn's share of parking: ``park_unseen``, called once per host turn.
+
+Only the periodic host turn (``EngineClient.reconcile_if_due``, run by a navigator)
+parks and wakes; an explicit ``switchboard reconcile`` or a test's ``reconcile()``
+leaves navigators alone, so nothing parks a navigator someone is about to use
+because they asked for a repair. Runs last in the turn: when the turn's own
+navigator is parked (another shown navigator takes the turn over), tmux ends this
+process right there, after the turn's commits and its checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.memory.parking import SweepReport, park_after, sweep
+from core.model.errors import TmuxError
+
+if TYPE_CHECKING:
+    from core.context.context import Context
+
+
+def park_unseen(ctx: Context) -> SweepReport:
+    """Park the navigators nobody has looked at for a while, wake the shown parked ones.
+
+    Nothing without a tmux stage or a home; nothing when parking is off. A tmux
+    failure is the next turn's to retry (parking only ever saves memory)."""
+    stage = ctx.stage
+    home = getattr(ctx, "home", None)
+    if stage is None or home is None or park_after() is None:
+        return SweepReport()
+    runner = getattr(stage, "runner", None)
+    spawn_of = getattr(stage, "navigator_spawn", None)
+    if runner is None or spawn_of is None:
+        return SweepReport()
+    views = [row[0] for row in ctx.conn.execute(
+        "SELECT view_id FROM user_views WHERE state <> 'retired'")]
+    try:
+        return sweep(runner, home.run_dir, views, spawn_of)
+    except (TmuxError, OSError, ValueError):
+        return SweepReport()

@@ -1,0 +1,122 @@
+"""Parked navigators (issue 25): an unshown view's navigator holds no process, keeps its
+last screen, and comes back when a real client shows the view.
+
+A real tmux server, the real ``switchboard ui`` in each view's navigator pane and a
+real ``tmux attach`` at 80x24. The reconcile turn's sweep (``core.memory.turn``) is
+driven directly, with the park delay at 0, so no test waits for the host's interval.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from core.context.requests import new_request_id
+from core.memory import parking
+from core.memory.turn import park_unseen
+from core.reconcile.reconcile import reconcile
+from core.tmux.navigator_pane import ASLEEP_STATUS
+from tests.integration.journey_env import tmux
+from tests.integration.test_terminal_sizes import Terminal, _shows_navigator
+from tests.integration.transitions_env import make_engine, problems, screen
+from tests.waiting import retry_until
+
+pytestmark = pytest.mark.tmux
+
+
+def _pane_state(socket: Path, pane: str) -> tuple[bool, str, int]:
+    """(dead, exit status, pid) of one pane."""
+    dead, status, pid = tmux(socket, "display-message", "-p", "-t", pane,
+                             "#{pane_dead} #{pane_dead_status} #{pane_pid}").split(" ")
+    return dead == "1", status, int(pid or 0)
+
+
+def _views(engine: object) -> list[tuple[object, ...]]:
+    return [tuple(row) for row in engine.conn.execute(  # type: ignore[attr-defined]
+        "SELECT view_id, mode, zoomed, main_pane_id, tmux_window_id, state FROM user_views"
+        " ORDER BY view_id")]
+
+
+def test_unshown_navigator_parks_and_wakes_when_shown(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = make_engine(tmp_path, tmux_socket)
+    engine.stage.navigator_command = None  # the real `switchboard ui`
+    alpha = engine.project_enter(new_request_id(), "alpha").view_id
+    beta = engine.project_enter(new_request_id(), "beta").view_id
+    snap = engine.stage.snapshot()
+    nav_a, nav_b = snap.view(alpha).navigator.pane_id, snap.view(beta).navigator.pane_id
+    window_a, window_b = snap.view(alpha).window_id, snap.view(beta).window_id
+    tmux(tmux_socket, "select-window", "-t", window_b)
+    terminal = Terminal(tmux_socket, engine.config.tmux.view_session, 80, 24)
+    try:
+        for nav in (nav_a, nav_b):
+            assert retry_until(lambda nav=nav: _shows_navigator(tmux_socket, nav, 40), 60), \
+                screen(tmux_socket, nav)
+        before = _views(engine)
+        shown_screen = screen(tmux_socket, nav_a)
+        monkeypatch.setenv(parking.ENV_PARK_AFTER, "0")
+
+        # alpha is not shown: marked unseen by the first sweep (or by a navigator's own
+        # first turn already), parked by the next
+        first = park_unseen(engine)
+        parked = first.parked or park_unseen(engine).parked
+        assert parked == (alpha,)
+        # (tmux marks the pane dead at its terminal's end, the status a moment later)
+        assert retry_until(lambda: _pane_state(tmux_socket, nav_a)[:2]
+                           == (True, str(ASLEEP_STATUS)), 10)
+        assert not _pane_state(tmux_socket, nav_b)[0]  # the shown one runs on
+        # the parked pane still shows the last screen it drew, and no dead-pane line
+        kept = screen(tmux_socket, nav_a)
+        assert "alpha" in kept and "Pane is dead" not in kept
+        assert [row.rstrip() for row in kept.splitlines()[:3]] == \
+            [row.rstrip() for row in shown_screen.splitlines()[:3]]
+        # reconcile does not take a parked navigator for a crashed one
+        reconcile(engine)
+        assert _pane_state(tmux_socket, nav_a)[0]
+        assert problems(engine, alpha) == [] and problems(engine, beta) == []
+        assert _views(engine) == before  # the view itself is untouched by parking
+
+        # the person shows alpha: the server hook wakes its navigator
+        shown_at = time.monotonic()
+        tmux(tmux_socket, "select-window", "-t", window_a)
+        assert "alpha" in screen(tmux_socket, nav_a)  # a screen at once
+        assert retry_until(lambda: not _pane_state(tmux_socket, nav_a)[0], 10)
+        assert retry_until(lambda: _shows_navigator(tmux_socket, nav_a, 40), 60), \
+            screen(tmux_socket, nav_a)
+        assert time.monotonic() - shown_at < 30
+        assert tmux(tmux_socket, "show-options", "-wqv", "-t", window_a,
+                    parking.OPT_WAKE).strip() == ""
+        assert _views(engine) == before
+        # beta, now unshown, parks; alpha shown again stays
+        assert park_unseen(engine).parked == ()  # beta marked unseen now
+        assert park_unseen(engine).parked == (beta,)
+        assert not _pane_state(tmux_socket, nav_a)[0]
+        assert parking.wake_view(engine.stage.runner, engine.home.run_dir, beta,
+                                 spawn=engine.stage.navigator_spawn(beta))
+        assert retry_until(lambda: _shows_navigator(tmux_socket, nav_b, 40), 60), \
+            screen(tmux_socket, nav_b)
+        assert window_b  # both windows kept their ids
+        reconcile(engine)
+        assert problems(engine, alpha) == [] and problems(engine, beta) == []
+    finally:
+        terminal.close()
+
+
+def test_turn_holder_parks_itself_only_when_a_shown_navigator_stays() -> None:
+    """The plan is pure: the turn's own navigator goes last, and only if another stays."""
+    identity = parking.ServerIdentity("/s", 1, 1)
+
+    def pane(view: str, pid: int, window: str, unseen: int | None) -> parking.NavigatorPane:
+        return parking.NavigatorPane(pane_id=f"%{pid}", view_id=view, window_id=window,
+                                     in_view_window=True, pane_pid=pid, dead=False,
+                                     dead_status=None, unseen_since=unseen)
+
+    mine, other, shown = pane("a", 10, "@1", 0), pane("b", 11, "@2", 0), pane("c", 12, "@3", None)
+    fleet = parking.Fleet(identity, (mine, other, shown), frozenset({"@3"}))
+    decided = parking.plan(fleet, ["a", "b", "c"], now=100, after=30, own_pid=10)
+    assert decided.park == (other, mine)
+    alone = parking.Fleet(identity, (mine, other), frozenset())
+    assert parking.plan(alone, ["a", "b"], now=100, after=30, own_pid=10).park == (other,)
+    assert parking.plan(fleet, ["a", "b", "c"], now=10, after=30, own_pid=10).park == ()
