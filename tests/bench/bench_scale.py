@@ -159,6 +159,10 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
     os.environ[ENV_HOME] = str(root)
     for name in ("TMUX", "TMUX_PANE"):
         os.environ.pop(name, None)
+    # Every navigator runs for the whole bench, as when every view is looked at (no
+    # client is attached here, so parked navigators would leave nothing to measure;
+    # bench_memory measures parking).
+    os.environ["SWITCHBOARD_PARK_AFTER"] = "off"
     figures: dict[str, float] = {}
     try:
         names = tuple(f"p{i:02d}" for i in range(views))
@@ -352,6 +356,7 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         engine.conn.close()
     finally:
         subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
+        os.environ.pop("SWITCHBOARD_PARK_AFTER", None)
         if saved is None:
             os.environ.pop(ENV_HOME, None)
         else:
