@@ -145,10 +145,10 @@ class SwitchboardApp(App[None]):
 
         self.review = ReviewClient(client.home, client.message_frame)
         self.conflict_watch = ConflictWatch(self, self.review)
-
-    def get_driver_class(self) -> type[Driver]:
         self._usage_timer: Timer | None = None
         """Set while ``u`` shows usage: it re-reads the session files now and then."""
+
+    def get_driver_class(self) -> type[Driver]:
         """Textual's Linux driver, minus its input thread's ten wake-ups a second (see
         ``navigator.driver``); any other platform, or a driver named in the environment,
         is Textual's choice."""

@@ -63,10 +63,10 @@ KEY_BINDINGS: list[BindingType] = [
             tooltip="review the frame's change: files, hunks, comments sent to its agent"),
     Binding("ctrl+f", "find", "Find", key_display="^f", show=False,
             tooltip="search every session: briefs, handoffs, prompts, commands, failures"),
-    Binding("escape", "clear_filter", "Clear filter", show=False),
-    # a and d act in their panels; pressed anywhere else they say where (never silent)
     Binding("u", "toggle_usage", "Usage", show=False,
             tooltip="show or hide tokens and estimated cost per frame and in all"),
+    Binding("escape", "clear_filter", "Clear filter", show=False),
+    # a and d act in their panels; pressed anywhere else they say where (never silent)
     Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
     Binding("d", "dismiss_anywhere", "Dismiss", show=False),
     Binding("question_mark", "help", "Help", key_display="?"),

@@ -79,8 +79,8 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         return HookOutcome(False, "stale generation: no-op")
     parsed, document = parse_hook_document(Provider(provider), event, payload)
     now = clock.now_ms() if clock is not None else time.time_ns() // 1_000_000
-    opened = open_for_hook(home, generation)
     limit = _limit_words(parsed, document, now)
+    opened = open_for_hook(home, generation)
     try:
         recorded = _record(opened, raw, parsed, now, limit)
     finally:
@@ -89,12 +89,12 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         remember_hook_open(opened)
     if recorded.outcome.handled:
         _record_evidence(home, parsed, recorded, now, document)
-    if recorded.attention is not None:
         if parsed.event in ("Stop", "StopFailure"):  # a plain event imports nothing more
             from core.hooks.usage_handoff import after_turn
 
             after_turn(home, parsed.provider.value, parsed.event, document,
                        recorded.outcome.session_key, parsed.turn_id)
+    if recorded.attention is not None:
         _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.trusted_stop:
         from core.broker.kick import kick_after_stop
@@ -200,11 +200,11 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
                                      provider_version=None, now=now)
         attention = _attention(conn, session["activity"], activity,
                                hook.kind is HookKind.TURN_STOPPED)
-        reminder = False
         if limit is not None:
             _open_limit_recovery(conn, session["host_id"], frame_id, limit, now)
         elif hook.kind is HookKind.PROMPT_SUBMITTED:
             _resolve_limit_recovery(conn, frame_id, now)
+        reminder = False
         observed: tuple[str, ...] = ()
         if hook.kind is HookKind.PROMPT_SUBMITTED and hook.is_control_prompt:
             # Only the fixed line itself is evidence that the control turn arrived.
@@ -224,7 +224,6 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
                      (project[1] or "") if project else "", observed, attention, trusted_stop)
 
 
-def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
 def _open_limit_recovery(conn: sqlite3.Connection, host_id: str, frame_id: str, words: str,
                          now: int) -> None:
     """The frame's agent stopped on a limit: the person learns it as a recovery (the
@@ -256,6 +255,7 @@ def _resolve_limit_recovery(conn: sqlite3.Connection, frame_id: str, now: int) -
     recoveries_ops.resolve_for_subject(conn, RecoveryKind.USAGE_LIMIT, "frame", frame_id, now)
 
 
+def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
                turn_stopped: bool) -> Attention | None:
     """New counts when the activity changed; a nudge for needs-input and finished turns."""
     if after is None or after.value == before:

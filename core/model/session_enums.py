@@ -37,15 +37,15 @@ class ActivityReason(StrEnum):
     PROVIDER_COMPLETE = "provider_complete"
     ERROR = "error"
     UNKNOWN = "unknown"
+    USAGE_LIMIT = "usage_limit"
+    """The turn ended on a usage or rate limit of the provider (Claude's StopFailure
+    ``rate_limit``): the agent waits for its reset or for the person."""
 
 
 class MembershipReason(StrEnum):
     STARTED = "started"
     RESUMED = "resumed"
     ROLLOVER = "rollover"
-    USAGE_LIMIT = "usage_limit"
-    """The turn ended on a usage or rate limit of the provider (Claude's StopFailure
-    ``rate_limit``): the agent waits for its reset or for the person."""
     RECOVERY = "recovery"
     CUTOVER = "cutover"
 

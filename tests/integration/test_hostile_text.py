@@ -173,12 +173,12 @@ def output_runs(ids: Ids) -> dict[tuple[str, ...], list[list[str]]]:
         ("conflicts",): [["conflicts"], ["conflicts", "--refresh"]],
         ("search",): [["search", "pwned"], ["search", "red", "--project", "alpha"],
                       ["search", "--rebuild"]],
-    }
-
-
         ("usage",): [["usage"], ["usage", "--turns"],
                      ["usage", "--project", "alpha", "--since", "2020-01-01"]],
         ("limits",): [["limits"], ["limits", "--resume-all"]],
+    }
+
+
 def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
     """Every command that takes text or an id, given ``text``: refused or stored, its
     output (an error that echoes the argument) is checked like any other."""
@@ -245,10 +245,10 @@ def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
                                     "person", h, *broker]],
         ("message", "cancel"): [["message", "cancel", "--from", h, "999999", *broker]],
         ("message", "ack"): [["message", "ack", "--member", h, "999999", *broker]],
-        ("usage",): [["usage", "--project", h], ["usage", "--since", h]],
         ("remote", "open"): [["remote", "open", h, h]],
         ("worktree", "add"): [["worktree", "add", h, "--project", "alpha"]],
         ("worktree", "remove"): [["worktree", "remove", h]],
+        ("usage",): [["usage", "--project", h], ["usage", "--since", h]],
     }
 
 
@@ -367,14 +367,6 @@ def _rule_off() -> Iterator[None]:
         yield
 
 
-def test_hostile_text_through_every_input_and_output(
-        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    live, cli, ids, socket = world.live, world.cli, world.ids, world.socket
-    conn = live.engine.conn
-    hostile = corpus(world.marks)
-    route = live.engine.project_enter(str(uuid.uuid4()), "alpha")
-    ids.workspace, ids.view = route.frame_id, route.view_id
-    home = Home(root=world.root, config_path=world.root / "config.toml")
 def _hostile_usage(root: Path, session_key: str, model: str, message: str) -> None:
     """A usage row whose model and limit message are hostile (a CLI's file is agents'
     text too): ``usage`` and ``limits`` print them."""
@@ -391,6 +383,14 @@ def _hostile_usage(root: Path, session_key: str, model: str, message: str) -> No
         conn.close()
 
 
+def test_hostile_text_through_every_input_and_output(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    live, cli, ids, socket = world.live, world.cli, world.ids, world.socket
+    conn = live.engine.conn
+    hostile = corpus(world.marks)
+    route = live.engine.project_enter(str(uuid.uuid4()), "alpha")
+    ids.workspace, ids.view = route.frame_id, route.view_id
+    home = Home(root=world.root, config_path=world.root / "config.toml")
     client = EngineClient.open(home)
 
     # The project's fleet (its Director and the person) exists after the first message.
@@ -442,6 +442,7 @@ def _hostile_usage(root: Path, session_key: str, model: str, message: str) -> No
                                   legacy_text)
             ids.legacy_message = str(message.message.message_id)
             broker.send(fleet_id, detail.member.member_id, int(ids.bob), "from a legacy name")
+    _hostile_usage(world.root, live.session_key, legacy, legacy_text)
     monkeypatch.chdir(world.root.parent)
 
     # ---- every input, every corpus string
@@ -450,7 +451,6 @@ def _hostile_usage(root: Path, session_key: str, model: str, message: str) -> No
     for name, text in hostile.items():
         ids.extra["new_dir"] = str(world.root.parent / f"proj-{name}")
         Path(ids.extra["new_dir"]).mkdir()
-    _hostile_usage(world.root, live.session_key, legacy, legacy_text)
         before = stored(conn, home.broker_path)
         for command, runs in hostile_runs(ids, text).items():
             agent = command[0] == "agent"
