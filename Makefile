@@ -7,10 +7,13 @@ STAMP := $(VENV)/.installed
 .PHONY: setup test demo bench screenshots lint realcli-latest dist
 
 $(STAMP): pyproject.toml
-	@# tmux is what users need; sshd, zsh and fish are for the tests (remotes, completions)
+	@# tmux is what users need; sshd, zsh, fish and chromium are for the tests (remotes,
+	@# completions, the served navigator in a real browser)
 	@command -v tmux >/dev/null 2>&1 && test -x /usr/sbin/sshd && command -v zsh >/dev/null 2>&1 \
-		&& command -v fish >/dev/null 2>&1 || (apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux openssh-server zsh fish)
+		&& command -v fish >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 \
+		|| (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux openssh-server zsh fish \
+		chromium)
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

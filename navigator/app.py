@@ -117,7 +117,7 @@ class SwitchboardApp(App[None]):
 
     def __init__(self, client: EngineClient, *, view_id: str | None = None,
                  poll_interval: float = 0.25, reconcile_interval: float | None = None,
-                 wake_on_change: bool = False) -> None:
+                 wake_on_change: bool = False, follow_remotes: bool = False) -> None:
         """``reconcile_interval``: seconds between reconciles of tmux with the registry.
         None means RECONCILE_INTERVAL when the client drives tmux (a stage) and off
         without one (test and demo registries); 0 turns it off. ``wake_on_change``:
@@ -133,6 +133,8 @@ class SwitchboardApp(App[None]):
             reconcile_interval = RECONCILE_INTERVAL if client.drives_tmux else 0
         self.reconcile_interval = reconcile_interval
         self.wake_on_change = wake_on_change
+        #: Start the followers of configured remote hosts (``core.remote.follower``).
+        self.follow_remotes = follow_remotes
         self.current_view_id: str | None = view_id
         self._jobs = Jobs()
         self.refresher = Refresher(self)
@@ -198,6 +200,8 @@ class SwitchboardApp(App[None]):
         self.query_one(FrameTree).set_configured_projects(self.client.configured_projects())
         self.query_one(FrameTree).focus()
         self.refresher.load(first=True)
+        if self.follow_remotes:
+            self._follow_remotes()
         tick = self.poll_interval
         if self.wake_on_change and self.refresher.watch():
             tick = max(tick, WATCH_TICK)
@@ -206,6 +210,15 @@ class SwitchboardApp(App[None]):
         if self.reconcile_interval:
             self.refresher.reconcile_tick()  # a restarted navigator first checks tmux
             self.set_interval(self.reconcile_interval, self.refresher.reconcile_tick)
+
+    def _follow_remotes(self) -> None:
+        """Keep each configured remote host followed live (one ssh per host, shared by
+        every navigator of this home) for as long as this navigator runs."""
+        try:
+            self.client.remote_actions().follow()
+        except OSError as exc:
+            self.notify(f"Remote hosts are not followed live: {exc}", severity="warning",
+                        markup=False)
 
     def configured_project_names(self) -> dict[str, str]:
         return {p.project_id: p.name for p in self.client.configured_projects()}
@@ -424,6 +437,11 @@ class SwitchboardApp(App[None]):
         self._schedule_ui_save()
 
     def request_focus_frame(self, frame_id: str, project_id: str) -> None:
+        state = self.navigator_state
+        project = lookup.project_by_id(state, project_id)
+        if project is not None and targeting.is_remote(state, project.host_id):
+            self._enter_remote_frame(project.host_id, project.name, project_id, frame_id)
+            return
         view = self._accept(targeting.view_to_focus(self.navigator_state, project_id))
         if view is None:
             return
@@ -432,6 +450,29 @@ class SwitchboardApp(App[None]):
         self._set_current_view(view.view_id)
         self.request("Focus", f"Showing {title}",
                      partial(self._focus_and_show, view.view_id, frame_id))
+
+    def _enter_remote_frame(self, host_id: str, project: str, project_id: str,
+                            frame_id: str) -> None:
+        """Another host's frame: its engine focuses it in its view there, and the local
+        window running ``ssh -t`` into that view opens (where its prompt is answered)."""
+        host = self.navigator_state.host_row(host_id) if self.navigator_state else None
+        if host is None or host.reachability == "offline":
+            name = host.display_name if host is not None else host_id
+            self.notify(f"Host {name} is offline; its frames open again once it is back.",
+                        severity="warning", markup=False)
+            return
+        view = lookup.view_of_project(self.navigator_state, project_id)
+        frame = lookup.frame_by_id(self.navigator_state, frame_id)
+        focus = view is not None and frame is not None and frame.lifecycle_state == "open" \
+            and view.active_frame_id != frame_id
+        title = frame.title if frame is not None else project
+
+        def enter() -> object:
+            if focus and view is not None:
+                self.client.remote_actions().focus(host_id, view.view_id, frame_id)
+            return self.client.open_remote(host_id, project)
+
+        self.request("Enter remote frame", f"Opening {title} on {host.display_name}", enter)
 
     # ------------------------------------------------------------------ key actions
 

@@ -50,6 +50,7 @@ GROUPS: dict[str, str] = {
     "worktree": "navigator.commands.worktree",
     "attention": "navigator.commands.attention",
     "doctor": "navigator.commands.doctor",
+    "serve": "navigator.commands.serve",
     "completion": "navigator.commands.completion",
     "conflicts": "navigator.commands.review",
     "search": "navigator.commands.search",

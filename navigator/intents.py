@@ -21,10 +21,12 @@ from core.engine.client import EngineClient
 from core.state.state_types import NavigatorState
 from navigator.targeting import (
     Refusal,
+    RemoteFrame,
     Selection,
     closed_frame_for_key,
     frame_for_key,
     recovery_for_key,
+    remote_frame_for_key,
     task_for_key,
     view_for_key,
 )
@@ -142,8 +144,17 @@ def cancel_transition(state: NavigatorState | None, selection: Selection,
 def new_task(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
     from navigator.screens.new_task import NewTaskScreen
 
-    frame = frame_for_key(state, selection, "Select the frame the new task goes under.",
-                          open_only=True)
+    remote = remote_frame_for_key(state, selection, open_only=True)
+    if isinstance(remote, RemoteFrame):
+        actions = client.remote_actions()
+        return Ask(NewTaskScreen(remote.frame.title), "New task",
+                   lambda task: f"Pushing “{task.title}” under {remote.frame.title} on "
+                                f"{remote.host_name}",
+                   lambda task: partial(actions.push, remote.host_id, remote.frame.frame_id,
+                                        task.title, task.brief))
+    frame = remote or frame_for_key(state, selection,
+                                    "Select the frame the new task goes under.",
+                                    open_only=True)
     if isinstance(frame, Refusal):
         return frame
     return Ask(NewTaskScreen(frame.title), "New task",
@@ -154,7 +165,15 @@ def new_task(state: NavigatorState | None, selection: Selection, client: EngineC
 def message(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
     from navigator.screens.compose import ComposeMessageScreen
 
-    frame = frame_for_key(state, selection, "Select a frame whose agent should get a message.")
+    remote = remote_frame_for_key(state, selection)
+    if isinstance(remote, RemoteFrame):
+        actions = client.remote_actions()
+        return Ask(ComposeMessageScreen(remote.frame.title), "Message",
+                   lambda _: f"Message for {remote.frame.title} on {remote.host_name} sent",
+                   lambda text: partial(actions.message, remote.host_id,
+                                        remote.frame.frame_id, text))
+    frame = remote or frame_for_key(state, selection,
+                                    "Select a frame whose agent should get a message.")
     if isinstance(frame, Refusal):
         return frame
     return Ask(ComposeMessageScreen(frame.title), "Message",

@@ -94,8 +94,38 @@ def remote_refusal(state: NavigatorState | None, host_id: str | None) -> Refusal
     assert host_id is not None
     host = state.host_row(host_id)
     name = host.display_name if host is not None else host_id
-    return Refusal(f"This belongs to host {name}; its state here is a read-only cache. Run "
-                   f"the action on {name}.")
+    return Refusal(f"This belongs to host {name}; its state here is a read-only cache. From "
+                   f"here, enter opens it on {name}, t messages its agent and p pushes a task "
+                   f"under it; run other actions on {name}.")
+
+
+@dataclass(frozen=True)
+class RemoteFrame:
+    """A frame of another host that a key acts on through that host's own engine."""
+
+    host_id: str
+    host_name: str
+    frame: FrameSummary
+
+
+def remote_frame_for_key(state: NavigatorState | None, selection: Selection, *,
+                         open_only: bool = False) -> RemoteFrame | Refusal | None:
+    """The target frame when it belongs to another host (None when it is local or
+    nothing is selected); refused while that host is offline (its cached state may
+    be old, and the request could not reach it anyway)."""
+    frame = target_frame(state, selection)
+    host_id = host_of_frame(state, frame.frame_id) if frame is not None else None
+    if state is None or frame is None or host_id is None or not is_remote(state, host_id):
+        return None
+    host = state.host_row(host_id)
+    name = host.display_name if host is not None else host_id
+    if host is None or host.reachability == "offline":
+        return Refusal(f"Host {name} is offline; its frames take requests again once it "
+                       "is back.")
+    if open_only and frame.lifecycle_state != "open":
+        return Refusal(f"“{frame.title}” on {name} is {frame.lifecycle_state}; reopen it "
+                       f"on {name} first.")
+    return RemoteFrame(host_id, name, frame)
 
 
 def view_for_key(state: NavigatorState | None, selection: Selection) -> ViewRow | Refusal:

@@ -18,25 +18,47 @@ NEEDS_INPUT = "needs_input"
 TURN_FINISHED = "turn_finished"
 
 
-class AttentionCounts(NamedTuple):
-    """Live agents on this host by what they ask of the person."""
+class RemoteCounts(NamedTuple):
+    """Live agents of one online remote host (its cached, validated HostState), under
+    the name this host's config gives it."""
 
+    host: str
     needs_input: int = 0
     ready: int = 0
     working: int = 0
 
+
+class AttentionCounts(NamedTuple):
+    """Live agents on this host by what they ask of the person, and per remote host."""
+
+    needs_input: int = 0
+    ready: int = 0
+    working: int = 0
+    remote: tuple[RemoteCounts, ...] = ()
+
     def segment(self) -> str:
-        """The status-line text (tmux style markup), empty when no agent is live."""
-        if not (self.needs_input or self.ready or self.working):
+        """The status-line text (tmux style markup), empty when no agent is live; a
+        remote host's agents follow under its name (``far: ! 1 input``)."""
+        hosts = [r for r in self.remote if r.needs_input or r.ready or r.working]
+        local = _parts(self.needs_input, self.ready, self.working)
+        if not local and not hosts:
             return ""
-        parts = []
-        if self.needs_input:
-            parts.append(f"#[fg=yellow,bold]! {self.needs_input} input#[default]")
-        if self.ready:
-            parts.append(f"#[fg=green]✓ {self.ready} ready#[default]")
-        if self.working:
-            parts.append(f"~ {self.working} working")
-        return "sb " + " ".join(parts) + " | "
+        text = "sb " + " ".join(local) if local else "sb"
+        for host in hosts:
+            text += f" {host.host.replace('#', '##')}: " + " ".join(
+                _parts(host.needs_input, host.ready, host.working))
+        return text + " | "
+
+
+def _parts(needs_input: int, ready: int, working: int) -> list[str]:
+    parts = []
+    if needs_input:
+        parts.append(f"#[fg=yellow,bold]! {needs_input} input#[default]")
+    if ready:
+        parts.append(f"#[fg=green]✓ {ready} ready#[default]")
+    if working:
+        parts.append(f"~ {working} working")
+    return parts
 
 
 def read_counts(conn: sqlite3.Connection) -> AttentionCounts:
@@ -47,7 +69,34 @@ def read_counts(conn: sqlite3.Connection) -> AttentionCounts:
         " AND s.runtime_presence = 'live' GROUP BY s.activity").fetchall()
     by = {row[0]: row[1] for row in rows}
     return AttentionCounts(needs_input=by.get("needs_input", 0), ready=by.get("ready", 0),
-                           working=by.get("working", 0))
+                           working=by.get("working", 0), remote=read_remote_counts(conn))
+
+
+# A frame counts once (its current session), as locally. The cached document was
+# validated before it was stored (core.remote.follower, core.state.remotes), so its
+# shape is known; an offline host's agents are not counted (their state is old).
+_REMOTE_SQL = (
+    "SELECT h.remote_name, s.value ->> 'activity', COUNT(*) FROM host_state_cache h,"
+    " json_each(h.state_json, '$.frames') f, json_each(h.state_json, '$.sessions') s"
+    " WHERE h.reachability = 'online' AND f.value ->> 'lifecycleState' = 'open'"
+    " AND s.value ->> 'sessionKey' = f.value ->> 'currentSessionKey'"
+    " AND s.value ->> 'runtimePresence' = 'live'"
+    " GROUP BY h.remote_name, s.value ->> 'activity' ORDER BY h.remote_name")
+
+
+def read_remote_counts(conn: sqlite3.Connection) -> tuple[RemoteCounts, ...]:
+    """Per online remote host, its live agents by activity (one SELECT over the cache)."""
+    import sqlite3
+
+    try:
+        rows = conn.execute(_REMOTE_SQL).fetchall()
+    except sqlite3.OperationalError:
+        return ()  # a registry without the cache table (or JSON support): local only
+    by: dict[str, dict[str, int]] = {}
+    for host, activity, count in rows:
+        by.setdefault(host, {})[activity] = count
+    return tuple(RemoteCounts(host, c.get("needs_input", 0), c.get("ready", 0),
+                              c.get("working", 0)) for host, c in by.items())
 
 
 def _detach(argv: list[str], env: Mapping[str, str] | None = None) -> None:

@@ -39,6 +39,7 @@ def _attention(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, opened: OpenRegistry) -> int:
     from core.hooks import attention
+    from core.model.text import shown
 
     counts = attention.read_counts(opened.conn)
     sent: list[attention.Notice] = []
@@ -57,7 +58,11 @@ def _report(args: argparse.Namespace, opened: OpenRegistry) -> int:
                                       opened.home.run_dir / "attention", time.time())
         attention.publish(socket, settings, counts, sent)
     nudged = [n.client.tty for n in sent]
-    emit({"counts": counts, "nudged": nudged}, as_json=args.json,
+    remote = "".join(f"\n{shown(r.host)}: needs input {r.needs_input}, ready {r.ready}, "
+                     f"working {r.working}" for r in counts.remote)
+    emit({"counts": counts._asdict() | {"remote": [r._asdict() for r in counts.remote]},
+          "nudged": nudged}, as_json=args.json,
          text=f"needs input {counts.needs_input}, ready {counts.ready}, "
-              f"working {counts.working}" + (f"; nudged {', '.join(nudged)}" if nudged else ""))
+              f"working {counts.working}" + (f"; nudged {', '.join(nudged)}" if nudged else "")
+              + remote)
     return 0

@@ -66,6 +66,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     register_frame_commands(fs)  # frame diff
 
+    p = fs.add_parser("message", help="the person's message to the frame's agent "
+                                      "(what the navigator's t sends)")
+    p.add_argument("frame_id")
+    p.add_argument("--text", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_message)
 
 def _engine():
     from core.engine.session import open_engine
@@ -146,4 +152,13 @@ def _close(args: argparse.Namespace) -> int:
 def _reopen(args: argparse.Namespace) -> int:
     result = _engine().frame_reopen(_rid(args), args.frame_id)
     emit(result, as_json=args.json, text=f"reopened {result.frame_id}")
+    return 0
+
+
+def _message(args: argparse.Namespace) -> int:
+    from core.broker.membership import person_send
+
+    sent = person_send(_engine(), args.frame_id, args.text)
+    emit(sent, as_json=args.json,
+         text=f"message {sent.message_id} for {shown(sent.to_name)} ({sent.delivery})")
     return 0

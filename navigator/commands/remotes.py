@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from core.model.text import shown
-from navigator.commands.output import emit
+from navigator.commands.output import emit, say
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", nargs="?")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_refresh)
+    p = rs.add_parser("follow", help="follow a remote live in the foreground: one ssh, every "
+                                     "HostState it streams validated and cached (what the "
+                                     "navigator starts per remote)")
+    p.add_argument("name", help="the remote's name ([[remotes]] name)")
+    p.set_defaults(handler=_follow)
     p = rs.add_parser("open", help="open a remote project's view in a local window (ssh -t)")
     p.add_argument("name", help="the remote's name ([[remotes]] name)")
     p.add_argument("project", help="the project's name on that host")
@@ -67,3 +72,23 @@ def _open(args: argparse.Namespace) -> int:
          text=f"{'opened' if window.created else 'selected'} window {window.window_id}: "
               f"{' '.join(window.argv)}")
     return 0
+
+
+def _follow(args: argparse.Namespace) -> int:
+    from core.config.home import Home
+    from core.context.session import open_reader
+    from core.remote.follower import Follower
+    from core.remote.interest import follower_running, interest
+    from core.state.remote_open import remote_by_name
+
+    home = Home.from_env()
+    reader = open_reader(home)
+    try:
+        remote = remote_by_name(reader, args.name)  # type: ignore[arg-type]
+    finally:
+        reader.conn.close()
+    if follower_running(home, remote):
+        say(f"{args.name} is already followed by another process")
+        return 0
+    with interest(home):
+        return Follower(home, args.name, keep=True).run()

@@ -54,5 +54,5 @@ def _run(args: argparse.Namespace) -> int:
         # only change the registry, which the CLI would do as well.
         client = EngineClient.open(with_stage=False)
     SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll,
-                   wake_on_change=True).run()
+                   wake_on_change=True, follow_remotes=True).run()
     return 0

@@ -249,6 +249,10 @@ def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
         ("worktree", "add"): [["worktree", "add", h, "--project", "alpha"]],
         ("worktree", "remove"): [["worktree", "remove", h]],
         ("usage",): [["usage", "--project", h], ["usage", "--since", h]],
+        ("remote", "follow"): [["remote", "follow", h]],
+        ("frame", "message"): [["frame", "message", ids.workspace, "--text", h],
+                               ["frame", "message", h, "--text", "hi"]],
+        ("serve",): [["serve", "--port", h]],
     }
 
 

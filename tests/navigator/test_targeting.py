@@ -11,12 +11,14 @@ from navigator.targeting import (
     NO_VIEW,
     Panel,
     Refusal,
+    RemoteFrame,
     Selection,
     closed_frame_for_key,
     frame_for_key,
     inbox_view_id,
     recovery_about,
     recovery_target,
+    remote_frame_for_key,
     target_frame,
     target_view,
     task_for_key,
@@ -100,11 +102,39 @@ def test_another_hosts_rows_are_never_targets(demo: Scenario) -> None:
         views=tuple(replace(v, host_id=REMOTE_HOST) if v.view_id == demo.views["alpha"]
                     else v for v in state.views))
     refusal = Refusal("This belongs to host buildbox; its state here is a read-only cache. "
-                      "Run the action on buildbox.")
+                      "From here, enter opens it on buildbox, t messages its agent and p "
+                      "pushes a task under it; run other actions on buildbox.")
     assert frame_for_key(remote, _on_tree(demo, remote, "Fix login"), "x") == refusal
     assert view_for_key(remote, Selection(bound_view_id=demo.views["alpha"])) == refusal
     assert view_to_focus(remote, alpha.project_id) == refusal
     assert view_for_key(state, Selection(bound_view_id="gone")) == Refusal(NO_VIEW)
+
+
+def test_a_remote_frame_is_acted_on_through_its_host_while_it_is_online(
+        demo: Scenario) -> None:
+    state = demo.client.state()
+    alpha = _project(state, "alpha")
+
+    def hosted(reachability: str):  # alpha's rows as another host's cached rows
+        return replace(
+            state, hosts=(*state.hosts, HostRow(host_id=REMOTE_HOST, display_name="buildbox",
+                                                generation_id=REMOTE_HOST, stale=False,
+                                                reachability=reachability)),
+            projects=tuple(replace(p, host_id=REMOTE_HOST) if p is alpha else p
+                           for p in state.projects),
+            views=tuple(replace(v, host_id=REMOTE_HOST) if v.view_id == demo.views["alpha"]
+                        else v for v in state.views))
+    online = hosted("online")
+    found = remote_frame_for_key(online, _on_tree(demo, online, "Fix login"))
+    assert found == RemoteFrame(REMOTE_HOST, "buildbox",
+                                _on_tree(demo, online, "Fix login").tree_frame)
+    closed = remote_frame_for_key(online, _on_tree(demo, online, "Old spike"), open_only=True)
+    assert closed == Refusal("“Old spike” on buildbox is closed; reopen it on buildbox first.")
+    offline = hosted("offline")
+    assert remote_frame_for_key(offline, _on_tree(demo, offline, "Fix login")) == Refusal(
+        "Host buildbox is offline; its frames take requests again once it is back.")
+    # a local frame is not a remote one
+    assert remote_frame_for_key(state, _on_tree(demo, state, "Fix login")) is None
 
 
 def test_inbox_follows_the_wanted_view_while_it_lives(demo: Scenario) -> None:
