@@ -1,6 +1,6 @@
 """One agent-tool server per home, behind every agent's tiny stdio shim.
 
-Every agent's CLI starts ``core/memory/mcp_shim.c`` (about 1 MB) as its stdio MCP
+Every agent's CLI starts ``core/providers/mcp_shim.c`` (about 1 MB) as its stdio MCP
 server; the shim forwards each line here over a private unix socket (0600, in the
 home's run folder) and copies the one-line answer back. A full Python agent-tool
 server per agent cost ~20 MB each; this process is paid once.

@@ -47,8 +47,9 @@ from core.config.home import ENV_HOME, Home
 from core.config.registry import init_registry
 from core.context.requests import new_request_id
 from core.engine.open import open_engine
-from core.memory import agent_tools, parking
+from core.memory import parking
 from core.model.enums import Provider
+from core.providers import agent_tools
 from core.runtime.claims import claim_for_frame
 from tests.bench.bench_hook import hook_commands, installed_bytecode, recorded
 from tests.factories import project_config

@@ -1,6 +1,6 @@
 """The agent-tool shim and its host server, end to end (issue 25).
 
-The compiled shim (``core/memory/mcp_shim.c``) is what an agent's CLI starts; it
+The compiled shim (``core/providers/mcp_shim.c``) is what an agent's CLI starts; it
 forwards to one host server per home (``core.memory.mcp_host``) over a 0600 unix
 socket. Checked here as real processes: the same answers as ``switchboard mcp`` for
 the same lines, each agent's own capability deciding what it may do (two agents on
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
-from core.memory import agent_tools
 from core.memory.mcp_host import ENV_IDLE_EXIT, lock_path
 from core.model.tool_schemas import ENV_READY_FILE, TOOLS
+from core.providers import agent_tools
 from tests.core.test_hook_handler import LiveSurface, launch_live_surface
 from tests.core.test_mcp_server import (
     REPO,
