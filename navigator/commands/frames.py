@@ -69,7 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = fs.add_parser("message", help="the person's message to the frame's agent "
                                       "(what the navigator's t sends)")
     p.add_argument("frame_id")
-    p.add_argument("--text", required=True)
+    p.add_argument("--text", required=True,
+                   help="what the agent reads (newlines and tabs allowed; typed when it is "
+                        "shown and ready)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_message)
 
