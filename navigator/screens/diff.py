@@ -46,7 +46,7 @@ class CommentScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Label(f"Comment on {safe(self.where)}", id="heading")
+            yield Label(Text(f"Comment on {safe(self.where)}"), id="heading")  # no markup
             yield Static(Text(safe(self.line_text), style="dim", no_wrap=True,
                               overflow="ellipsis"))
             yield Input(placeholder="what should change here", id="text")

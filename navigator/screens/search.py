@@ -116,8 +116,8 @@ class SearchScreen(ModalScreen[SearchResult | None]):
         options.add_options([result_option(r, i) for i, r in enumerate(results)])
         if results:
             options.highlighted = 0
-        self.query_one("#search-status", Label).update(
-            safe(status) + " · enter opens the timeline · esc close")
+        self.query_one("#search-status", Label).update(  # a Text: no markup in errors
+            Text(safe(status) + " · enter opens the timeline · esc close"))
 
     def action_to_results(self) -> None:
         options = self.query_one("#search-results", OptionList)

@@ -245,3 +245,23 @@ async def test_overlapping_frames_are_marked_and_named_in_i(demo: Scenario,  # n
         await wait_until(pilot, lambda: isinstance(app.screen, SessionDetailScreen))
         text = str(app.screen.query_one("#conflicts").render())
         assert "beta" in text and "app.py" in text
+
+
+def test_agents_text_in_a_diff_is_spelled_out_never_raw(tmp_path: Path) -> None:
+    """A file name, a line and a comment with escapes and markup: printable rows only."""
+    import re
+
+    from core.review.diff import FrameDiff, parse_diff
+    from core.review.model import ReviewComment
+    from navigator.widgets.diff_view import build_rows
+
+    text = ("diff --git a/[b]x\x1b[2J.py b/[b]x\x1b[2J.py\n--- a/[b]x\x1b[2J.py\n"
+            "+++ b/[b]x\x1b[2J.py\n@@ -1 +1 @@\n-old\n+new\x1b]52;c;ZXZpbA==\x07\tend\n")
+    files = tuple(parse_diff(text))
+    comment = ReviewComment("c1", files[0].path, 1, "fix\u202ethis", "new", 1, False, False)
+    rows = build_rows(FrameDiff("f", "t", "/x", "abc", files, comments=(comment,)))
+    raw = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+    assert rows and all(raw.search(row.text) is None for row in rows), rows
+    assert any("\\x1b" in row.text for row in rows)
+    line = next(row.text for row in rows if "end" in row.text)
+    assert " end" in line and "\\t" not in line  # a tab is spaces, not an escape
