@@ -245,6 +245,12 @@ async def test_overlapping_frames_are_marked_and_named_in_i(demo: Scenario,  # n
         await wait_until(pilot, lambda: isinstance(app.screen, SessionDetailScreen))
         text = str(app.screen.query_one("#conflicts").render())
         assert "beta" in text and "app.py" in text
+        await pilot.press("escape")
+        # Fix login closes: beta's mark goes with it, with no new git data
+        from core.context.requests import new_request_id
+
+        demo.engine.frame_close(new_request_id(), demo.frames["Fix login"])
+        await wait_until(pilot, lambda: frames.conflicted == frozenset())
 
 
 def test_agents_text_in_a_diff_is_spelled_out_never_raw(tmp_path: Path) -> None:
