@@ -139,7 +139,7 @@ def run(projects: int, agents: int) -> dict[str, float]:
         print(f"setting up {projects} projects x {agents} live agents ...", flush=True)
         engine, places = build_fleet(root, socket, projects, agents)
         keys = {frame: _session(engine, frame) for frame in places}
-        for frame, key in keys.items():
+        for key in keys.values():
             if not retry_until(lambda k=key: _starts_in_file(root, k) == 1, 30.0):
                 raise SystemExit(f"session {key} has no evidence of its start")
         folders = sorted(p.name for p in (root / "sessions").iterdir())
@@ -209,7 +209,7 @@ def _check(engine: Engine, root: Path, places: dict[str, tuple[str, str]],
            launches: int) -> dict[str, float]:
     """Exact ids, places and no duplicates; raises SystemExit naming what is wrong."""
     wrong: list[str] = []
-    for frame, (view, place) in places.items():
+    for frame, (_view, place) in places.items():
         key = _session(engine, frame)
         launch = engine.conn.execute(
             "SELECT action, target_session_key, session_key FROM launch_intents"

@@ -1,0 +1,106 @@
+"""The long soak: 30 minutes of seeded work and faults over four views, counters flat.
+
+Run: ``python -m tests.bench.bench_soak [--seconds 1800] [--views 4] [--seed N]``
+(``SB_SOAK_SECONDS=120`` for a quick run). The world and the operations are
+``tests.soak.driver`` (the short run of `make test` is ``tests/soak/test_soak.py``);
+here the phases go on until the time is up, with a `tmux kill-server` and
+`switchboard restore` every ``--restore-every`` phases.
+
+Printed beside the targets: orphaned processes and tmux clients (0), fds of the
+tmux server, of the navigators and of this process and navigator RSS flat (no
+growth beyond 5 % after the warm-up, the first quarter of the phases; the floor
+is the first sample after it), WAL files bounded (the largest sample against
+64 MB), 0 lost or twice-typed messages, and the phases whose check failed (0).
+Navigator parking is not in the mix: it is not built yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from tests.soak.driver import Sample, Soak, flat
+
+WAL_BOUND = 64 * 1024 * 1024
+
+
+def _verdict(ok: bool) -> str:
+    return "OK" if ok else "OVER"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float,
+                        default=float(os.environ.get("SB_SOAK_SECONDS", "1800")))
+    parser.add_argument("--views", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=25)
+    parser.add_argument("--ops", type=int, default=8, help="operations per phase")
+    parser.add_argument("--restore-every", type=int, default=10)
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="sbsoak-", dir="/tmp"))
+    saved = {k: os.environ.get(k) for k in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG")}
+    os.environ["SWITCHBOARD_HOME"] = str(folder / "home")
+    os.environ["SWITCHBOARD_CONFIG"] = str(folder / "home" / "config.toml")
+    for name in ("TMUX", "TMUX_PANE", "SWITCHBOARD_VIEW_ID"):
+        os.environ.pop(name, None)
+    soak = Soak(folder, args.seed, views=args.views)
+    try:
+        print(f"soak: {args.views} views, seed {args.seed}, {args.seconds:g} s ...", flush=True)
+        soak.setup()
+        report = soak.run(phases=None, seconds=args.seconds, ops_per_phase=args.ops,
+                          server_kill_phases=set(), every=args.restore_every)
+    finally:
+        soak.close()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(folder, ignore_errors=True)
+    samples: list[Sample] = report.samples
+    after = samples[max(1, len(samples) // 4):] or samples
+    orphans = max(len(s.orphans) for s in samples)
+    clients = max(s.clients for s in samples)
+    server_fds = [s.server_fds for s in after]
+    nav_fds = [max(s.navigator_fds or (0,)) for s in after]
+    own_fds = [s.own_fds for s in after]
+    rss = [max(s.navigator_rss_kb or (0,)) for s in after]
+    wal = max(s.wal_bytes for s in samples)
+    lost = report.messages_sent - report.messages_delivered
+    checks = {
+        "orphans": orphans == 0, "clients": clients == 0, "server_fds": flat(server_fds),
+        "nav_fds": flat(nav_fds), "own_fds": flat(own_fds), "rss": flat(rss),
+        "wal": wal <= WAL_BOUND, "lost": lost == 0, "twice": report.typed_twice == 0,
+        "phases": not report.problems,
+    }
+    print(f"soak {args.seconds:g} s: {report.phases} phases, {sum(report.ops.values())} "
+          f"operations ({dict(sorted(report.ops.items()))}), {report.restores} restores")
+    print(f"  orphaned processes      {orphans:6d}   target 0: {_verdict(checks['orphans'])}")
+    print(f"  tmux clients            {clients:6d}   target 0: {_verdict(checks['clients'])}")
+    print(f"  tmux server fds         {server_fds[0]:6d} -> {max(server_fds)} (max)   "
+          f"flat within 5 %: {_verdict(checks['server_fds'])}")
+    print(f"  navigator fds (largest) {nav_fds[0]:6d} -> {max(nav_fds)} (max)   "
+          f"flat within 5 %: {_verdict(checks['nav_fds'])}")
+    print(f"  this process's fds      {own_fds[0]:6d} -> {max(own_fds)} (max)   "
+          f"flat within 5 %: {_verdict(checks['own_fds'])}")
+    print(f"  navigator RSS (largest) {rss[0] / 1024:6.1f} -> {max(rss) / 1024:.1f} MB (max)   "
+          f"flat within 5 %: {_verdict(checks['rss'])}")
+    print(f"  WAL files (largest sum) {wal / 1024:6.0f} KB   target <= "
+          f"{WAL_BOUND // (1024 * 1024)} MB: {_verdict(checks['wal'])}")
+    print(f"  evidence                {samples[0].evidence_bytes / 1024:6.0f} -> "
+          f"{samples[-1].evidence_bytes / 1024:.0f} KB")
+    print(f"  messages                {report.messages_sent} sent, {lost} lost, "
+          f"{report.typed_twice} typed twice   target 0/0: "
+          f"{_verdict(checks['lost'] and checks['twice'])}")
+    print(f"  phase checks failed     {len(report.problems):6d}   target 0: "
+          f"{_verdict(checks['phases'])}")
+    for problem in report.problems[:10]:
+        print(f"    {problem}")
+    return 0 if all(checks.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The short soak in `make test`: a seeded mix of work and faults over three views.
+
+Three projects with live fake agents and real navigators; three phases of drawn
+operations (hooks, focus/back/push, messages, navigator kills, kill -9 of a CLI
+engine and of an agent), a `tmux kill-server` followed by `switchboard restore` in
+the second phase. Every phase must end with every view ready or with a runnable
+recovery, the registry agreeing with tmux, no message typed twice and no process
+of the home without an owner (the per-host agent-tool server, one at most, is the
+home's own); at the end every message was delivered exactly once.
+The long run (30 minutes, flat fds and navigator RSS) is ``tests.bench.bench_soak``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.soak.driver import Soak
+
+pytestmark = pytest.mark.tmux
+
+SEED = 2025
+
+
+@pytest.fixture
+def soak(monkeypatch: pytest.MonkeyPatch) -> Iterator[Soak]:
+    folder = Path(tempfile.mkdtemp(prefix="sbsoak-", dir="/tmp"))  # a short socket path
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(folder / "home"))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG", str(folder / "home" / "config.toml"))
+    for name in ("TMUX", "TMUX_PANE", "SWITCHBOARD_VIEW_ID"):
+        monkeypatch.delenv(name, raising=False)
+    world = Soak(folder, SEED, views=3)
+    try:
+        yield world
+    finally:
+        world.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_short_seeded_soak_leaves_nothing_behind(soak: Soak) -> None:
+    soak.setup()
+    report = soak.run(phases=3, seconds=None, ops_per_phase=6, server_kill_phases={2})
+    assert report.problems == []
+    assert report.restores == 1 and report.ops["server_kill"] == 1
+    assert sum(report.ops[name] for name in ("hook", "focus", "back", "push", "message",
+                                             "nav_restart", "kill_engine", "kill_agent")) == 18
+    assert report.messages_sent >= 1
+    assert report.messages_delivered == report.messages_sent and report.typed_twice == 0
+    for sample in report.samples:
+        assert sample.orphans == (), sample.orphans
+        assert len(sample.services) <= 1, sample.services  # one agent-tool host at most
+        assert sample.clients == 0
+        assert len(sample.navigator_fds) == 3 and min(sample.navigator_fds) > 0
+        assert sample.wal_bytes < 64 * 1024 * 1024
