@@ -17,7 +17,9 @@ Figures (issue 28 targets):
   the same loopback (connection, key exchange, a remote shell), median of 5.
 - one long-lived ssh process per host, whatever the number of agents (counted
   under each follower).
-- follower CPU: the followers' own CPU share while idle and during the changes.
+- CPU: the followers' own share while idle and during the changes, and that of one
+  real navigator of the local home (``switchboard ui`` in a private tmux server's
+  pane) following the same hosts, beside the scale run's navigator budgets.
 - offline: a host's session freezes (SIGSTOP: no reset, no data, only silence);
   time until it is shown offline (<= 10 s) and until the follower's new connection
   has it online again. Then the host is stopped (its sshd and every session it
@@ -32,6 +34,7 @@ import os
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -124,13 +127,28 @@ def run(hosts_n: int, agents: int, changes: int) -> dict[str, float]:
         figures["ssh_per_host_max"] = max(_ssh_under(pid) for pid in pids)
         figures["ssh_per_host_min"] = min(_ssh_under(pid) for pid in pids)
 
-        cpu0, t0 = _cpu_s(pids), time.monotonic()
+        # one real navigator of this home (in a private tmux server's pane), following
+        # the same hosts: its CPU idle and while the remote changes land
+        socket = str(root / "nav.sock")
+        nav_env = " ".join(f"{k}={v}" for k, v in (
+            ("SWITCHBOARD_HOME", root / "home"), ("SWITCHBOARD_CONFIG",
+                                                  root / "home" / "config.toml"),
+            ("SWITCHBOARD_SSH", hosts.wrapper),
+            ("PYTHONPATH", Path(__file__).resolve().parents[2])))
+        subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-x", "120", "-y", "40",
+                        f"env {nav_env} {sys.executable} -m navigator.cli ui"], check=True)
+        nav = [int(subprocess.run(["tmux", "-S", socket, "list-panes", "-F", "#{pane_pid}"],
+                                  capture_output=True, text=True, check=True).stdout.split()[0])]
+        time.sleep(5)  # its start-up and first load
+
+        cpu0, nav0, t0 = _cpu_s(pids), _cpu_s(nav), time.monotonic()
         time.sleep(10)
         figures["idle_cpu_pct"] = 100 * (_cpu_s(pids) - cpu0) / (time.monotonic() - t0)
+        figures["nav_idle_pct"] = 100 * (_cpu_s(nav) - nav0) / (time.monotonic() - t0)
 
         rng = random.Random(28)
         samples = []
-        cpu0, t0 = _cpu_s(pids), time.monotonic()
+        cpu0, nav0, t0 = _cpu_s(pids), _cpu_s(nav), time.monotonic()
         for index in range(changes):
             host = hosts.hosts[index % hosts_n]
             frame, key = rng.choice(sessions[host.name])
@@ -153,6 +171,9 @@ def run(hosts_n: int, agents: int, changes: int) -> dict[str, float]:
             samples.append(time.perf_counter() - started)
             time.sleep(rng.uniform(0.05, 0.3))
         figures["storm_cpu_pct"] = 100 * (_cpu_s(pids) - cpu0) / (time.monotonic() - t0)
+        figures["nav_storm_pct"] = 100 * (_cpu_s(nav) - nav0) / (time.monotonic() - t0)
+        figures["changes_per_s"] = changes / (time.monotonic() - t0)
+        subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True)
         figures["visible_p50_s"] = statistics.median(samples)
         figures["visible_p95_s"] = _quantile(samples, 0.95)
         figures["visible_max_s"] = max(samples)
@@ -232,6 +253,9 @@ def main() -> int:
           f"(target exactly 1: {'ok' if ok_ssh else 'MISSED'})")
     print(f"followers' CPU ({args.hosts} together): idle {f['idle_cpu_pct']:.2f} %, "
           f"during the changes {f['storm_cpu_pct']:.2f} % of one core")
+    print(f"one local navigator following them: idle {f['nav_idle_pct']:.2f} %, during the "
+          f"changes ({f['changes_per_s']:.1f}/s) {f['nav_storm_pct']:.2f} % of one core "
+          f"(the scale run's budgets for 20 navigators: idle 2 %, storm 20 %)")
     print(f"host silent (its session frozen): shown offline after "
           f"{f['silent_offline_s']:.2f} s (target <= {TARGET_OFFLINE_S:.0f} s), reconnected "
           f"{f['silent_back_s']:.2f} s later by itself")
