@@ -107,6 +107,7 @@ class DiffScreen(ModalScreen[None]):
         Binding("escape,q,v", "close", "Close"),
         Binding("c", "comment", "Comment"),
         Binding("s", "send", "Send review"),
+        Binding("d", "delete_draft", "Delete draft", show=False),
         Binding("o", "open_external", "Open"),
         Binding("tab", "switch_panel", "Files/diff", show=False),
     ]
@@ -148,7 +149,7 @@ class DiffScreen(ModalScreen[None]):
     def _hint(self) -> str:
         drafts = sum(1 for c in self.diff.comments if c.state == "draft")
         sent = f"s send {drafts}" if drafts else "s send"
-        return f"↑↓ line · n/p hunk · ]/[ file · c comment · {sent} · o open · esc close"
+        return f"↑↓ line · n/p hunk · ]/[ file · c comment · d delete · {sent} · o open · esc"
 
     def _file_options(self) -> list[Option]:
         if not self.diff.files:
@@ -210,6 +211,22 @@ class DiffScreen(ModalScreen[None]):
         assert self.review is not None
         self.review.comment(self.diff.frame_id, path, line, text)
         return self.review.frame_diff(self.diff.frame_id)
+
+    def action_delete_draft(self) -> None:
+        """d on a draft comment's row: it goes (a sent one is the agent's record too)."""
+        row = self.query_one(DiffView).row_at_cursor()
+        comment = row.comment if row is not None else None
+        if comment is None or comment.state != "draft" or self.review is None:
+            self.notify("Put the cursor on a draft comment (✎) to delete it.",
+                        severity="warning", markup=False)
+            return
+        review = self.review
+
+        def delete() -> FrameDiff:
+            review.delete_draft(comment.comment_id)
+            return review.frame_diff(self.diff.frame_id)
+
+        self._in_worker(delete, self.show_diff)
 
     def action_send(self) -> None:
         if self.review is None:

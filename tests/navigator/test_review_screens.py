@@ -136,6 +136,17 @@ async def test_v_shows_the_change_and_a_review_goes_out_as_one_message(
         await pilot.press("enter")
         await wait_until(pilot, lambda: any(c.state == "draft" for c in screen.diff.comments))
         assert any(r.kind is RowKind.COMMENT for r in body.rows)
+        await pilot.press("down")  # the draft's own row: d deletes it, c writes it again
+        assert body.row_at_cursor().kind is RowKind.COMMENT
+        await pilot.press("d")
+        await wait_until(pilot, lambda: screen.diff.comments == ())
+        await pilot.press("up")  # the row under the cursor went: back to the + line
+        await pilot.press("c")
+        await wait_until(pilot, lambda: bool(pilot.app.screen.query("#text")))
+        for key in "use the plus":
+            await pilot.press("space" if key == " " else key)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(c.state == "draft" for c in screen.diff.comments))
         await pilot.press("s")
         await wait_until(pilot, lambda: client.sent != [])
         await wait_until(pilot, lambda: all(c.state == "sent" for c in screen.diff.comments))
