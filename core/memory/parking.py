@@ -55,9 +55,9 @@ from core.tmux.topology import NavigatorSpawn, respawn_navigators
 ENV_PARK_AFTER = "SWITCHBOARD_PARK_AFTER"
 """Seconds a navigator must stay unshown before it is parked (default ``PARK_AFTER_S``);
 ``off`` never parks. Read by the process that runs the reconcile turn."""
-PARK_AFTER_S = 30.0
+PARK_AFTER_S = 60.0
 """Long enough that flipping between a few views never restarts their navigators,
-short enough that a fleet left alone gives its memory back within a minute."""
+short enough that a fleet left alone gives its memory back within about a minute."""
 OPT_UNSEEN = "@sb_unseen"
 """Pane option of a running navigator: the epoch second it was first seen unshown."""
 OPT_WAKE = "@sb_wake"
