@@ -521,6 +521,9 @@ class SwitchboardApp(App[None]):
     def action_reopen(self) -> None:
         self._act(intents.reopen)
 
+    def action_switch_provider(self) -> None:
+        self._act(intents.switch_provider)
+
     def action_toggle_mode(self) -> None:
         self._act(intents.toggle_mode)
 

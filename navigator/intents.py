@@ -38,7 +38,8 @@ from navigator.targeting import (
 BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "close_frame",
                                    "reopen", "toggle_mode", "recover", "search", "help",
                                    "details", "acknowledge_anywhere", "dismiss_anywhere",
-                                   "new_task", "diff", "find"})
+                                   "new_task", "diff", "find", "switch_provider",
+                                   "toggle_usage"})
 
 KEY_BINDINGS: list[BindingType] = [
         Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
@@ -67,6 +68,9 @@ KEY_BINDINGS: list[BindingType] = [
             tooltip="search every session: briefs, handoffs, prompts, commands, failures"),
     Binding("u", "toggle_usage", "Usage", show=False,
             tooltip="show or hide tokens and estimated cost per frame and in all"),
+    Binding("P", "switch_provider", "Switch provider", key_display="P", show=False,
+            tooltip="carry the task on with the other provider (its agent is stopped; "
+                    "asks first)"),
     Binding("escape", "clear_filter", "Clear filter", show=False),
     # a and d act in their panels; pressed anywhere else they say where (never silent)
     Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
@@ -213,6 +217,29 @@ def close_frame(state: NavigatorState | None, selection: Selection,
                              "first, then its agent is stopped.", confirm_label="Close task"),
                "Close", lambda _: f"Closed {frame.title} (dismissed)",
                lambda _: partial(client.close, frame.frame_id))
+
+
+def switch_provider(state: NavigatorState | None, selection: Selection,
+                    client: EngineClient) -> Intent:
+    """P: the frame's task moves to the other provider, after the person confirms (its
+    agent is stopped; the new one claims a handover brief)."""
+    from core.model.enums import Provider
+    from navigator.screens.confirm import ConfirmScreen
+
+    frame = frame_for_key(state, selection, "Select the frame to move to the other provider.",
+                          open_only=True)
+    if isinstance(frame, Refusal):
+        return frame
+    if frame.current_session is None:
+        return Refusal(f"{frame.title} has no agent yet: n starts one.")
+    now = Provider(frame.current_session.provider)
+    to = Provider.CODEX if now is Provider.CLAUDE else Provider.CLAUDE
+    return Ask(ConfirmScreen(f"Stop the {now.value} agent of "
+                             f"“{frame.title}” and carry the task on with {to.value}? The new "
+                             "agent gets its brief, last handoff and evidence so far.",
+                             confirm_label=f"Move to {to.value}"),
+               "Switch provider", lambda _: f"{frame.title} moved to {to.value}",
+               lambda _: partial(client.switch_provider, frame.frame_id, to))
 
 
 def reopen(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:

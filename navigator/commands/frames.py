@@ -65,7 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from navigator.commands.review import register_frame_commands
 
     register_frame_commands(fs)  # frame diff
+    from navigator.commands.switch import register_switch
 
+    register_switch(fs)  # frame switch-provider (issue 26)
     p = fs.add_parser("message", help="the person's message to the frame's agent "
                                       "(what the navigator's t sends)")
     p.add_argument("frame_id")
@@ -74,6 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "shown and ready)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_message)
+
 
 def _engine():
     from core.engine.session import open_engine

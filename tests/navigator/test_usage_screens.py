@@ -15,7 +15,7 @@ from textual.widgets import Static
 from core.usage.worker import read_usage
 from navigator.app import SwitchboardApp
 from navigator.screens.session_detail import SessionDetailScreen
-from tests.navigator.helpers import settle
+from tests.navigator.helpers import notices, settle
 from tests.navigator.scenario import Scenario
 from tests.navigator.test_session_detail import T0, record_frame_work, utc  # noqa: F401
 from tests.navigator.test_snapshots import WIDE, loaded
@@ -105,3 +105,25 @@ async def test_u_shows_and_hides_usage(demo: Scenario, utc: None) -> None:  # no
         await pilot.press("u")
         await settle(pilot)
         assert tree._usage == {} and tree.border_subtitle == ""
+
+
+async def test_p_asks_then_moves_the_task_to_the_other_provider(demo: Scenario) -> None:
+    from navigator.screens.confirm import ConfirmScreen
+
+    frame = demo.frame_row("Fix login")
+    app = SwitchboardApp(demo.client)
+    async with app.run_test(size=WIDE) as pilot:
+        await loaded(demo, "Fix login", ["P"])(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "carry the task on with codex" in str(app.screen.query_one("#question").render())
+        await pilot.press("escape")  # not confirmed: nothing moves
+        await settle(pilot)
+        assert demo.frame_row("Fix login")["current_session_key"] == \
+            frame["current_session_key"]
+        await pilot.press("P")
+        await pilot.pause()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not [n for severity, n in notices(app) if severity == "error"]
+        key = demo.frame_row("Fix login")["current_session_key"]
+        assert key != frame["current_session_key"] and ":codex:" in key

@@ -176,3 +176,69 @@ def test_real_codex_turn_usage(codex_cli: RealCli, codex_clis: RealClis, tmp_pat
                                       usage["output_tokens_details"]["reasoning_tokens"]
                                       * calls), row
     assert row.model_id == "gpt-5.4" and row.provider == "codex"
+
+
+def test_real_switch_from_claude_to_codex(claude_cli: RealCli, codex_clis: RealClis,
+                                          tmp_path: Path, tmux_socket: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The person moves a task from real Claude Code to real Codex: Claude is stopped,
+    Codex starts in the same checkout with the claim line and claims the handover (the
+    task's state so far); Claude's session stays readable in the frame's history."""
+    from core.evidence.store import session_detail
+    from core.runtime.handover import handover_path
+    from core.usage.switch_provider import switch_provider
+    from tests.realcli.harness import make_real_engine, xdg_home
+    from tests.realcli.harness_claude import claude_command, seed_home
+
+    root = tmp_path / "person"
+    with anthropic_standin.AnthropicStandin() as claude_api, \
+            openai_standin.OpenAIStandin() as openai_api:
+        person = make_person(root, codex_clis, openai_api.base_url)
+        for name in list(os.environ):
+            if name.startswith(SCRUBBED_PREFIXES):
+                monkeypatch.delenv(name)
+        for name, value in person_env(person).items():
+            monkeypatch.setenv(name, value)
+        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("XDG_STATE_HOME", str(root / ".local" / "state"))
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(root / ".config"))
+        claude_home = seed_home(tmp_path / "claude-home", [person.project], claude_cli.version)
+        engine = make_real_engine(
+            root, tmux_socket,
+            {Provider.CLAUDE: claude_command(claude_cli.binary, claude_home, claude_api.url),
+             Provider.CODEX: (str(codex_clis.codex),)}, home=xdg_home(root))
+        try:
+            route = engine.project_enter(new_request_id(), PROJECT)
+            engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+            pane = main_pane(engine)
+            assert retry_until(lambda: "? for shortcuts" in screen(tmux_socket, pane), SLOW), \
+                screen(tmux_socket, pane)
+            type_prompt(tmux_socket, pane, "hello before the move")
+            assert retry_until(lambda: _activity(engine, route.frame_id) == "ready", SLOW), \
+                screen(tmux_socket, pane)
+            old_key = _key(engine, route.frame_id)
+
+            moved = switch_provider(engine, new_request_id(), route.frame_id, Provider.CODEX)
+            assert moved.stopped and moved.old_session_key == old_key
+            home = xdg_home(root)
+            claimed = handover_path(home, route.frame_id).with_suffix(".claimed")
+            codex_pane = main_pane(engine)
+            assert retry_until(claimed.exists, SLOW), codex_screen(tmux_socket, codex_pane)
+            assert retry_until(lambda: "Claimed brief" in codex_screen(tmux_socket,
+                                                                       codex_pane), SLOW), \
+                codex_screen(tmux_socket, codex_pane)
+            outputs = [json.dumps(r.body) for r in openai_api.responses_requests()]
+            assert any("taking over the task" in body and "from a claude agent" in body
+                       for body in outputs)
+            new_key = _key(engine, route.frame_id)
+            assert ":codex:" in new_key and new_key != old_key
+            sessions = engine.conn.execute(
+                "SELECT s.provider FROM frame_sessions fs JOIN provider_sessions s"
+                " ON s.session_key = fs.session_key WHERE fs.frame_id = ? ORDER BY fs.rowid",
+                (route.frame_id,)).fetchall()
+            assert [r[0] for r in sessions] == ["claude", "codex"]
+            old = session_detail(home, old_key)  # the earlier session stays readable
+            assert old.recorded and old.provider == "claude" and old.timeline
+        finally:
+            engine.conn.close()
