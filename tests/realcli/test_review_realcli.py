@@ -27,8 +27,8 @@ from tests.waiting import retry_until
 pytestmark = [pytest.mark.tmux, pytest.mark.timeout(300)]
 
 
-def _git(world: World, *args: str) -> None:
-    subprocess.run(["git", "-C", str(world.project), *args], check=True, capture_output=True)
+def _git(here: World, *args: str) -> None:
+    subprocess.run(["git", "-C", str(here.project), *args], check=True, capture_output=True)
 
 
 @pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
