@@ -22,6 +22,9 @@ GIT_TIMEOUT_S = 20.0
 #: A diff bigger than this is cut (the screen says so); 5,000-line changes fit easily.
 MAX_DIFF_BYTES = 16 * 1024 * 1024
 MAX_UNTRACKED_BYTES = 1024 * 1024
+#: Untracked files read into a diff at most (a folder .gitignore forgot can hold
+#: thousands); the rest are listed without lines, and ``truncated`` says so.
+MAX_UNTRACKED_FILES = 300
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 
 
@@ -143,8 +146,12 @@ def read_diff(checkout: str, base: str) -> tuple[list[FileDiff], bool]:
     raw = done.stdout if done.returncode == 0 else b""
     truncated = len(raw) > MAX_DIFF_BYTES
     files = parse_diff(_decode(raw[:MAX_DIFF_BYTES]))
-    for path in untracked_files(checkout):
-        files.append(_untracked(Path(checkout), path))
+    for number, path in enumerate(untracked_files(checkout)):
+        if number < MAX_UNTRACKED_FILES:
+            files.append(_untracked(Path(checkout), path))
+        else:
+            files.append(FileDiff(path, None, FileStatus.UNTRACKED, 0, 0))
+            truncated = True
     files.sort(key=lambda f: f.path)
     return files, truncated
 
