@@ -17,8 +17,11 @@ from core.engine.engine import Engine
 from core.engine.open import open_engine
 from core.model.errors import SwitchboardError
 from core.model.results import RouteResult
+from core.model.session_enums import Activity, ActivityReason
 from core.remote.actions import RemoteActions
 from core.remote.interest import ensure_followers, hold_interest
+from storage.connection import write_transaction
+from storage.operations import sessions as sessions_ops
 from tests.integration.journey_env import make_live_engine, tmux, type_line
 from tests.integration.remote_hosts import Host, end_followers, live_home, make_hosts
 from tests.waiting import retry_until
@@ -134,8 +137,23 @@ async def test_the_navigator_messages_and_enters_a_remote_frame(far: Far) -> Non
         node = tree(app).frame_nodes()[frame_key(frame_id)]
         assert node.data.badge == "ready"
         assert "@host-0" in str(node.parent.label)
-        # the remote agent's next turn shows live
-        type_line(far.socket, far.main, "again")
+        # the remote agent now asks for permission (its hook records it on its host):
+        # the badge here follows live
+        key = far.far.conn.execute("SELECT session_key FROM provider_sessions").fetchone()[0]
+        with write_transaction(far.far.conn) as conn:
+            sessions_ops.record_activity(conn, key, activity=Activity.NEEDS_INPUT,
+                                         reason=ActivityReason.PERMISSION,
+                                         runtime_presence="live", turn_id=None,
+                                         provider_version=None, now=far.far.now())
+        await wait_until(pilot, lambda: tree(app).frame_nodes()[frame_key(frame_id)]
+                         .data.badge == "needs_input", 15)
+        with write_transaction(far.far.conn) as conn:  # answered there; its turn ended
+            sessions_ops.record_activity(conn, key, activity=Activity.READY,
+                                         reason=ActivityReason.TURN_COMPLETE,
+                                         runtime_presence="live", turn_id=None,
+                                         provider_version=None, now=far.far.now())
+        await wait_until(pilot, lambda: tree(app).frame_nodes()[frame_key(frame_id)]
+                         .data.badge == "ready", 15)
         tree(app).focus()
         tree(app).select_key(frame_key(frame_id))
         await pilot.press("t")
