@@ -315,13 +315,14 @@ def park_view(runner: TmuxRunner, run_dir: Path, view_id: str,
 def wake_view(runner: TmuxRunner, run_dir: Path, view_id: str,
               spawn: NavigatorSpawn | None = None,
               home_env: Mapping[str, str] | None = None) -> bool:
-    """Run the parked navigator of ``view_id`` again (its saved screen first); True if
-    it was parked and runs now. ``spawn`` defaults to ``switchboard ui --view`` with
-    ``home_env``. A navigator that runs, crashed or is gone is left to the code that
-    already handles it (reconcile, opening the view)."""
+    """Run the navigator of ``view_id`` again (its saved screen first); True if it was
+    not running and runs now. ``spawn`` defaults to ``switchboard ui --view`` with
+    ``home_env``. Any dead navigator pane qualifies: one just parked may not show its
+    exit status yet, and a crashed one is what reconcile would respawn anyway. A
+    navigator that runs, or whose pane is gone, is left alone (False)."""
     fleet = fleet_panes(runner)
     pane = fleet.of_view(view_id)
-    if pane is None or not pane.asleep:
+    if pane is None or pane.running:
         return False
     spawn = spawn or navigator_spawn(view_id, default_navigator_argv(view_id), home_env or {})
     return wake(runner, fleet.identity, run_dir, [(pane, spawn)]) == [view_id]

@@ -16,6 +16,7 @@ import pytest
 from core.context.requests import new_request_id
 from core.memory import parking
 from core.memory.turn import park_unseen
+from core.model.enums import ViewMode
 from core.reconcile.reconcile import reconcile
 from core.tmux.navigator_pane import ASLEEP_STATUS
 from tests.integration.journey_env import tmux
@@ -100,6 +101,18 @@ def test_unshown_navigator_parks_and_wakes_when_shown(
         assert window_b  # both windows kept their ids
         reconcile(engine)
         assert problems(engine, alpha) == [] and problems(engine, beta) == []
+
+        # direct mode hides beta's navigator: unshown, it parks; asking for the
+        # navigator again (prefix + S, `view mode`) brings it back through the
+        # dead-navigator path every mode change already has
+        engine.view_mode(new_request_id(), beta, ViewMode.DIRECT)
+        assert park_unseen(engine).parked == ()
+        assert park_unseen(engine).parked == (beta,)
+        engine.view_mode(new_request_id(), beta, ViewMode.NAVIGATOR)
+        assert retry_until(lambda: not _pane_state(tmux_socket, nav_b)[0], 10)
+        assert _pane_state(tmux_socket, nav_b)[2] > 0
+        reconcile(engine)
+        assert problems(engine, beta) == []
     finally:
         terminal.close()
 
