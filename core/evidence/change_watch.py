@@ -23,13 +23,41 @@ if TYPE_CHECKING:
 WORKER_MODULE = "core.review.worker"
 
 
-def turn_ran_tools(conn: sqlite3.Connection, session_key: str) -> bool:
-    """A tool run started since the session's last prompt (both indexed by session, time)."""
+def last_tool_run(conn: sqlite3.Connection, session_key: str) -> str | None:
+    """When the newest tool run since the session's last prompt started (None: the turn
+    ran no tool). Both tables are indexed by session and time."""
     row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM tool_runs WHERE session_id = ? AND started_at >="
+        "SELECT max(started_at) FROM tool_runs WHERE session_id = ? AND started_at >="
         " COALESCE((SELECT max(created_at) FROM messages WHERE session_id = ?"
-        " AND role = 'user'), ''))", (session_key, session_key)).fetchone()
-    return bool(row[0])
+        " AND role = 'user'), '')", (session_key, session_key)).fetchone()
+    return row[0] if row is not None else None
+
+
+def turn_ran_tools(conn: sqlite3.Connection, session_key: str) -> bool:
+    return last_tool_run(conn, session_key) is not None
+
+
+def _already_seen(home: Home, frame_id: str, latest: str) -> bool:
+    """Whether a worker was started for this very change (Codex ends a turn twice: its
+    Stop hook and its notify); records ``latest`` when not."""
+    from core.model.files import private_dir
+
+    folder = home.run_dir / "review-seen"
+    name = "".join(c for c in frame_id if c.isalnum() or c in "-_") or "frame"
+    stamp = folder / name
+    try:
+        if stamp.read_text(encoding="utf-8") == latest:
+            return True
+    except OSError:
+        pass
+    try:
+        private_dir(folder)
+        fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(latest)
+    except OSError:
+        pass  # no stamp: at worst a second worker, which computes the same
+    return False
 
 
 def after_stop(conn: sqlite3.Connection, home: Home, session_key: str,
@@ -38,7 +66,10 @@ def after_stop(conn: sqlite3.Connection, home: Home, session_key: str,
 
     The worker gets the hook's home and environment minus the capability: it reads
     git and writes the review file, it needs no authority over the registry."""
-    if not frame_id or not turn_ran_tools(conn, session_key):
+    if not frame_id:
+        return False
+    latest = last_tool_run(conn, session_key)
+    if latest is None or _already_seen(home, frame_id, latest):
         return False
     from core.config.capabilities import ENV_CAPABILITY
     from core.model.spawn import spawn_detached

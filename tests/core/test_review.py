@@ -225,7 +225,8 @@ def test_overlapping_frames_of_one_repository_are_marked_until_one_closes(world:
     assert (world.alpha_ws, world.beta_ws) not in remaining  # beta's workspace never refreshed
 
 
-def test_the_hook_starts_the_change_worker_only_after_a_turn_with_tools(tmp_path: Path) -> None:
+def test_the_hook_starts_the_change_worker_only_after_a_turn_with_tools(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from storage import session_db
 
     path = tmp_path / "s" / "session.db"
@@ -246,6 +247,27 @@ def test_the_hook_starts_the_change_worker_only_after_a_turn_with_tools(tmp_path
                                      project_id="p", project_root="/r", event="UserPromptSubmit",
                                      kind="prompt_submitted", now_ms=4_000, prompt="again")
         assert not turn_ran_tools(conn, key)
+        # one worker per change: a second turn end of the same turn (Codex's Stop, then
+        # its notify) starts none
+        session_db.record_hook_event(conn, session_key=key, provider="claude",
+                                     project_id="p", project_root="/r", event="PreToolUse",
+                                     kind="tool_started", now_ms=5_000, tool_name="Edit")
+        from core.config.home import Home
+        from core.evidence import change_watch
+
+        started: list[list[str]] = []
+        monkeypatch.setattr("core.model.spawn.spawn_detached",
+                            lambda argv, env: started.append(list(argv)) or 1)
+        home = Home(root=tmp_path / "home", config_path=tmp_path / "home" / "config.toml")
+        assert change_watch.after_stop(conn, home, key, "frame-1")
+        assert not change_watch.after_stop(conn, home, key, "frame-1")
+        assert not change_watch.after_stop(conn, home, key, None)
+        assert [argv[-2:] for argv in started] == [["core.review.worker", "frame-1"]]
+        session_db.record_hook_event(conn, session_key=key, provider="claude",
+                                     project_id="p", project_root="/r", event="PreToolUse",
+                                     kind="tool_started", now_ms=6_000, tool_name="Write")
+        assert change_watch.after_stop(conn, home, key, "frame-1")  # a new change: again
+        assert len(started) == 2
     finally:
         conn.close()
 
