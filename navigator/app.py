@@ -117,7 +117,8 @@ class SwitchboardApp(App[None]):
 
     def __init__(self, client: EngineClient, *, view_id: str | None = None,
                  poll_interval: float = 0.25, reconcile_interval: float | None = None,
-                 wake_on_change: bool = False, follow_remotes: bool = False) -> None:
+                 wake_on_change: bool = False, follow_remotes: bool = False,
+                 browser: bool = False) -> None:
         """``reconcile_interval``: seconds between reconciles of tmux with the registry.
         None means RECONCILE_INTERVAL when the client drives tmux (a stage) and off
         without one (test and demo registries); 0 turns it off. ``wake_on_change``:
@@ -135,6 +136,9 @@ class SwitchboardApp(App[None]):
         self.wake_on_change = wake_on_change
         #: Start the followers of configured remote hosts (``core.remote.follower``).
         self.follow_remotes = follow_remotes
+        #: Served to a browser (``switchboard serve``): no tmux view is on screen, so
+        #: the preview captures the agent a view shows too (read-only).
+        self.preview_shown = browser
         self.current_view_id: str | None = view_id
         self._jobs = Jobs()
         self.refresher = Refresher(self)

@@ -44,7 +44,7 @@ def free_port(host: str = DEFAULT_HOST) -> int:
 
 def navigator_command() -> str:
     """What each browser connection runs: this interpreter's ``switchboard ui``."""
-    return shlex.join([sys.executable, "-m", "navigator.cli", "ui"])
+    return shlex.join([sys.executable, "-m", "navigator.cli", "ui", "--browser"])
 
 
 class TokenServer(Server):

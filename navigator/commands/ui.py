@@ -27,6 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--poll", type=float, default=0.25, metavar="SECONDS",
                    help="how often to check the registry for changes where the kernel "
                         "cannot say when it changes (default 0.25)")
+    p.add_argument("--browser", action="store_true",
+                   help="running in a browser (what `switchboard serve` starts): the preview "
+                        "also shows the agent a view shows, read-only, since no tmux view "
+                        "is on screen")
     p.set_defaults(handler=_run)
 
 
@@ -54,5 +58,5 @@ def _run(args: argparse.Namespace) -> int:
         # only change the registry, which the CLI would do as well.
         client = EngineClient.open(with_stage=False)
     SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll,
-                   wake_on_change=True, follow_remotes=True).run()
+                   wake_on_change=True, follow_remotes=True, browser=args.browser).run()
     return 0

@@ -27,6 +27,9 @@ class PreviewHost(Protocol):
     """What the panel needs from the app (narrow: no import cycle)."""
 
     navigator_state: NavigatorState | None
+    #: In a browser (``switchboard serve``) no tmux view is on screen, so the agent a
+    #: view shows is previewed as well (read-only, captured).
+    preview_shown: bool
 
     def fetch_preview(self, frame_id: str,
                       then: Callable[[list[str] | None], None]) -> None: ...
@@ -61,7 +64,7 @@ class PanePreview(Static):
             return
         host = cast(PreviewHost, self.app)
         frame = preview_frame(host.navigator_state, ref.frame if ref is not None else None,
-                              ref is not None and ref.shown)
+                              ref is not None and ref.shown and not host.preview_shown)
         if frame is None:
             self.clear()
             return
