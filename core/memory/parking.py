@@ -272,8 +272,24 @@ def park(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
                                    wake_line(runner, pane, spawn_of(pane.view_id), screen))
     output = run_guarded(runner, expected, commands, refusal_stops=True)
     labels = outcomes(output.stdout, missing_raises=False)
-    return [pane.view_id for index, pane in enumerate(panes)
-            if index < len(labels) and labels[index] == "ok"]
+    parked = [pane for index, pane in enumerate(panes)
+              if index < len(labels) and labels[index] == "ok"]
+    _settle(runner, parked)
+    return [pane.view_id for pane in parked]
+
+
+def _settle(runner: TmuxRunner, panes: Sequence[NavigatorPane], limit_s: float = 1.0) -> None:
+    """Wait (briefly) until the screen keepers have printed and exited, so whoever acts
+    next (a mode change, a wake) finds each pane dead, as parked, not still running."""
+    deadline = time.monotonic() + limit_s
+    while panes and time.monotonic() < deadline:
+        time.sleep(0.02)
+        output = runner.run([("display-message", "-p", "-t", pane.pane_id,
+                              "#{pane_dead}#{pane_dead_status}") for pane in panes],
+                            check=False)
+        if all(line == f"1{ASLEEP_STATUS}" for line in output.stdout) and \
+                len(output.stdout) == len(panes):
+            return
 
 
 def wake(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
@@ -319,7 +335,8 @@ def wake_view(runner: TmuxRunner, run_dir: Path, view_id: str,
     not running and runs now. ``spawn`` defaults to ``switchboard ui --view`` with
     ``home_env``. Any dead navigator pane qualifies: one just parked may not show its
     exit status yet, and a crashed one is what reconcile would respawn anyway. A
-    navigator that runs, or whose pane is gone, is left alone (False)."""
+    navigator that runs, or whose pane is gone, is left alone (False); so is one parked
+    a moment ago whose screen keeper is still printing (wait for ``asleep``)."""
     fleet = fleet_panes(runner)
     pane = fleet.of_view(view_id)
     if pane is None or pane.running:

@@ -8,6 +8,7 @@ driven directly, with the park delay at 0, so no test waits for the host's inter
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -56,7 +57,6 @@ def test_unshown_navigator_parks_and_wakes_when_shown(
             assert retry_until(lambda nav=nav: _shows_navigator(tmux_socket, nav, 40), 60), \
                 screen(tmux_socket, nav)
         before = _views(engine)
-        shown_screen = screen(tmux_socket, nav_a)
         monkeypatch.setenv(parking.ENV_PARK_AFTER, "0")
 
         # alpha is not shown: marked unseen by the first sweep (or by a navigator's own
@@ -71,8 +71,10 @@ def test_unshown_navigator_parks_and_wakes_when_shown(
         # the parked pane still shows the last screen it drew, and no dead-pane line
         kept = screen(tmux_socket, nav_a)
         assert "alpha" in kept and "Pane is dead" not in kept
+        saved = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", parking.screen_file(
+            engine.home.run_dir, alpha).read_text())  # the screen captured at the park
         assert [row.rstrip() for row in kept.splitlines()[:3]] == \
-            [row.rstrip() for row in shown_screen.splitlines()[:3]]
+            [row.rstrip() for row in saved.splitlines()[:3]]
         # reconcile does not take a parked navigator for a crashed one
         reconcile(engine)
         assert _pane_state(tmux_socket, nav_a)[0]
@@ -94,6 +96,9 @@ def test_unshown_navigator_parks_and_wakes_when_shown(
         assert park_unseen(engine).parked == ()  # beta marked unseen now
         assert park_unseen(engine).parked == (beta,)
         assert not _pane_state(tmux_socket, nav_a)[0]
+        # (its screen keeper prints and exits a moment after the park)
+        assert retry_until(lambda: _pane_state(tmux_socket, nav_b)[:2]
+                           == (True, str(ASLEEP_STATUS)), 10)
         assert parking.wake_view(engine.stage.runner, engine.home.run_dir, beta,
                                  spawn=engine.stage.navigator_spawn(beta))
         assert retry_until(lambda: _shows_navigator(tmux_socket, nav_b, 40), 60), \
