@@ -180,6 +180,11 @@ class Host:
             self._loop()
         finally:
             self._close()
+            # No empty lock file left behind per home. A starter that opened this very
+            # file and gets its lock after us binds a socket that a later one may
+            # replace: the replaced server sees its socket file gone and exits.
+            with contextlib.suppress(OSError):
+                lock_path(self.path).unlink()
             os.close(lock)
         return 0
 
