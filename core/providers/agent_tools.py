@@ -2,8 +2,8 @@
 
 ``agent_tool_argv`` wraps the full server's argv (``switchboard mcp``) as the
 shim's fallback: ``[shim, SOCKET, python, -m, navigator.cli, mcp]``. The shim
-(``mcp_shim.c``) is compiled once per home and source version into the home's
-run folder with the system C compiler; a machine without one (or with
+(``mcp_shim.c``) is compiled once per source version into the person's cache
+folder (``~/.cache/switchboard/bin``) with the system C compiler; a machine without one (or with
 ``SWITCHBOARD_MCP_SHIM=off``) keeps the full server per agent, as before.
 
 Why C and not a stdlib Python shim: a Python 3.11 process that has only imported
@@ -44,6 +44,23 @@ def socket_path(run_dir: Path) -> Path:
     return folder / f"mcp-{digest}.sock"
 
 
+def _bin_dir(run_dir: Path) -> Path:
+    """Where compiled shims are kept: the person's cache folder (one build per source
+    version for every home, tests included), else the home's run folder. A folder
+    another user could write to is never used: its program would run as the agent."""
+    raw = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(raw) if os.path.isabs(raw) else Path.home() / ".cache"
+    folder = base / "switchboard" / "bin"
+    try:
+        private_dir(folder)
+        info = folder.stat()
+        if info.st_uid == os.getuid() and not info.st_mode & 0o022:
+            return folder
+    except OSError:
+        pass
+    return private_dir(run_dir / "bin")
+
+
 def shim_binary(run_dir: Path) -> Path | None:
     """The compiled shim for this source, built now if missing; None when it cannot be."""
     try:
@@ -51,13 +68,15 @@ def shim_binary(run_dir: Path) -> Path | None:
     except OSError:
         return None
     digest = hashlib.sha256(source).hexdigest()[:12]
-    binary = run_dir / "bin" / f"sb-mcp-shim-{digest}"
+    try:
+        binary = _bin_dir(run_dir) / f"sb-mcp-shim-{digest}"
+    except OSError:
+        return None
     if binary.is_file() and os.access(binary, os.X_OK):
         return binary
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if compiler is None:
         return None
-    private_dir(binary.parent)
     partial = binary.with_name(f"{binary.name}.{os.getpid()}.tmp")
     try:
         subprocess.run([compiler, "-O2", "-o", str(partial), str(SOURCE)], check=True,

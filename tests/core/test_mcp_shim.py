@@ -199,6 +199,7 @@ def test_without_a_compiler_the_full_server_is_started(tmp_path: Path,
     monkeypatch.setenv(agent_tools.ENV_SHIM, "off")
     assert agent_tools.agent_tool_argv(tmp_path, full) == full
     monkeypatch.delenv(agent_tools.ENV_SHIM)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing built yet
     monkeypatch.setenv("PATH", str(tmp_path))  # no cc, no gcc
     monkeypatch.setenv("CC", "no-such-compiler")
     assert agent_tools.agent_tool_argv(tmp_path / "other", full) == full
