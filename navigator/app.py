@@ -37,7 +37,7 @@ from textual.screen import Screen
 from textual.widgets import Input, OptionList, Tree
 from textual.worker import Worker
 
-from core.engine.client import EngineClient, SubjectPlace
+from core.apps.client import EngineClient, SubjectPlace
 from core.model.errors import SwitchboardError
 from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
 from navigator import intents, lookup, targeting

@@ -175,7 +175,7 @@ def _run(handler: Callable[[object], int | None], args: object) -> int:
     except SwitchboardError as exc:
         return _report(exc)
     except Exception as exc:
-        from core.engine.failures import environment_failure_of
+        from core.context.failures import environment_failure_of
 
         failure = environment_failure_of(exc)
         if failure is None:

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from core.engine.client import EngineClient
+from core.apps.client import EngineClient
 from core.state.state_types import NavigatorState
 from navigator.targeting import (
     Refusal,

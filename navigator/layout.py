@@ -16,7 +16,7 @@ from textual.app import App
 from textual.geometry import Size
 from textual.screen import Screen
 
-from core.install.config import NAVIGATOR_WIDTH_RANGE
+from core.config.config import NAVIGATOR_WIDTH_RANGE
 from navigator.widgets.footer import KeyFooter
 from navigator.widgets.frames import FrameTree
 from navigator.widgets.too_small import Shortfall, TooSmallNotice

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from core.engine.client import EngineClient
+from core.apps.client import EngineClient
 from core.model.errors import SwitchboardError
 from core.state.change_watch import ChangeWatch
 from core.state.state_types import NavigatorState

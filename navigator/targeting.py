@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from core.engine.client import SubjectPlace
+from core.apps.client import SubjectPlace
 from core.state.state_types import FrameSummary, NavigatorState, ProjectRow, RecoveryRow, ViewRow
 from navigator.lookup import (
     frame_by_id,

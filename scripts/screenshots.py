@@ -73,7 +73,7 @@ def record_evidence(scenario: Scenario) -> None:
 def parked_agent(scenario: Scenario) -> None:
     """Write docs shown in main, Fix login's agent working parked; its pane's last lines
     as the preview would read them (the tmux read itself is tested on a real server)."""
-    from core.engine.requests import new_request_id
+    from core.context.requests import new_request_id
     from core.model.enums import Activity
     from tests.navigator.scenario import set_activity
 

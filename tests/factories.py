@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from core.config.config import CheckoutConfig, Config, ProjectConfig, default_config
+from core.config.home import Home
+from core.config.registry import init_registry, open_current
 from core.engine.engine import Engine
-from core.install.config import CheckoutConfig, Config, ProjectConfig, default_config
-from core.install.home import Home
-from core.install.registry import init_registry, open_current
 from core.model.ports import FixedClock, SequentialIds
 
 HOST_ID = "11111111-1111-4111-8111-111111111111"

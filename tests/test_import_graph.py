@@ -1,9 +1,12 @@
 """The layers hold in the import graph: navigator -> core -> storage -> vocabulary.
 
 The graph is read with ``ast``: every import counts, module-level or inside a
-function (a lazy import that closes a cycle is still a cycle), except those
-under ``if TYPE_CHECKING:`` (annotations only). Relative imports are resolved;
-``from pkg import name`` counts ``pkg`` and, when it is a module, ``pkg.name``.
+function (a lazy import that closes a cycle is still a cycle) or under ``if
+TYPE_CHECKING:`` (an annotation that needs a module above is a layer drawn
+wrong). Relative imports are resolved; ``from pkg import name`` counts ``pkg``
+and, when it is a module, ``pkg.name``. Core's folders are layers too: the
+folder graph (an edge wherever a module of one imports a module of another) has
+no cycle, and ``LAYERS`` is its order, as README draws it.
 """
 
 from __future__ import annotations
@@ -21,8 +24,14 @@ VOCABULARY = ("core.model.enums", "core.model.errors", "core.model.machines",
               "core.model.text", "core.model.results", "core.model.ports",
               "core.model.placeholder", "core.model.digest", "core.model.spawn",
               "core.model.fast_exit", "core.model.session_enums", "core.model.tokens",
-              "core.model.hints")
+              "core.model.hints", "core.model.tool_schemas")
 """The leaf vocabulary: storage may import these from core, and nothing else."""
+
+LAYERS = ("model", "config", "providers", "tmux", "evidence", "install", "context", "broker",
+          "runtime", "reconcile", "state", "engine", "agent", "hooks", "usage", "review",
+          "fleet", "memory", "remote", "apps")
+"""Core's folders from the bottom up: a module may import its own folder and the folders
+before it, never one after (README's "Layers" section draws the same order)."""
 
 
 @cache
@@ -36,20 +45,9 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped.update(id(inner) for inner in ast.walk(node))
-    return skipped
-
-
 def _imported_names(name: str, path: Path) -> Iterator[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
-    skipped = _type_checking_nodes(tree)
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -144,7 +142,7 @@ def test_the_graph_sees_the_packages() -> None:
     edges = graph()
     assert "core.engine.engine" in edges and "storage.schema" in edges
     assert "navigator.app" in edges
-    assert "core.engine.sagas" in edges["core.engine.engine"]  # a lazy import counts
+    assert "core.runtime.sagas" in edges["core.engine.commands.frames"]  # a lazy import counts
 
 
 def test_no_import_cycle() -> None:
@@ -183,3 +181,50 @@ def test_the_vocabulary_is_the_model_package() -> None:
     """``core/model/`` is where a newcomer finds the vocabulary; nothing else is one."""
     model = {name for name in modules() if name.startswith("core.model.")}
     assert model == set(VOCABULARY)
+
+
+def _folder(module: str) -> str | None:
+    """The core folder a module lives in (``core.engine.engine`` -> ``engine``)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "core" and len(parts) > 2 else None
+
+
+def folder_graph() -> dict[str, frozenset[str]]:
+    """Core folder -> the other core folders its modules import."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in graph().items():
+        source = _folder(module)
+        if source is None:
+            continue
+        edges.setdefault(source, set())
+        for target in targets:
+            folder = _folder(target)
+            if folder is not None and folder != source:
+                edges[source].add(folder)
+                edges.setdefault(folder, set())
+    return {folder: frozenset(targets) for folder, targets in edges.items()}
+
+
+def test_no_cycle_between_core_folders() -> None:
+    edges = folder_graph()
+    loops = [_cycle_path(component, edges) for component in cycles(edges)]
+    assert not loops, "folder-level import cycles:\n" + "\n".join(loops)
+
+
+def test_core_folders_import_only_the_layers_below() -> None:
+    edges = folder_graph()
+    unknown = sorted(set(edges) - set(LAYERS))
+    assert not unknown, f"add each new core folder to LAYERS at its place: {unknown}"
+    rank = {folder: index for index, folder in enumerate(LAYERS)}
+    upward = [f"{module} imports {target}"
+              for module, targets in sorted(graph().items())
+              if (source := _folder(module)) is not None
+              for target in sorted(targets)
+              if (folder := _folder(target)) is not None and rank[folder] > rank[source]]
+    assert not upward, "a core folder imports one above it:\n" + "\n".join(upward)
+
+
+def test_the_folder_check_sees_an_upward_edge() -> None:
+    """The rank check is not vacuous: the engine really sits above the runtime it drives."""
+    edges = folder_graph()
+    assert "runtime" in edges["engine"] and "engine" not in edges["runtime"]

@@ -25,8 +25,8 @@ from typing import Any, BinaryIO
 
 from core.agent import tools_broker as _broker_tools
 from core.agent import tools_context as _context_tools
-from core.agent.tool_schemas import BROKER_NAMES, CONTEXT_NAMES, ENV_READY_FILE, TOOLS
 from core.model.errors import SwitchboardError
+from core.model.tool_schemas import BROKER_NAMES, CONTEXT_NAMES, ENV_READY_FILE, TOOLS
 
 # Newest first; an initialize asking for one of these gets it back, anything
 # else gets the newest (the client then decides whether it can continue).
@@ -120,7 +120,7 @@ def call_tool(name: str, raw_arguments: Any,
     except SwitchboardError as exc:
         return _tool_error(f"{exc.code}: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - the server must outlive any one call
-        from core.engine.failures import environment_failure_of
+        from core.context.failures import environment_failure_of
 
         failure = environment_failure_of(exc)  # a full or read-only disk, in words
         if failure is not None:

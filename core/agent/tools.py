@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, Authority, authenticate
-from core.install.home import Home
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, Authority, authenticate
+from core.config.home import Home
 from core.model.enums import CreatedBy, Provider
 from core.model.errors import Conflict, RequestConflict, SwitchboardError, Unauthorized
 
@@ -50,7 +50,7 @@ def authorized(env: dict[str, str] | None) -> Iterator[tuple[Engine, Authority]]
     """Open the engine (with its tmux stage: a transition that runs at once must
     really move panes, not only record that they moved), authenticate, close.
     Public: every agent tool (``core.agent.tools_broker``/``_context`` too) runs in it."""
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     env = dict(os.environ if env is None else env)
     if not env.get(ENV_CAPABILITY):
@@ -79,7 +79,7 @@ def task_push(title: str, brief: str, purpose: str | None = None,
     """Prepare a child task from the caller's frame; it runs on the caller's Stop."""
     chosen = _provider(provider)
     with authorized(env) as (engine, authority):
-        from core.engine.requests import fingerprint
+        from core.context.requests import fingerprint
 
         # Same push text from the same frame is the same request: retries don't duplicate.
         rid = request_id or _derived_id(fingerprint("agent.push", {
@@ -103,7 +103,7 @@ def task_complete_return(summary: str, next_action: str, *, request_id: str | No
                          env: dict[str, str] | None = None) -> dict[str, Any]:
     """Store the caller's handoff and prepare the return to its parent."""
     with authorized(env) as (engine, authority):
-        from core.engine.requests import fingerprint
+        from core.context.requests import fingerprint
 
         rid = request_id or _derived_id(fingerprint("agent.complete", {
             "frame": authority.frame_id, "summary": summary, "next": next_action}))
@@ -121,7 +121,7 @@ def task_complete_return(summary: str, next_action: str, *, request_id: str | No
 def transition_claim(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Return the brief or handoff addressed to the caller's frame (idempotent)."""
     with authorized(env) as (engine, authority):
-        from core.engine.claims import claim_for_frame
+        from core.runtime.claims import claim_for_frame
 
         deadline = time.monotonic() + CLAIM_WAIT_S
         while True:
@@ -157,7 +157,7 @@ def transition_cancel(*, request_id: str | None = None,
         if row is None:
             raise Conflict("you have asked for no push or return; nothing to cancel",
                            code="nothing_to_cancel")
-        from core.engine.requests import fingerprint
+        from core.context.requests import fingerprint
 
         rid = request_id or _derived_id(fingerprint("agent.cancel", {
             "frame": authority.frame_id, "transition": row["transition_id"]}))

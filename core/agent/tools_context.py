@@ -146,7 +146,7 @@ def transition_status(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 def task_back(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Show my parent (I stay open, parked). Repeating it after it happened is fine."""
     from core.agent.tools import authorized
-    from core.engine.requests import new_request_id
+    from core.context.requests import new_request_id
 
     with authorized(env) as (engine, authority):
         conn = engine.conn

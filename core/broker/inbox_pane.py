@@ -23,7 +23,7 @@ from core.tmux.identity import identity_guard, run_guarded
 from core.tmux.panes import OPT_ROLE, OPT_SERVES, PaneRole
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 OPT_INBOX = "@sb_inbox"
 STREAM_HEIGHT = 8
@@ -34,16 +34,16 @@ class StreamPane(StrEnum):
     CLOSED = "closed"
 
 
-def toggle_inbox_stream(engine: Engine, view_id: str) -> StreamPane:
+def toggle_inbox_stream(ctx: Context, view_id: str) -> StreamPane:
     """Open the view's inbox stream pane, or close it when it is open."""
     from core.broker.membership import open_managed_broker, sync_project
     from storage.operations import views as views_ops
 
-    view = views_ops.get_view(engine.conn, view_id)
+    view = views_ops.get_view(ctx.conn, view_id)
     if view["tmux_window_id"] is None or view["main_pane_id"] is None:
         raise Conflict("this view has no tmux window yet; enter the project first",
                        code="view_unbound")
-    adapter = engine.require_stage().adapter_for(view["tmux_server_id"])
+    adapter = ctx.require_stage().adapter_for(view["tmux_server_id"])
     guard = identity_guard(adapter.expected)
     listed = adapter.runner.run([guard, ("list-panes", "-t", view["tmux_window_id"], "-F",
                                          f"#{{pane_id}}\t#{{{OPT_INBOX}}}")])
@@ -55,8 +55,8 @@ def toggle_inbox_stream(engine: Engine, view_id: str) -> StreamPane:
             [Check(pane, equals(f"#{{{OPT_INBOX}}}", view_id), "not_inbox")],
             [("kill-pane", "-t", pane)])])
         return StreamPane.CLOSED
-    with open_managed_broker(engine) as broker:
-        fleet = sync_project(engine, broker, view["project_id"])
+    with open_managed_broker(ctx) as broker:
+        fleet = sync_project(ctx, broker, view["project_id"])
         if fleet is None or fleet.person_id is None:
             raise Conflict("no agent of this project has run yet, so there is no inbox to "
                            "stream; start the workspace agent first", code="no_fleet")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.engine.reader import RegistryReader
-    from core.install.home import Home
+    from core.config.home import Home
+    from core.context.reader import RegistryReader
     from storage.broker_store import BrokerStore
 
 

@@ -2,7 +2,7 @@
 
 Stdlib only (the hook path stays lean: no Textual, no engine, no libtmux): one
 read-only SQLite query says whether the stopped frame's member has a message
-that was never typed; only then a detached ``python -m core.engine.workers kick``
+that was never typed; only then a detached ``python -m core.apps.workers kick``
 does the real work (reconcile, gate, type under the pane lock) while the hook
 returns at once.
 """
@@ -55,6 +55,6 @@ def kick_after_stop(broker_path: Path, frame_id: str, env: dict[str, str]) -> bo
     from core.model.spawn import spawn_detached
 
     with suppress(OSError):
-        spawn_detached([sys.executable, "-m", "core.engine.workers", "kick", frame_id], env)
+        spawn_detached([sys.executable, "-m", "core.apps.workers", "kick", frame_id], env)
         return True
     return False

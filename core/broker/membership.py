@@ -47,8 +47,8 @@ from core.model.errors import SwitchboardError
 from core.model.text import TextShape, refuse_unsafe, shown
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
-    from core.install.home import Home
+    from core.config.home import Home
+    from core.context.context import Context
 
 PERSON_NAME = "person"
 PERSON_DESCRIPTION = "switchboard-person"
@@ -120,8 +120,8 @@ class LazyRegistryGate:
 
     def _opened(self) -> RegistryGate | None:
         if self._gate is None and self._problem is None:
-            from core.install.home import Home
-            from core.install.registry import open_current
+            from core.config.home import Home
+            from core.config.registry import open_current
 
             try:
                 opened = open_current(self._home or Home.from_env())
@@ -226,11 +226,11 @@ def project_fleet(broker: Broker, fleet: Fleet) -> ProjectFleet:
     return ProjectFleet(fleet, person, by_frame)
 
 
-def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFleet | None:
+def sync_project(ctx: Context, broker: Broker, project_id: str) -> ProjectFleet | None:
     """Make the project's fleet match its open frames; None until the workspace has a pane."""
-    session = engine.config.tmux.view_session
+    session = ctx.config.tmux.view_session
     with _membership_lock(broker.store.path):
-        frames = _open_frames(engine.conn, project_id)
+        frames = _open_frames(ctx.conn, project_id)
         fleet = find_fleet(broker, project_id)
         if fleet is None:
             workspace = next((f for f in frames if f.role == "workspace" and f.pane), None)
@@ -274,28 +274,28 @@ def sync_project(engine: Engine, broker: Broker, project_id: str) -> ProjectFlee
 # --------------------------------------------------------------------------- delivery
 
 
-def open_managed_broker(engine: Engine, *, create: bool = True) -> Broker:
+def open_managed_broker(ctx: Context, *, create: bool = True) -> Broker:
     """The engine's broker, typing through its tmux server, gated by its registry."""
 
-    home = engine.require_home()
-    stage = engine.stage
-    socket = getattr(stage, "socket_path", None) or engine.config.tmux.socket_path
+    home = ctx.require_home()
+    stage = ctx.stage
+    socket = getattr(stage, "socket_path", None) or ctx.config.tmux.socket_path
     return Broker.open(home.broker_path, tmux_socket=socket, create=create,
-                       gate=RegistryGate(engine.conn))
+                       gate=RegistryGate(ctx.conn))
 
 
-def deliver_pending(engine: Engine, project_id: str) -> list[DrainReport]:
+def deliver_pending(ctx: Context, project_id: str) -> list[DrainReport]:
     """Reconcile the project's fleet, then type what is pending to members that can read.
 
     Called where a reason for deferral may have cleared: a launch, a
     presentation, an agent's trusted Stop. Each recipient gets at most one line
     (a line starts a turn; its Stop types the next).
     """
-    home = getattr(engine, "home", None)
+    home = getattr(ctx, "home", None)
     if home is None or not home.broker_path.exists():
         return []  # no message was ever sent on this home: nothing to deliver
-    with open_managed_broker(engine, create=False) as broker:
-        fleet = sync_project(engine, broker, project_id)
+    with open_managed_broker(ctx, create=False) as broker:
+        fleet = sync_project(ctx, broker, project_id)
         if fleet is None:
             return []
         reports = []
@@ -306,19 +306,19 @@ def deliver_pending(engine: Engine, project_id: str) -> list[DrainReport]:
         return reports
 
 
-def after_presentation(engine: Engine, view_id: str) -> None:
+def after_presentation(ctx: Context, view_id: str) -> None:
     """Best effort after a view's main pane changed: never fails the move that happened."""
     try:
-        row = engine.conn.execute("SELECT project_id FROM user_views WHERE view_id = ?",
+        row = ctx.conn.execute("SELECT project_id FROM user_views WHERE view_id = ?",
                                   (view_id,)).fetchone()
         if row is not None and row["project_id"]:
-            deliver_pending(engine, row["project_id"])
+            deliver_pending(ctx, row["project_id"])
     except (SwitchboardError, sqlite3.Error, OSError) as exc:
         print(f"switchboard: broker delivery after presentation skipped: {shown(exc)}",
               file=sys.stderr)
 
 
-def after_focus(engine: Engine, view_id: str, frame_id: str) -> None:
+def after_focus(ctx: Context, view_id: str, frame_id: str) -> None:
     """After a focus or back: deliver only when the frame now shown has lines waiting.
 
     Such a move changes no membership (the same frames are open, every pane
@@ -329,23 +329,23 @@ def after_focus(engine: Engine, view_id: str, frame_id: str) -> None:
     """
     from storage.broker_store import has_unnotified
 
-    home = getattr(engine, "home", None)
+    home = getattr(ctx, "home", None)
     if home is None or not home.broker_path.exists():
         return
     if has_unnotified(home.broker_path, frame_description(frame_id)) is False:
         return
-    after_presentation(engine, view_id)
+    after_presentation(ctx, view_id)
 
 
-def after_launch(engine: Engine, frame_id: str) -> None:
+def after_launch(ctx: Context, frame_id: str) -> None:
     """Register (or re-place) the launched agent; best effort, a launch never fails here."""
     try:
-        row = engine.conn.execute("SELECT project_id FROM frames WHERE frame_id = ?",
+        row = ctx.conn.execute("SELECT project_id FROM frames WHERE frame_id = ?",
                                   (frame_id,)).fetchone()
-        if getattr(engine, "home", None) is None or row is None:
+        if getattr(ctx, "home", None) is None or row is None:
             return
-        with open_managed_broker(engine) as broker:
-            sync_project(engine, broker, row["project_id"])
+        with open_managed_broker(ctx) as broker:
+            sync_project(ctx, broker, row["project_id"])
     except (SwitchboardError, sqlite3.Error, OSError) as exc:
         print(f"switchboard: broker membership not updated: {shown(exc)}", file=sys.stderr)
 
@@ -359,17 +359,17 @@ class PersonSent:
     delivery: str
 
 
-def person_send(engine: Engine, frame_id: str, text: str) -> PersonSent:
+def person_send(ctx: Context, frame_id: str, text: str) -> PersonSent:
     """The person messages a frame's agent: same broker, same gate as agent sends."""
     if not text or not text.strip():
         raise InvalidRequest("the message is empty; type what the agent should read")
     refuse_unsafe("message text", text, TextShape.BLOCK)
-    row = engine.conn.execute("SELECT project_id, title FROM frames WHERE frame_id = ?",
+    row = ctx.conn.execute("SELECT project_id, title FROM frames WHERE frame_id = ?",
                               (frame_id,)).fetchone()
     if row is None:
         raise InvalidRequest(f"no frame {frame_id}")
-    with open_managed_broker(engine) as broker:
-        fleet = sync_project(engine, broker, row["project_id"])
+    with open_managed_broker(ctx) as broker:
+        fleet = sync_project(ctx, broker, row["project_id"])
         to = fleet.member_for(frame_id) if fleet is not None else None
         if fleet is None or to is None or fleet.person_id is None:
             raise InvalidRequest(f"“{shown(row['title'])}” has no running agent to message; "

@@ -156,14 +156,15 @@ def command_facts(provider: str, event: str, document: dict[str, object]) -> Com
 
 
 def _with_outcome(provider: str, facts: CommandFacts) -> CommandFacts:
-    """An exit code decides; without one, only Claude's PostToolUse (its tool reports
-    a non-zero exit through PostToolUseFailure) says the run passed."""
+    """An exit code decides; without one, only a provider whose PostToolUse means the
+    run passed (Claude's: a non-zero exit comes as PostToolUseFailure) says so."""
+    from core.providers.traits import traits
 
     if facts.interrupted:
         outcome = Outcome.FAILED
     elif facts.exit_code is not None:
         outcome = Outcome.PASSED if facts.exit_code == 0 else Outcome.FAILED
-    elif provider == "claude":
+    elif traits(provider).post_tool_use_means_passed:
         outcome = Outcome.PASSED
     else:
         outcome = Outcome.UNKNOWN
@@ -174,3 +175,13 @@ def prompt_text(document: dict[str, object], limit: int = 16384) -> str | None:
     """A submitted prompt's text (UserPromptSubmit), bounded."""
     prompt = document.get("prompt")
     return prompt[:limit] if isinstance(prompt, str) and prompt.strip() else None
+
+
+class HookFacts(NamedTuple):
+    """The registry facts the hook learned in its own transaction."""
+
+    session_key: str
+    project_id: str
+    project_root: str
+    frame_id: str | None
+    activity: str | None

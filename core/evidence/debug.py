@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from core.model.digest import sha256_hex
 
 if TYPE_CHECKING:
-    from core.install.home import Home
+    from core.config.home import Home
     from storage.project_db import DebugRecord
 
 
@@ -173,7 +173,7 @@ def record_fixes(home: Home, project_id: str, conn: sqlite3.Connection, session_
 def _memory_enabled(home: Home) -> bool:
     """``[memory] enabled`` of the person's config (off when it cannot be read)."""
     try:
-        from core.install.config import load_config
+        from core.config.config import load_config
 
         return bool(load_config(home.config_path).memory.enabled)
     except Exception:  # memory is optional: an unreadable config means off

@@ -17,31 +17,27 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from core.evidence.capture import TOOL_EVENTS, CommandFacts, command_facts, prompt_text
+from core.evidence.capture import (
+    TOOL_EVENTS,
+    CommandFacts,
+    HookFacts,
+    command_facts,
+    prompt_text,
+)
 from core.model import fast_exit
 from core.model.text import shown
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from core.install.home import Home
+    from core.config.home import Home
     from core.providers.hooks import HookEvent
     from storage.session_evidence import CommandRecord, DiagnosticRow
 
 INLINE_PARSE_BYTES = 64 * 1024
 WORKER_MODULE = "core.evidence.worker"
-
-
-class HookFacts(NamedTuple):
-    """The registry facts the hook learned in its own transaction."""
-
-    session_key: str
-    project_id: str
-    project_root: str
-    frame_id: str | None
-    activity: str | None
 
 
 def diagnostic_rows(text: str, artifact_id: str | None) -> list[DiagnosticRow]:
@@ -200,7 +196,7 @@ def _task_of(conn: sqlite3.Connection, frame_id: str | None) -> str | None:
 
 def spawn_worker(home: Home, session_key: str, run_id: str, facts: HookFacts) -> None:
     """Parse a big output in a detached process: the agent's hook returns now."""
-    from core.engine.capabilities import ENV_CAPABILITY
+    from core.config.capabilities import ENV_CAPABILITY
     from core.model.spawn import spawn_detached
 
     env = {k: v for k, v in os.environ.items() if k != ENV_CAPABILITY}  # it needs no authority

@@ -20,7 +20,7 @@ from core.model.errors import NotFound
 if TYPE_CHECKING:  # the navigator imports this module: no sqlite3 at import time
     import sqlite3
 
-    from core.install.home import Home
+    from core.config.home import Home
 
 
 # --------------------------------------------------------------------------- read model

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from storage.session_lineage import SessionFacts, TaskFacts, WorkspaceFacts
 
 if TYPE_CHECKING:
-    from core.evidence.hook import HookFacts
-    from core.install.home import Home
+    from core.config.home import Home
+    from core.evidence.capture import HookFacts
 
 GIT_TIMEOUT_S = 5.0
 

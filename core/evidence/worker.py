@@ -18,9 +18,9 @@ from pathlib import Path
 
 
 def run(session_key: str, run_id: str, project_id: str, frame_id: str | None) -> int:
+    from core.config.home import Home
     from core.evidence.debug import later_pass, record_fixes
     from core.evidence.hook import diagnostic_rows
-    from core.install.home import Home
     from storage import session_db
     from storage.session_evidence import complete_parse
 
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     try:
         return run(*argv)
     except Exception:
-        from core.install.home import Home
+        from core.config.home import Home
         from storage import session_db
 
         folder = session_db.session_db_path(Home.from_env().root, argv[0]).parent

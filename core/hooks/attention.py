@@ -48,7 +48,7 @@ __all__ = ["AttentionCounts", "read_counts", "spawn_publish", "spawn_segment"]
 if TYPE_CHECKING:  # the navigator CLI imports this module: nothing heavy at import time
     import sqlite3
 
-    from core.install.config import AttentionConfig
+    from core.config.config import AttentionConfig
 
 SEGMENT_FORMAT = "#{" + OPTION + "}"
 TMUX_TIMEOUT_S = 5.0

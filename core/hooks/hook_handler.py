@@ -20,11 +20,12 @@ import sys
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
-from core.engine.session import HookRegistry, open_for_hook, remember_hook_open
-from core.install.home import Home
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
+from core.config.home import Home
+from core.context.session import HookRegistry, open_for_hook, remember_hook_open
 from core.model.errors import Unauthorized
 from core.model.session_enums import (
+    PENDING_SESSION_PREFIX,
     Activity,
     ActivityReason,
     Provider,
@@ -59,7 +60,7 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     payload is even parsed, so a stale pane is a no-op whatever it sends.
 
     ``detach_stop_work``: a trusted Stop's waiting push/return runs in a detached
-    worker (``core.reconcile.stop_worker``) instead of here, so the provider's hook returns
+    worker (``core.hooks.stop_worker``) instead of here, so the provider's hook returns
     at once. None (the default) detaches exactly when ``env`` is None, i.e. when
     this process is the provider's hook (``switchboard hook`` reads its own
     environment); a caller that passes an environment runs it inline and gets
@@ -104,12 +105,12 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     if not recorded.stop_work:
         return recorded.outcome
     if detach_stop_work:
-        from core.reconcile import stop_worker
+        from core.hooks import stop_worker
 
         stop_worker.start(home, generation, recorded.frame_id)
         reason = recorded.outcome.reason + "; waiting work handed to a worker"
         return recorded.outcome._replace(reason=reason)
-    from core.reconcile.stop_worker import run_waiting_work
+    from core.hooks.stop_worker import run_waiting_work
 
     executed = run_waiting_work(home, generation, recorded.frame_id)
     return recorded.outcome._replace(executed_transitions=tuple(executed))
@@ -172,7 +173,7 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
         if session["provider"] != hook.provider.value:
             raise Unauthorized("hook provider does not match the launched provider")
         frame_id = authority.frame_id
-        if session["provider_session_id"].startswith("pending-"):
+        if session["provider_session_id"].startswith(PENDING_SESSION_PREFIX):
             # Bind Codex's thread id only from a session/prompt hook, never from notify,
             # which also fires for an internal title-generation thread.
             if hook.kind not in (HookKind.SESSION_STARTED, HookKind.PROMPT_SUBMITTED):
@@ -287,7 +288,8 @@ def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int,
     busy evidence file is reported on stderr and the provider's hook still succeeds.
     """
     try:
-        from core.evidence.hook import HookFacts, record
+        from core.evidence.capture import HookFacts
+        from core.evidence.hook import record
 
         record(home, hook, HookFacts(recorded.outcome.session_key or "", recorded.project_id,
                                      recorded.project_root, recorded.frame_id or None,
@@ -355,9 +357,9 @@ def _observe_control(conn: sqlite3.Connection, frame_id: str, prompt_id: str | N
 def _lift_fences(home: Home, generation: str, control_turn_ids: tuple[str, ...]) -> None:
     """The claim line's own UserPromptSubmit re-enables the target's input (contract:
     that observation or the watchdog lifts the fence, not the paste's Enter)."""
-    from core.engine import sagas
-    from core.engine.session import open_engine
-    from core.tmux.stage import attach_stage
+    from core.engine.open import open_engine
+    from core.runtime import sagas
+    from core.runtime.stage import attach_stage
 
     engine = open_engine(home, expected_generation=generation)
     try:

@@ -20,7 +20,7 @@ from core.model.enums import Provider
 from core.model.errors import ProviderError, SwitchboardError
 
 if TYPE_CHECKING:
-    from core.install.home import Home
+    from core.config.home import Home
 
 DISTRIBUTION = "switchboard"
 UNKNOWN_VERSION = "unknown"
@@ -72,7 +72,7 @@ def probe_specs(home: Home) -> list[ProbeSpec]:
     install) and with a broken one (it is what a person runs to report it), so
     an unreadable config falls back to the defaults ``switchboard init`` writes.
     """
-    from core.install.config import default_providers, load_config
+    from core.config.config import default_providers, load_config
 
     try:
         providers = load_config(home.config_path).providers

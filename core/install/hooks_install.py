@@ -1,12 +1,12 @@
 """Install Switchboard's provider hooks into files we own or can restore exactly.
 
-Nothing here edits a user's global settings. Claude gets a settings file passed
-per launch with ``claude --settings FILE``. Codex launches get their hooks as
-``-c`` overrides trusted for that process only (``codex_session_hooks``: no
-file at all, the person's own Codex home stays untouched); ``switchboard hooks
-install`` can still write a config directory laid out like ``~/.codex``
-(``hooks.json`` + ``config.toml`` with ``notify``) for Codex sessions started
-outside Switchboard: the project's ``.codex/`` or a CODEX_HOME of its own.
+Nothing here edits a user's global settings. Switchboard's own launches carry
+their hooks per launch (each adapter's ``plan``); ``switchboard hooks install``
+writes them for sessions started outside Switchboard, into the files the
+provider's adapter names and renders (a Claude settings file; a Codex config
+directory laid out like ``~/.codex``: the project's ``.codex/`` or a CODEX_HOME
+of its own). This module is what every install shares: the manifest, backups and
+the three operations.
 
 Every install keeps a manifest and the original bytes (and mode) of each file
 it touches under ``<state_dir>/<key>/`` *before* writing, so uninstall restores
@@ -23,11 +23,8 @@ import fcntl
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import sys
-import tempfile
-import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,16 +33,11 @@ from pathlib import Path
 from core.model.enums import Provider
 from core.model.errors import Conflict, ProviderError
 from core.model.files import private_dir
-from core.providers.codex import SessionHooks, toml_string
-from core.providers.hooks import CLAUDE_HOOK_EVENTS, CODEX_HOOK_EVENTS, CODEX_NOTIFY_EVENT
+from core.providers.adapters import get_adapter
+from core.providers.base import HookPlace
+from core.providers.hook_files import check_hook_command, read_bytes, write_atomic
 
 MANIFEST_FORMAT = 1
-HOOK_TIMEOUT_S = 30
-CODEX_HOOKS_FILE = "hooks.json"
-CODEX_CONFIG_FILE = "config.toml"
-CODEX_NOTIFY_BANNER = (
-    "# Added by `switchboard hooks install`; `switchboard hooks uninstall` restores this file.\n"
-)
 
 
 class HookStatus(StrEnum):
@@ -63,21 +55,28 @@ class HookTarget:
 
     @classmethod
     def claude_settings(cls, path: Path) -> HookTarget:
-        return cls(Provider.CLAUDE, _absolute(path))
+        return cls.chosen(Provider.CLAUDE, HookPlace(settings=path))
 
     @classmethod
     def codex_project(cls, project_root: Path) -> HookTarget:
-        return cls(Provider.CODEX, _absolute(project_root) / ".codex")
+        return cls.chosen(Provider.CODEX, HookPlace(project=project_root))
 
     @classmethod
     def codex_home(cls, directory: Path) -> HookTarget:
-        return cls(Provider.CODEX, _absolute(directory))
+        return cls.chosen(Provider.CODEX, HookPlace(codex_home=directory))
+
+    @classmethod
+    def chosen(cls, provider: Provider, place: HookPlace) -> HookTarget:
+        """The target the person's ``hooks install`` options name for ``provider``."""
+        return cls(provider, _absolute(get_adapter(provider).hook_location(place)))
 
     @property
     def files(self) -> tuple[Path, ...]:
-        if self.provider is Provider.CLAUDE:
-            return (self.location,)
-        return (self.location / CODEX_HOOKS_FILE, self.location / CODEX_CONFIG_FILE)
+        return get_adapter(self.provider).hook_files(self.location)
+
+    @property
+    def install_hint(self) -> str | None:
+        return get_adapter(self.provider).install_hint(self.location)
 
     @property
     def key(self) -> str:
@@ -122,210 +121,13 @@ def launch_hook_command() -> tuple[str, ...]:
     return (*fast_cli_argv(), "hook")
 
 
-def hook_argv(hook_command: Sequence[str], provider: Provider, event: str) -> list[str]:
-    """``<hook command> --provider P EVENT``: the one shape every installed hook uses."""
-    return [*hook_command, "--provider", Provider(provider).value, event]
-
-
-def _check_command(hook_command: Sequence[str]) -> tuple[str, ...]:
-    command = tuple(hook_command)
-    if not command or not all(isinstance(part, str) and part for part in command):
-        raise ProviderError("the hook command must be a non-empty argv", code="hooks_invalid")
-    if any("\x00" in part or "\n" in part for part in command):
-        raise ProviderError("the hook command contains a NUL or newline", code="hooks_invalid")
-    return command
-
-
 # --- rendering (pure) ------------------------------------------------------
-
-
-def _hook_groups(hook_command: Sequence[str], provider: Provider, events: Sequence[str]) -> dict:
-    return {
-        event: [
-            {
-                "hooks": [
-                    {
-                        "type": "command",
-                        "command": shlex.join(hook_argv(hook_command, provider, event)),
-                        "timeout": HOOK_TIMEOUT_S,
-                    }
-                ]
-            }
-        ]
-        for event in events
-    }
-
-
-def _merge_hooks(existing: bytes | None, groups: dict, what: str) -> bytes:
-    """Add our matcher groups after whatever hooks the file already has."""
-    if existing is None or not existing.strip():
-        document: dict = {}
-    else:
-        try:
-            document = json.loads(existing.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ProviderError(
-                f"{what} is not valid JSON ({exc}); fix it or choose another file",
-                code="hooks_existing_invalid",
-            ) from None
-        if not isinstance(document, dict):
-            raise ProviderError(f"{what} is not a JSON object", code="hooks_existing_invalid")
-    hooks = document.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ProviderError(f"{what}: 'hooks' is not an object", code="hooks_existing_invalid")
-    for event, ours in groups.items():
-        current = hooks.setdefault(event, [])
-        if not isinstance(current, list):
-            raise ProviderError(
-                f"{what}: hooks.{event} is not a list", code="hooks_existing_invalid"
-            )
-        current.extend(ours)
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def render_claude_settings(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:
-    """A Claude settings document with our hooks for every event we observe."""
-    groups = _hook_groups(_check_command(hook_command), Provider.CLAUDE, CLAUDE_HOOK_EVENTS)
-    return _merge_hooks(existing, groups, "the Claude settings file")
-
-
-CLAUDE_MCP_SERVER = "switchboard"
-"""The server name in the per-launch ``--mcp-config``; Claude names its tools
-``mcp__<server>__<tool>``."""
-MCP_WAIT_LIMIT_S = 30
-"""How long a prompt waits for the agent tools: Claude's own MCP connect timeout."""
-MCP_SETTLE_S = 2
-"""After the server has listed its tools, the first prompt of a launch waits this much
-longer: Claude adds a server's tools to its request a moment after the reply, and a
-prompt let through at once still went out without them (seen with both a new and a
-resumed session under load). Later prompts of the launch pass at once (``.passed``)."""
-MCP_UNSEEN_S = 20
-"""Seconds (wall clock) without our server as a child before the wait gives up: a loaded
-machine can take seconds to spawn it (1 s, then 5 s counted in 0.1 s ticks that each
-also ran pgrep, let prompts through without the tools under load)."""
-MCP_SERVER_PATTERN = "navigator[.]cli mcp"
-"""``pgrep -f`` pattern of the agent-tool server (``launcher.MCP_SERVER_ARGV``)."""
-
-
-def claude_tool_names() -> tuple[str, ...]:
-    """The exact names Claude Code gives Switchboard's own tools."""
-    from core.agent.tool_schemas import TOOLS
-
-    return tuple(f"mcp__{CLAUDE_MCP_SERVER}__{tool['name']}" for tool in TOOLS)
-
-
-def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
-    """A UserPromptSubmit hook that holds a prompt until the agent tools are listed.
-
-    Claude Code connects MCP servers in the background and submits a prompt
-    (even the one on argv) without waiting, so the model may not see
-    ``transition_claim`` yet. The tools it sends are read after the
-    UserPromptSubmit hooks finish, so this hook waits until the server wrote
-    ``ready_file`` (after answering ``tools/list``), but only while that server
-    is a child of this Claude (``$PPID``) and at most ``limit_s``. A server not
-    seen for ``MCP_UNSEEN_S`` (not spawned yet, or briefly invisible to
-    ``pgrep -f`` while it execs) ends the wait; a CLI that never starts it pays
-    that once per launch (``<ready_file>.none`` remembers it). Once listed, the first
-    prompt waits ``MCP_SETTLE_S`` more (``.passed`` then lets later ones through at
-    once). Both limits are
-    wall-clock seconds (``date +%s``), so a slow ``pgrep`` on a loaded machine
-    does not stretch them. Plain POSIX sh, silent (hook output would become
-    prompt context), always exit 0.
-    """
-    alive = (f"pgrep -P \"$PPID\" -f {shlex.quote(MCP_SERVER_PATTERN)} >/dev/null 2>&1")
-    return (f"f={shlex.quote(str(ready_file))}; "
-            "[ -e \"$f.passed\" ] || [ -e \"$f.none\" ] && exit 0; "
-            "t=$(date +%s); seen=$t; s=0; "
-            "while [ ! -e \"$f\" ]; do now=$(date +%s); "
-            f"[ $((now - t)) -ge {int(limit_s)} ] && exit 0; "
-            f"if {alive}; then s=1; seen=$now; fi; "
-            f"if [ $((now - seen)) -ge {MCP_UNSEEN_S} ]; then "
-            "[ \"$s\" = 1 ] || : > \"$f.none\"; exit 0; fi; "
-            f"sleep 0.1; done; sleep {MCP_SETTLE_S}; : > \"$f.passed\"; exit 0")
-
-
-def render_claude_launch_settings(hook_command: Sequence[str],
-                                  mcp_ready_file: Path | None = None) -> bytes:
-    """The ``--settings`` document of one launch: our hooks, the wait for the agent
-    tools, and permission for exactly Switchboard's own three tools.
-
-    Flag settings add to the person's own (user, project, local) settings: every
-    other tool keeps the person's permission rules, and nothing global changes.
-    """
-    document = json.loads(render_claude_settings(hook_command))
-    if mcp_ready_file is not None:
-        document["hooks"]["UserPromptSubmit"].insert(0, {"hooks": [{
-            "type": "command", "command": mcp_wait_command(mcp_ready_file),
-            "timeout": MCP_WAIT_LIMIT_S + 15}]})
-    document["permissions"] = {"allow": list(claude_tool_names())}
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def write_claude_launch_settings(path: Path, hook_command: Sequence[str],
-                                 mcp_ready_file: Path | None = None) -> Path:
-    """Write (atomically, owner-only) the per-launch settings file Switchboard owns."""
-    content = render_claude_launch_settings(hook_command, mcp_ready_file)
-    if _read(path) != content:
-        _write_atomic(path, content, 0o600)
-    return path
-
-
-def render_codex_hooks(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:
-    groups = _hook_groups(_check_command(hook_command), Provider.CODEX, CODEX_HOOK_EVENTS)
-    return _merge_hooks(existing, groups, f"the Codex {CODEX_HOOKS_FILE}")
-
-
-def codex_session_hooks(hook_command: Sequence[str]) -> SessionHooks:
-    """Our Codex hooks for one launch: the same command lines as an installed
-    ``hooks.json``, given as trusted ``-c`` overrides. No ``notify``: the Stop hook
-    already ends a turn, and a ``-c notify`` would replace the person's own."""
-    command = _check_command(hook_command)
-    return SessionHooks(
-        commands=tuple((event, shlex.join(hook_argv(command, Provider.CODEX, event)))
-                       for event in CODEX_HOOK_EVENTS),
-        timeout_s=HOOK_TIMEOUT_S)
-
-
-def render_codex_config(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:
-    """Prepend a top-level ``notify = [...]`` (Codex appends the JSON as the last argv)."""
-    argv = hook_argv(_check_command(hook_command), Provider.CODEX, CODEX_NOTIFY_EVENT)
-    original = existing or b""
-    try:
-        current = tomllib.loads(original.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ProviderError(
-            f"the Codex {CODEX_CONFIG_FILE} is not valid TOML ({exc}); fix it first",
-            code="hooks_existing_invalid",
-        ) from None
-    if "notify" in current:
-        raise ProviderError(
-            f"the Codex {CODEX_CONFIG_FILE} already sets notify = {current['notify']!r}; "
-            "Switchboard will not replace it. Remove it, or use a CODEX_HOME of its own",
-            code="hooks_conflict",
-        )
-    line = "notify = [" + ", ".join(toml_string(part) for part in argv) + "]\n"
-    rendered = (CODEX_NOTIFY_BANNER + line + ("\n" if original else "")).encode() + original
-    try:
-        reread = tomllib.loads(rendered.decode("utf-8"))
-    except tomllib.TOMLDecodeError as exc:  # e.g. a BOM in the original
-        raise ProviderError(
-            f"cannot add notify to the Codex {CODEX_CONFIG_FILE} safely: {exc}",
-            code="hooks_existing_invalid",
-        ) from None
-    if reread.get("notify") != argv:
-        raise ProviderError("notify did not round-trip through TOML", code="hooks_invalid")
-    return rendered
 
 
 def render(target: HookTarget, hook_command: Sequence[str], originals: Sequence[bytes | None]
            ) -> tuple[bytes, ...]:
     """The full new content of every file of ``target``, given its original bytes."""
-    if target.provider is Provider.CLAUDE:
-        return (render_claude_settings(hook_command, originals[0]),)
-    return (
-        render_codex_hooks(hook_command, originals[0]),
-        render_codex_config(hook_command, originals[1]),
-    )
+    return get_adapter(target.provider).render_hook_files(hook_command, originals)
 
 
 # --- manifest and files ----------------------------------------------------
@@ -333,34 +135,6 @@ def render(target: HookTarget, hook_command: Sequence[str], originals: Sequence[
 
 def _sha256(content: bytes | None) -> str | None:
     return None if content is None else hashlib.sha256(content).hexdigest()
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise ProviderError(f"{path} is a directory, not a file", code="hooks_invalid") from None
-
-
-def _write_atomic(path: Path, content: bytes, mode: int | None) -> None:
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".sb-tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(content)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
 
 
 def _state_folder(state_dir: Path, target: HookTarget) -> Path:
@@ -402,7 +176,7 @@ def _load_manifest(folder: Path) -> dict | None:
 def _save_manifest(folder: Path, manifest: dict) -> None:
     private_dir(folder)
     body = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
-    _write_atomic(folder / "manifest.json", body, 0o600)
+    write_atomic(folder / "manifest.json", body, 0o600)
 
 
 def _original(folder: Path, entry: dict) -> bytes | None:
@@ -420,7 +194,7 @@ def _modified(manifest: dict) -> tuple[str, ...]:
     return tuple(
         entry["path"]
         for entry in manifest["files"]
-        if _sha256(_read(Path(entry["path"]))) != entry["written_sha256"]
+        if _sha256(read_bytes(Path(entry["path"]))) != entry["written_sha256"]
     )
 
 
@@ -459,7 +233,7 @@ def install(
     target: HookTarget, hook_command: Sequence[str], *, state_dir: Path
 ) -> HookInstallation:
     """Write our hooks; a repeat with the same command changes nothing."""
-    command = _check_command(hook_command)
+    command = check_hook_command(hook_command)
     with _locked(state_dir, target) as folder:
         current, manifest = _status_locked(target, folder)
         if current.status is HookStatus.MODIFIED:
@@ -482,7 +256,7 @@ def install(
             manifest["hook_command"] = list(command)
             _save_manifest(folder, manifest)
             for content, entry in zip(contents, manifest["files"], strict=True):
-                _write_atomic(Path(entry["path"]), content, entry["mode"])
+                write_atomic(Path(entry["path"]), content, entry["mode"])
             return _result(target, HookStatus.INSTALLED, changed=True, manifest=manifest)
 
         for path in target.files:
@@ -491,10 +265,9 @@ def install(
                     f"{path} is a symlink; point Switchboard at the real file",
                     code="hooks_invalid",
                 )
-        originals = [_read(path) for path in target.files]
+        originals = [read_bytes(path) for path in target.files]
         contents = render(target, command, originals)  # validates before any write
-        created_dirs = _missing_dirs(target.location if target.provider is Provider.CODEX
-                                     else target.location.parent)
+        created_dirs = _missing_dirs(get_adapter(target.provider).hook_dir(target.location))
         entries = []
         folder.mkdir(parents=True, exist_ok=True)
         for index, (path, original, content) in enumerate(
@@ -510,7 +283,7 @@ def install(
             }
             if original is not None:
                 entry["backup"] = f"{index}.orig"
-                _write_atomic(folder / entry["backup"], original, 0o600)
+                write_atomic(folder / entry["backup"], original, 0o600)
             entries.append(entry)
         manifest = {
             "format": MANIFEST_FORMAT,
@@ -524,7 +297,7 @@ def install(
         for path in created_dirs:
             path.mkdir(exist_ok=True)
         for entry, content in zip(entries, contents, strict=True):
-            _write_atomic(Path(entry["path"]), content, entry["mode"])
+            write_atomic(Path(entry["path"]), content, entry["mode"])
         return _result(target, HookStatus.INSTALLED, changed=True, manifest=manifest)
 
 
@@ -546,7 +319,7 @@ def uninstall(target: HookTarget, *, state_dir: Path, force: bool = False) -> Ho
             path = Path(entry["path"])
             if entry["existed"]:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomic(path, _backup(folder, entry), entry["mode"])
+                write_atomic(path, _backup(folder, entry), entry["mode"])
             else:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.install.config import (
+from core.config.config import (
     MAX_NAME_CHARS,
     Config,
     load_config,
     parse_config,
     toml_string,
 )
-from core.install.home import Home
+from core.config.home import Home
 from core.model.enums import Provider
 from core.model.errors import ConfigError, Conflict
 from core.model.text import TextShape, unsafe_reason

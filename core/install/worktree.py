@@ -17,8 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.install.config import Config, ProjectConfig, load_config
-from core.install.home import Home
+from core.config.config import Config, ProjectConfig, load_config
+from core.config.home import Home
 from core.install.project_add import AddedProject, add_project, find_checkout, remove_project
 from core.model.errors import ConfigError, Conflict, NotFound
 

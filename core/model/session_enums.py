@@ -15,6 +15,12 @@ class Provider(StrEnum):
     CLAUDE = "claude"
 
 
+PENDING_SESSION_PREFIX = "pending-"
+"""A session id not known before exec (Codex's thread id) is recorded as this prefix
+plus a fresh id until the first hook names it; such a session cannot be resumed (the
+adapter's ``new_session_id`` says which provider records one)."""
+
+
 class RuntimePresence(StrEnum):
     LIVE = "live"
     STOPPED = "stopped"

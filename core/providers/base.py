@@ -1,25 +1,35 @@
 """The provider port: what the engine may ask of Claude Code or Codex.
 
-An adapter is pure: it builds argv and env, probes a version, and parses hook
-payloads. It never touches the registry or tmux, so the engine decides when a
-launch is authorized and this module only says *how* it would be run.
+An adapter owns everything that differs between the two CLIs: how a launch is
+run (``plan``: argv, env and the per-launch files its CLI reads), what a new
+session's id is, where and how hooks are installed, and how its hook payloads
+parse. It never touches the registry or tmux, so the engine decides when a
+launch is authorized and the adapter only says *how* it would be run. Nothing
+outside ``core.providers`` branches on a provider: it asks the adapter (or, on
+the lean hook path, ``core.providers.traits``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from core.model.enums import LaunchAction, Provider
 from core.model.errors import ProviderError
+from core.model.session_enums import PENDING_SESSION_PREFIX
 from core.providers.hooks import HookEvent, parse_hook
 from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
 
 __all__ = [
+    "PENDING_PREFIX",
     "HookEvent",
+    "HookPlace",
+    "LaunchInputs",
     "LaunchPlan",
+    "McpServer",
     "ProviderAdapter",
     "ProviderVersion",
     "check_prompt",
@@ -51,6 +61,55 @@ class LaunchPlan:
     @property
     def session_id_from_hook(self) -> bool:
         return self.session_id is None
+
+
+PENDING_PREFIX = PENDING_SESSION_PREFIX
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """The agent tools as a stdio MCP server for one launch: its argv, the variable
+    *names* it must inherit (values never appear on a command line, so the raw
+    capability stays in the pane environment), and the tools that run without a
+    question."""
+
+    argv: tuple[str, ...]
+    env_vars: tuple[str, ...]
+    approved_tools: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for tool in self.approved_tools:
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", tool):
+                raise ProviderError(f"not an MCP tool name: {tool!r}", code="launch_invalid")
+
+
+@dataclass(frozen=True)
+class LaunchInputs:
+    """Everything any provider's launch may draw on; each adapter takes what its CLI
+    needs (one signature for both, so the launcher never asks which one it has)."""
+
+    action: LaunchAction
+    session_id: str
+    """The recorded provider session id (``PENDING_PREFIX`` + id until a hook names it)."""
+    initial_prompt: str | None
+    run_dir: Path
+    """A private folder of this session for per-launch files (settings, MCP config)."""
+    launch_id: str
+    hook_command: tuple[str, ...]
+    """The argv prefix of every hook (``<command> --provider P EVENT`` is appended)."""
+    agent_tools: McpServer
+
+
+@dataclass(frozen=True)
+class HookPlace:
+    """Where a person asked ``switchboard hooks install`` to put a provider's hooks:
+    the options given (each provider accepts its own) and the default settings file."""
+
+    settings: Path | None = None
+    project: Path | None = None
+    codex_home: Path | None = None
+    default_settings: Path | None = None
+    """The settings file used when none is named (Switchboard's own, in its run dir)."""
 
 
 class ProviderAdapter(Protocol):
@@ -88,6 +147,37 @@ class ProviderAdapter(Protocol):
 
     def parse_hook(self, event: str, payload: bytes | str) -> HookEvent: ...
 
+    def plan(self, inputs: LaunchInputs) -> LaunchPlan:
+        """The launch as this CLI runs it, writing the per-launch files it reads."""
+        ...
+
+    def new_session_id(self, fresh_id: str) -> str:
+        """The id recorded for a new session: ``fresh_id`` when the CLI takes an id
+        chosen before exec, else a provisional one the first hook replaces."""
+        ...
+
+    def hook_location(self, place: HookPlace) -> Path:
+        """Where ``hooks install`` writes, from the options the person gave (an
+        option meant for the other provider is refused by name)."""
+        ...
+
+    def hook_files(self, location: Path) -> tuple[Path, ...]:
+        """The files an install at ``location`` writes."""
+        ...
+
+    def hook_dir(self, location: Path) -> Path:
+        """The folder an install at ``location`` may create (and uninstall removes)."""
+        ...
+
+    def render_hook_files(self, hook_command: Sequence[str],
+                          originals: Sequence[bytes | None]) -> tuple[bytes, ...]:
+        """The new content of each of ``hook_files``, given their original bytes."""
+        ...
+
+    def install_hint(self, location: Path) -> str | None:
+        """A line telling the person how to use an installed location, if any."""
+        ...
+
 
 class AdapterCommon:
     """What every adapter does the same way; subclasses add ``launch_plan``."""
@@ -108,6 +198,9 @@ class AdapterCommon:
 
     def parse_hook(self, event: str, payload: bytes | str) -> HookEvent:
         return parse_hook(self.provider, event, payload)
+
+    def install_hint(self, location: Path) -> str | None:
+        return None
 
 
 def check_uuid(provider: Provider, session_id: str | None, *, what: str) -> str:

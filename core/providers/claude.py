@@ -14,12 +14,20 @@ later version add can swallow it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.model.enums import LaunchAction, Provider
-from core.model.errors import ProviderError
-from core.providers.base import AdapterCommon, LaunchPlan, check_prompt, check_uuid
+from core.model.errors import ConfigError, ProviderError
+from core.providers.base import (
+    AdapterCommon,
+    HookPlace,
+    LaunchInputs,
+    LaunchPlan,
+    check_prompt,
+    check_uuid,
+)
 from core.providers.hooks import CLAUDE_HOOK_EVENTS
 
 
@@ -64,3 +72,42 @@ class ClaudeAdapter(AdapterCommon):
         return LaunchPlan(
             provider=self.provider, action=action, argv=tuple(argv), session_id=session_id
         )
+
+    def plan(self, inputs: LaunchInputs) -> LaunchPlan:
+        """Claude takes our session id, a per-launch ``--settings`` file (our hooks, the
+        wait for the agent tools, their permission) and ``--mcp-config`` file."""
+        from core.providers import claude_settings
+
+        ready = claude_settings.fresh_ready_file(inputs.run_dir, inputs.launch_id)
+        settings = claude_settings.write_claude_launch_settings(
+            inputs.run_dir / "claude-settings.json", inputs.hook_command, ready)
+        mcp_config = claude_settings.write_mcp_config(inputs.run_dir,
+                                                      inputs.agent_tools.argv, ready)
+        return self.launch_plan(inputs.action, inputs.session_id, inputs.initial_prompt,
+                                settings, mcp_config=mcp_config)
+
+    def new_session_id(self, fresh_id: str) -> str:
+        return fresh_id  # ``claude --session-id UUID`` creates exactly that session
+
+    def hook_location(self, place: HookPlace) -> Path:
+        if place.project is not None or place.codex_home is not None:
+            raise ConfigError("--project and --codex-home are for --provider codex")
+        chosen = place.settings or place.default_settings
+        if chosen is None:
+            raise ConfigError("name the Claude settings file with --settings FILE")
+        return chosen
+
+    def hook_files(self, location: Path) -> tuple[Path, ...]:
+        return (location,)
+
+    def hook_dir(self, location: Path) -> Path:
+        return location.parent
+
+    def render_hook_files(self, hook_command: Sequence[str],
+                          originals: Sequence[bytes | None]) -> tuple[bytes, ...]:
+        from core.providers.claude_settings import render_claude_settings
+
+        return (render_claude_settings(hook_command, originals[0]),)
+
+    def install_hint(self, location: Path) -> str | None:
+        return f"launch with: claude --settings {location}"

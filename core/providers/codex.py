@@ -24,116 +24,42 @@ byte hashes differently and stays untrusted. The hash (Codex 0.171.0,
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.model.enums import LaunchAction, Provider
-from core.model.errors import ProviderError
-from core.providers.base import AdapterCommon, LaunchPlan, check_prompt, check_uuid
+from core.model.errors import ConfigError, ProviderError
+from core.providers.base import (
+    PENDING_PREFIX,
+    AdapterCommon,
+    HookPlace,
+    LaunchInputs,
+    LaunchPlan,
+    McpServer,
+    check_prompt,
+    check_uuid,
+)
+from core.providers.codex_config import SessionHooks, _toml_array, toml_string
 from core.providers.hooks import CODEX_HOOK_EVENTS
 
 CODEX_HOME_ENV = "CODEX_HOME"
 MCP_SERVER_NAME = "switchboard"
-SESSION_FLAGS_SOURCE = "/<session-flags>/config.toml"
-"""How Codex names the config layer that ``-c`` overrides form, in hook trust keys."""
 TOOL_APPROVED = "approve"
 """``mcp_servers.<name>.tools.<tool>.approval_mode`` that runs the tool without asking."""
 
 
-@dataclass(frozen=True)
-class McpServer:
-    """A stdio MCP server for one launch: its argv and the variable *names* Codex must
-    pass through (Codex starts MCP servers with a cleared environment; values never
-    appear on the command line, so the raw capability stays in the pane env only)."""
-
-    argv: tuple[str, ...]
-    env_vars: tuple[str, ...]
-    approved_tools: tuple[str, ...] = ()
-    """Tools of this server that run without an approval question (this launch only)."""
-
-    def overrides(self) -> tuple[str, ...]:
-        """``-c`` config overrides (dotted key = TOML value): nothing is written."""
-        key = f"mcp_servers.{MCP_SERVER_NAME}"
-        command, *args = self.argv
-        flags = ["-c", f"{key}.command={toml_string(command)}",
-                 "-c", f"{key}.args={_toml_array(args)}",
-                 "-c", f"{key}.env_vars={_toml_array(self.env_vars)}"]
-        for tool in self.approved_tools:
-            if not re.fullmatch(r"[A-Za-z0-9_-]+", tool):
-                raise ProviderError(f"not an MCP tool name: {tool!r}", code="launch_invalid")
-            flags += ["-c", f"{key}.tools.{tool}.approval_mode={toml_string(TOOL_APPROVED)}"]
-        return tuple(flags)
-
-
-def hook_event_label(event: str) -> str:
-    """``PermissionRequest`` -> ``permission_request``: the event as trust keys spell it."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
-
-
-def hook_trust_hash(event: str, command: str, timeout_s: int) -> str:
-    """The hash Codex computes for one command hook alone in a matcher-less group."""
-    identity = {"event_name": hook_event_label(event),
-                "hooks": [{"type": "command", "command": command, "timeout": timeout_s,
-                           "async": False}]}
-    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class SessionHooks:
-    """Command hooks for one launch, each given as ``-c hooks.<Event>`` and trusted
-    by the hash of exactly that definition (``-c hooks.state``)."""
-
-    commands: tuple[tuple[str, str], ...]
-    """(event, shell command line) pairs, one per event."""
-    timeout_s: int
-
-    def __post_init__(self) -> None:
-        events = [event for event, _ in self.commands]
-        if len(set(events)) != len(events):
-            raise ProviderError("one hook per event: the trust keys count groups",
-                                code="launch_invalid")
-        for event, command in self.commands:
-            if not re.fullmatch(r"[A-Z][A-Za-z]+", event):
-                raise ProviderError(f"not a Codex hook event: {event!r}", code="launch_invalid")
-            if not command.strip() or "\n" in command or "\x00" in command:
-                raise ProviderError("a hook command must be one non-empty line",
-                                    code="launch_invalid")
-        if self.timeout_s < 1:
-            raise ProviderError("a hook timeout is at least 1 s", code="launch_invalid")
-
-    def trust_keys(self) -> dict[str, str]:
-        """Trust key -> trusted hash, as Codex's hook list would show them."""
-        return {f"{SESSION_FLAGS_SOURCE}:{hook_event_label(event)}:0:0":
-                hook_trust_hash(event, command, self.timeout_s)
-                for event, command in self.commands}
-
-    def overrides(self) -> tuple[str, ...]:
-        flags: list[str] = []
-        for event, command in self.commands:
-            flags += ["-c", f"hooks.{event}=[{{hooks = [{{type = \"command\", command = "
-                            f"{toml_string(command)}, timeout = {self.timeout_s}}}]}}]"]
-        if self.commands:
-            state = ", ".join(f"{toml_string(key)} = {{trusted_hash = {toml_string(value)}}}"
-                              for key, value in self.trust_keys().items())
-            flags += ["-c", f"hooks.state={{{state}}}"]
-        return tuple(flags)
-
-
-def toml_string(value: str) -> str:
-    """A TOML basic string.
-
-    JSON string escapes are TOML basic-string escapes, except raw DEL (TOML forbids it).
-    """
-    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _toml_array(values: Iterable[str]) -> str:
-    return "[" + ", ".join(toml_string(v) for v in values) + "]"
+def mcp_overrides(server: McpServer) -> tuple[str, ...]:
+    """The agent tools as ``-c`` config overrides (dotted key = TOML value): nothing
+    is written, and each approved tool runs without a question (this launch only)."""
+    key = f"mcp_servers.{MCP_SERVER_NAME}"
+    command, *args = server.argv
+    flags = ["-c", f"{key}.command={toml_string(command)}",
+             "-c", f"{key}.args={_toml_array(args)}",
+             "-c", f"{key}.env_vars={_toml_array(server.env_vars)}"]
+    for tool in server.approved_tools:
+        flags += ["-c", f"{key}.tools.{tool}.approval_mode={toml_string(TOOL_APPROVED)}"]
+    return tuple(flags)
 
 
 @dataclass(frozen=True)
@@ -166,7 +92,7 @@ class CodexAdapter(AdapterCommon):
         if hooks is not None:
             argv += hooks.overrides()
         if mcp_server is not None:
-            argv += mcp_server.overrides()
+            argv += mcp_overrides(mcp_server)
         if action is LaunchAction.NEW:
             if session_id is not None:
                 raise ProviderError(
@@ -196,4 +122,38 @@ class CodexAdapter(AdapterCommon):
             session_id=session_id,
         )
 
+    def plan(self, inputs: LaunchInputs) -> LaunchPlan:
+        """The person's own Codex home (no CODEX_HOME of ours): their login, settings
+        and session files; our hooks and tools come as ``-c`` overrides for this
+        process. A new thread's id is Codex's own, learned from its first hook."""
+        from core.providers.codex_config import codex_session_hooks
 
+        session_id = None if inputs.action is LaunchAction.NEW else inputs.session_id
+        return self.launch_plan(inputs.action, session_id, inputs.initial_prompt, None,
+                                mcp_server=inputs.agent_tools,
+                                hooks=codex_session_hooks(inputs.hook_command))
+
+    def new_session_id(self, fresh_id: str) -> str:
+        return PENDING_PREFIX + fresh_id  # binding re-keys it when the first hook names it
+
+    def hook_location(self, place: HookPlace) -> Path:
+        if place.settings is not None:
+            raise ConfigError("--settings is for --provider claude")
+        if place.codex_home is not None:
+            return Path(place.codex_home)
+        return Path(place.project or Path.cwd()) / ".codex"
+
+    def hook_files(self, location: Path) -> tuple[Path, ...]:
+        from core.providers.codex_config import CODEX_CONFIG_FILE, CODEX_HOOKS_FILE
+
+        return (location / CODEX_HOOKS_FILE, location / CODEX_CONFIG_FILE)
+
+    def hook_dir(self, location: Path) -> Path:
+        return location
+
+    def render_hook_files(self, hook_command: Sequence[str],
+                          originals: Sequence[bytes | None]) -> tuple[bytes, ...]:
+        from core.providers.codex_config import render_codex_config, render_codex_hooks
+
+        return (render_codex_hooks(hook_command, originals[0]),
+                render_codex_config(hook_command, originals[1]))

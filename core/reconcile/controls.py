@@ -17,30 +17,30 @@ from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 
-def expire_overdue_turns(engine: Engine, now: int) -> int:
+def expire_overdue_turns(ctx: Context, now: int) -> int:
     """Submitted control turns past the watchdog become uncertain, never resubmitted;
     their targets' fences are lifted (the watchdog process may be gone)."""
-    watchdog_ms = int(engine.config.control_turns.watchdog_timeout_seconds * 1000)
+    watchdog_ms = int(ctx.config.control_turns.watchdog_timeout_seconds * 1000)
     marked: list[str] = []
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(ctx.conn) as conn:
         for c in conn.execute("SELECT * FROM control_turns WHERE state = 'submitted'"
                               " AND submitted_at < ?", (now - watchdog_ms,)).fetchall():
-            if settlement.expire_turn(engine, conn, c, now):
+            if settlement.expire_turn(ctx, conn, c, now):
                 marked.append(c["control_turn_id"])
-    from core.engine.sagas import lift_fence
+    from core.runtime.sagas import lift_fence
 
     for control_turn_id in marked:
-        lift_fence(engine, control_turn_id)
+        lift_fence(ctx, control_turn_id)
     return len(marked)
 
 
-def resolve_settled_controls(engine: Engine, now: int) -> int:
+def resolve_settled_controls(ctx: Context, now: int) -> int:
     """Older control_submit_uncertain records whose control turn and transition have
     both settled since (the claim came through another path): resolved."""
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(ctx.conn) as conn:
         rows = conn.execute(
             "SELECT r.recovery_id FROM recoveries r JOIN control_turns c"
             " ON c.control_turn_id = r.subject_id JOIN view_transitions t"

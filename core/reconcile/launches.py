@@ -29,7 +29,7 @@ from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 LAUNCH_REPORT_MS = 30_000
 """An authorized launch not started after this long was interrupted: creating its
@@ -39,7 +39,7 @@ BIND_TIMEOUT_MS = 60_000
 """A started provider, its gate open, that no hook has bound after this long."""
 
 
-def interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id: str | None,
+def interrupted_launches(ctx: Context, snap: ServerSnapshot | None, server_id: str | None,
                          busy: set[str], now: int) -> tuple[int, int]:
     """Launches stopped between 'authorized' and 'started': (adopted, failed).
 
@@ -54,7 +54,7 @@ def interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id:
     ``core.reconcile.transitions``.
     """
     adopted = failed = 0
-    rows = engine.conn.execute(
+    rows = ctx.conn.execute(
         "SELECT l.launch_id, l.frame_id, l.session_key, s.surface_id, p.view_id,"
         " v.tmux_server_id AS view_server FROM launch_intents l"
         " JOIN surfaces s ON s.launch_id = l.launch_id"
@@ -67,24 +67,24 @@ def interrupted_launches(engine: Engine, snap: ServerSnapshot | None, server_id:
         if snap is not None and server_id is not None and row["view_server"] == server_id:
             pane = snap.by_surface(row["surface_id"])
         if pane is not None and not pane.dead and server_id is not None:
-            _adopt(engine, row, pane, server_id, now)
+            _adopt(ctx, row, pane, server_id, now)
             adopted += 1
             if row["view_id"] is not None and row["view_id"] not in busy:
-                _present_adopted(engine, row["view_id"], row["frame_id"], pane,
+                _present_adopted(ctx, row["view_id"], row["frame_id"], pane,
                                  row["launch_id"])
             continue
-        _fail_launch(engine, row, now)
+        _fail_launch(ctx, row, now)
         failed += 1
         if pane is not None and server_id is not None:  # tagged with its surface, but dead
-            engine.require_stage().kill_unrecorded(pane.pane_id, row["surface_id"], server_id)
+            ctx.require_stage().kill_unrecorded(pane.pane_id, row["surface_id"], server_id)
     return adopted, failed
 
 
-def _adopt(engine: Engine, row: sqlite3.Row, pane: PaneSnapshot, server_id: str,
+def _adopt(ctx: Context, row: sqlite3.Row, pane: PaneSnapshot, server_id: str,
            now: int) -> None:
     """The interrupted launch's pane runs: record it live, and the launch started."""
     surface_id = row["surface_id"]
-    with write_transaction(engine.conn) as tx:
+    with write_transaction(ctx.conn) as tx:
         sessions_ops.surface_live(tx, surface_id, tmux_server_id=server_id,
                                   pane_id=pane.pane_id, process_id=pane.pane_pid, now=now)
         sessions_ops.bind_capability_pane(tx, surface_id, server_id, pane.pane_id)
@@ -94,12 +94,12 @@ def _adopt(engine: Engine, row: sqlite3.Row, pane: PaneSnapshot, server_id: str,
                                               now)
 
 
-def _fail_launch(engine: Engine, row: sqlite3.Row, now: int) -> None:
+def _fail_launch(ctx: Context, row: sqlite3.Row, now: int) -> None:
     """No live pane of the launch: it failed, its frame is empty, a recovery says so."""
-    from core.engine.sagas import stop_runtime
+    from core.runtime.sagas import stop_runtime
 
     launch_id, surface_id = row["launch_id"], row["surface_id"]
-    with write_transaction(engine.conn) as tx:
+    with write_transaction(ctx.conn) as tx:
         sessions_ops.move_launch(
             tx, launch_id, "authorized", "failed", now,
             failure="interrupted before its pane was recorded; no live pane of it exists")
@@ -110,7 +110,7 @@ def _fail_launch(engine: Engine, row: sqlite3.Row, now: int) -> None:
             sessions_ops.move_surface(tx, surface_id, "retired", now)
             sessions_ops.revoke_capabilities(tx, surface_id, now)
         recoveries_ops.open_recovery(
-            tx, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            tx, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
             kind=RecoveryKind.LAUNCH_UNCERTAIN, subject_type="launch", subject_id=launch_id,
             actionability=Actionability.MANUAL,
             explanation="An agent start was interrupted before its pane was recorded, and "
@@ -120,25 +120,25 @@ def _fail_launch(engine: Engine, row: sqlite3.Row, now: int) -> None:
                         "press n to start it again.", now=now)
 
 
-def _present_adopted(engine: Engine, view_id: str, frame_id: str, pane: PaneSnapshot,
+def _present_adopted(ctx: Context, view_id: str, frame_id: str, pane: PaneSnapshot,
                      launch_id: str) -> None:
     """Finish an interrupted start: the view shows this frame, main the placeholder."""
-    from core.tmux.stage import gate_name
+    from core.runtime.stage import gate_name
 
-    conn = engine.conn
+    conn = ctx.conn
     view = views_ops.get_view(conn, view_id)
     placement = views_ops.placement_of_frame(conn, frame_id)
     if view["active_frame_id"] != frame_id or placement is None or \
             placement["state"] != PlacementState.STAGED or not pane.parked:
         return  # a later focus presents it and opens its gate
     layout = None
-    snap = engine.require_stage().snapshot()
+    snap = ctx.require_stage().snapshot()
     if snap is not None:
         layout = snap.view(view_id)
     if layout is None or layout.main is None or layout.main.role is not PaneRole.PLACEHOLDER:
         return
     try:
-        shown = engine.require_stage().present(view, pane.pane_id, launch_gate=gate_name(launch_id))
+        shown = ctx.require_stage().present(view, pane.pane_id, launch_gate=gate_name(launch_id))
     except TmuxError:
         return  # nothing moved; the frame stays staged and a focus can show it
     if shown != pane.pane_id:
@@ -149,10 +149,10 @@ def _present_adopted(engine: Engine, view_id: str, frame_id: str, pane: PaneSnap
             raise InvariantViolation(f"frame {frame_id} lost its placement while shown")
         if placement["state"] == PlacementState.STAGED:
             views_ops.move_placement(tx, placement["placement_id"], placement["generation"],
-                                     PlacementState.ACTIVE, engine.now(), focused=True)
+                                     PlacementState.ACTIVE, ctx.now(), focused=True)
 
 
-def bind_timeouts(engine: Engine, conn: sqlite3.Connection, now: int) -> int:
+def bind_timeouts(ctx: Context, conn: sqlite3.Connection, now: int) -> int:
     """Started launches no hook has bound BIND_TIMEOUT_MS after their provider could run.
 
     The gate opens when the pane is first shown (the placement leaves
@@ -173,7 +173,7 @@ def bind_timeouts(engine: Engine, conn: sqlite3.Connection, now: int) -> int:
         if opened is not None:
             continue
         recoveries_ops.open_recovery(
-            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            conn, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
             kind=RecoveryKind.BIND_TIMEOUT, subject_type="launch", subject_id=row["launch_id"],
             actionability=Actionability.MANUAL,
             explanation=f"The agent has run for over {BIND_TIMEOUT_MS // 1000} s without any "

@@ -23,20 +23,20 @@ from typing import TYPE_CHECKING
 
 from core.reconcile import settlement
 from core.reconcile.controls import expire_overdue_turns, resolve_settled_controls
-from core.reconcile.dialogs import watch_dialogs
 from core.reconcile.launches import LAUNCH_REPORT_MS, bind_timeouts, interrupted_launches
-from core.reconcile.pane_evidence import live_server_id
 from core.reconcile.panes import revive_navigators, stop_stray_panes
 from core.reconcile.runtimes import exited_providers
 from core.reconcile.surfaces import found_surfaces, lost_surfaces
 from core.reconcile.transitions import settle_expired
 from core.reconcile.views import check_views, restore_mains
+from core.runtime.dialogs import watch_dialogs
+from core.runtime.pane_evidence import live_server_id
 from core.tmux.panes import ServerSnapshot
 from storage.connection import write_transaction
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
-    from core.engine.stage_port import StagePort
+    from core.context.context import Context
+    from core.context.stage_port import StagePort
 
 
 @dataclass(frozen=True)
@@ -91,42 +91,42 @@ class _Pass:
     dialogs: int = 0
 
 
-def reconcile(engine: Engine) -> ReconcileReport:
+def reconcile(ctx: Context) -> ReconcileReport:
     """Compare tmux with the registry once; finish, roll back or record a recovery."""
-    from core.reconcile.provider_checks import reconcile_stale_activity
+    from core.providers.checks import reconcile_stale_activity
 
-    now = engine.now()
-    aged = len(reconcile_stale_activity(engine.conn, now))  # a lost Stop: working -> unknown
-    stage: StagePort | None = engine.stage
-    seen = _others_commits(engine.conn)
+    now = ctx.now()
+    aged = len(reconcile_stale_activity(ctx.conn, now))  # a lost Stop: working -> unknown
+    stage: StagePort | None = ctx.stage
+    seen = _others_commits(ctx.conn)
     snap = stage.snapshot() if stage is not None else None
-    run = _Pass(now, snap, live_server_id(engine, snap), aged=aged)
-    before = _recoveries(engine.conn)
+    run = _Pass(now, snap, live_server_id(ctx, snap), aged=aged)
+    before = _recoveries(ctx.conn)
     if stage is not None:
-        _settle_launches_and_exits(engine, run)
-        _compare_under_write_lock(engine, stage, run, seen)
-    expired = settle_expired(engine, run.snap, run.server_id, now)
+        _settle_launches_and_exits(ctx, run)
+        _compare_under_write_lock(ctx, stage, run, seen)
+    expired = settle_expired(ctx, run.snap, run.server_id, now)
     run.finished, run.resumed, run.rolled = expired.finished, expired.resumed, expired.rolled_back
-    run.uncertain = expire_overdue_turns(engine, now)
-    swept = settlement.sweep(engine, now)
-    resolve_settled_controls(engine, now)
+    run.uncertain = expire_overdue_turns(ctx, now)
+    swept = settlement.sweep(ctx, now)
+    resolve_settled_controls(ctx, now)
     if stage is not None and run.snap is not None:
-        _finish_in_tmux(engine, stage, run, run.snap)
-        run.dialogs = watch_dialogs(engine, run.snap, run.server_id, now)
-    return _report(run, swept, _recoveries(engine.conn) - before)
+        _finish_in_tmux(ctx, stage, run, run.snap)
+        run.dialogs = watch_dialogs(ctx, run.snap, run.server_id, now)
+    return _report(run, swept, _recoveries(ctx.conn) - before)
 
 
-def _settle_launches_and_exits(engine: Engine, run: _Pass) -> None:
+def _settle_launches_and_exits(ctx: Context, run: _Pass) -> None:
     """Interrupted launches and exited providers, each in its own commits (they run tmux)."""
-    busy = _busy_views(engine.conn, run.now)
-    run.adopted, run.failed = interrupted_launches(engine, run.snap, run.server_id, busy,
+    busy = _busy_views(ctx.conn, run.now)
+    run.adopted, run.failed = interrupted_launches(ctx, run.snap, run.server_id, busy,
                                                    run.now)
-    run.exited = exited_providers(engine, run.snap, run.server_id, busy, run.now)
+    run.exited = exited_providers(ctx, run.snap, run.server_id, busy, run.now)
 
 
-def _compare_under_write_lock(engine: Engine, stage: StagePort, run: _Pass, seen: int) -> None:
+def _compare_under_write_lock(ctx: Context, stage: StagePort, run: _Pass, seen: int) -> None:
     """Surfaces, mains, views and bind timeouts against a reading no older than the rows."""
-    with write_transaction(engine.conn) as tx:
+    with write_transaction(ctx.conn) as tx:
         # Read tmux again while holding the write lock: a launch records its pane
         # as live and a saga marks its view busy only in a write transaction, so
         # this reading is never older than the rows it is compared with (an older
@@ -134,22 +134,22 @@ def _compare_under_write_lock(engine: Engine, stage: StagePort, run: _Pass, seen
         busy = _busy_views(tx, run.now)
         if run.adopted or run.failed or run.exited or _others_commits(tx) != seen:
             run.snap = stage.snapshot()
-        run.lost = lost_surfaces(engine, tx, run.snap, run.server_id, run.now)
-        run.restored = restore_mains(engine, tx, run.snap, run.server_id, busy, run.now)
+        run.lost = lost_surfaces(ctx, tx, run.snap, run.server_id, run.now)
+        run.restored = restore_mains(ctx, tx, run.snap, run.server_id, busy, run.now)
         if run.restored:
             run.snap = stage.snapshot()
         run.found = found_surfaces(tx, run.snap, run.server_id, run.now)
-        run.repaired = check_views(engine, tx, run.snap, run.server_id, busy, run.now)
-        run.overdue = bind_timeouts(engine, tx, run.now)
+        run.repaired = check_views(ctx, tx, run.snap, run.server_id, busy, run.now)
+        run.overdue = bind_timeouts(ctx, tx, run.now)
 
 
-def _finish_in_tmux(engine: Engine, stage: StagePort, run: _Pass,
+def _finish_in_tmux(ctx: Context, stage: StagePort, run: _Pass,
                     snap: ServerSnapshot) -> None:
     """Stray panes of committed stops are killed and dead navigators respawned."""
     if run.finished or run.resumed:  # those commits stopped panes themselves: read again
         snap = run.snap = stage.snapshot() or snap
-    run.stopped = stop_stray_panes(engine, snap, run.server_id)
-    run.revived = revive_navigators(engine, snap, run.server_id)
+    run.stopped = stop_stray_panes(ctx, snap, run.server_id)
+    run.revived = revive_navigators(ctx, snap, run.server_id)
 
 
 def _report(run: _Pass, swept: settlement.SweepReport, opened: int) -> ReconcileReport:

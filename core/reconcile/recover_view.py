@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from core.model.enums import TransitionKind
 from core.model.errors import Conflict, InvariantViolation
 from core.reconcile import settlement
-from core.reconcile.pane_evidence import live_server_id, pane_alive
+from core.runtime.pane_evidence import live_server_id, pane_alive
 from core.tmux.panes import ServerSnapshot, ViewLayout
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
@@ -26,61 +26,61 @@ from storage.operations import transitions as transitions_ops
 from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 
-def recover_view(engine: Engine, request_id: str, recovery_id: str, view_id: str) -> None:
+def recover_view(ctx: Context, request_id: str, recovery_id: str, view_id: str) -> None:
     """Present the view's committed active frame; refused by name when it cannot be."""
-    from core.engine import sagas
+    from core.runtime import sagas
 
-    view = views_ops.get_view(engine.conn, view_id)
+    view = views_ops.get_view(ctx.conn, view_id)
     if view["active_frame_id"] is None:
         raise Conflict(f"view {view_id} shows no frame; enter its project again")
-    snap = _on_live_server(engine, view)
-    if _settle_pending(engine, view_id):
+    snap = _on_live_server(ctx, view)
+    if _settle_pending(ctx, view_id):
         return  # a waiting push/return ran: it presented its target itself
-    layout = _main_as_recorded(engine, view_id, snap)
-    transition_id = _record_recover(engine, request_id, recovery_id, view_id, layout)
-    sagas.execute(engine, transition_id)
-    row = transitions_ops.get_transition(engine.conn, transition_id)
+    layout = _main_as_recorded(ctx, view_id, snap)
+    transition_id = _record_recover(ctx, request_id, recovery_id, view_id, layout)
+    sagas.execute(ctx, transition_id)
+    row = transitions_ops.get_transition(ctx.conn, transition_id)
     if row["state"] != "completed":
         raise Conflict(f"the recover transition ended {row['state']}: {row['failure']}; "
                        "the recovery stays open", code="recover_failed")
 
 
-def _on_live_server(engine: Engine, view: sqlite3.Row) -> ServerSnapshot | None:
+def _on_live_server(ctx: Context, view: sqlite3.Row) -> ServerSnapshot | None:
     """A reading of the live server, the view's window rebuilt there first when the
     view was recorded on another server or its window is gone."""
-    stage = engine.require_stage()
+    stage = ctx.require_stage()
     view_id = view["view_id"]
     snap = stage.snapshot()
-    live_id = live_server_id(engine, snap)
+    live_id = live_server_id(ctx, snap)
     if view["tmux_server_id"] != live_id or snap is None or snap.view(view_id) is None:
-        _rebind_view(engine, view)
+        _rebind_view(ctx, view)
         snap = stage.snapshot()
     return snap
 
 
-def _main_as_recorded(engine: Engine, view_id: str,
+def _main_as_recorded(ctx: Context, view_id: str,
                       snap: ServerSnapshot | None) -> ViewLayout | None:
     """The view's layout, a placeholder split in first when main was killed; the pane
     main holds is recorded as the view's main."""
-    stage = engine.require_stage()
-    view = views_ops.get_view(engine.conn, view_id)
+    stage = ctx.require_stage()
+    view = views_ops.get_view(ctx.conn, view_id)
     layout = snap.view(view_id) if snap is not None else None
     if layout is not None and layout.main is None and not layout.extra_panes and \
             stage.restore_main(view) is not None:
         snap = stage.snapshot()  # main was killed: the placeholder is main again
         layout = snap.view(view_id) if snap is not None else None
-        view = views_ops.get_view(engine.conn, view_id)
+        view = views_ops.get_view(ctx.conn, view_id)
     if layout is not None and layout.main is not None and \
             layout.main.pane_id != view["main_pane_id"]:
-        with write_transaction(engine.conn) as conn:
-            views_ops.set_main_pane(conn, view_id, layout.main.pane_id, engine.now())
+        with write_transaction(ctx.conn) as conn:
+            views_ops.set_main_pane(conn, view_id, layout.main.pane_id, ctx.now())
     return layout
 
 
-def _record_recover(engine: Engine, request_id: str, recovery_id: str, view_id: str,
+def _record_recover(ctx: Context, request_id: str, recovery_id: str, view_id: str,
                     layout: ViewLayout | None) -> str:
     """Record (idempotently, by request) the ``recover`` transition to the active frame."""
 
@@ -97,25 +97,25 @@ def _record_recover(engine: Engine, request_id: str, recovery_id: str, view_id: 
         source = conn.execute(
             "SELECT p.frame_id FROM frame_placements p WHERE p.surface_id = ?"
             " AND p.state <> 'orphaned'", (shown,)).fetchone() if shown else None
-        transition_id = engine.ids.new_id()
+        transition_id = ctx.ids.new_id()
         transitions_ops.insert_transition(
             conn, transition_id=transition_id, request_id=request_id, fingerprint=fp,
-            host_id=engine.host_id, view_id=view_id, kind=TransitionKind.RECOVER,
+            host_id=ctx.host_id, view_id=view_id, kind=TransitionKind.RECOVER,
             source_frame_id=source["frame_id"] if source else None,
             target_frame_id=target["frame_id"], work_context_id=target["work_context_id"],
             expected_view_revision=current["revision"],
             expected_claim_generation=context["claim_generation"], now=now)
         return "transition", transition_id
 
-    transition_id = engine.run_request(request_id, "recovery.execute",
+    transition_id = ctx.run_request(request_id, "recovery.execute",
                                        {"recovery_id": recovery_id}, body,
-                                       lambda tid: tid, lambda tid: tid)
+                                    lambda tid: tid, lambda tid: tid)
     if transition_id is None:  # body always records the recover transition's id
         raise InvariantViolation(f"request {request_id} recorded no transition")
     return transition_id
 
 
-def _settle_pending(engine: Engine, view_id: str) -> bool:
+def _settle_pending(ctx: Context, view_id: str) -> bool:
     """What a view recovery does first with the view's transition in flight.
 
     An unclaimed or unsettled presentation settles (``core.reconcile.settlement``: the
@@ -124,32 +124,32 @@ def _settle_pending(engine: Engine, view_id: str) -> bool:
     the key that withdraws it. An executing one belongs to its executor until
     its lease expires (reconcile then decides from pane evidence).
     """
-    from core.engine import sagas
+    from core.runtime import sagas
 
-    pending = transitions_ops.pending_for_view(engine.conn, view_id)
+    pending = transitions_ops.pending_for_view(ctx.conn, view_id)
     if pending is None:
         return False
     if pending["state"] in ("presented", "awaiting_claim", "settling"):
-        for pane in settlement.settle_unclaimed(engine, view_id):
-            engine.require_stage().kill(pane)
+        for pane in settlement.settle_unclaimed(ctx, view_id):
+            ctx.require_stage().kill(pane)
         return False
     if pending["state"] != "prepared":
         return False
-    if sagas.waits_for_stop(engine, pending["transition_id"]):
-        raise _still_waits(engine, pending)
-    sagas.execute(engine, pending["transition_id"])
-    row = transitions_ops.get_transition(engine.conn, pending["transition_id"])
+    if sagas.waits_for_stop(ctx, pending["transition_id"]):
+        raise _still_waits(ctx, pending)
+    sagas.execute(ctx, pending["transition_id"])
+    row = transitions_ops.get_transition(ctx.conn, pending["transition_id"])
     if row["state"] == "failed":
         raise Conflict(f"the waiting {row['kind']} failed: {row['failure']}",
                        code="recover_failed")
     return True
 
 
-def _still_waits(engine: Engine, pending: sqlite3.Row) -> Conflict:
+def _still_waits(ctx: Context, pending: sqlite3.Row) -> Conflict:
     """The refusal for a prepared push/return still waiting for a Stop, with its way out."""
     who = pending["source_frame_id"] if settlement.agent_working(
-        engine.conn, pending["source_frame_id"]) else pending["target_frame_id"]
-    title = frames_ops.get_frame(engine.conn, who)["title"]
+        ctx.conn, pending["source_frame_id"]) else pending["target_frame_id"]
+    title = frames_ops.get_frame(ctx.conn, who)["title"]
     way_out = "press w (Withdraw) to cancel it" if pending["kind"] == "push" else \
         f"select “{title}” and press s to stop that agent so it runs now"
     return Conflict(f"the {pending['kind']} still waits for “{title}” to finish its "
@@ -157,19 +157,19 @@ def _still_waits(engine: Engine, pending: sqlite3.Row) -> Conflict:
                     code="transition_in_flight")
 
 
-def _rebind_view(engine: Engine, view: sqlite3.Row) -> None:
+def _rebind_view(ctx: Context, view: sqlite3.Row) -> None:
     """Build the view's window on the live server; frames whose panes are gone become
     empty (stopped_affinity), so `n` resumes their sessions."""
-    from core.engine.sagas import stop_runtime
+    from core.runtime.sagas import stop_runtime
 
-    stage = engine.require_stage()
+    stage = ctx.require_stage()
     stage.ensure_server(refresh=True)
-    frame = frames_ops.get_frame(engine.conn, view["active_frame_id"])
+    frame = frames_ops.get_frame(ctx.conn, view["active_frame_id"])
     with stage.view_lock():
         window_id, main_pane, nav_pane = stage.ensure_view(view, frame["title"], rebind=True)
     snap = stage.snapshot()
-    now = engine.now()
-    with write_transaction(engine.conn) as conn:
+    now = ctx.now()
+    with write_transaction(ctx.conn) as conn:
         server_id = stage.server_row(conn)
         views_ops.bind_view_tmux(conn, view["view_id"], tmux_server_id=server_id,
                                  window_id=window_id, main_pane_id=main_pane,

@@ -23,7 +23,7 @@ from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 
 @dataclass(frozen=True)
@@ -37,43 +37,43 @@ class RecoveryRecord:
     explanation: str
 
 
-def list_recoveries(engine: Engine, *, include_closed: bool = False) -> list[RecoveryRecord]:
+def list_recoveries(ctx: Context, *, include_closed: bool = False) -> list[RecoveryRecord]:
     where = "" if include_closed else " WHERE state = 'open'"
     return [RecoveryRecord(r["recovery_id"], r["kind"], r["subject_type"], r["subject_id"],
                            r["actionability"], r["state"], r["bounded_explanation"])
-            for r in engine.conn.execute(
+            for r in ctx.conn.execute(
                 f"SELECT * FROM recoveries{where} ORDER BY created_at, recovery_id")]
 
 
-def show(engine: Engine, recovery_id: str) -> RecoveryRecord:
-    r = recoveries_ops.get_recovery(engine.conn, recovery_id)
+def show(ctx: Context, recovery_id: str) -> RecoveryRecord:
+    r = recoveries_ops.get_recovery(ctx.conn, recovery_id)
     return RecoveryRecord(r["recovery_id"], r["kind"], r["subject_type"], r["subject_id"],
                           r["actionability"], r["state"], r["bounded_explanation"])
 
 
-def dismiss(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord:
-    return _close(engine, recovery_id, RecoveryState.DISMISSED)
+def dismiss(ctx: Context, request_id: str, recovery_id: str) -> RecoveryRecord:
+    return _close(ctx, recovery_id, RecoveryState.DISMISSED)
 
 
-def resolve(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord:
+def resolve(ctx: Context, request_id: str, recovery_id: str) -> RecoveryRecord:
     """A person says the uncertain outcome is settled (after looking)."""
-    return _close(engine, recovery_id, RecoveryState.RESOLVED)
+    return _close(ctx, recovery_id, RecoveryState.RESOLVED)
 
 
-def _close(engine: Engine, recovery_id: str, to_state: RecoveryState) -> RecoveryRecord:
+def _close(ctx: Context, recovery_id: str, to_state: RecoveryState) -> RecoveryRecord:
     """open -> to_state; a retry that finds it already there changes nothing, and
     one closed the other way is refused by name."""
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(ctx.conn) as conn:
         state = recoveries_ops.get_recovery(conn, recovery_id)["state"]
         if state not in ("open", to_state.value):
             raise Conflict(f"recovery {recovery_id} is already {state}; nothing changed",
                            code="recovery_closed")
         if state == "open":
-            recoveries_ops.close_recovery(conn, recovery_id, to_state, engine.now())
-    return show(engine, recovery_id)
+            recoveries_ops.close_recovery(conn, recovery_id, to_state, ctx.now())
+    return show(ctx, recovery_id)
 
 
-def execute(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord:
+def execute(ctx: Context, request_id: str, recovery_id: str) -> RecoveryRecord:
     """Run a safe_auto recovery through the engine; others explain what to do.
 
     A view's recovery becomes a ``recover`` transition that presents the
@@ -81,22 +81,22 @@ def execute(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord
     server when the old one is gone); it resolves only if that transition
     completed.
     """
-    record = show(engine, recovery_id)
+    record = show(ctx, recovery_id)
     if record.state != "open":
         return record
     if record.actionability != Actionability.SAFE_AUTO:
         raise Conflict(f"recovery {recovery_id} is {record.actionability}: "
                        f"{record.explanation}", code="not_safe_auto")
-    about_view = record.subject_type == "view" and engine.stage is not None
+    about_view = record.subject_type == "view" and ctx.stage is not None
     if about_view:
-        recover_view(engine, request_id, record.recovery_id, record.subject_id)
+        recover_view(ctx, request_id, record.recovery_id, record.subject_id)
     else:
-        reconcile(engine)
-    with write_transaction(engine.conn) as conn:
+        reconcile(ctx)
+    with write_transaction(ctx.conn) as conn:
         row = recoveries_ops.get_recovery(conn, recovery_id)
         if row["state"] == "open":
             recoveries_ops.close_recovery(conn, recovery_id, RecoveryState.RESOLVED,
-                                          engine.now())
+                                          ctx.now())
         if about_view:
             # The view is presented as committed and nothing is in flight: every other
             # safe_auto recovery about it asked for exactly that.
@@ -105,11 +105,11 @@ def execute(engine: Engine, request_id: str, recovery_id: str) -> RecoveryRecord
                     " AND subject_id = ? AND state = 'open' AND actionability = 'safe_auto'",
                     (record.subject_id,)).fetchall():
                 recoveries_ops.close_recovery(conn, other["recovery_id"],
-                                              RecoveryState.RESOLVED, engine.now())
-    return show(engine, recovery_id)
+                                              RecoveryState.RESOLVED, ctx.now())
+    return show(ctx, recovery_id)
 
 
-def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
+def enter_view(ctx: Context, request_id: str, view_id: str) -> None:
     """The view's window for an explicit entry (`switchboard open`, the navigator's enter).
 
     When the view's tmux server is gone (nothing answers on the socket, or a
@@ -121,18 +121,18 @@ def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
     stopped and `n` resumes each session by its exact id. Nothing is done
     through a locator of the old server; the stage's identity guards refuse it.
     """
-    from core.engine.launcher import ensure_view_window
+    from core.runtime.launcher import ensure_view_window
 
     try:
-        ensure_view_window(engine, view_id)
+        ensure_view_window(ctx, view_id)
         return
     except (TmuxUnavailable, ServerIdentityMismatch):
         pass  # refused before anything was changed: the view's server is not the live one
-    _start_live_server(engine)
-    reconcile(engine)
-    failure = _run_server_restarted(engine, request_id, view_id)
+    _start_live_server(ctx)
+    reconcile(ctx)
+    failure = _run_server_restarted(ctx, request_id, view_id)
     try:
-        ensure_view_window(engine, view_id)
+        ensure_view_window(ctx, view_id)
     except (TmuxUnavailable, ServerIdentityMismatch) as exc:
         why = (failure.message if failure is not None else exc.message).rstrip(". ")
         raise Conflict(
@@ -143,9 +143,9 @@ def enter_view(engine: Engine, request_id: str, view_id: str) -> None:
             code="view_rebuild_failed") from exc
 
 
-def _start_live_server(engine: Engine) -> None:
+def _start_live_server(ctx: Context) -> None:
     """Start or use the server on the stage's socket; a failure says what to check."""
-    stage = engine.require_stage()
+    stage = ctx.require_stage()
     try:
         stage.ensure_server(refresh=True)
     except TmuxError as exc:
@@ -156,18 +156,18 @@ def _start_live_server(engine: Engine) -> None:
             "and that the socket's directory is writable.", detail=said) from exc
 
 
-def _run_server_restarted(engine: Engine, request_id: str,
+def _run_server_restarted(ctx: Context, request_id: str,
                           view_id: str) -> SwitchboardError | None:
     """Run the view's open ``server_restarted`` recovery; its failure, if any (the window
     may stand already, and the recovery stays open)."""
-    row = engine.conn.execute(
+    row = ctx.conn.execute(
         "SELECT recovery_id FROM recoveries WHERE kind = ? AND subject_type = 'view'"
         " AND subject_id = ? AND state = 'open'",
         (RecoveryKind.SERVER_RESTARTED.value, view_id)).fetchone()
     if row is None:
         return None
     try:
-        execute(engine, f"{request_id}:recover:{row['recovery_id']}", row["recovery_id"])
+        execute(ctx, f"{request_id}:recover:{row['recovery_id']}", row["recovery_id"])
     except SwitchboardError as exc:
         return exc
     return None

@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 from core.model.enums import PlacementState, RuntimePresence
 from core.model.errors import TmuxError
-from core.reconcile.pane_evidence import own_pane
+from core.runtime.pane_evidence import own_pane
 from core.tmux.panes import ServerSnapshot
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 
-def exited_providers(engine: Engine, snap: ServerSnapshot | None, server_id: str | None,
+def exited_providers(ctx: Context, snap: ServerSnapshot | None, server_id: str | None,
                      busy: set[str], now: int) -> int:
     """Live surfaces whose provider exited (``pane_dead``; panes keep remain-on-exit).
 
@@ -36,7 +36,7 @@ def exited_providers(engine: Engine, snap: ServerSnapshot | None, server_id: str
     """
     if snap is None:
         return 0
-    conn = engine.conn
+    conn = ctx.conn
     exited = 0
     for s in conn.execute("SELECT * FROM surfaces WHERE lifecycle_state = 'live'"
                           " AND tmux_server_id = ?", (server_id,)).fetchall():
@@ -50,22 +50,22 @@ def exited_providers(engine: Engine, snap: ServerSnapshot | None, server_id: str
             continue
         status = "" if pane.dead_status is None else f" (exit status {pane.dead_status})"
         with write_transaction(conn) as tx:
-            _runtime_exited(engine, tx, s, placement, f"the provider exited{status}", now)
+            _runtime_exited(ctx, tx, s, placement, f"the provider exited{status}", now)
         exited += 1
         if placement is not None:
             layout = snap.view(placement["view_id"])
             if layout is not None and layout.main is not None and \
                     layout.main.pane_id == pane.pane_id:
                 try:
-                    engine.require_stage().present(
+                    ctx.require_stage().present(
                         views_ops.get_view(conn, placement["view_id"]), None)
                 except TmuxError:
                     continue  # main keeps the dead pane; views.check_views opens a recovery
-        engine.require_stage().kill(pane.pane_id, surface_id=s["surface_id"])
+        ctx.require_stage().kill(pane.pane_id, surface_id=s["surface_id"])
     return exited
 
 
-def _runtime_exited(engine: Engine, conn: sqlite3.Connection, surface: sqlite3.Row,
+def _runtime_exited(ctx: Context, conn: sqlite3.Connection, surface: sqlite3.Row,
                     placement: sqlite3.Row | None, why: str, now: int) -> None:
     """Registry side of an exited provider: surface dead, runtime stopped, frame empty."""
     surface_id = surface["surface_id"]
@@ -87,7 +87,7 @@ def _runtime_exited(engine: Engine, conn: sqlite3.Connection, surface: sqlite3.R
     elif placement["state"] == PlacementState.STAGED:
         views_ops.move_placement(conn, placement["placement_id"], placement["generation"],
                                  PlacementState.ORPHANED, now)
-        views_ops.insert_placement(conn, placement_id=engine.ids.new_id(),
+        views_ops.insert_placement(conn, placement_id=ctx.ids.new_id(),
                                    host_id=placement["host_id"], view_id=placement["view_id"],
                                    frame_id=placement["frame_id"],
                                    state=PlacementState.STOPPED_AFFINITY, surface_id=None,

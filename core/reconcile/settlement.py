@@ -35,7 +35,7 @@ from core.model.enums import (
     TransitionState,
 )
 from core.model.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
-from core.reconcile.unclaimed import SETTLE_KEY, frame_title, mark_uncertain, open_unclaimed
+from core.runtime.unclaimed import SETTLE_KEY, frame_title, mark_uncertain, open_unclaimed
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
@@ -44,7 +44,7 @@ from storage.operations import transitions as transitions_ops
 from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 T = TransitionState
 
@@ -77,11 +77,11 @@ def agent_working(conn: sqlite3.Connection, frame_id: str) -> bool:
     return session["runtime_presence"] == "live" and session["activity"] == "working"
 
 
-def sweep(engine: Engine, now: int) -> SweepReport:
+def sweep(ctx: Context, now: int) -> SweepReport:
     """One pass over every nonterminal push/return that no executor owns."""
-    from core.engine import sagas
+    from core.runtime import sagas
 
-    conn = engine.conn
+    conn = ctx.conn
     ran = completed = stalled = 0
     with write_transaction(conn) as tx:
         # A model-free transition runs in the request that prepared it; one still
@@ -99,23 +99,23 @@ def sweep(engine: Engine, now: int) -> SweepReport:
             " AND kind IN ('push', 'complete_return') AND updated_at < ?"
             " ORDER BY created_at", (now - PREPARED_GRACE_MS,)).fetchall():
         transition_id = row["transition_id"]
-        if sagas.waits_for_stop(engine, transition_id):
-            stalled += _note_waiting(engine, transition_id, now)
+        if sagas.waits_for_stop(ctx, transition_id):
+            stalled += _note_waiting(ctx, transition_id, now)
             continue
         orphaned = _runner_gone(conn, transition_id, now)
         try:
-            sagas.execute(engine, transition_id)
+            sagas.execute(ctx, transition_id)
         except SwitchboardError as exc:
-            _open_failed(engine, transition_id, exc.message, now)
+            _open_failed(ctx, transition_id, exc.message, now)
         else:
             if orphaned:  # this pass ran it for a dead process and ends now
-                orphaned_wait(engine, transition_id, now)
+                orphaned_wait(ctx, transition_id, now)
         ran += 1
     with write_transaction(conn) as tx:
         for row in tx.execute(
                 "SELECT * FROM view_transitions WHERE state = 'settling'"
                 " AND kind = 'complete_return' AND updated_at < ?",
-                (now - watchdog_ms(engine),)).fetchall():
+                (now - watchdog_ms(ctx),)).fetchall():
             if agent_working(tx, row["target_frame_id"]):
                 continue  # its post-claim Stop will come
             _complete_settling(tx, row, now)
@@ -125,17 +125,17 @@ def sweep(engine: Engine, now: int) -> SweepReport:
                 " AND kind IN ('push', 'complete_return')"
                 " AND (lease_expires_at IS NULL OR lease_expires_at < ?)"
                 " ORDER BY created_at", (now,)).fetchall():
-            if _claim_overdue(engine, tx, row, now):
-                stalled += open_unclaimed(engine, tx, row, now)
+            if _claim_overdue(ctx, tx, row, now):
+                stalled += open_unclaimed(ctx, tx, row, now)
     return SweepReport(ran, completed, stalled)
 
 
-def watchdog_ms(engine: Engine) -> int:
+def watchdog_ms(ctx: Context) -> int:
     """How long a submitted control turn may wait for its UserPromptSubmit (config)."""
-    return int(engine.config.control_turns.watchdog_timeout_seconds * 1000)
+    return int(ctx.config.control_turns.watchdog_timeout_seconds * 1000)
 
 
-def _claim_overdue(engine: Engine, conn: sqlite3.Connection, row: sqlite3.Row,
+def _claim_overdue(ctx: Context, conn: sqlite3.Connection, row: sqlite3.Row,
                    now: int) -> bool:
     """The target agent is not working and either its turn with the line ended without
     a claim, nothing could be typed, or the claim is simply overdue."""
@@ -162,24 +162,24 @@ def _runner_gone(conn: sqlite3.Connection, transition_id: str, now: int) -> bool
     return row is None or row["updated_at"] < now - EXECUTOR_START_MS
 
 
-def orphaned_wait(engine: Engine, transition_id: str, now: int) -> None:
+def orphaned_wait(ctx: Context, transition_id: str, now: int) -> None:
     """A push/return that reconcile carried to ``awaiting_claim`` for a dead executor
     waits for an agent nobody is watching for: it becomes a recovery at once (Enter
     settles it; the claim, if it still comes, resolves it), with the turn uncertain
     if the line may have been typed."""
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(ctx.conn) as conn:
         row = transitions_ops.get_transition(conn, transition_id)
         if row["state"] in (T.PRESENTED, T.AWAITING_CLAIM):
-            open_unclaimed(engine, conn, row, now)
+            open_unclaimed(ctx, conn, row, now)
 
 
-def _note_waiting(engine: Engine, transition_id: str, now: int) -> int:
+def _note_waiting(ctx: Context, transition_id: str, now: int) -> int:
     """A prepared push/return whose agent is still working: it runs on that Stop.
 
     Only when the wait is overdue (the turn runs past CLAIM_OVERDUE_MS) is a
     recovery opened, so the view says what it waits for and ``w`` withdraws it.
     """
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(ctx.conn) as conn:
         row = transitions_ops.get_transition(conn, transition_id)
         if row["state"] != "prepared" or row["updated_at"] >= now - CLAIM_OVERDUE_MS:
             return 0
@@ -189,7 +189,7 @@ def _note_waiting(engine: Engine, transition_id: str, now: int) -> int:
         way_out = "press w (Withdraw) to cancel it" if row["kind"] == TransitionKind.PUSH \
             else f"select {title} and press s to stop that agent so it runs now"
         recoveries_ops.open_recovery(
-            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            conn, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
             kind=RecoveryKind.TRANSITION_INTERRUPTED, subject_type="view",
             subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
             explanation=f"A {row['kind'].replace('_', '-')} waits for {title} to finish its "
@@ -198,11 +198,11 @@ def _note_waiting(engine: Engine, transition_id: str, now: int) -> int:
     return 1
 
 
-def _open_failed(engine: Engine, transition_id: str, why: str, now: int) -> None:
-    with write_transaction(engine.conn) as conn:
+def _open_failed(ctx: Context, transition_id: str, why: str, now: int) -> None:
+    with write_transaction(ctx.conn) as conn:
         row = transitions_ops.get_transition(conn, transition_id)
         recoveries_ops.open_recovery(
-            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            conn, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
             kind=RecoveryKind.TRANSITION_INTERRUPTED, subject_type="view",
             subject_id=row["view_id"], actionability=Actionability.SAFE_AUTO,
             explanation=f"A {row['kind'].replace('_', '-')} to "
@@ -220,7 +220,7 @@ def _complete_settling(conn: sqlite3.Connection, row: sqlite3.Row, now: int) -> 
     transitions_ops.move_transition(conn, row["transition_id"], T.SETTLING, T.COMPLETED, now)
 
 
-def settle_unclaimed(engine: Engine, view_id: str) -> list[str]:
+def settle_unclaimed(ctx: Context, view_id: str) -> list[str]:
     """The recovery's action: the view's unclaimed presentation completes.
 
     The brief or handoff is neither stamped nor dropped: ``transition_claim()``
@@ -229,9 +229,9 @@ def settle_unclaimed(engine: Engine, view_id: str) -> list[str]:
     an untyped one is superseded. A returned child's runtime is stopped (it
     finished); returns the panes to kill.
     """
-    now = engine.now()
+    now = ctx.now()
     panes: list[str] = []
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(ctx.conn) as conn:
         row = transitions_ops.pending_for_view(conn, view_id)
         if row is None or row["state"] not in ("presented", "awaiting_claim", "settling"):
             return panes
@@ -244,10 +244,10 @@ def settle_unclaimed(engine: Engine, view_id: str) -> list[str]:
             transitions_ops.move_control(conn, control["control_turn_id"], ("prepared",),
                                          "superseded", now, failure="settled unclaimed")
         elif control is not None and control["state"] in ("submitted", "observed"):
-            mark_uncertain(engine, conn, control, frame_title(conn, row["target_frame_id"]),
-                            record, now)
+            mark_uncertain(ctx, conn, control, frame_title(conn, row["target_frame_id"]),
+                           record, now)
         if row["kind"] == TransitionKind.COMPLETE_RETURN and row["source_frame_id"]:
-            from core.engine.sagas import stop_runtime
+            from core.runtime.sagas import stop_runtime
 
             child = frames_ops.get_frame(conn, row["source_frame_id"])
             placement = views_ops.placement_of_frame(conn, child["frame_id"])
@@ -261,7 +261,7 @@ def settle_unclaimed(engine: Engine, view_id: str) -> list[str]:
     return panes
 
 
-def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
+def cancel(ctx: Context, request_id: str, *, view_id: str | None = None,
            transition_id: str | None = None, by_frame: str | None = None) -> str:
     """Withdraw a prepared transition: ``prepared -> cancelled``, nothing ran.
 
@@ -321,8 +321,8 @@ def cancel(engine: Engine, request_id: str, *, view_id: str | None = None,
         return "transition", row["transition_id"]
 
     semantic = {"view_id": view_id, "transition_id": transition_id, "by_frame": by_frame}
-    cancelled = engine.run_request(request_id, "transition.cancel", semantic, body,
-                                   lambda tid: tid, lambda tid: tid)
+    cancelled = ctx.run_request(request_id, "transition.cancel", semantic, body,
+                                lambda tid: tid, lambda tid: tid)
     if cancelled is None:  # body always records the cancelled transition's id
         raise InvariantViolation(f"request {request_id} recorded no transition")
     return cancelled
@@ -332,7 +332,7 @@ ADVICE_KEYS = ("Enter", "press n", "w (Withdraw)", "recovery run")
 """Every open recovery's explanation names at least one of these ways out."""
 
 
-def invariant_problems(engine: Engine) -> list[str]:
+def invariant_problems(ctx: Context) -> list[str]:
     """The no-stuck-view invariant, checked against the registry (empty = it holds).
 
     Every live view is ready with no transition in flight (an executing one
@@ -341,8 +341,8 @@ def invariant_problems(engine: Engine) -> list[str]:
     or ``switchboard recovery run``); and no frame's session says live while
     its runtime's surface is not (its badge would show ready for nothing).
     """
-    conn = engine.conn
-    now = engine.now()
+    conn = ctx.conn
+    now = ctx.now()
     found: list[str] = []
     for view in conn.execute("SELECT * FROM user_views WHERE state <> 'retired'").fetchall():
         view_id = view["view_id"]
@@ -375,7 +375,7 @@ def invariant_problems(engine: Engine) -> list[str]:
     return found
 
 
-def expire_turn(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
+def expire_turn(ctx: Context, conn: sqlite3.Connection, control: sqlite3.Row,
                 now: int) -> bool:
     """A submitted turn past its watchdog: uncertain with its recovery, never retyped."""
     if not transitions_ops.move_control(conn, control["control_turn_id"], ("submitted",),
@@ -383,7 +383,7 @@ def expire_turn(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
         return False
     target = frame_title(conn, control["target_frame_id"])
     recoveries_ops.open_recovery(
-        conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+        conn, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
         kind=RecoveryKind.CONTROL_SUBMIT_UNCERTAIN, subject_type="control_turn",
         subject_id=control["control_turn_id"], actionability=Actionability.OPEN_VIEW,
         explanation=f"No prompt evidence after the claim line was sent to {target}. It is "
@@ -393,17 +393,17 @@ def expire_turn(engine: Engine, conn: sqlite3.Connection, control: sqlite3.Row,
     return True
 
 
-def run_watchdog(engine: Engine, control_turn_id: str) -> bool:
+def run_watchdog(ctx: Context, control_turn_id: str) -> bool:
     """The watchdog's action for one turn (after its timeout): True if it expired it."""
-    now = engine.now()
-    with write_transaction(engine.conn) as conn:
+    now = ctx.now()
+    with write_transaction(ctx.conn) as conn:
         control = conn.execute("SELECT * FROM control_turns WHERE control_turn_id = ?",
                                (control_turn_id,)).fetchone()
         expired = control is not None and control["state"] == "submitted" and \
-            expire_turn(engine, conn, control, now)
-    from core.engine.sagas import lift_fence
+            expire_turn(ctx, conn, control, now)
+    from core.runtime.sagas import lift_fence
 
-    lift_fence(engine, control_turn_id)
+    lift_fence(ctx, control_turn_id)
     return expired
 
 

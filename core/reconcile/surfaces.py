@@ -14,17 +14,17 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from core.model.enums import Actionability, RecoveryKind
-from core.reconcile.pane_evidence import own_pane, pane_alive
+from core.runtime.pane_evidence import own_pane, pane_alive
 from core.tmux.panes import ServerSnapshot
 from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
 from storage.operations import sessions as sessions_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 
-def lost_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+def lost_surfaces(ctx: Context, conn: sqlite3.Connection, snap: ServerSnapshot | None,
                   server_id: str | None, now: int) -> int:
     """Live surfaces whose own pane is not on the live server: orphaned, with a recovery."""
     lost = 0
@@ -36,7 +36,7 @@ def lost_surfaces(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot
         sessions_ops.move_surface(conn, s["surface_id"], "orphaned", now)
         title = _stop_placed_runtime(conn, s["surface_id"], now)
         recoveries_ops.open_recovery(
-            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            conn, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
             kind=RecoveryKind.PANE_VANISHED if same_server else RecoveryKind.SERVER_RESTARTED,
             subject_type="surface", subject_id=s["surface_id"],
             actionability=Actionability.MANUAL,
@@ -60,7 +60,7 @@ def _stop_placed_runtime(conn: sqlite3.Connection, surface_id: str, now: int) ->
     # socket, one server: another identity answering means the old one died):
     # the runtime is over. The frame becomes empty (stopped), so its badge no
     # longer says live and n resumes its session by exact id.
-    from core.engine.sagas import stop_runtime
+    from core.runtime.sagas import stop_runtime
     stop_runtime(conn, placement["frame_id"], now)
     return f"“{row['title']}”"
 

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 
 from core.model.enums import Actionability, RecoveryKind
 from core.model.errors import TmuxError
-from core.reconcile.pane_evidence import expected_main, shows
+from core.runtime.pane_evidence import expected_main, shows
 from core.tmux.panes import ServerSnapshot, ViewLayout
 from storage.operations import recoveries as recoveries_ops
 from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 
-def restore_mains(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+def restore_mains(ctx: Context, conn: sqlite3.Connection, snap: ServerSnapshot | None,
                   server_id: str | None, busy: set[str], now: int) -> int:
     """Views whose window holds only the navigator (the pane in main was killed): a
     placeholder is split in as main, so the view shows its (now empty) active frame."""
@@ -44,7 +44,7 @@ def restore_mains(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot
         if layout is None or layout.main is not None or layout.extra_panes:
             continue
         try:
-            pane = engine.require_stage().restore_main(view)
+            pane = ctx.require_stage().restore_main(view)
         except TmuxError:
             continue  # nothing moved: check_views opens the view's recovery
         if pane is not None:
@@ -53,7 +53,7 @@ def restore_mains(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot
     return restored
 
 
-def check_views(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+def check_views(ctx: Context, conn: sqlite3.Connection, snap: ServerSnapshot | None,
                 server_id: str | None, busy: set[str], now: int) -> int:
     """Restarted servers, stale main locators, mode drift and a wrong pane in main."""
     repaired = 0
@@ -62,7 +62,7 @@ def check_views(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot |
         view_id = view["view_id"]
         if view["tmux_server_id"] != server_id or snap is None:
             open_view_recovery(
-                engine, conn, RecoveryKind.SERVER_RESTARTED, view_id, Actionability.SAFE_AUTO,
+                ctx, conn, RecoveryKind.SERVER_RESTARTED, view_id, Actionability.SAFE_AUTO,
                 "The tmux server of this view restarted or stopped, so its window and pane "
                 "locators are invalid and nothing was acted on. Running this recovery (or "
                 "opening the project) builds the view on the running server; agents resume "
@@ -73,14 +73,14 @@ def check_views(engine: Engine, conn: sqlite3.Connection, snap: ServerSnapshot |
         layout = snap.view(view_id)
         if layout is None:
             open_view_recovery(
-                engine, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
+                ctx, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
                 Actionability.SAFE_AUTO, "The view's tmux window is gone. Running this "
                 "recovery builds it again and shows the active frame.", now)
             continue
         repaired += _commit_observed(conn, view, layout, now)
         if not shows(layout, expected_main(conn, view_id, server_id, snap)):
             open_view_recovery(
-                engine, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
+                ctx, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
                 Actionability.SAFE_AUTO, "Main shows another pane than the view's active "
                 "frame. Running this recovery presents the active frame again.", now)
     return repaired
@@ -102,12 +102,12 @@ def _commit_observed(conn: sqlite3.Connection, view: sqlite3.Row, layout: ViewLa
     return 1
 
 
-def open_view_recovery(engine: Engine, conn: sqlite3.Connection, kind: RecoveryKind,
+def open_view_recovery(ctx: Context, conn: sqlite3.Connection, kind: RecoveryKind,
                        view_id: str, actionability: Actionability, explanation: str,
                        now: int) -> str:
     """Record a recovery about a view, its sentence ending with the frame and the key."""
     return recoveries_ops.open_recovery(
-        conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id, kind=kind,
+        conn, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id, kind=kind,
         subject_type="view", subject_id=view_id, actionability=actionability,
         explanation=_with_way_out(conn, view_id, actionability, explanation), now=now)
 

@@ -492,15 +492,22 @@ class ArrayKind(Kind):
 
     def dump(self, value: tuple[Any, ...]) -> list[Any]:
         items: Sequence[Any] = value
-        if self.ordered and items and hasattr(items[0], "sort_key"):
+        if self.ordered and items and getattr(items[0], "SORT_BY", ()):
             items = sorted(items, key=lambda item: item.sort_key())
         dump = self.item.dump
         return [dump(item) for item in items]
 
 
-def jfield(key: str, kind: Kind, **kwargs: Any) -> Any:
-    """A dataclass field with its camelCase JSON key and kind."""
+def jfield(kind: Kind, *, key: str | None = None, **kwargs: Any) -> Any:
+    """A dataclass field with its JSON kind; its JSON key is the field's name in
+    camelCase (``host_id`` -> ``hostId``) unless ``key`` names another."""
     return field(metadata={"json": (key, kind)}, **kwargs)
+
+
+def camel_case(name: str) -> str:
+    """``omitted_count`` -> ``omittedCount``: the JSON key a field is written under."""
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
 @dataclass(frozen=True)
@@ -520,6 +527,7 @@ def _specs(record_type: type) -> tuple[_Spec, ...]:
         if "json" not in item.metadata:
             continue
         key, kind = item.metadata["json"]
+        key = key or camel_case(item.name)
         has_default = item.default is not MISSING or item.default_factory is not MISSING
         default = item.default_factory() if item.default_factory is not MISSING else item.default
         passthrough = type(kind).dump is Kind.dump
@@ -532,11 +540,22 @@ def _specs(record_type: type) -> tuple[_Spec, ...]:
 class Record:
     """Mixin for frozen dataclasses whose fields are declared with ``jfield``.
 
+    A record that belongs to a structural array names the fields it sorts by in
+    ``SORT_BY`` (a missing optional value sorts as ""); arrays of it are written
+    in that order.
+
     Absent or null optional fields load as their default (a version field is
     always required); unset optional fields
     are omitted on dump; unknown keys are ignored (the walker has already
     proven them bounded and non-sensitive).
     """
+
+    SORT_BY: ClassVar[tuple[str, ...]] = ()
+
+    def sort_key(self) -> tuple[str, ...]:
+        """The values of ``SORT_BY``, in order."""
+        values = (getattr(self, name) for name in self.SORT_BY)
+        return tuple("" if value is None else value for value in values)
 
     @classmethod
     def from_json_obj(cls, obj: Any, path: str = "$") -> Any:

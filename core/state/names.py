@@ -17,7 +17,7 @@ from core.model.errors import SwitchboardError
 from core.model.text import first_unsafe_char, shown
 
 if TYPE_CHECKING:
-    from core.install.home import Home
+    from core.config.home import Home
 
 #: Words every member argument accepts besides a frame title (core.broker.membership).
 MEMBER_WORDS = ("person", "parent", "workspace")
@@ -46,7 +46,7 @@ class NameEntry:
 
 def registry_names(home: Home, kind: NameKind) -> list[NameEntry]:
     """The candidates of one kind, or none when the registry cannot be read."""
-    from core.install.registry import open_current
+    from core.config.registry import open_current
 
     try:
         opened = open_current(home, readonly=True)

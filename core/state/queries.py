@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from core.install.config import Config
+from core.config.config import Config
 from core.model.errors import NotFound
-from core.reconcile.provider_checks import effective_activity
+from core.providers.checks import effective_activity
 
 
 @dataclass(frozen=True)

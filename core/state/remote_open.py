@@ -19,11 +19,11 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.install.config import RemoteConfig
+from core.config.config import RemoteConfig
 from core.model.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
+    from core.context.context import Context
 
 OPT_REMOTE = "@sb_remote"
 
@@ -37,18 +37,18 @@ class RemoteWindow:
     argv: tuple[str, ...]
 
 
-def remote_for_host(engine: Engine, host_id: str) -> RemoteConfig:
-    remote = next((r for r in engine.config.remotes if r.host_id == host_id), None)
+def remote_for_host(ctx: Context, host_id: str) -> RemoteConfig:
+    remote = next((r for r in ctx.config.remotes if r.host_id == host_id), None)
     if remote is None:
         raise NotFound(f"host {host_id} is not a configured remote; add it under [[remotes]]",
                        code="remote_unknown")
     return remote
 
 
-def remote_by_name(engine: Engine, name: str) -> RemoteConfig:
-    remote = next((r for r in engine.config.remotes if r.name == name), None)
+def remote_by_name(ctx: Context, name: str) -> RemoteConfig:
+    remote = next((r for r in ctx.config.remotes if r.name == name), None)
     if remote is None:
-        known = ", ".join(r.name for r in engine.config.remotes) or "none configured"
+        known = ", ".join(r.name for r in ctx.config.remotes) or "none configured"
         raise NotFound(f"unknown remote {name!r} (known: {known}); add it under [[remotes]]",
                        code="remote_unknown")
     return remote
@@ -64,19 +64,19 @@ def ssh_argv(remote: RemoteConfig, project: str) -> list[str]:
     return [ssh, "-t", remote.ssh_target, "switchboard", "open", shlex.quote(project)]
 
 
-def open_remote(engine: Engine, remote: RemoteConfig, project: str) -> RemoteWindow:
+def open_remote(ctx: Context, remote: RemoteConfig, project: str) -> RemoteWindow:
     """Open (or select) the local window for ``project`` of ``remote``: one read of the
     windows, then one batch to select, or two to create (tmux names the new window's id
     only after it exists) and then tag and select it."""
     if not project or "\n" in project or len(project) > 128:
         raise Conflict("name the remote project (one line, at most 128 characters)",
                        code="remote_project_invalid")
-    stage = getattr(engine, "stage", None)
+    stage = getattr(ctx, "stage", None)
     if stage is None:
         raise Conflict("no tmux stage: run this from a configured home", code="no_stage")
     stage.ensure_server()
     runner = stage.runner
-    session = engine.config.tmux.view_session
+    session = ctx.config.tmux.view_session
     tag = f"{remote.name}/{project}"
     windows = runner.run([("list-windows", "-a", "-F",
                            f"#{{window_id}}\t#{{{OPT_REMOTE}}}\t#{{pane_dead}}\t"

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.install.config import RemoteConfig
+from core.config.config import RemoteConfig
 from core.model.errors import EnvelopeError, NotFound, SwitchboardError
 from core.state.envelope import decode_checked, encode_canonical
 from core.state.state_types import HostState
@@ -23,8 +23,8 @@ from storage.connection import write_transaction
 from storage.operations import remotes as remotes_ops
 
 if TYPE_CHECKING:
-    from core.engine.engine import Engine
-    from core.engine.reader import RegistryReader
+    from core.context.context import Context
+    from core.context.reader import RegistryReader
 
 FETCH_TIMEOUT_S = 15.0
 MAX_STATE_BYTES = 8 * 1024 * 1024
@@ -44,12 +44,12 @@ def fetch_argv(remote: RemoteConfig) -> list[str]:
             "--json"]
 
 
-def refresh(engine: Engine, name: str) -> RefreshResult:
-    remote = next((r for r in engine.config.remotes if r.name == name), None)
+def refresh(ctx: Context, name: str) -> RefreshResult:
+    remote = next((r for r in ctx.config.remotes if r.name == name), None)
     if remote is None:
-        known = ", ".join(r.name for r in engine.config.remotes) or "none configured"
+        known = ", ".join(r.name for r in ctx.config.remotes) or "none configured"
         raise NotFound(f"unknown remote {name!r} (known: {known}); add it under [[remotes]]")
-    now = engine.now()
+    now = ctx.now()
     try:
         state_json = _fetch(remote)
         state = decode_checked(state_json, schema=HostState)
@@ -59,9 +59,9 @@ def refresh(engine: Engine, name: str) -> RefreshResult:
                 f"{remote.host_id}", code="remote_identity_mismatch")
         canonical = encode_canonical(state)
     except (SwitchboardError, EnvelopeError) as exc:
-        _record_failure(engine, remote, now, f"{exc.code}: {exc.message}")
+        _record_failure(ctx, remote, now, f"{exc.code}: {exc.message}")
         return RefreshResult(name, remote.host_id, "offline", exc.message)
-    with write_transaction(engine.conn) as conn:
+    with write_transaction(ctx.conn) as conn:
         remotes_ops.store_state(conn, remote_name=name, host_id=remote.host_id,
                                 canonical=canonical, observed_at=state.generated_at, now=now)
     return RefreshResult(name, remote.host_id, "online", None)
@@ -85,8 +85,8 @@ def _fetch(remote: RemoteConfig) -> bytes:
     return done.stdout.strip()
 
 
-def _record_failure(engine: Engine, remote: RemoteConfig, now: int, error: str) -> None:
-    with write_transaction(engine.conn) as conn:
+def _record_failure(ctx: Context, remote: RemoteConfig, now: int, error: str) -> None:
+    with write_transaction(ctx.conn) as conn:
         # Never reached (no row): remember nothing rather than invent a state.
         remotes_ops.mark_offline(conn, remote.name, error, now)
 
@@ -100,10 +100,10 @@ class CachedHost:
     error: str | None
 
 
-def cached_hosts(engine: RegistryReader) -> list[CachedHost]:
+def cached_hosts(ctx: RegistryReader) -> list[CachedHost]:
     """Every cached remote state that still validates; a corrupt row is skipped."""
     hosts: list[CachedHost] = []
-    for row in engine.conn.execute("SELECT * FROM host_state_cache ORDER BY host_id"):
+    for row in ctx.conn.execute("SELECT * FROM host_state_cache ORDER BY host_id"):
         try:
             state = decode_checked(row["state_json"].encode("utf-8"), schema=HostState)
         except EnvelopeError:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from core.model.enums import ActivationState, Activity, ActivityReason, Reachability
 from core.model.text import shown
-from core.reconcile.provider_checks import (
+from core.providers.checks import (
     STALE_WORKING_AFTER_MS,
     effective_activity,
 )
@@ -53,7 +53,7 @@ from core.state.state_types import (
 )
 
 if TYPE_CHECKING:
-    from core.engine.reader import RegistryReader
+    from core.context.reader import RegistryReader
     from core.state.remotes import CachedHost
 
 _R = TypeVar("_R")

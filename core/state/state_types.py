@@ -129,30 +129,28 @@ def _ref(value: str | None, known: Container[str], path: str, what: str) -> None
 class StateWarning(Record):
     """A derived projection warning (no durable identity); hostId says whose it is."""
 
-    code: str = jfield("code", TOKEN)
-    message: str = jfield("message", EXPLANATION)
-    host_id: str | None = jfield("hostId", UUID, default=None)
-    subject_id: str | None = jfield("subjectId", SUBJECT_ID, default=None)
+    code: str = jfield(TOKEN)
+    message: str = jfield(EXPLANATION)
+    host_id: str | None = jfield(UUID, default=None)
+    subject_id: str | None = jfield(SUBJECT_ID, default=None)
 
-    def sort_key(self) -> tuple[str, ...]:
-        return (self.host_id or "", self.code, self.subject_id or "", self.message)
+    SORT_BY = ("host_id", "code", "subject_id", "message")
 
 
 @dataclass(frozen=True, kw_only=True)
 class TruncatedArray(Record):
-    field_name: str = jfield("field", FIELD_NAME)
-    omitted_count: int = jfield("omittedCount", IntKind(1, MAX_SAFE_INT))
+    field_name: str = jfield(FIELD_NAME, key="field")
+    omitted_count: int = jfield(IntKind(1, MAX_SAFE_INT))
 
-    def sort_key(self) -> tuple[str]:
-        return (self.field_name,)
+    SORT_BY = ("field_name",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Truncation(Record):
     """Which arrays were cut to stay under the ceilings, and by how much."""
 
-    truncated: bool = jfield("truncated", BOOL, default=False)
-    omitted: tuple[TruncatedArray, ...] = jfield("omitted", _rows(TruncatedArray, max_items=64),
+    truncated: bool = jfield(BOOL, default=False)
+    omitted: tuple[TruncatedArray, ...] = jfield(_rows(TruncatedArray, max_items=64),
                                                  default=())
 
     def check(self, path: str) -> None:
@@ -167,87 +165,81 @@ class Truncation(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class HostInfo(Record):
-    host_id: str = jfield("hostId", UUID)
-    display_name: str = jfield("displayName", NAME)
+    host_id: str = jfield(UUID)
+    display_name: str = jfield(NAME)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostProject(Record):
-    project_id: str = jfield("projectId", UUID)
-    name: str = jfield("name", NAME)
-    checkout_id: str = jfield("checkoutId", UUID)
-    preferred_provider: Provider | None = jfield("preferredProvider", _enum(Provider),
+    project_id: str = jfield(UUID)
+    name: str = jfield(NAME)
+    checkout_id: str = jfield(UUID)
+    preferred_provider: Provider | None = jfield(_enum(Provider),
                                                  default=None)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.project_id,)
+    SORT_BY = ("project_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostRepository(Record):
     """A repository by name only: its URL may embed credentials, so it is never published."""
 
-    repository_id: str = jfield("repositoryId", UUID)
-    name: str = jfield("name", NAME)
+    repository_id: str = jfield(UUID)
+    name: str = jfield(NAME)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.repository_id,)
+    SORT_BY = ("repository_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostProjectRepository(Record):
-    project_id: str = jfield("projectId", UUID)
-    repository_id: str = jfield("repositoryId", UUID)
+    project_id: str = jfield(UUID)
+    repository_id: str = jfield(UUID)
 
-    def sort_key(self) -> tuple[str, str]:
-        return (self.project_id, self.repository_id)
+    SORT_BY = ("project_id", "repository_id")
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostCheckout(Record):
     """A checkout without its path."""
 
-    checkout_id: str = jfield("checkoutId", UUID)
-    repository_id: str | None = jfield("repositoryId", UUID, default=None)
+    checkout_id: str = jfield(UUID)
+    repository_id: str | None = jfield(UUID, default=None)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.checkout_id,)
+    SORT_BY = ("checkout_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostWorkContext(Record):
-    work_context_id: str = jfield("workContextId", UUID)
-    project_id: str = jfield("projectId", UUID)
-    checkout_id: str = jfield("checkoutId", UUID)
-    claim_state: ClaimState = jfield("claimState", _enum(ClaimState))
-    claim_generation: int = jfield("claimGeneration", COUNT)
-    foreground_frame_id: str | None = jfield("foregroundFrameId", UUID, default=None)
-    background_state: BackgroundState = jfield("backgroundState", _enum(BackgroundState))
-    updated_at: int = jfield("updatedAt", MS)
+    work_context_id: str = jfield(UUID)
+    project_id: str = jfield(UUID)
+    checkout_id: str = jfield(UUID)
+    claim_state: ClaimState = jfield(_enum(ClaimState))
+    claim_generation: int = jfield(COUNT)
+    foreground_frame_id: str | None = jfield(UUID, default=None)
+    background_state: BackgroundState = jfield(_enum(BackgroundState))
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.work_context_id,)
+    SORT_BY = ("work_context_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostFrame(Record):
-    frame_id: str = jfield("frameId", UUID)
-    project_id: str = jfield("projectId", UUID)
-    role: FrameRole = jfield("role", _enum(FrameRole))
-    parent_frame_id: str | None = jfield("parentFrameId", UUID, default=None)
-    work_context_id: str = jfield("workContextId", UUID)
-    title: str = jfield("title", TITLE)
-    preferred_provider: Provider | None = jfield("preferredProvider", _enum(Provider),
+    frame_id: str = jfield(UUID)
+    project_id: str = jfield(UUID)
+    role: FrameRole = jfield(_enum(FrameRole))
+    parent_frame_id: str | None = jfield(UUID, default=None)
+    work_context_id: str = jfield(UUID)
+    title: str = jfield(TITLE)
+    preferred_provider: Provider | None = jfield(_enum(Provider),
                                                  default=None)
-    lifecycle_state: FrameLifecycle = jfield("lifecycleState", _enum(FrameLifecycle))
-    close_reason: CloseReason | None = jfield("closeReason", _enum(CloseReason), default=None)
-    current_session_key: str | None = jfield("currentSessionKey", SESSION_KEY, default=None)
-    created_by: CreatedBy = jfield("createdBy", _enum(CreatedBy))
-    created_at: int = jfield("createdAt", MS)
-    updated_at: int = jfield("updatedAt", MS)
+    lifecycle_state: FrameLifecycle = jfield(_enum(FrameLifecycle))
+    close_reason: CloseReason | None = jfield(_enum(CloseReason), default=None)
+    current_session_key: str | None = jfield(SESSION_KEY, default=None)
+    created_by: CreatedBy = jfield(_enum(CreatedBy))
+    created_at: int = jfield(MS)
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.frame_id,)
+    SORT_BY = ("frame_id",)
 
     def check(self, path: str) -> None:
         _check_frame_shape(self.role, self.parent_frame_id, self.lifecycle_state,
@@ -267,36 +259,34 @@ def _check_frame_shape(role: FrameRole, parent: str | None, lifecycle: FrameLife
 
 @dataclass(frozen=True, kw_only=True)
 class HostFrameSession(Record):
-    frame_session_id: str = jfield("frameSessionId", UUID)
-    frame_id: str = jfield("frameId", UUID)
-    session_key: str = jfield("sessionKey", SESSION_KEY)
-    ordinal: int = jfield("ordinal", IntKind(1, MAX_SAFE_INT))
-    membership_reason: MembershipReason = jfield("membershipReason", _enum(MembershipReason))
-    joined_at: int = jfield("joinedAt", MS)
+    frame_session_id: str = jfield(UUID)
+    frame_id: str = jfield(UUID)
+    session_key: str = jfield(SESSION_KEY)
+    ordinal: int = jfield(IntKind(1, MAX_SAFE_INT))
+    membership_reason: MembershipReason = jfield(_enum(MembershipReason))
+    joined_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.frame_session_id,)
+    SORT_BY = ("frame_session_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostSession(Record):
-    session_key: str = jfield("sessionKey", SESSION_KEY)
-    provider: Provider = jfield("provider", _enum(Provider))
-    provider_session_id: str = jfield("providerSessionId", PROVIDER_SESSION_ID)
-    project_id: str | None = jfield("projectId", UUID, default=None)
-    checkout_id: str | None = jfield("checkoutId", UUID, default=None)
-    name: str | None = jfield("name", NAME, default=None)
-    pinned: bool = jfield("pinned", BOOL, default=False)
-    runtime_presence: RuntimePresence = jfield("runtimePresence", _enum(RuntimePresence))
-    resumability: Resumability = jfield("resumability", _enum(Resumability))
-    activity: Activity = jfield("activity", _enum(Activity))
-    activity_reason: ActivityReason | None = jfield("activityReason", _enum(ActivityReason),
+    session_key: str = jfield(SESSION_KEY)
+    provider: Provider = jfield(_enum(Provider))
+    provider_session_id: str = jfield(PROVIDER_SESSION_ID)
+    project_id: str | None = jfield(UUID, default=None)
+    checkout_id: str | None = jfield(UUID, default=None)
+    name: str | None = jfield(NAME, default=None)
+    pinned: bool = jfield(BOOL, default=False)
+    runtime_presence: RuntimePresence = jfield(_enum(RuntimePresence))
+    resumability: Resumability = jfield(_enum(Resumability))
+    activity: Activity = jfield(_enum(Activity))
+    activity_reason: ActivityReason | None = jfield(_enum(ActivityReason),
                                                     default=None)
-    last_observed_at: int = jfield("lastObservedAt", MS)
-    updated_at: int = jfield("updatedAt", MS)
+    last_observed_at: int = jfield(MS)
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.session_key,)
+    SORT_BY = ("session_key",)
 
     def check(self, path: str) -> None:
         expected_tail = f":{self.provider.value}:{self.provider_session_id}"
@@ -309,99 +299,93 @@ class HostSession(Record):
 class HostSurface(Record):
     """A managed surface by identity and state only; no tmux server, pane or process."""
 
-    surface_id: str = jfield("surfaceId", UUID)
-    provider: Provider = jfield("provider", _enum(Provider))
-    session_key: str | None = jfield("sessionKey", SESSION_KEY, default=None)
-    lifecycle_state: SurfaceState = jfield("lifecycleState", _enum(SurfaceState))
-    updated_at: int = jfield("updatedAt", MS)
+    surface_id: str = jfield(UUID)
+    provider: Provider = jfield(_enum(Provider))
+    session_key: str | None = jfield(SESSION_KEY, default=None)
+    lifecycle_state: SurfaceState = jfield(_enum(SurfaceState))
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.surface_id,)
+    SORT_BY = ("surface_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostView(Record):
     """A user view without its desktop token or tmux server."""
 
-    view_id: str = jfield("viewId", UUID)
-    mode: ViewMode = jfield("mode", _enum(ViewMode))
-    state: ViewState = jfield("state", _enum(ViewState))
-    revision: int = jfield("revision", COUNT)
-    active_frame_id: str | None = jfield("activeFrameId", UUID, default=None)
-    created_at: int = jfield("createdAt", MS)
-    last_attached_at: int | None = jfield("lastAttachedAt", MS, default=None)
-    updated_at: int = jfield("updatedAt", MS)
+    view_id: str = jfield(UUID)
+    mode: ViewMode = jfield(_enum(ViewMode))
+    state: ViewState = jfield(_enum(ViewState))
+    revision: int = jfield(COUNT)
+    active_frame_id: str | None = jfield(UUID, default=None)
+    created_at: int = jfield(MS)
+    last_attached_at: int | None = jfield(MS, default=None)
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.view_id,)
+    SORT_BY = ("view_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostPlacement(Record):
-    placement_id: str = jfield("placementId", UUID)
-    view_id: str = jfield("viewId", UUID)
-    frame_id: str = jfield("frameId", UUID)
-    surface_id: str | None = jfield("surfaceId", UUID, default=None)
-    state: PlacementState = jfield("state", _enum(PlacementState))
-    generation: int = jfield("generation", COUNT)
-    last_focused_at: int | None = jfield("lastFocusedAt", MS, default=None)
-    updated_at: int = jfield("updatedAt", MS)
+    placement_id: str = jfield(UUID)
+    view_id: str = jfield(UUID)
+    frame_id: str = jfield(UUID)
+    surface_id: str | None = jfield(UUID, default=None)
+    state: PlacementState = jfield(_enum(PlacementState))
+    generation: int = jfield(COUNT)
+    last_focused_at: int | None = jfield(MS, default=None)
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.placement_id,)
+    SORT_BY = ("placement_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostTransition(Record):
-    transition_id: str = jfield("transitionId", UUID)
-    view_id: str = jfield("viewId", UUID)
-    kind: TransitionKind = jfield("kind", _enum(TransitionKind))
-    source_frame_id: str | None = jfield("sourceFrameId", UUID, default=None)
-    target_frame_id: str = jfield("targetFrameId", UUID)
-    work_context_id: str | None = jfield("workContextId", UUID, default=None)
-    state: TransitionState = jfield("state", _enum(TransitionState))
-    transport_phase: TransportPhase = jfield("transportPhase", _enum(TransportPhase))
-    created_at: int = jfield("createdAt", MS)
-    updated_at: int = jfield("updatedAt", MS)
+    transition_id: str = jfield(UUID)
+    view_id: str = jfield(UUID)
+    kind: TransitionKind = jfield(_enum(TransitionKind))
+    source_frame_id: str | None = jfield(UUID, default=None)
+    target_frame_id: str = jfield(UUID)
+    work_context_id: str | None = jfield(UUID, default=None)
+    state: TransitionState = jfield(_enum(TransitionState))
+    transport_phase: TransportPhase = jfield(_enum(TransportPhase))
+    created_at: int = jfield(MS)
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.transition_id,)
+    SORT_BY = ("transition_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostControlTurn(Record):
     """A control turn's state; the template text and any prompt id stay on the host."""
 
-    control_turn_id: str = jfield("controlTurnId", UUID)
-    transition_id: str = jfield("transitionId", UUID)
-    target_frame_id: str = jfield("targetFrameId", UUID)
-    target_session_key: str = jfield("targetSessionKey", SESSION_KEY)
-    kind: ControlKind = jfield("kind", _enum(ControlKind))
-    transport: ControlTransport = jfield("transport", _enum(ControlTransport))
-    state: ControlState = jfield("state", _enum(ControlState))
-    submission_count: int = jfield("submissionCount", IntKind(0, 1))
-    submitted_at: int | None = jfield("submittedAt", MS, default=None)
-    claimed_at: int | None = jfield("claimedAt", MS, default=None)
-    settled_at: int | None = jfield("settledAt", MS, default=None)
+    control_turn_id: str = jfield(UUID)
+    transition_id: str = jfield(UUID)
+    target_frame_id: str = jfield(UUID)
+    target_session_key: str = jfield(SESSION_KEY)
+    kind: ControlKind = jfield(_enum(ControlKind))
+    transport: ControlTransport = jfield(_enum(ControlTransport))
+    state: ControlState = jfield(_enum(ControlState))
+    submission_count: int = jfield(IntKind(0, 1))
+    submitted_at: int | None = jfield(MS, default=None)
+    claimed_at: int | None = jfield(MS, default=None)
+    settled_at: int | None = jfield(MS, default=None)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.control_turn_id,)
+    SORT_BY = ("control_turn_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostRecovery(Record):
-    recovery_id: str = jfield("recoveryId", UUID)
-    kind: str = jfield("kind", TOKEN)
-    subject_type: str = jfield("subjectType", TOKEN)
-    subject_id: str = jfield("subjectId", SUBJECT_ID)
-    actionability: Actionability = jfield("actionability", _enum(Actionability))
-    state: RecoveryState = jfield("state", _enum(RecoveryState))
-    explanation: str = jfield("explanation", EXPLANATION)
-    created_at: int = jfield("createdAt", MS)
-    updated_at: int = jfield("updatedAt", MS)
+    recovery_id: str = jfield(UUID)
+    kind: str = jfield(TOKEN)
+    subject_type: str = jfield(TOKEN)
+    subject_id: str = jfield(SUBJECT_ID)
+    actionability: Actionability = jfield(_enum(Actionability))
+    state: RecoveryState = jfield(_enum(RecoveryState))
+    explanation: str = jfield(EXPLANATION)
+    created_at: int = jfield(MS)
+    updated_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.recovery_id,)
+    SORT_BY = ("recovery_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -411,34 +395,33 @@ class HostState(Record):
     SENSITIVE_KEY_ALLOW: ClassVar[frozenset[str]] = frozenset()
     STATE_ENVELOPE: ClassVar[bool] = True
 
-    schema_version: int = jfield("schemaVersion", ConstKind(SCHEMA_VERSION),
+    schema_version: int = jfield(ConstKind(SCHEMA_VERSION),
                                  default=SCHEMA_VERSION)
-    protocol_version: int = jfield("protocolVersion", ConstKind(PROTOCOL_VERSION),
+    protocol_version: int = jfield(ConstKind(PROTOCOL_VERSION),
                                    default=PROTOCOL_VERSION)
-    host_state_version: int = jfield("hostStateVersion", ConstKind(HOST_STATE_VERSION),
+    host_state_version: int = jfield(ConstKind(HOST_STATE_VERSION),
                                      default=HOST_STATE_VERSION)
-    generation_id: str = jfield("generationId", UUID)
-    activation_state: ActivationState = jfield("activationState", _enum(ActivationState))
-    generated_at: int = jfield("generatedAt", MS)
-    host: HostInfo = jfield("host", RecordKind(HostInfo))
-    projects: tuple[HostProject, ...] = jfield("projects", _rows(HostProject))
-    repositories: tuple[HostRepository, ...] = jfield("repositories", _rows(HostRepository))
+    generation_id: str = jfield(UUID)
+    activation_state: ActivationState = jfield(_enum(ActivationState))
+    generated_at: int = jfield(MS)
+    host: HostInfo = jfield(RecordKind(HostInfo))
+    projects: tuple[HostProject, ...] = jfield(_rows(HostProject))
+    repositories: tuple[HostRepository, ...] = jfield(_rows(HostRepository))
     project_repositories: tuple[HostProjectRepository, ...] = jfield(
-        "projectRepositories", _rows(HostProjectRepository))
-    checkouts: tuple[HostCheckout, ...] = jfield("checkouts", _rows(HostCheckout))
-    work_contexts: tuple[HostWorkContext, ...] = jfield("workContexts", _rows(HostWorkContext))
-    frames: tuple[HostFrame, ...] = jfield("frames", _rows(HostFrame))
-    frame_sessions: tuple[HostFrameSession, ...] = jfield("frameSessions",
-                                                          _rows(HostFrameSession))
-    sessions: tuple[HostSession, ...] = jfield("sessions", _rows(HostSession))
-    surfaces: tuple[HostSurface, ...] = jfield("surfaces", _rows(HostSurface))
-    views: tuple[HostView, ...] = jfield("views", _rows(HostView))
-    placements: tuple[HostPlacement, ...] = jfield("placements", _rows(HostPlacement))
-    transitions: tuple[HostTransition, ...] = jfield("transitions", _rows(HostTransition))
-    control_turns: tuple[HostControlTurn, ...] = jfield("controlTurns", _rows(HostControlTurn))
-    recoveries: tuple[HostRecovery, ...] = jfield("recoveries", _rows(HostRecovery))
-    warnings: tuple[StateWarning, ...] = jfield("warnings", _rows(StateWarning), default=())
-    truncation: Truncation = jfield("truncation", RecordKind(Truncation),
+        _rows(HostProjectRepository))
+    checkouts: tuple[HostCheckout, ...] = jfield(_rows(HostCheckout))
+    work_contexts: tuple[HostWorkContext, ...] = jfield(_rows(HostWorkContext))
+    frames: tuple[HostFrame, ...] = jfield(_rows(HostFrame))
+    frame_sessions: tuple[HostFrameSession, ...] = jfield(_rows(HostFrameSession))
+    sessions: tuple[HostSession, ...] = jfield(_rows(HostSession))
+    surfaces: tuple[HostSurface, ...] = jfield(_rows(HostSurface))
+    views: tuple[HostView, ...] = jfield(_rows(HostView))
+    placements: tuple[HostPlacement, ...] = jfield(_rows(HostPlacement))
+    transitions: tuple[HostTransition, ...] = jfield(_rows(HostTransition))
+    control_turns: tuple[HostControlTurn, ...] = jfield(_rows(HostControlTurn))
+    recoveries: tuple[HostRecovery, ...] = jfield(_rows(HostRecovery))
+    warnings: tuple[StateWarning, ...] = jfield(_rows(StateWarning), default=())
+    truncation: Truncation = jfield(RecordKind(Truncation),
                                     default=Truncation())
 
     def validate(self) -> None:
@@ -523,77 +506,72 @@ class HostState(Record):
 class HostRow(Record):
     """One host as the navigator sees it: local and live, or cached and maybe stale."""
 
-    host_id: str = jfield("hostId", UUID)
-    display_name: str = jfield("displayName", NAME)
-    generation_id: str = jfield("generationId", UUID)
-    stale: bool = jfield("stale", BOOL)
-    reachability: Reachability = jfield("reachability", _enum(Reachability))
-    observed_at: int | None = jfield("observedAt", MS, default=None)
+    host_id: str = jfield(UUID)
+    display_name: str = jfield(NAME)
+    generation_id: str = jfield(UUID)
+    stale: bool = jfield(BOOL)
+    reachability: Reachability = jfield(_enum(Reachability))
+    observed_at: int | None = jfield(MS, default=None)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.host_id,)
+    SORT_BY = ("host_id",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class BreadcrumbItem(Record):
-    frame_id: str = jfield("frameId", UUID)
-    title: str = jfield("title", TITLE)
+    frame_id: str = jfield(UUID)
+    title: str = jfield(TITLE)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ViewRow(Record):
     """A presentation-ready view summary; frontends show it as is."""
 
-    view_id: str = jfield("viewId", UUID)
-    host_id: str = jfield("hostId", UUID)
-    mode: ViewMode = jfield("mode", _enum(ViewMode))
-    state: ViewState = jfield("state", _enum(ViewState))
-    revision: int = jfield("revision", COUNT)
-    active_frame_id: str | None = jfield("activeFrameId", UUID, default=None)
-    active_project_id: str | None = jfield("activeProjectId", UUID, default=None)
-    title: str = jfield("title", TITLE)
+    view_id: str = jfield(UUID)
+    host_id: str = jfield(UUID)
+    mode: ViewMode = jfield(_enum(ViewMode))
+    state: ViewState = jfield(_enum(ViewState))
+    revision: int = jfield(COUNT)
+    active_frame_id: str | None = jfield(UUID, default=None)
+    active_project_id: str | None = jfield(UUID, default=None)
+    title: str = jfield(TITLE)
     breadcrumb: tuple[BreadcrumbItem, ...] = jfield(
-        "breadcrumb", _rows(BreadcrumbItem, max_items=MAX_BREADCRUMB_ITEMS, ordered=False),
+        _rows(BreadcrumbItem, max_items=MAX_BREADCRUMB_ITEMS, ordered=False),
         default=())
-    activity: Activity = jfield("activity", _enum(Activity))
-    attention: bool = jfield("attention", BOOL, default=False)
-    transition_state: TransitionState | None = jfield("transitionState",
-                                                      _enum(TransitionState), default=None)
-    control_state: ControlState | None = jfield("controlState", _enum(ControlState),
+    activity: Activity = jfield(_enum(Activity))
+    attention: bool = jfield(BOOL, default=False)
+    transition_state: TransitionState | None = jfield(_enum(TransitionState), default=None)
+    control_state: ControlState | None = jfield(_enum(ControlState),
                                                 default=None)
-    last_activity_at: int | None = jfield("lastActivityAt", MS, default=None)
+    last_activity_at: int | None = jfield(MS, default=None)
 
-    def sort_key(self) -> tuple[str, str]:
-        return (self.host_id, self.view_id)
+    SORT_BY = ("host_id", "view_id")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SessionSummary(Record):
-    provider: Provider = jfield("provider", _enum(Provider))
-    runtime_presence: RuntimePresence = jfield("runtimePresence", _enum(RuntimePresence))
-    resumability: Resumability = jfield("resumability", _enum(Resumability))
-    activity: Activity = jfield("activity", _enum(Activity))
-    updated_at: int = jfield("updatedAt", MS)
-    activity_reason: ActivityReason | None = jfield("activityReason", _enum(ActivityReason),
+    provider: Provider = jfield(_enum(Provider))
+    runtime_presence: RuntimePresence = jfield(_enum(RuntimePresence))
+    resumability: Resumability = jfield(_enum(Resumability))
+    activity: Activity = jfield(_enum(Activity))
+    updated_at: int = jfield(MS)
+    activity_reason: ActivityReason | None = jfield(_enum(ActivityReason),
                                                     default=None)
     """Why: ``usage_limit`` makes a needs-input badge read ``limited`` (issue 26)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class FrameSummary(Record):
-    frame_id: str = jfield("frameId", UUID)
-    title: str = jfield("title", TITLE)
-    role: FrameRole = jfield("role", _enum(FrameRole))
-    parent_frame_id: str | None = jfield("parentFrameId", UUID, default=None)
-    lifecycle_state: FrameLifecycle = jfield("lifecycleState", _enum(FrameLifecycle))
-    close_reason: CloseReason | None = jfield("closeReason", _enum(CloseReason), default=None)
-    activity: Activity = jfield("activity", _enum(Activity))
-    current_session: SessionSummary | None = jfield("currentSession",
-                                                    RecordKind(SessionSummary), default=None)
-    session_count: int = jfield("sessionCount", COUNT)
+    frame_id: str = jfield(UUID)
+    title: str = jfield(TITLE)
+    role: FrameRole = jfield(_enum(FrameRole))
+    parent_frame_id: str | None = jfield(UUID, default=None)
+    lifecycle_state: FrameLifecycle = jfield(_enum(FrameLifecycle))
+    close_reason: CloseReason | None = jfield(_enum(CloseReason), default=None)
+    activity: Activity = jfield(_enum(Activity))
+    current_session: SessionSummary | None = jfield(RecordKind(SessionSummary), default=None)
+    session_count: int = jfield(COUNT)
 
-    def sort_key(self) -> tuple[str]:
-        return (self.frame_id,)
+    SORT_BY = ("frame_id",)
 
     def check(self, path: str) -> None:
         _check_frame_shape(self.role, self.parent_frame_id, self.lifecycle_state,
@@ -604,29 +582,27 @@ class FrameSummary(Record):
 class ProjectRow(Record):
     """A project with its frames; closed frames stay for read-only History."""
 
-    project_id: str = jfield("projectId", UUID)
-    host_id: str = jfield("hostId", UUID)
-    name: str = jfield("name", NAME)
-    frames: tuple[FrameSummary, ...] = jfield("frames", _rows(FrameSummary), default=())
+    project_id: str = jfield(UUID)
+    host_id: str = jfield(UUID)
+    name: str = jfield(NAME)
+    frames: tuple[FrameSummary, ...] = jfield(_rows(FrameSummary), default=())
 
-    def sort_key(self) -> tuple[str, str]:
-        return (self.host_id, self.project_id)
+    SORT_BY = ("host_id", "project_id")
 
 
 @dataclass(frozen=True, kw_only=True)
 class RecoveryRow(Record):
-    recovery_id: str = jfield("recoveryId", UUID)
-    host_id: str = jfield("hostId", UUID)
-    kind: str = jfield("kind", TOKEN)
-    subject_type: str = jfield("subjectType", TOKEN)
-    subject_id: str = jfield("subjectId", SUBJECT_ID)
-    actionability: Actionability = jfield("actionability", _enum(Actionability))
-    state: RecoveryState = jfield("state", _enum(RecoveryState))
-    explanation: str = jfield("explanation", EXPLANATION)
-    created_at: int = jfield("createdAt", MS)
+    recovery_id: str = jfield(UUID)
+    host_id: str = jfield(UUID)
+    kind: str = jfield(TOKEN)
+    subject_type: str = jfield(TOKEN)
+    subject_id: str = jfield(SUBJECT_ID)
+    actionability: Actionability = jfield(_enum(Actionability))
+    state: RecoveryState = jfield(_enum(RecoveryState))
+    explanation: str = jfield(EXPLANATION)
+    created_at: int = jfield(MS)
 
-    def sort_key(self) -> tuple[str, str]:
-        return (self.host_id, self.recovery_id)
+    SORT_BY = ("host_id", "recovery_id")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -640,21 +616,21 @@ class NavigatorState(Record):
     SENSITIVE_KEY_ALLOW: ClassVar[frozenset[str]] = frozenset()
     STATE_ENVELOPE: ClassVar[bool] = True
 
-    schema_version: int = jfield("schemaVersion", ConstKind(SCHEMA_VERSION),
+    schema_version: int = jfield(ConstKind(SCHEMA_VERSION),
                                  default=SCHEMA_VERSION)
-    protocol_version: int = jfield("protocolVersion", ConstKind(PROTOCOL_VERSION),
+    protocol_version: int = jfield(ConstKind(PROTOCOL_VERSION),
                                    default=PROTOCOL_VERSION)
-    navigator_version: int = jfield("navigatorVersion", ConstKind(NAVIGATOR_VERSION),
+    navigator_version: int = jfield(ConstKind(NAVIGATOR_VERSION),
                                     default=NAVIGATOR_VERSION)
-    generation_id: str = jfield("generationId", UUID)
-    generated_at: int = jfield("generatedAt", MS)
-    local_host_id: str = jfield("localHostId", UUID)
-    hosts: tuple[HostRow, ...] = jfield("hosts", _rows(HostRow))
-    views: tuple[ViewRow, ...] = jfield("views", _rows(ViewRow))
-    projects: tuple[ProjectRow, ...] = jfield("projects", _rows(ProjectRow))
-    recoveries: tuple[RecoveryRow, ...] = jfield("recoveries", _rows(RecoveryRow))
-    warnings: tuple[StateWarning, ...] = jfield("warnings", _rows(StateWarning), default=())
-    truncation: Truncation = jfield("truncation", RecordKind(Truncation),
+    generation_id: str = jfield(UUID)
+    generated_at: int = jfield(MS)
+    local_host_id: str = jfield(UUID)
+    hosts: tuple[HostRow, ...] = jfield(_rows(HostRow))
+    views: tuple[ViewRow, ...] = jfield(_rows(ViewRow))
+    projects: tuple[ProjectRow, ...] = jfield(_rows(ProjectRow))
+    recoveries: tuple[RecoveryRow, ...] = jfield(_rows(RecoveryRow))
+    warnings: tuple[StateWarning, ...] = jfield(_rows(StateWarning), default=())
+    truncation: Truncation = jfield(RecordKind(Truncation),
                                     default=Truncation())
 
     def host_row(self, host_id: str) -> HostRow | None:
@@ -715,8 +691,8 @@ class NavigatorState(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class DirectiveError(Record):
-    code: str = jfield("code", TOKEN)
-    message: str = jfield("message", EXPLANATION)
+    code: str = jfield(TOKEN)
+    message: str = jfield(EXPLANATION)
 
 
 _DIRECTIVE_NEEDS_VIEW = (DirectiveKind.FOCUS, DirectiveKind.ATTACH)
@@ -734,16 +710,16 @@ class PresentationDirective(Record):
     SENSITIVE_KEY_ALLOW: ClassVar[frozenset[str]] = frozenset({"$.desktopToken"})
     STATE_ENVELOPE: ClassVar[bool] = False
 
-    directive_version: int = jfield("directiveVersion", ConstKind(DIRECTIVE_VERSION),
+    directive_version: int = jfield(ConstKind(DIRECTIVE_VERSION),
                                     default=DIRECTIVE_VERSION)
-    request_id: str = jfield("requestId", UUID)
-    host_id: str = jfield("hostId", UUID)
-    kind: DirectiveKind = jfield("kind", _enum(DirectiveKind))
-    view_id: str | None = jfield("viewId", UUID, default=None)
-    view_revision: int | None = jfield("viewRevision", COUNT, default=None)
-    desktop_token: str | None = jfield("desktopToken", DESKTOP_TOKEN, default=None, repr=False)
-    lease_expires_at: int | None = jfield("leaseExpiresAt", MS, default=None)
-    error: DirectiveError | None = jfield("error", RecordKind(DirectiveError), default=None)
+    request_id: str = jfield(UUID)
+    host_id: str = jfield(UUID)
+    kind: DirectiveKind = jfield(_enum(DirectiveKind))
+    view_id: str | None = jfield(UUID, default=None)
+    view_revision: int | None = jfield(COUNT, default=None)
+    desktop_token: str | None = jfield(DESKTOP_TOKEN, default=None, repr=False)
+    lease_expires_at: int | None = jfield(MS, default=None)
+    error: DirectiveError | None = jfield(RecordKind(DirectiveError), default=None)
 
     def check(self, path: str) -> None:
         needs_view = self.kind in _DIRECTIVE_NEEDS_VIEW

@@ -5,10 +5,13 @@ list of commands with `;` separators into a single `tmux -S SOCKET ...`
 process. The counter is how tests and the benchmark prove "at most 3 tmux
 processes per transition" and "one process per refresh, not one per pane".
 
-The process is spawned here with `subprocess`, the way libtmux's
-`Server.cmd` does it (same argv, same output split), without importing
-libtmux: that one call cost the navigator holding the host's reconcile turn
-25 modules and ~3.5 MB of resident memory (docs/decisions.md).
+A batch that changes something goes through libtmux (`Server.cmd`, the
+same guarded argv): the process that acts on tmux drives it with the library
+the design names. A batch that only reads (`READ_ONLY_COMMANDS`: snapshots,
+captures, probes) is spawned here with `subprocess` the way `Server.cmd`
+does it (same argv, same output split), so a navigator that only reads tmux
+(holding the host's reconcile turn, say) never imports libtmux: that import
+costs ~65 modules, ~70 ms and ~3.5 MB of resident memory (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import subprocess
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.model.files import person_umask
 from core.tmux.errors import (
@@ -30,8 +34,17 @@ from core.tmux.errors import (
     TmuxUnavailable,
 )
 
+if TYPE_CHECKING:
+    from libtmux.server import Server
+
 TmuxCommand = Sequence[str]
 """One tmux command as argv, e.g. ("select-pane", "-d", "-t", "%3")."""
+
+READ_ONLY_COMMANDS = frozenset({
+    "capture-pane", "display-message", "has-session", "list-buffers", "list-clients",
+    "list-keys", "list-panes", "list-sessions", "list-windows", "show-buffer",
+    "show-environment", "show-hooks", "show-options", "show-window-options"})
+"""tmux commands that change nothing: a batch of only these is a read."""
 
 _UNAVAILABLE = ("no server running", "error connecting to", "server exited unexpectedly")
 _MISSING_PANE = re.compile(r"can't find pane:? ?(%\d+)?")
@@ -79,6 +92,8 @@ class TmuxRunner:
         """Found on PATH once, not per command; None: not installed (`run` says so)."""
         self._lock = threading.Lock()
         self._invocations = 0
+        self._server: Server | None = None
+        """libtmux's handle on the same server, made at the first batch that acts."""
 
     @property
     def invocations(self) -> int:
@@ -101,16 +116,17 @@ class TmuxRunner:
             if index:
                 argv.append(";")
             argv.extend(escape_arg(str(part)) for part in command)
+        reads = all(str(command[0]) in READ_ONLY_COMMANDS for command in commands)
         # This tmux client may start the server the agents run in: it gets the
         # person's umask, so their files are not made private by Switchboard's.
         with person_umask():
-            output = self._spawn(argv)
+            output = self._spawn(argv) if reads else self._act(argv)
         if check and not output.ok:
             raise classify_failure(output, socket_path=self.socket_path)
         return output
 
-    def _spawn(self, argv: list[str]) -> BatchOutput:
-        """One `tmux [-f CONFIG] -S SOCKET argv...` process, its output split into lines."""
+    def _found_tmux(self) -> str:
+        """The tmux binary, counted as one more process about to be spawned."""
         if self.tmux_bin is None:
             self.tmux_bin = shutil.which("tmux")  # installed since this runner started?
         if self.tmux_bin is None:
@@ -118,6 +134,31 @@ class TmuxRunner:
                                    "3.2 or later and try again; nothing was changed.")
         with self._lock:
             self._invocations += 1
+        return self.tmux_bin
+
+    def _act(self, argv: list[str]) -> BatchOutput:
+        """A batch that changes something, as one process spawned by libtmux's
+        ``Server.cmd`` (bound to this exact socket and config file)."""
+        tmux_bin = self._found_tmux()
+        from libtmux.exc import TmuxCommandNotFound
+        from libtmux.server import Server
+
+        if self._server is None:
+            self._server = Server(socket_path=self.socket_path, config_file=self.config_file,
+                                  tmux_bin=tmux_bin)
+        try:
+            done = self._server.cmd(*argv)
+        except TmuxCommandNotFound:  # removed since it was found
+            self.tmux_bin, self._server = None, None
+            raise TmuxNotInstalled("tmux is no longer at its path; install tmux 3.2 or later "
+                                   "and try again; nothing was changed.") from None
+        return BatchOutput(stdout=tuple(done.stdout), stderr=tuple(done.stderr),
+                           returncode=done.returncode)
+
+    def _spawn(self, argv: list[str]) -> BatchOutput:
+        """One `tmux [-f CONFIG] -S SOCKET argv...` process, its output split into lines."""
+        self._found_tmux()
+        assert self.tmux_bin is not None
         head = [self.tmux_bin] + ([f"-f{self.config_file}"] if self.config_file else [])
         try:
             done = subprocess.run([*head, f"-S{self.socket_path}", *argv],

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from core.install.config import NAVIGATOR_WIDTH_RANGE
+from core.config.config import NAVIGATOR_WIDTH_RANGE
 from core.model.enums import ViewMode
 from core.tmux.commands import (
     Check,

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from core.model.session_enums import Provider
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     agent = sub.add_parser("agent", help="agent tools (run inside a Switchboard pane)")
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", required=True)
     p.add_argument("--brief", required=True)
     p.add_argument("--purpose")
-    p.add_argument("--provider", choices=["claude", "codex"])
+    p.add_argument("--provider", choices=[provider.value for provider in Provider])
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_push)
     p = ags.add_parser("task-complete-return", help="finish this task and return")

@@ -33,7 +33,7 @@ def register(ags: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_wait)
-    from core.agent.tool_schemas import CONTEXT_TOOLS
+    from core.model.tool_schemas import CONTEXT_TOOLS
 
     for tool in CONTEXT_TOOLS:
         p = ags.add_parser(tool["name"].replace("_", "-"), help=tool["description"])

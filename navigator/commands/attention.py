@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from navigator.commands.output import emit
 
 if TYPE_CHECKING:
-    from core.install.registry import OpenRegistry
+    from core.config.registry import OpenRegistry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from core.install.registry import open_current
+    from core.config.registry import open_current
 
     # The registry and config only (no engine, no tmux stage): the hook starts this
     # publisher at every turn end. It only reads.
@@ -45,7 +45,7 @@ def _report(args: argparse.Namespace, opened: OpenRegistry) -> int:
     sent: list[attention.Notice] = []
     if args.publish:
         settings = opened.config.attention
-        # the stage's own rule (core.tmux.stage.socket_path_for), without the stage
+        # the stage's own rule (core.runtime.stage.socket_path_for), without the stage
         socket = opened.config.tmux.socket_path or str(opened.home.root / "tmux.sock")
         if settings.status_line:
             attention.ensure_segment(socket)

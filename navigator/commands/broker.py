@@ -28,7 +28,7 @@ from core.broker.broker import (
     inbox_for_members,
 )
 from core.broker.delivery import DrainReport
-from core.install.home import Home
+from core.config.home import Home
 from core.model.text import shown
 from navigator.commands.output import complain, emit
 
@@ -65,7 +65,7 @@ def _broker_path(args: argparse.Namespace) -> Path:
 
 def _tmux_socket(args: argparse.Namespace) -> str | None:
     """The views' server (see the module docstring); None without any config."""
-    from core.install.config import configured_views_socket
+    from core.config.config import configured_views_socket
 
     if args.tmux_socket:
         return str(args.tmux_socket)

@@ -46,7 +46,7 @@ def _completion(args: argparse.Namespace) -> int:
 
 
 def _names(kind: str) -> int:
-    from core.install.home import Home
+    from core.config.home import Home
     from core.state.names import registry_names
 
     entries = registry_names(Home.from_env(), NameKind(kind))

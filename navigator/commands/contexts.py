@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     rows = [dict(r) for r in open_engine().conn.execute(
         "SELECT c.work_context_id, p.name AS project, c.claim_state, c.claim_generation,"
@@ -51,7 +51,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _act(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     engine = open_engine()
     method = engine.context_release if args.action == "release" else engine.context_block
@@ -62,7 +62,7 @@ def _act(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.model.enums import ClaimState
     from core.model.errors import SwitchboardError
 

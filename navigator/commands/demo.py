@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from core.install.demo import build, default_demo_home, stop
+    from core.apps.demo import build, default_demo_home, stop
     from core.model.hints import command
     from navigator.commands.output import say
 

@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from core.install.doctor import Verdict, run_doctor
-    from core.install.home import Home
+    from core.apps.doctor import Verdict, run_doctor
+    from core.config.home import Home
     from core.model.text import shown
 
     findings = run_doctor(Home.from_env())

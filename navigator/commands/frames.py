@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from core.model.session_enums import Provider
 from core.model.text import shown
 from navigator.commands.output import emit
 from navigator.commands.output import request_id_from as _rid
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_show)
     p = fs.add_parser("start", help="start (or resume) the frame's provider session")
     p.add_argument("frame_id")
-    p.add_argument("--provider", choices=["claude", "codex"])
+    p.add_argument("--provider", choices=[provider.value for provider in Provider])
     p.add_argument("--fresh", action="store_true",
                    help="start a new session even if the last one could be resumed")
     _common(p)
@@ -41,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", required=True)
     p.add_argument("--brief", required=True)
     p.add_argument("--purpose")
-    p.add_argument("--provider", choices=["claude", "codex"])
+    p.add_argument("--provider", choices=[provider.value for provider in Provider])
     _common(p)
     p.set_defaults(handler=_push)
     p = fs.add_parser("back", help="show the parent of the view's active frame")
@@ -79,14 +80,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _engine():
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     return open_engine(with_stage=True)
 
 
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.state.queries import list_frames
 
     engine = open_engine()
@@ -100,7 +101,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.state.queries import get_frame_summary
 
     row = get_frame_summary(open_engine().conn, args.frame_id)

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from core.model.session_enums import Provider
+
 if TYPE_CHECKING:
     import argparse
 
-PROVIDERS = ("claude", "codex")
+PROVIDERS = tuple(provider.value for provider in Provider)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,6 +78,7 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
         return 0
     from core.hooks.hook_handler import handle_hook
     from core.providers.hooks import MAX_PAYLOAD_BYTES
+    from core.providers.traits import traits
 
     # One byte past the bound is enough to refuse an oversized payload; the rest
     # is never buffered. A trusted Stop's waiting push/return runs in a detached
@@ -83,7 +86,8 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
     payload = args.payload if args.payload is not None \
         else sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     outcome = handle_hook(args.provider, args.event, payload)
-    if outcome.claim_reminder and args.provider == "claude" and not args.json:
+    if outcome.claim_reminder and traits(args.provider).prompt_hook_adds_context \
+            and not args.json:
         # Claude adds a UserPromptSubmit hook's additionalContext to the turn: the
         # fixed line, nothing interpolated (the handoff itself comes from the claim).
         import json

@@ -11,7 +11,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from core.install.home import Home
+from core.config.home import Home
 from core.install.hooks_install import (
     HookInstallation,
     HookStatus,
@@ -23,6 +23,7 @@ from core.install.hooks_install import (
 )
 from core.model.enums import Provider
 from core.model.errors import ConfigError
+from core.providers.base import HookPlace
 from navigator.commands.output import emit
 
 CLAUDE_DEFAULT_SETTINGS = "claude-hooks.settings.json"
@@ -58,17 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _target(args: argparse.Namespace, home: Home) -> HookTarget:
-    provider = Provider(args.provider)
-    if provider is Provider.CLAUDE:
-        if args.project is not None or args.codex_home is not None:
-            raise ConfigError("--project and --codex-home are for --provider codex")
-        path = args.settings or home.run_dir / CLAUDE_DEFAULT_SETTINGS
-        return HookTarget.claude_settings(path)
-    if args.settings is not None:
-        raise ConfigError("--settings is for --provider claude")
-    if args.codex_home is not None:
-        return HookTarget.codex_home(args.codex_home)
-    return HookTarget.codex_project(args.project or Path.cwd())
+    place = HookPlace(default_settings=home.run_dir / CLAUDE_DEFAULT_SETTINGS,
+                      settings=args.settings, project=args.project,
+                      codex_home=args.codex_home)
+    return HookTarget.chosen(Provider(args.provider), place)
 
 
 def _state_dir(home: Home) -> Path:
@@ -82,8 +76,9 @@ def _show(outcome: HookInstallation, args: argparse.Namespace) -> None:
     lines += [f"  {path}" for path in outcome.files]
     if outcome.modified_files:
         lines.append("  edited since install: " + ", ".join(outcome.modified_files))
-    if outcome.provider is Provider.CLAUDE and outcome.status is HookStatus.INSTALLED:
-        lines.append(f"  launch with: claude --settings {outcome.location}")
+    hint = HookTarget(outcome.provider, Path(outcome.location)).install_hint
+    if hint is not None and outcome.status is HookStatus.INSTALLED:
+        lines.append(f"  {hint}")
     emit(outcome, as_json=args.json, text="\n".join(lines))
 
 

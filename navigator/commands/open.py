@@ -49,9 +49,9 @@ def pick_project(projects: list[tuple[str, str]], cwd: Path) -> str:
 
 
 def _open(args: argparse.Namespace) -> int:
+    from core.context.requests import new_request_id
+    from core.engine.open import open_engine
     from core.engine.presentation import claim_lease, open_view
-    from core.engine.requests import new_request_id
-    from core.engine.session import open_engine
     from core.model.errors import InvariantViolation
 
     engine = open_engine(with_stage=True)

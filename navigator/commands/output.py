@@ -115,7 +115,7 @@ def emit(value: Any, *, as_json: bool, text: str | None = None,
 
 def request_id_from(args) -> str:
     """``--request-id`` when given (validated, for an idempotent retry), else a fresh one."""
-    from core.engine.requests import check_uuid, new_request_id
+    from core.context.requests import check_uuid, new_request_id
 
     given = getattr(args, "request_id", None)
     return check_uuid(given, "--request-id") if given else new_request_id()

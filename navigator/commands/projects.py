@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.model.session_enums import Provider
 from navigator.commands.output import emit
 from navigator.commands.views import enter_project
 
@@ -33,14 +34,14 @@ def register_add(ps: argparse._SubParsersAction) -> None:
     p.add_argument("path", nargs="?", type=Path, default=None,
                    help="the project's folder (default: the current directory)")
     p.add_argument("--name", help="project name (default: the folder's name)")
-    p.add_argument("--provider", choices=["claude", "codex"],
+    p.add_argument("--provider", choices=[provider.value for provider in Provider],
                    help="the provider new frames of this project run")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_add)
 
 
 def _add(args: argparse.Namespace) -> int:
-    from core.install.home import Home
+    from core.config.home import Home
     from core.install.project_add import add_project
     from core.model.enums import Provider
     from core.model.hints import command
@@ -55,7 +56,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _projects(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.state.queries import list_projects
 
     engine = open_engine()

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _reconcile(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.reconcile.reconcile import reconcile
 
     report = reconcile(open_engine(with_stage=True))
@@ -49,7 +49,7 @@ def reconcile_text(report) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.reconcile.recovery import list_recoveries
 
     rows = list_recoveries(open_engine(), include_closed=args.all)
@@ -60,7 +60,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _one(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.reconcile import recovery
     from navigator.commands.output import request_id_from
 

@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from core.install.home import Home
-    from core.install.registry import init_registry
+    from core.config.home import Home
+    from core.config.registry import init_registry
 
     result = init_registry(Home.from_env(), tmux_socket=_init_socket(args))
     emit(result, as_json=args.json,
@@ -51,8 +51,8 @@ def _init_socket(args: argparse.Namespace) -> str | None:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from core.install.home import Home
-    from core.install.registry import reset_registry
+    from core.config.home import Home
+    from core.config.registry import reset_registry
 
     result = reset_registry(Home.from_env(), confirm_generation=args.confirm_generation)
     emit(result, as_json=args.json,

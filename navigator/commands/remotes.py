@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     engine = open_engine()
     rows = [dict(r) for r in engine.conn.execute(
@@ -50,7 +50,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.state.remotes import refresh
 
     engine = open_engine()
@@ -63,7 +63,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.state.remote_open import open_remote, remote_by_name
 
     engine = open_engine(with_stage=True)

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _state(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.state.envelope import encode_canonical
     from core.state.state_builder import build_host_state, build_navigator_state
 

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     if (args.view is None) == (args.transition_id is None):
         raise SwitchboardError("name exactly one: a TRANSITION_ID or --view VIEW "

@@ -48,7 +48,7 @@ def forgo_openssl() -> None:
 
 def _run(args: argparse.Namespace) -> int:
     forgo_openssl()
-    from core.engine.client import EngineClient
+    from core.apps.client import EngineClient
     from navigator.app import SwitchboardApp
 
     try:

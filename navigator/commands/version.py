@@ -11,8 +11,8 @@ import sys
 
 def print_version(_args: object = None) -> int:
     """Always 0: a provider that is missing or unreadable is reported, not an error."""
+    from core.config.home import Home
     from core.install.about import package_version, probe_providers, probe_specs
-    from core.install.home import Home
     from navigator.commands.output import say
 
     reports = probe_providers(probe_specs(Home.from_env()))

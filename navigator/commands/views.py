@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.state.queries import list_views
 
     rows = list_views(open_engine().conn)
@@ -64,7 +64,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.model.errors import NotFound
     from core.state.queries import list_views
 
@@ -76,7 +76,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _focus(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     result = open_engine(with_stage=True).view_focus(_rid(args), args.view_id, args.frame_id)
     emit(result, as_json=args.json, text=f"focus: {result.state}")
@@ -84,7 +84,7 @@ def _focus(args: argparse.Namespace) -> int:
 
 
 def _mode(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.model.enums import ViewMode
 
     result = open_engine(with_stage=True).view_mode(
@@ -95,7 +95,7 @@ def _mode(args: argparse.Namespace) -> int:
 
 def enter_project(args: argparse.Namespace) -> int:
     """`view enter` and `project enter`: show a project in its view (the route)."""
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     result = open_engine(with_stage=True).project_enter(_rid(args), args.project)
     emit(result, as_json=args.json,
@@ -104,7 +104,7 @@ def enter_project(args: argparse.Namespace) -> int:
 
 
 def _retire(args: argparse.Namespace) -> int:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     result = open_engine().view_retire(_rid(args), args.view_id)
     emit(result, as_json=args.json, text=f"view {result.view_id} retired")
@@ -114,8 +114,8 @@ def _retire(args: argparse.Namespace) -> int:
 def _open(args: argparse.Namespace) -> int:
     import sys
 
+    from core.engine.open import open_engine
     from core.engine.presentation import open_view
-    from core.engine.session import open_engine
     from core.state.envelope import encode_canonical
 
     engine = open_engine(with_stage=True)

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _base_project(args: argparse.Namespace) -> str:
     if args.project:
         return str(args.project)
-    from core.install.config import load_config
-    from core.install.home import Home
+    from core.config.config import load_config
+    from core.config.home import Home
     from navigator.commands.open import pick_project
 
     config = load_config(Home.from_env().config_path)
@@ -36,7 +36,7 @@ def _base_project(args: argparse.Namespace) -> str:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from core.install.home import Home
+    from core.config.home import Home
     from core.install.worktree import add_worktree
     from core.model.hints import command
 
@@ -49,8 +49,8 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from core.engine.requests import new_request_id
-    from core.engine.session import open_engine
+    from core.context.requests import new_request_id
+    from core.engine.open import open_engine
     from core.install.worktree import remove_worktree
     from core.state.queries import live_agents_in_project
 

@@ -83,7 +83,7 @@ class PanePreview(Static):
     def show_lines(self, frame_id: str, title: str, lines: list[str]) -> None:
         self.frame_id = frame_id
         self.border_title = f"Preview: {shown(title)}"
-        # The lines hold SGR colours and nothing else (core.tmux.preview): draw the colours.
+        # The lines hold SGR colours and nothing else (core.runtime.preview): draw the colours.
         self.update(Text.from_ansi("\n".join(lines), no_wrap=True, overflow="ellipsis")
                     if lines else Text("(nothing printed yet)"))
         self.add_class("-visible")

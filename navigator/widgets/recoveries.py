@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList
 
-from core.engine.client import SubjectPlace
+from core.apps.client import SubjectPlace
 from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
 from navigator.targeting import recovery_about, recovery_target, remote_refusal
 from navigator.widgets.rows import Row, RowList

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
 from core.install.hooks_install import launch_hook_command
 from storage.session_db import session_db_path
 from tests.bench.bench_hook import MANAGED_STOP_RATIO, installed_bytecode

@@ -5,7 +5,7 @@ Run: ``python -m tests.bench.bench_hook [--runs 30] [--push-runs 5]``.
 One real registry (private tmux server, one launched and bound fake-Claude
 frame, plus a capability minted for the benchmark) is set up once. The hook
 command is the one Switchboard writes into a launch's Claude settings
-(``core.engine.launcher.hook_command`` rendered by ``core.install.hooks_install``), run the
+(``core.runtime.launcher.hook_command`` rendered by ``core.install.hooks_install``), run the
 way Claude Code runs it: ``/bin/sh -c COMMAND`` with the recorded payload on
 stdin and the pane's environment (capability, generation, home and config).
 Payloads are the recorded Claude Code 2.1.197 lines of
@@ -41,16 +41,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.engine.launcher import hook_command
-from core.engine.requests import new_request_id
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.home import ENV_CONFIG, ENV_HOME, Home
+from core.context.requests import new_request_id
 from core.hooks.hook_handler import handle_hook
-from core.install.home import ENV_CONFIG, ENV_HOME, Home
-from core.install.hooks_install import (
-    launch_hook_command,
-    render_claude_settings,
-    render_codex_hooks,
-)
+from core.install.hooks_install import launch_hook_command
+from core.providers.claude_settings import render_claude_settings
+from core.providers.codex_config import render_codex_hooks
+from core.runtime.launcher import hook_command
 from tests.core.test_hook_handler import (
     CLAUDE_FIXTURE,
     FIXTURES,

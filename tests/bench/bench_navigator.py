@@ -28,12 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.engine.claims import claim_for_frame
-from core.engine.client import EngineClient
-from core.engine.requests import new_request_id
-from core.install.home import Home
+from core.apps.client import EngineClient
+from core.config.home import Home
+from core.context.requests import new_request_id
 from core.model.enums import Activity, ActivityReason
 from core.model.ports import FixedClock, SequentialIds
+from core.runtime.claims import claim_for_frame
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from tests.factories import make_engine, project_config
@@ -44,8 +44,8 @@ TARGET_UPDATE_MS = 50.0
 CHILD = r"""
 import sys, time
 from textual.app import App
-from core.engine.client import EngineClient
-from core.install.home import Home
+from core.apps.client import EngineClient
+from core.config.home import Home
 from navigator.app import SwitchboardApp
 
 async def auto_pilot(pilot):

@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.engine.claims import claim_for_frame, settle_after_stop
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.model.enums import ViewMode
 from core.model.ports import FixedClock, SequentialIds
+from core.runtime.claims import claim_for_frame, settle_after_stop
 from storage.connection import write_transaction
 from tests.factories import HOST_ID, make_engine, project_config
 

@@ -42,14 +42,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from core.engine.claims import claim_for_frame
-from core.engine.requests import new_request_id
-from core.engine.session import open_engine
-from core.install.config import ProviderConfig, TmuxConfig
-from core.install.home import ENV_HOME, Home
-from core.install.registry import init_registry
+from core.config.config import ProviderConfig, TmuxConfig
+from core.config.home import ENV_HOME, Home
+from core.config.registry import init_registry
+from core.context.requests import new_request_id
+from core.engine.open import open_engine
 from core.model.enums import Provider
 from core.reconcile.reconcile import reconcile
+from core.runtime.claims import claim_for_frame
 from navigator.app import RECONCILE_INTERVAL
 from tests.bench.bench_hook import BASELINE, hook_commands, installed_bytecode, recorded
 from tests.bench.bench_tmux import quantile

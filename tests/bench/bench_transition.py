@@ -74,9 +74,9 @@ def _provider_scripts(folder: Path) -> dict[str, str]:
 
 def run(parked: int, rounds: int) -> dict[str, float]:
     # Imported here so `run_all` reports a missing dependency as a skip, not a crash.
-    from core.engine.claims import claim_for_frame
-    from core.engine.requests import new_request_id
-    from core.tmux.stage import TmuxStage
+    from core.context.requests import new_request_id
+    from core.runtime.claims import claim_for_frame
+    from core.runtime.stage import TmuxStage
     from tests.integration.transitions_env import make_engine, pane_of, session_of
 
     folder = Path(tempfile.mkdtemp(prefix="sbbench-", dir="/tmp"))

@@ -50,7 +50,7 @@ def test_doctor_says_where_each_cli_stands_and_what_changed(
     still runs; one whose help lacks an option Switchboard passes cannot work."""
     from dataclasses import replace
 
-    from core.install.config import ProviderConfig
+    from core.config.config import ProviderConfig
     from core.model.enums import Provider
     from tests.integration.journey_env import fake_provider_command
 
@@ -66,7 +66,7 @@ def test_doctor_says_where_each_cli_stands_and_what_changed(
                                       " there; since 0.171.0 (newest tested): ")
 
     # a newer Claude Code than the window: untested, it starts, doctor warns
-    from core.install.config import load_config, render_config
+    from core.config.config import load_config, render_config
 
     home_config = tmp_path / "config.toml"
     config = load_config(home_config)

@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from core.config.home import Home
+from core.config.registry import open_current
 from core.engine.engine import Engine
-from core.install.home import Home
-from core.install.registry import open_current
 from core.model.ports import FixedClock, SequentialIds
 from tests.factories import make_engine
 

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.hooks.hook_handler import handle_hook
 from core.model.enums import Activity
-from core.reconcile.provider_checks import (
+from core.providers.checks import (
     STALE_WORKING_AFTER_MS,
     effective_activity,
     effective_session,

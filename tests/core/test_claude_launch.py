@@ -10,18 +10,20 @@ import time
 from pathlib import Path
 
 from core.agent.mcp_server import serve
-from core.agent.tool_schemas import ENV_READY_FILE
-from core.engine.launcher import _fresh_ready_file, _mcp_config
-from core.install.hooks_install import (
+from core.model.tool_schemas import ENV_READY_FILE
+from core.providers.claude_settings import (
     MCP_UNSEEN_S,
     claude_tool_names,
+    fresh_ready_file,
     mcp_wait_command,
     render_claude_launch_settings,
+    write_mcp_config,
 )
+from core.runtime.launcher import MCP_SERVER_ARGV
 
 
 def test_launch_settings_allow_exactly_the_switchboard_tools(tmp_path: Path) -> None:
-    from core.agent.tool_schemas import TOOLS
+    from core.model.tool_schemas import TOOLS
 
     ready = tmp_path / "ready"
     document = json.loads(render_claude_launch_settings(["sb", "hook"], ready))
@@ -65,9 +67,9 @@ def test_wait_hook_gives_up_once_without_our_server_and_waits_for_it(tmp_path: P
 
 def test_mcp_config_names_the_ready_file_and_old_markers_go(tmp_path: Path) -> None:
     (tmp_path / "claude-mcp-ready-old").touch()
-    ready = _fresh_ready_file(tmp_path, "L2")
+    ready = fresh_ready_file(tmp_path, "L2")
     assert not (tmp_path / "claude-mcp-ready-old").exists()
-    body = json.loads(_mcp_config(tmp_path, ready).read_text())
+    body = json.loads(write_mcp_config(tmp_path, MCP_SERVER_ARGV, ready).read_text())
     server = body["mcpServers"]["switchboard"]
     assert server["args"][-2:] == ["navigator.cli", "mcp"]
     assert server["env"] == {ENV_READY_FILE: str(ready)}

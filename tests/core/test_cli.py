@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.install.config import ProviderConfig, TmuxConfig, render_config
+from core.config.config import ProviderConfig, TmuxConfig, render_config
 from core.model.enums import Provider
 from navigator.cli import main
 from tests.factories import project_config
@@ -133,7 +133,7 @@ def test_init_keeps_the_socket_a_config_template_names(
 
 
 def test_recovery_dismiss_and_resolve_are_retry_safe(cli, sb_home: Path) -> None:
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
     from core.model.enums import Actionability, RecoveryKind
     from storage.connection import write_transaction
     from storage.operations import recoveries as recoveries_ops

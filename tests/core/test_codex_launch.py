@@ -13,21 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from core.agent.tool_schemas import TOOLS
-from core.engine.launcher import AGENT_TOOL_NAMES, _plan
-from core.install.hooks_install import HOOK_TIMEOUT_S, codex_session_hooks, hook_argv
 from core.model.enums import LaunchAction, Provider
 from core.model.errors import ProviderError
+from core.model.tool_schemas import TOOLS
 from core.providers.adapters import get_adapter
-from core.providers.codex import (
+from core.providers.base import McpServer
+from core.providers.codex import mcp_overrides
+from core.providers.codex_config import (
     SESSION_FLAGS_SOURCE,
-    McpServer,
     SessionHooks,
+    codex_session_hooks,
     hook_event_label,
     hook_trust_hash,
 )
-from core.providers.fake_mcp import parse_overrides
+from core.providers.fake.mcp import parse_overrides
+from core.providers.hook_files import HOOK_TIMEOUT_S, hook_argv
 from core.providers.hooks import CODEX_HOOK_EVENTS
+from core.runtime.launcher import AGENT_TOOL_NAMES, _plan
 from tests.factories import make_engine
 
 SID = "01a23608-d138-7bd0-b5fc-4cf37eeeb23a"
@@ -88,11 +90,11 @@ def test_session_hooks_refuse_what_would_not_be_one_trusted_line(commands) -> No
 def test_agent_tools_are_approved_by_name_for_this_launch_only() -> None:
     assert set(AGENT_TOOL_NAMES) == {tool["name"] for tool in TOOLS}
     server = McpServer(("py", "-m", "navigator.cli", "mcp"), ("A",), AGENT_TOOL_NAMES)
-    config = parse_overrides(list(server.overrides()[1::2]))["mcp_servers"]["switchboard"]
+    config = parse_overrides(list(mcp_overrides(server)[1::2]))["mcp_servers"]["switchboard"]
     assert config["tools"] == {name: {"approval_mode": "approve"} for name in AGENT_TOOL_NAMES}
     assert "default_tools_approval_mode" not in config
     with pytest.raises(ProviderError):
-        McpServer(("py",), (), ("task_push.approval_mode=x",)).overrides()
+        mcp_overrides(McpServer(("py",), (), ("task_push.approval_mode=x",)))
 
 
 def test_hooks_and_server_come_before_resume() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.install.config import (
+from core.config.config import (
     AutomationConfig,
     CheckoutConfig,
     Config,

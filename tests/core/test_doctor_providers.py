@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.install.config import ProviderConfig
+from core.config.config import ProviderConfig
 from core.model.enums import Provider
-from core.reconcile.provider_checks import clear_provider_cache
+from core.providers.checks import clear_provider_cache
 from navigator.cli import main
 from tests.integration.journey_env import fake_provider_command, make_live_engine
 
@@ -24,7 +24,7 @@ def _doctor(tmp_path: Path, socket: Path, monkeypatch: pytest.MonkeyPatch,
                  Provider.CODEX: ProviderConfig(command=MISSING)}
     engine = make_live_engine(tmp_path, socket, providers=providers)
     if codex_project:  # the same registry, its one project now runs Codex
-        from core.install.config import load_config, render_config
+        from core.config.config import load_config, render_config
 
         config = load_config(engine.home.config_path)
         projects = tuple(replace(p, preferred_provider=Provider.CODEX)

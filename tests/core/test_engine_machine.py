@@ -28,10 +28,10 @@ from hypothesis.stateful import (
     rule,
 )
 
-from core.engine import claims
-from core.install.config import AutomationConfig
+from core.config.config import AutomationConfig
 from core.model.enums import ViewMode
 from core.model.errors import SwitchboardError
+from core.runtime import claims
 from tests.core.engines import dump, fresh_engine
 
 MAX_DEPTH = 2

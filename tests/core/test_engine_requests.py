@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from core.engine import claims
+from core.config.config import AutomationConfig
+from core.context.requests import fingerprint
 from core.engine.engine import Engine
-from core.engine.requests import fingerprint
-from core.install.config import AutomationConfig
 from core.model.enums import ClaimState, Provider, ViewMode
 from core.model.errors import Conflict, RequestConflict, SwitchboardError
+from core.runtime import claims
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
 from tests.core.engines import counts, dump, fresh_engine, rid, row

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
 from storage.project_db import (
     DEBUG_RECORDS,
     LEARNED_MEMORY,
@@ -349,8 +349,8 @@ def _command(conn: sqlite3.Connection, session_dir: Path, at: int, tool_use_id: 
 
 
 def test_memory_enabled_adds_candidates_never_promoted(tmp_path: Path) -> None:
+    from core.config.home import Home
     from core.evidence.debug import record_fixes
-    from core.install.home import Home
     from storage.session_db import open_session_db
 
     home = Home(root=tmp_path, config_path=tmp_path / "missing.toml")
@@ -401,9 +401,9 @@ def test_a_fix_seen_while_the_failure_is_still_parsing_is_recorded_by_its_worker
         tmp_path: Path) -> None:
     """Big failing output (parse deferred), then a quick pass: the pass does not record a
     guess; the failing run's worker records the fix with the real signature."""
+    from core.config.home import Home
     from core.evidence.debug import later_pass, record_fixes
     from core.evidence.hook import diagnostic_rows
-    from core.install.home import Home
     from storage.session_db import iso, new_id, open_session_db
     from storage.session_evidence import complete_parse
 
@@ -452,8 +452,8 @@ def test_a_stated_non_zero_exit_makes_the_tool_run_an_error(
 def test_the_timeline_covers_the_frames_earlier_sessions(tmp_path: Path) -> None:
     """A restarted frame keeps its history: the new session's attempt names the earlier
     one, and the detail merges both (timeline, commands, failures by signature)."""
+    from core.config.home import Home
     from core.evidence.store import session_detail
-    from core.install.home import Home
     from storage.session_db import open_session_db
     from storage.session_lineage import SessionFacts, record_attempt
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.providers.fake_agent import parse_args
-from core.providers.fake_argv import ArgvError, parse
+from core.providers.fake.agent import parse_args
+from core.providers.fake.argv import ArgvError, parse
 
 SID = "11111111-1111-4111-8111-111111111111"
 TID = "019a0000-0000-7000-8000-000000000001"

@@ -126,7 +126,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_an_oversized_config_is_refused_in_one_line(tmp_path: Path) -> None:
-    from core.install.config import MAX_CONFIG_BYTES
+    from core.config.config import MAX_CONFIG_BYTES
 
     env = _init_home(tmp_path)
     config = Path(env["SWITCHBOARD_CONFIG"])
@@ -154,7 +154,7 @@ def test_an_oversized_generation_pointer_is_refused_in_words(tmp_path: Path) -> 
 
 
 def test_hook_path_pins_the_config_bound() -> None:
-    from core.engine import session
-    from core.install import config
+    from core.config import config
+    from core.context import session
 
     assert session.MAX_CONFIG_BYTES == config.MAX_CONFIG_BYTES

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
 from core.model.errors import EnvironmentFailure
 from core.model.files import write_private
 from tests.core.engines import dump as dump_registry

@@ -18,7 +18,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from core.install.config import ProviderConfig, TmuxConfig, render_config
+from core.config.config import ProviderConfig, TmuxConfig, render_config
 from core.model.enums import Provider
 from core.model.files import write_private
 from storage.broker_store import open_store
@@ -118,9 +118,9 @@ def test_storage_creates_private_files_without_a_umask(tmp_path: Path) -> None:
 def test_per_launch_files_are_private_without_umask_help(tmp_path: Path) -> None:
     """The launcher's run folder, MCP file and hook state are 0700/0600 even when an
     in-process caller runs under a permissive umask."""
-    from core.engine.launcher import _mcp_config
     from core.install.hooks_install import HookTarget, install
     from core.model.files import private_dir
+    from core.runtime.launcher import _mcp_config
 
     old = os.umask(0o022)
     try:

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.capabilities import AGENT_TOOL_ENV
-from core.engine.launcher import launch_home_env
-from core.engine.session import open_engine
-from core.install.config import ProviderConfig, TmuxConfig
-from core.install.home import ENV_CONFIG, ENV_HOME, Home
-from core.install.registry import init_registry, open_current
+from core.config.capabilities import AGENT_TOOL_ENV
+from core.config.config import ProviderConfig, TmuxConfig
+from core.config.home import ENV_CONFIG, ENV_HOME, Home
+from core.config.registry import init_registry, open_current
+from core.engine.open import open_engine
 from core.model.enums import Provider
-from core.providers.fake_mcp import CODEX_DEFAULT_ENV
-from core.tmux.stage import attach_stage
+from core.providers.fake.mcp import CODEX_DEFAULT_ENV
+from core.runtime.launcher import launch_home_env
+from core.runtime.stage import attach_stage
 from tests.factories import project_config
 from tests.integration.journey_env import fake_provider_command
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.hooks.hook_handler import handle_hook
 from core.model.errors import ProviderError, Unauthorized
 from storage.connection import write_transaction

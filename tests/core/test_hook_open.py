@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import session as session_mod
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.engine.session import HOOK_OPEN_CACHE, open_for_hook
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.context import session as session_mod
+from core.context.session import HOOK_OPEN_CACHE, open_for_hook
 from core.hooks.hook_handler import handle_hook
 from core.model.errors import ConfigError, RegistryUnavailable, Unauthorized
 from navigator.commands.hook import parse_fast
@@ -86,7 +86,7 @@ def test_first_hook_opens_fully_and_leaves_a_cache_then_lean(
 
 def test_lean_connection_has_the_standard_pragmas(live: LiveSurface) -> None:
     assert prompt(live).handled
-    from core.install.home import Home
+    from core.config.home import Home
 
     opened = open_for_hook(Home.from_env(live.env()), live.engine.generation_id)
     try:

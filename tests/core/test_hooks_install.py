@@ -10,17 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.install.hooks_install import (
-    HookStatus,
-    HookTarget,
-    hook_argv,
-    install,
-    render_codex_config,
-    status,
-    uninstall,
-)
+from core.install.hooks_install import HookStatus, HookTarget, install, status, uninstall
 from core.model.enums import Provider
 from core.model.errors import Conflict, ProviderError
+from core.providers.codex_config import render_codex_config
+from core.providers.hook_files import hook_argv
 from core.providers.hooks import CLAUDE_HOOK_EVENTS, CODEX_HOOK_EVENTS
 from navigator.cli import main
 

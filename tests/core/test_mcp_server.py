@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from core.agent.mcp_server import PROTOCOL_VERSIONS, call_tool
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
 from core.hooks.hook_handler import handle_hook
 from tests.core.test_hook_handler import LiveSurface, launch_live_surface, payload_for
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.install.demo import DEMO_PROJECT_ID
+from core.apps.demo import DEMO_PROJECT_ID
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

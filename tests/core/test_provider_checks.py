@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
-from core.install.config import Config, ProviderConfig, default_config
+from core.config.config import Config, ProviderConfig, default_config
+from core.context.requests import new_request_id
 from core.model.enums import Provider
 from core.model.errors import Conflict, ProviderError
 from core.providers import version as version_mod
-from core.reconcile.provider_checks import check_provider, clear_provider_cache
+from core.providers.checks import check_provider, clear_provider_cache
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from tests.core.engines import fresh_engine

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.providers.dialogs import find_dialog
-from core.reconcile.dialogs import dialog_explanation
+from core.runtime.dialogs import dialog_explanation
 
 SCREENS = Path(__file__).resolve().parents[1] / "fixtures" / "screens"
 

@@ -475,9 +475,9 @@ def test_codex_new_and_resume_argv():
 
 
 def test_codex_gets_the_agent_tools_as_mcp_overrides_before_resume():
-    from core.engine.capabilities import AGENT_TOOL_ENV, ENV_CAPABILITY
-    from core.providers.codex import McpServer
-    from core.providers.fake_mcp import parse_overrides
+    from core.config.capabilities import AGENT_TOOL_ENV, ENV_CAPABILITY
+    from core.providers.base import McpServer
+    from core.providers.fake.mcp import parse_overrides
 
     server = McpServer(("/opt/py 3/bin/python", "-m", "navigator.cli", "mcp"), AGENT_TOOL_ENV)
     plan = get_adapter("codex").launch_plan(LaunchAction.RESUME, SID, CONTROL_TEMPLATE, None,
@@ -498,7 +498,7 @@ def test_codex_gets_the_agent_tools_as_mcp_overrides_before_resume():
     (['k="quote \\" and \\u007f"'], {"k": 'quote " and \x7f'}),
 ])
 def test_fake_codex_reads_config_overrides_like_codex(pairs, expected):
-    from core.providers.fake_mcp import parse_overrides
+    from core.providers.fake.mcp import parse_overrides
 
     assert parse_overrides(pairs) == expected
 
@@ -510,7 +510,7 @@ def test_fake_codex_reads_config_overrides_like_codex(pairs, expected):
 ])
 def test_fake_codex_refuses_an_override_as_codex_does(pair, message):
     """Codex 0.171.0 refuses only these two shapes (``.x=1``, ``a..b=1`` pass its parse)."""
-    from core.providers.fake_mcp import OverrideError, parse_overrides
+    from core.providers.fake.mcp import OverrideError, parse_overrides
 
     with pytest.raises(OverrideError) as caught:
         parse_overrides([pair])
@@ -518,7 +518,7 @@ def test_fake_codex_refuses_an_override_as_codex_does(pair, message):
 
 
 def test_fake_codex_starts_mcp_servers_in_a_cleared_environment():
-    from core.providers.fake_mcp import StdioServer
+    from core.providers.fake.mcp import StdioServer
 
     server = StdioServer.from_config({"mcp_servers": {"switchboard": {
         "command": "x", "env_vars": ["SWITCHBOARD_CAPABILITY"]}}}, "switchboard")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from core.config.config import RemoteConfig
+from core.config.home import Home
+from core.config.registry import init_registry, open_current
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.install.config import RemoteConfig
-from core.install.home import Home
-from core.install.registry import init_registry, open_current
 from core.state.envelope import decode_checked, encode_canonical
 from core.state.remotes import refresh
 from core.state.state_builder import build_navigator_state

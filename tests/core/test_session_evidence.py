@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.home import Home
 from core.evidence.store import session_detail
 from core.hooks.hook_handler import handle_hook
-from core.install.home import Home
 from core.model.ports import FixedClock
 from storage.session_db import APPLICATION_ID, iso, session_db_path
 from tests.core.test_hook_handler import (

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from core.engine.stage_port import StagePort
-from core.tmux.stage import TmuxStage
+from core.context.stage_port import StagePort
+from core.runtime.stage import TmuxStage
 from tests.core.engines import fresh_engine
 
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
+from core.config.home import Home
+from core.config.registry import open_current
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.install.home import Home
-from core.install.registry import open_current
 from core.model.enums import ActivationState
 from core.model.ports import FixedClock, SequentialIds
-from core.reconcile.provider_checks import STALE_WORKING_AFTER_MS, effective_session
+from core.providers.checks import STALE_WORKING_AFTER_MS, effective_session
 from core.state import state_builder
 from core.state.envelope import EnumKind, encode_canonical
 from core.state.state_builder import build_host_state

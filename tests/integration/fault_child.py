@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.model.enums import ViewMode
 from core.reconcile import recovery
 from tests.integration.transitions_env import open_stage_engine

@@ -7,17 +7,17 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from core.config.config import ProviderConfig, TmuxConfig
+from core.config.home import Home
+from core.config.registry import init_registry
 from core.engine.engine import Engine
-from core.engine.session import open_engine
-from core.install.config import ProviderConfig, TmuxConfig
-from core.install.home import Home
-from core.install.registry import init_registry
+from core.engine.open import open_engine
 from core.model.enums import Provider
 from tests.factories import project_config
 
 
 def fake_provider_command(provider: str) -> tuple[str, ...]:
-    return (sys.executable, "-m", "core.providers.fake_agent", "--agent-command",
+    return (sys.executable, "-m", "core.providers.fake.agent", "--agent-command",
             f"{sys.executable} -m navigator.cli agent", *fake_codex_hooks(provider),
             "--provider", provider)
 

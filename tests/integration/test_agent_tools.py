@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
 from core.hooks.hook_handler import handle_hook
 from tests.core.test_hook_handler import (
     LiveSurface,

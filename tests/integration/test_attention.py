@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from core.hooks.attention import (
     AttentionCounts,
     AttentionKind,

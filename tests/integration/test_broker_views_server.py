@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from core.broker.delivery import DeliveryFailed, PaneServer, PaneTarget, TmuxTyper
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from core.model.enums import Provider
 from tests.integration.journey_env import make_live_engine, one, tmux, type_line
 from tests.integration.transitions_env import screen

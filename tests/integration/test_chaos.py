@@ -36,15 +36,15 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.claims import claim_for_frame
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.engine.sagas import LEASE_MS
 from core.model.enums import ViewMode
 from core.model.errors import SwitchboardError
 from core.reconcile import recovery
 from core.reconcile.reconcile import reconcile
 from core.reconcile.settlement import invariant_problems
+from core.runtime.claims import claim_for_frame
+from core.runtime.sagas import LEASE_MS
 from tests.integration.fault_child import perform
 from tests.integration.journey_env import tmux
 from tests.integration.test_faults import POINTS

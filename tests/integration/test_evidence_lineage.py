@@ -17,9 +17,9 @@ import sys
 import uuid
 from pathlib import Path
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.engine.requests import new_request_id
-from core.install.home import ENV_HOME
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.home import ENV_HOME
+from core.context.requests import new_request_id
 from core.model.enums import Provider
 from storage.project_db import DEBUG_RECORDS, project_db_path
 from storage.session_db import session_db_path

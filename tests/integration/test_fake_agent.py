@@ -22,7 +22,7 @@ from core.providers.version import probe_version
 from tests.waiting import assert_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
-FAKE = (sys.executable, "-m", "core.providers.fake_agent")
+FAKE = (sys.executable, "-m", "core.providers.fake.agent")
 CLAUDE_SID = "3b0c5a52-8f1e-4d7a-9c1b-2f6e8d4a7b10"
 RECORDER = """\
 import json, sys

@@ -11,7 +11,7 @@ submission, no lost brief or handoff, and a recovery wherever the outcome is
 uncertain. The last test prints how many faults were injected and how many
 ended consistent.
 
-Saga points (core/engine/sagas.py, core/tmux/stage.py): after_claim (intent), after_launch
+Saga points (core/runtime/sagas.py, core/runtime/stage.py): after_claim (intent), after_launch
 (push: child pane staged behind its gate), after_submit_recorded /
 after_submit (complete_return: before / after the one paste), before_swap (intent
 recorded, the swap batch not started), after_swap (the
@@ -34,14 +34,14 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.claims import claim_for_frame
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.engine.sagas import LEASE_MS
 from core.model.enums import ViewMode
 from core.reconcile import recovery
 from core.reconcile.reconcile import ReconcileReport, reconcile
-from core.tmux.stage import CONTROL_TEMPLATE
+from core.runtime.claims import claim_for_frame
+from core.runtime.sagas import LEASE_MS
+from core.runtime.stage import CONTROL_TEMPLATE
 from tests.integration.fault_child import EXIT_AT_FAULT, perform
 from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (

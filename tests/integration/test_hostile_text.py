@@ -42,10 +42,10 @@ import pytest
 
 import core.broker.broker as broker_module
 import core.engine.engine as engine_module
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
-from core.engine.client import EngineClient
+from core.apps.client import EngineClient
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
+from core.config.home import ENV_CONFIG, Home
 from core.hooks.hook_handler import handle_hook
-from core.install.home import ENV_CONFIG, Home
 from core.model.errors import SwitchboardError
 from core.model.text import describe_char
 from navigator.cli import build_parser, main

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from core.model.enums import Provider
 from tests.integration.journey_env import make_live_engine, one, tmux, type_line
 from tests.waiting import retry_until

@@ -24,15 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.session import open_engine
-from core.install.config import (
+from core.config.config import (
     CheckoutConfig,
     ProjectConfig,
     ProviderConfig,
     load_config,
     render_config,
 )
-from core.install.home import Home
+from core.config.home import Home
+from core.engine.open import open_engine
 from core.model.enums import Provider
 from tests.integration.journey_env import fake_provider_command, one, tmux, type_line
 from tests.waiting import retry_until

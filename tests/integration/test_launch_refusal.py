@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
-from core.engine.session import open_engine
-from core.install.config import ProviderConfig, TmuxConfig
-from core.install.home import Home
-from core.install.registry import init_registry
+from core.config.config import ProviderConfig, TmuxConfig
+from core.config.home import Home
+from core.config.registry import init_registry
+from core.context.requests import new_request_id
+from core.engine.open import open_engine
 from core.model.enums import Provider
 from core.model.errors import ProviderError
 from tests.factories import project_config

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from tests.integration.journey_env import make_live_engine, tmux
 from tests.waiting import retry_until
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.model.enums import ViewMode
 from core.reconcile.reconcile import reconcile
 from core.tmux import PaneSnapshot

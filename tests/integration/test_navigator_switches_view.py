@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.client import EngineClient
-from core.engine.requests import new_request_id
-from core.install.home import Home
+from core.apps.client import EngineClient
+from core.config.home import Home
+from core.context.requests import new_request_id
 from core.model.errors import SwitchboardError
 from navigator.app import SwitchboardApp
 from tests.integration.journey_env import make_live_engine, tmux

@@ -20,20 +20,20 @@ from pathlib import Path
 import pytest
 
 from core.agent import tools as agent_tools
-from core.engine.claims import claim_for_frame
+from core.config.config import ProviderConfig, TmuxConfig
+from core.config.home import Home
+from core.config.registry import init_registry
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.engine.sagas import LEASE_MS
-from core.engine.session import open_engine
-from core.install.config import ProviderConfig, TmuxConfig
-from core.install.home import Home
-from core.install.registry import init_registry
+from core.engine.open import open_engine
 from core.model.enums import Actionability, Activity, ActivityReason, Provider, RecoveryKind
 from core.model.errors import Conflict, ProviderError
 from core.reconcile import recovery
 from core.reconcile.reconcile import reconcile
 from core.reconcile.settlement import invariant_problems
-from core.tmux.stage import CONTROL_TEMPLATE
+from core.runtime.claims import claim_for_frame
+from core.runtime.sagas import LEASE_MS
+from core.runtime.stage import CONTROL_TEMPLATE
 from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
 from storage.operations import sessions as sessions_ops
@@ -388,7 +388,7 @@ def test_the_settlement_watchdog_runs_without_a_reconcile(tmp_path: Path,
 def test_a_claim_checks_the_callers_placement_generation(tmp_path: Path,
                                                          tmux_socket: Path) -> None:
     engine, world = build_world(tmp_path, tmux_socket)
-    from core.engine.capabilities import ENV_CAPABILITY, authenticate
+    from core.config.capabilities import ENV_CAPABILITY, authenticate
 
     raw = pane_env(engine, str(world.child_id))[ENV_CAPABILITY]
     with write_transaction(engine.conn) as conn:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.engine.requests import new_request_id
-from core.tmux.preview import preview_lines
+from core.context.requests import new_request_id
+from core.runtime.preview import preview_lines
 from tests.integration.journey_env import make_live_engine, tmux, type_line
 from tests.waiting import retry_until
 

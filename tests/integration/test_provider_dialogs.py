@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
-from core.install.config import ProviderConfig, load_config, render_config
+from core.config.config import ProviderConfig, load_config, render_config
+from core.context.requests import new_request_id
 from core.model.enums import Provider
 from core.reconcile.reconcile import reconcile
 from tests.integration.journey_env import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from tests.integration.test_terminal_sizes import Terminal, _shows_navigator
 from tests.integration.transitions_env import make_engine, problems, screen
 from tests.waiting import retry_until

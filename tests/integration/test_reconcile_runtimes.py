@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from core.model.enums import ViewMode
 from core.reconcile import recovery
 from core.reconcile.launches import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS
@@ -365,7 +365,7 @@ def test_an_idle_reconcile_reads_tmux_once(tmp_path: Path, tmux_socket: Path,
     process between the first read and the write lock still gets a fresh read. (The
     just-made launches' own start-up dialog reads, 2 s and 10 s after each launch, are
     tested in tests/integration/test_provider_dialogs.py.)"""
-    monkeypatch.setattr("core.reconcile.dialogs.CHECKPOINTS_MS", ())
+    monkeypatch.setattr("core.runtime.dialogs.CHECKPOINTS_MS", ())
     engine, world = build_world(tmp_path, tmux_socket)
     observer = open_stage_engine(tmp_path)  # another process: the navigator
     reconcile(observer)  # settles whatever the launch left

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from core.install.config import RemoteConfig
-from core.install.home import Home
-from core.install.registry import init_registry
+from core.config.config import RemoteConfig
+from core.config.home import Home
+from core.config.registry import init_registry
 from core.state.remote_open import open_remote
 from core.state.remotes import refresh
 from tests.factories import project_config

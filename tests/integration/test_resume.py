@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from tests.integration.journey_env import make_live_engine, one, pane_ids, tmux, type_line
 from tests.waiting import retry_until
 
@@ -79,7 +79,7 @@ def test_resume_only_stops_an_idle_live_parent_and_resumes_it_with_the_fixed_lin
         tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """control_turns.transport = resume_only never types into a live pane: the idle
     parent's runtime is stopped and its exact session resumed with the line."""
-    from core.install.config import ControlTurnsConfig
+    from core.config.config import ControlTurnsConfig
     from core.model.enums import TransportPolicy
 
     monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
@@ -126,7 +126,7 @@ def test_handoff_policy_reminds_the_parents_next_turn_to_claim(
         tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """complete_return = "handoff": no line is typed; the parent's next normal turn gets
     the fixed line as hook context (Claude's additionalContext) and claims the handoff."""
-    from core.install.config import AutomationConfig
+    from core.config.config import AutomationConfig
     from core.model.enums import CompleteReturnPolicy
 
     monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.client import EngineClient
+from core.apps.client import EngineClient
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
 from core.engine.presentation import open_view
-from core.engine.requests import new_request_id
 from core.model.enums import DirectiveKind
+from core.runtime.stage import CONTROL_TEMPLATE
 from core.tmux import PaneRole, ServerIdentity, TmuxRunner, TmuxUnavailable
-from core.tmux.stage import CONTROL_TEMPLATE
 from storage.operations import views as views_ops
 from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (

@@ -2,7 +2,7 @@
 
 The hook process is the provider's exact entry point (``python -m navigator.cli
 hook --provider claude Stop`` with the pane's environment and a recorded
-payload); the push it releases is finished by ``core.reconcile.stop_worker`` after the
+payload); the push it releases is finished by ``core.hooks.stop_worker`` after the
 hook has exited, with no pipe shared with it.
 """
 
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.capabilities import ENV_CAPABILITY, ENV_GENERATION
-from core.engine.requests import new_request_id
+from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.config.home import Home
+from core.context.requests import new_request_id
+from core.hooks import stop_worker
 from core.hooks.hook_handler import handle_hook
-from core.install.home import Home
-from core.reconcile import stop_worker
-from core.reconcile.stop_worker import LOG_NAME
+from core.hooks.stop_worker import LOG_NAME
 from tests.core.test_hook_handler import CLAUDE_FIXTURE, fixture_lines, launch_live_surface
 from tests.waiting import retry_until
 

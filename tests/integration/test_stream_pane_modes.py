@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from core.model.enums import Provider, ViewMode
 from core.reconcile.reconcile import reconcile
 from core.tmux.panes import PaneRole

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.tmux.panes import PaneSnapshot
 from core.tmux.topology import (
     AGENT_MIN_WIDTH,

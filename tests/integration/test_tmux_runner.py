@@ -103,3 +103,32 @@ def test_guards_only_take_exact_pane_ids_and_quotable_tokens() -> None:
         Check("=scratch:", "1", "label")
     with pytest.raises(ValueError):
         guarded([Check("%1", "1", "label")], [("send-keys", "-t", "%1", "it's")])
+
+
+def test_a_batch_that_acts_goes_through_libtmux_and_a_read_does_not(tmp_path: Path) -> None:
+    """The process that changes tmux drives it through libtmux's ``Server.cmd``; one that
+    only reads never imports it (a reading navigator stays light). Each batch is still one
+    counted process, and both paths see the same server."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from core.tmux.runner import TmuxRunner\n"
+        f"runner = TmuxRunner({str(tmp_path / 'sock')!r})\n"
+        "runner.run([('new-session', '-d', '-s', 'probe')])\n"
+        "runner.run([('list-sessions', '-F', '#{session_name}')], check=False)\n"
+        "print('libtmux.server' in sys.modules, runner.invocations)\n"
+        "runner.run([('kill-server',)], check=False)\n")
+    reading = (
+        "import sys\n"
+        "from core.tmux.runner import TmuxRunner\n"
+        f"runner = TmuxRunner({str(tmp_path / 'none')!r})\n"
+        "out = runner.run([('list-sessions',)], check=False)\n"
+        "print('libtmux' in sys.modules, runner.invocations, out.returncode != 0)\n")
+    acted = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True).stdout.split()
+    read = subprocess.run([sys.executable, "-c", reading], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert acted == ["True", "2"]
+    assert read == ["False", "1", "True"]

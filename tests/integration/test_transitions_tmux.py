@@ -17,14 +17,14 @@ from typing import TypeVar
 
 import pytest
 
-from core.engine.claims import claim_for_frame, settle_after_stop
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.model.enums import ViewMode
 from core.reconcile import recovery
 from core.reconcile.reconcile import reconcile
+from core.runtime.claims import claim_for_frame, settle_after_stop
+from core.runtime.stage import CONTROL_TEMPLATE, TmuxStage
 from core.tmux import PaneSnapshot, ServerIdentityMismatch
-from core.tmux.stage import CONTROL_TEMPLATE, TmuxStage
 from storage.operations import views as views_ops
 from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from core.model.enums import ViewMode
-from core.tmux.stage import ENV_VIEW_ID, NAVIGATOR_KEY
+from core.runtime.stage import ENV_VIEW_ID, NAVIGATOR_KEY
 from core.tmux.topology import VIEW_SIZE, bound_keys
 from storage.operations import views as views_ops
 from tests.integration.journey_env import tmux

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.install.config import ProviderConfig, TmuxConfig, default_config, render_config
+from core.config.config import ProviderConfig, TmuxConfig, default_config, render_config
 from core.model.enums import Provider
 from tests.core.test_project_add import _sb
 from tests.integration.journey_env import fake_provider_command

@@ -17,16 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.engine.capabilities import ENV_CAPABILITY
-from core.engine.claims import claim_for_frame
+from core.config.capabilities import ENV_CAPABILITY
+from core.config.config import ControlTurnsConfig, ProviderConfig, TmuxConfig
+from core.config.home import Home
+from core.config.registry import init_registry
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.engine.session import open_engine
-from core.install.config import ControlTurnsConfig, ProviderConfig, TmuxConfig
-from core.install.home import Home
-from core.install.registry import init_registry
+from core.engine.open import open_engine
 from core.model.enums import Activity, ActivityReason, Provider
-from core.tmux.stage import CONTROL_TEMPLATE
+from core.runtime.claims import claim_for_frame
+from core.runtime.stage import CONTROL_TEMPLATE
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
 from storage.operations import views as views_ops
@@ -40,7 +40,7 @@ NAVIGATOR_STAND_IN = ["sleep", "600"]
 
 def quiet_provider_command(provider: str) -> tuple[str, ...]:
     """The fake provider with no-op hooks and agent tools."""
-    return (sys.executable, "-m", "core.providers.fake_agent", "--hook-command", "true",
+    return (sys.executable, "-m", "core.providers.fake.agent", "--hook-command", "true",
             "--agent-command", "true", "--provider", provider)
 
 
@@ -256,7 +256,7 @@ def problems(engine: Engine, view_id: str) -> list[str]:
                 f"SELECT r.first_claimed_at, t.state, t.view_id FROM {table} r"
                 " JOIN view_transitions t ON t.transition_id = r.transition_id"):
             # A cancelled transition's record was withdrawn on purpose, not lost; a failed
-            # push's brief is claimed by its task's next start (core.engine.claims).
+            # push's brief is claimed by its task's next start (core.runtime.claims).
             claimable = row["state"] in ("presented", "awaiting_claim", "settling", "completed",
                                          "cancelled") or \
                 (table == "transition_briefs" and row["state"] == "failed")

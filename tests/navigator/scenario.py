@@ -13,14 +13,14 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.engine.claims import claim_for_frame, settle_after_stop
-from core.engine.client import EngineClient
+from core.apps.client import EngineClient
+from core.config.home import Home
+from core.config.registry import open_current
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.install.home import Home
-from core.install.registry import open_current
 from core.model.enums import Actionability, Activity, ActivityReason, RecoveryKind
 from core.model.ports import FixedClock, SequentialIds
+from core.runtime.claims import claim_for_frame, settle_after_stop
 from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
 from storage.operations import sessions as sessions_ops

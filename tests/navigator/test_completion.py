@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.install.home import Home
+from core.config.home import Home
 from core.state.names import NameKind, registry_names
 from tests.factories import make_engine
 

@@ -64,13 +64,13 @@ async def test_a_legacy_title_is_shown_escaped(demo: Scenario) -> None:
 
 
 async def test_a_preview_keeps_colours_and_nothing_else(demo: Scenario) -> None:
-    from core.engine.requests import new_request_id
+    from core.context.requests import new_request_id
 
     demo.engine.view_focus(new_request_id(), demo.views["alpha"], demo.frames["Write docs"])
     set_activity(demo, "Fix login", Activity.WORKING, "live")
     captured = "\x1b[31mred\x1b[0m then \x1b]52;c;ZXZpbA==\x07\x1b[2Jafter"
 
-    def preview(frame_id: str) -> list[str]:  # what core.tmux.preview returns
+    def preview(frame_id: str) -> list[str]:  # what core.runtime.preview returns
         return [sgr_only(captured)]
 
     demo.client.preview = preview  # type: ignore[method-assign]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from core.apps import client as client_module
 from core.broker import inbox_view
-from core.engine import client as client_module
 from tests.navigator.scenario import Scenario
 
 

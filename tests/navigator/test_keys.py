@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from core.model.enums import Activity
 from navigator.app import SwitchboardApp
 from navigator.screens.complete import CompleteReturnScreen

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from core.engine.requests import new_request_id
+from core.context.requests import new_request_id
 from navigator.app import SwitchboardApp
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.frames import (

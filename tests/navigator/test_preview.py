@@ -1,7 +1,7 @@
 """The preview panel follows the selection: a parked live agent shows its last lines
 after a short rest; the shown frame, a stopped one or a moved cursor shows none.
 
-The pane itself is read by core.tmux.preview (tested on a real tmux server in
+The pane itself is read by core.runtime.preview (tested on a real tmux server in
 tests/integration/test_preview.py); here the client's read is recorded, so the
 test sees exactly which frames the navigator asked about and how often."""
 
@@ -17,7 +17,7 @@ SIZE = (100, 40)
 
 
 async def test_preview_shows_a_parked_agent_and_only_on_rest(demo: Scenario) -> None:
-    from core.engine.requests import new_request_id
+    from core.context.requests import new_request_id
 
     # Write docs is shown in main; Fix login's agent works parked
     demo.engine.view_focus(new_request_id(), demo.views["alpha"], demo.frames["Write docs"])

@@ -18,7 +18,7 @@ WRITE_SIDE = ("core.engine.engine", "storage.operations.transitions", "core.brok
 
 PROGRAM = f"""
 import json, sys
-from core.engine.client import EngineClient
+from core.apps.client import EngineClient
 client = EngineClient.open(with_stage=False)
 state = client.state()
 view = sys.argv[1]

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from core.engine.requests import new_request_id
-from core.engine.sagas import LEASE_MS
-from core.reconcile.provider_checks import STALE_WORKING_AFTER_MS
+from core.context.requests import new_request_id
+from core.providers.checks import STALE_WORKING_AFTER_MS
+from core.runtime.sagas import LEASE_MS
 from navigator.app import RECONCILE_INTERVAL, SwitchboardApp
 from navigator.widgets.badges import BadgeKind
 from navigator.widgets.frames import frame_key

@@ -7,7 +7,7 @@ control turn, a view, a launch, a surface.
 
 from __future__ import annotations
 
-from core.engine.client import SubjectPlace
+from core.apps.client import SubjectPlace
 from core.model.enums import Actionability, RecoveryKind
 from navigator.app import SwitchboardApp
 from navigator.screens.recovery import RecoveryExplanationScreen

@@ -3,7 +3,7 @@ frames that no longer exist (issue 31.8)."""
 
 from __future__ import annotations
 
-from core.install.registry import reset_registry
+from core.config.registry import reset_registry
 from navigator.app import SwitchboardApp
 from tests.navigator.helpers import settle, wait_until
 from tests.navigator.scenario import Scenario

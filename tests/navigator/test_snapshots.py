@@ -126,7 +126,7 @@ def test_too_small_pane(snap_compare, demo: Scenario) -> None:
 @pytest.mark.parametrize("size", [WIDE, SIDEBAR], ids=["80x24", "40x40"])
 def test_parked_agent_preview(snap_compare, demo: Scenario, size: tuple[int, int]) -> None:
     """Resting on a parked working agent shows what its pane last printed."""
-    from core.engine.requests import new_request_id
+    from core.context.requests import new_request_id
     from core.model.enums import Activity
     from tests.navigator.scenario import set_activity
 

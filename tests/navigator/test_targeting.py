@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.engine.client import SubjectPlace
+from core.apps.client import SubjectPlace
 from core.state.state_types import HostRow, NavigatorState, ProjectRow
 from navigator.lookup import frame_by_id, view_by_id
 from navigator.targeting import (

@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from core.config.config import ProviderConfig, TmuxConfig
+from core.config.home import Home
+from core.config.registry import init_registry
 from core.engine.engine import Engine
-from core.engine.session import open_engine
-from core.install.config import ProviderConfig, TmuxConfig
-from core.install.home import Home
-from core.install.registry import init_registry
+from core.engine.open import open_engine
 from core.model.enums import Provider
 from storage.session_db import session_db_path
 from storage.uri import sqlite_uri

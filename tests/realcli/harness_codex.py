@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from core.config.config import ProviderConfig, TmuxConfig
+from core.config.home import Home
+from core.config.registry import init_registry
 from core.engine.engine import Engine
-from core.engine.session import open_engine
-from core.install.config import ProviderConfig, TmuxConfig
-from core.install.home import Home
-from core.install.registry import init_registry
+from core.engine.open import open_engine
 from core.model.enums import Provider
-from core.providers.codex import toml_string
+from core.providers.codex_config import toml_string
 from tests.factories import project_config
 from tests.integration.journey_env import fake_provider_command, tmux
 from tests.realcli.install import RealClis

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.model.enums import Provider
-from core.providers.codex import SessionHooks
+from core.providers.codex_config import SessionHooks
 from core.providers.hooks import CLAUDE_HOOK_EVENTS, CODEX_HOOK_EVENTS
 from tests.realcli.install import ensure_cli
 

@@ -1,6 +1,6 @@
 """The fake agent and the pinned real CLIs accept and refuse the same argv shapes.
 
-Each shape runs through the real binary and through ``core.providers.fake_agent``
+Each shape runs through the real binary and through ``core.providers.fake.agent``
 in the same isolated home and working directory, stdin closed, no network
 but loopback. What is compared is what the program made of its argv:
 
@@ -267,7 +267,7 @@ def real_codex(clis: RealClis, argv: list[str], place: Place) -> Seen:
 def fake(provider: str, argv: list[str], place: Place, clis: RealClis) -> Seen:
     env = {**_env(place, clis, "http://127.0.0.1:9"),
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    done = _run([sys.executable, "-m", "core.providers.fake_agent", "--provider", provider,
+    done = _run([sys.executable, "-m", "core.providers.fake.agent", "--provider", provider,
                  "--hook-command", "true", "--agent-command", "true", *argv], place, env)
     if done.returncode != 0 or "✻ Fake" not in done.stdout:
         return _refusal(done)

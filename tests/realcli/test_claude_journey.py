@@ -26,15 +26,15 @@ from pathlib import Path
 
 import pytest
 
+from core.apps.client import EngineClient
 from core.broker.delivery import managed_line
 from core.broker.inbox_view import inbox_for_view
-from core.engine.client import EngineClient
+from core.config.home import Home
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.install.home import Home
-from core.install.hooks_install import claude_tool_names
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
+from core.providers.claude_settings import claude_tool_names
 from core.providers.dialogs import find_dialog
 from storage.uri import sqlite_uri
 from tests.integration.journey_env import one, tmux
@@ -411,7 +411,7 @@ def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
     holds it until Switchboard's server has listed its tools, so the very first
     request already offers them."""
     slow = ("/bin/sh", "-c", f"sleep 4; exec {sys.executable} -m navigator.cli mcp")
-    monkeypatch.setattr("core.engine.launcher.MCP_SERVER_ARGV", slow)
+    monkeypatch.setattr("core.runtime.launcher.MCP_SERVER_ARGV", slow)
     engine, socket = world.engine, world.socket
     route = engine.project_enter(new_request_id(), "alpha")
     engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)

@@ -19,8 +19,8 @@ import pytest
 
 from core.broker.delivery import managed_line
 from core.broker.inbox_view import inbox_for_view
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
 from core.model.enums import Provider
 from storage.uri import sqlite_uri
 from tests.integration.journey_env import one, tmux

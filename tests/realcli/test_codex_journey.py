@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from core.config.home import Home
+from core.context.requests import new_request_id
 from core.engine.engine import Engine
-from core.engine.requests import new_request_id
-from core.install.home import Home
 from core.model.enums import Provider
 from tests.integration.journey_env import one, pane_ids, tmux
 from tests.realcli.harness import command_runs, evidence_dump

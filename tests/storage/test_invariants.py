@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from core.config.home import Home
+from core.config.registry import open_current
 from core.engine.engine import Engine
-from core.install.home import Home
-from core.install.registry import open_current
 from core.model.errors import Conflict, InvariantViolation, SwitchboardError
 from core.model.ports import FixedClock, SequentialIds
 from storage.connection import connect, write_transaction
@@ -491,7 +491,7 @@ def test_threads_pushing_from_one_view_make_one_transition(
 
 def _enter_in_process(root: str, request_id: str, barrier, results) -> None:
     """Runs in a separate process: open the registry like a front end and enter."""
-    from core.engine.session import open_engine
+    from core.engine.open import open_engine
 
     try:
         engine = open_engine(_home(Path(root)))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from core.install.home import Home
-from core.install.registry import open_current
+from core.config.home import Home
+from core.config.registry import open_current
 from core.model.errors import RegistryUnavailable
 from storage.migrations import header_version
 from storage.schema import SCHEMA_VERSION

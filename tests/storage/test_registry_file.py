@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from core.install.config import HostConfig, load_config, render_config
-from core.install.home import Home
-from core.install.registry import init_registry, open_current, reset_registry
+from core.config.config import HostConfig, load_config, render_config
+from core.config.home import Home
+from core.config.registry import init_registry, open_current, reset_registry
 from core.model.errors import RegistryUnavailable, SwitchboardError
 from navigator.cli import main as cli_main
 from storage.registry_file import diagnose, open_registry

@@ -1,0 +1,447 @@
+"""EngineClient: the one object a frontend holds.
+
+It opens the registry once, builds NavigatorState on request, and turns each
+user intent into an engine request with a fresh request id. Blocking calls
+are meant to run in a frontend's worker thread; nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.config.home import Home
+from core.context.reader import RegistryReader
+from core.context.requests import new_request_id
+from core.model.errors import SwitchboardError
+from core.state.state_types import NavigatorState, ProjectRow
+
+if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
+    from core.broker.broker import Message as BrokerMessage
+    from core.broker.inbox_pane import StreamPane
+    from core.broker.membership import PersonSent
+    from core.broker.reading import InboxEntry
+    from core.engine.engine import Engine
+    from core.evidence.store import SessionDetail
+    from core.model.results import (
+        FrameResult,
+        RouteResult,
+        StartResult,
+        TransitionResult,
+        ViewResult,
+    )
+    from core.reconcile.reconcile import ReconcileReport
+    from core.reconcile.recovery import RecoveryRecord
+    from core.state.remote_open import RemoteWindow
+
+# The navigator's remembered layout is a few hundred bytes; never read more than this.
+UI_STATE_MAX_BYTES = 1024 * 1024
+#: Seconds an unchanged-looking broker's Inbox answer is reused at most.
+INBOX_MAX_AGE_S = 60.0
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """(mtime_ns, size) of a file, (0, 0) when it is missing."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (info.st_mtime_ns, info.st_size)
+
+
+def _import_stage() -> Callable[[Engine, Home], object]:
+    """``core.runtime.stage.attach_stage``, imported on the first request that needs it."""
+    from core.runtime.stage import attach_stage
+
+    return attach_stage
+
+
+@dataclass(frozen=True)
+class SubjectPlace:
+    """Where a recovery's subject is shown: its view and frame, when they can be told."""
+
+    view_id: str | None
+    frame_id: str | None
+
+
+#: subject type -> SQL giving (view_id, frame_id) of that subject; read-only.
+_SUBJECT_SQL: dict[str, str] = {
+    "view": "SELECT view_id, active_frame_id FROM user_views WHERE view_id = ?",
+    "frame": "SELECT NULL, frame_id FROM frames WHERE frame_id = ?",
+    "transition": "SELECT view_id, target_frame_id FROM view_transitions"
+                  " WHERE transition_id = ?",
+    "control_turn": "SELECT t.view_id, c.target_frame_id FROM control_turns c"
+                    " JOIN view_transitions t ON t.transition_id = c.transition_id"
+                    " WHERE c.control_turn_id = ?",
+    "launch": "SELECT NULL, frame_id FROM launch_intents WHERE launch_id = ?",
+    "surface": "SELECT NULL, l.frame_id FROM surfaces s"
+               " JOIN launch_intents l ON l.launch_id = s.launch_id WHERE s.surface_id = ?",
+}
+
+
+@dataclass
+class EngineClient:
+    """Reads run on a registry reader; the engine and its tmux stage come with the
+    first request.
+
+    A navigator mostly reads (every view's navigator rebuilds its state on each
+    change), and the engine brings its storage operations (``core.context.reader``)
+    and the stage the tmux adapter and the sagas (~30 modules, ~1.2 MB per
+    navigator). ``open`` hands out a reader, which the first request turns into an
+    ``Engine`` on the same connection; ``stage_wanted`` says that request attaches
+    the stage too. An engine handed in, its stage attached or not, is used as it is.
+    """
+
+    engine: RegistryReader
+    home: Home
+    stage_wanted: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stamped: tuple[str, tuple[str, ...]] | None = field(default=None, repr=False,
+                                                         compare=False)
+    """(generation, paths) that ``change_stamp`` stats, worked out once per generation."""
+    _inbox_cache: tuple[object, float, tuple[InboxEntry, ...]] | None = field(
+        default=None, repr=False, compare=False)
+    """(scope and broker file stamps, when read, entries) of ``inbox_if_moved``."""
+
+    @classmethod
+    def open(cls, home: Home | None = None, *, with_stage: bool = True) -> EngineClient:
+        from core.context.session import open_reader
+
+        home = home or Home.from_env()
+        return cls(engine=open_reader(home), home=home, stage_wanted=with_stage)
+
+    @property
+    def _acting(self) -> Engine:
+        """The engine for a request, made from the reader on the first one, its stage
+        attached first when one is wanted.
+
+        Called under ``_lock``; reads use ``self.engine`` and never attach it."""
+        from core.engine.engine import Engine
+
+        engine = self.engine
+        if not isinstance(engine, Engine):
+            engine = Engine(conn=engine.conn, config=engine.config, clock=engine.clock,
+                            home=engine.home)
+            self.engine = engine
+        if self.stage_wanted and engine.stage is None:
+            _import_stage()(engine, self.home)
+        return engine
+
+    def shutdown(self) -> None:
+        """Release the registry connection (the navigator calls this on exit)."""
+        with self._lock:
+            self.engine.conn.close()
+
+    # --------------------------------------------------------------- reads
+
+    def state(self) -> NavigatorState:
+        from core.state.state_builder import build_navigator_state
+
+        with self._lock:
+            self._follow_reset()
+            return build_navigator_state(self.engine)
+
+    def _follow_reset(self) -> None:
+        """After `switchboard reset` the pointer names a new generation: read that one.
+
+        The connection stays on the file it opened, so a navigator running through
+        a reset kept showing frames that no longer exist. Called under ``_lock``
+        with each state read (one small file read; the change stamp already watches
+        the pointer). The new registry is opened before the old one is let go, so a
+        failed open leaves the client as it was (the next read tries again); the
+        next request builds its engine, and stage, on the new connection.
+        """
+        current = self.home.read_current_generation()
+        if current is None or current == self.engine.generation_id:
+            return
+        from core.context.session import open_reader
+
+        fresh = open_reader(self.home)
+        old, self.engine = self.engine, fresh
+        old.conn.close()
+
+    def session_detail(self, frame_id: str, limit: int = 50) -> SessionDetail:
+        """The frame's current session evidence (``core.evidence.store.SessionDetail``).
+
+        The key comes from the registry under the lock; the session file is read
+        after it is released, on its own read-only connection.
+        """
+        from core.evidence.store import session_detail, session_key_for_frame
+
+        with self._lock:
+            key = session_key_for_frame(self.engine.conn, frame_id)
+        return session_detail(self.home, key, limit)
+
+    def recovery_subject(self, subject_type: str, subject_id: str) -> SubjectPlace:
+        """The view and frame a recovery is about, so a frontend can go and look.
+
+        Read-only. A frame without a view of its own is looked up through its
+        owning placement; an unknown subject type or a vanished row gives Nones.
+        """
+        sql = _SUBJECT_SQL.get(subject_type)
+        if sql is None:
+            return SubjectPlace(None, None)
+        with self._lock:
+            conn = self.engine.conn
+            row = conn.execute(sql, (subject_id,)).fetchone()
+            if row is None:
+                return SubjectPlace(None, None)
+            view_id, frame_id = row[0], row[1]
+            if view_id is None and frame_id is not None:
+                placed = conn.execute(
+                    "SELECT view_id FROM frame_placements WHERE frame_id = ?"
+                    " AND state <> 'orphaned'", (frame_id,)).fetchone()
+                view_id = placed[0] if placed is not None else None
+        return SubjectPlace(view_id, frame_id)
+
+    def data_version(self) -> int:
+        """Cheap change detection: the generation, SQLite's data_version and the broker
+        file's mtime."""
+        with self._lock:
+            self._follow_reset()  # a new generation is a change, whatever its version
+            version = self.engine.conn.execute("PRAGMA data_version").fetchone()[0]
+            total = self.engine.conn.total_changes
+            generation = self.engine.generation_id
+        try:
+            broker = os.stat(self.home.broker_path).st_mtime_ns
+        except OSError:
+            broker = 0
+        return hash((generation, version, total, broker))
+
+    def change_stamp(self) -> tuple[tuple[int, int], ...]:
+        """Size and mtime of every file a registry or broker commit touches: no lock, no SQL.
+
+        The navigator compares this on its event loop every tick and starts a
+        ``data_version`` read only when it moved, so an idle navigator starts no
+        worker thread at all (a worker per tick cost ~20x the stats). In WAL mode
+        each commit appends to ``-wal`` and a checkpoint rewrites the database
+        file; the pointer file moves on a registry reset. A missing file reads
+        as (0, 0).
+        """
+        stamps = []
+        for path in self._change_files:
+            try:
+                info = os.stat(path)
+            except OSError:
+                stamps.append((0, 0))
+            else:
+                stamps.append((info.st_mtime_ns, info.st_size))
+        return tuple(stamps)
+
+    def change_files(self) -> tuple[str, ...]:
+        """The files ``change_stamp`` stats: a frontend may watch them instead."""
+        return self._change_files
+
+    @property
+    def _change_files(self) -> tuple[str, ...]:
+        """The stamped paths, worked out once per generation (pathlib per tick showed up
+        as a third of an idle navigator's own CPU)."""
+        generation = self.engine.generation_id
+        if self._stamped is not None and self._stamped[0] == generation:
+            return self._stamped[1]
+        registry = os.fspath(self.home.registry_path(generation))
+        broker = os.fspath(self.home.broker_path)
+        files = (registry, f"{registry}-wal", broker, f"{broker}-wal",
+                 os.fspath(self.home.current_pointer))
+        self._stamped = (generation, files)
+        return files
+
+    # --------------------------------------------------------------- requests
+    # One typed method per engine operation, each with a fresh request id under
+    # the lock (the registry connection is not shared across threads otherwise).
+
+    def enter_project(self, name: str) -> RouteResult:
+        with self._lock:
+            return self._acting.project_enter(new_request_id(), name)
+
+    def start(self, frame_id: str) -> StartResult:
+        with self._lock:
+            return self._acting.frame_start(new_request_id(), frame_id)
+
+    def stop(self, frame_id: str) -> FrameResult:
+        with self._lock:
+            return self._acting.frame_stop(new_request_id(), frame_id)
+
+    def cancel_transition(self, view_id: str) -> TransitionResult:
+        with self._lock:
+            return self._acting.transition_cancel(new_request_id(), view_id=view_id)
+
+    def back(self, view_id: str) -> TransitionResult:
+        with self._lock:
+            return self._acting.frame_back(new_request_id(), view_id)
+
+    def focus(self, view_id: str, frame_id: str) -> TransitionResult:
+        with self._lock:
+            return self._acting.view_focus(new_request_id(), view_id, frame_id)
+
+    def push(self, frame_id: str, title: str, brief: str) -> TransitionResult:
+        """A person's push: the same transition an agent's task_push prepares."""
+        with self._lock:
+            return self._acting.frame_push(new_request_id(), frame_id, title, brief)
+
+    def complete(self, frame_id: str, summary: str, next_action: str) -> TransitionResult:
+        with self._lock:
+            return self._acting.frame_complete(new_request_id(), frame_id, summary, next_action)
+
+    def close(self, frame_id: str) -> TransitionResult:
+        with self._lock:
+            return self._acting.frame_close(new_request_id(), frame_id)
+
+    def reopen(self, frame_id: str) -> FrameResult:
+        with self._lock:
+            return self._acting.frame_reopen(new_request_id(), frame_id)
+
+    def toggle_mode(self, view_id: str) -> ViewResult:
+        with self._lock:
+            return self._acting.view_mode(new_request_id(), view_id)
+
+    def open_remote(self, host_id: str, project: str) -> RemoteWindow:
+        """A remote host's project: a local window running ssh into its own view."""
+        from core.state.remote_open import open_remote, remote_for_host
+
+        with self._lock:
+            return open_remote(self._acting, remote_for_host(self._acting, host_id), project)
+
+    def show_view(self, view_id: str) -> None:
+        """Take the person's tmux client to that view's window (no registry change)."""
+        from core.engine.presentation import show_view
+
+        with self._lock:
+            show_view(self._acting, view_id)
+
+    def preview(self, frame_id: str) -> list[str] | None:
+        """Last lines of the frame's live agent pane (read-only, one tmux process)."""
+        from core.runtime.preview import preview_lines
+
+        with self._lock:
+            return preview_lines(self._acting, frame_id)
+
+    def reconcile(self) -> ReconcileReport:
+        """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
+        runs it at start and then periodically)."""
+        from core.reconcile.reconcile import reconcile
+
+        with self._lock:
+            return reconcile(self._acting)
+
+    def reconcile_if_due(self, interval: float) -> ReconcileReport | None:
+        """Reconcile when this host's turn is due (``core.reconcile.reconcile_turn``), else None.
+
+        Each navigator calls this on its interval; one of them reconciles per
+        interval however many views are open."""
+        from core.reconcile.reconcile_turn import host_turn
+
+        with host_turn(self.home.run_dir, interval) as mine:
+            if not mine:
+                return None
+            from storage.connection import checkpoint_wal
+
+            try:
+                return self.reconcile()
+            finally:  # hooks leave the registry's checkpoints to this turn, even a failed one
+                with self._lock:
+                    checkpoint_wal(self.engine.conn)
+
+    def recover(self, recovery_id: str) -> RecoveryRecord:
+        from core.reconcile import recovery
+
+        with self._lock:
+            return recovery.execute(self._acting, new_request_id(), recovery_id)
+
+    def dismiss_recovery(self, recovery_id: str) -> RecoveryRecord:
+        from core.reconcile import recovery
+
+        with self._lock:
+            return recovery.dismiss(self._acting, new_request_id(), recovery_id)
+
+    # --------------------------------------------------------------- broker
+
+    def inbox(self, view_id: str | None = None) -> list[InboxEntry]:
+        """The view's Inbox (``core.broker.inbox_view``), read from the broker again only
+        when its files moved, the view's scope changed, or ``INBOX_MAX_AGE_S`` passed;
+        otherwise the last answer (ages in it are as of that read).
+
+        Every registry commit (each hook) makes a navigator reload, but the Inbox only
+        changes with a broker commit; opening the broker and walking its roster cost
+        ~3 ms at 20 agents and grew with every member. The age bound covers a broker
+        commit that left a file's size and mtime as they were.
+        """
+        from core.broker import inbox_view
+
+        with self._lock:
+            if not self.home.broker_path.exists():
+                return []
+            scope = inbox_view.inbox_scope(self.engine, view_id)
+        broker = os.fspath(self.home.broker_path)
+        key = (scope, _stamp(broker), _stamp(f"{broker}-wal"))
+        now = time.monotonic()
+        cached = self._inbox_cache
+        if cached is not None and cached[0] == key and now - cached[1] < INBOX_MAX_AGE_S:
+            return list(cached[2])
+        entries = inbox_view.inbox_in_scope(self.home, scope)
+        self._inbox_cache = (key, now, tuple(entries))
+        return entries
+
+    def ack(self, message_id: int, member_id: int | None = None) -> BrokerMessage:
+        from core.broker import inbox_view
+
+        return inbox_view.ack(self.home, message_id, member_id)
+
+    def message_frame(self, frame_id: str, text: str) -> PersonSent:
+        """The person's message to a frame's agent (core.broker.membership.person_send)."""
+        from core.broker.membership import person_send
+
+        with self._lock:
+            return person_send(self._acting, frame_id, text)
+
+    def toggle_inbox_stream(self, view_id: str) -> StreamPane:
+        """Open or close the view's read-only inbox stream pane (core.broker.inbox_pane)."""
+        from core.broker.inbox_pane import toggle_inbox_stream
+
+        with self._lock:
+            return toggle_inbox_stream(self._acting, view_id)
+
+    # --------------------------------------------------------------- config
+
+    @property
+    def drives_tmux(self) -> bool:
+        """Whether requests move tmux panes (a stage is attached): a navigator then
+        reconciles periodically and takes the person to views shown elsewhere."""
+        return self.stage_wanted or getattr(self.engine, "stage", None) is not None
+
+    def navigator_width(self) -> int:
+        """The width tmux gives a navigator pane when there is room (`tmux.navigator_width`)."""
+        return int(self.engine.config.tmux.navigator_width)
+
+    def configured_projects(self) -> list[ProjectRow]:
+        """Projects in config, as rows: one never entered has no registry row yet."""
+        config = self.engine.config
+        return [ProjectRow(project_id=p.project_id, host_id=config.host.host_id, name=p.name)
+                for p in config.projects]
+
+    # --------------------------------------------------------------- ui state
+
+    @property
+    def _ui_state_path(self) -> Path:
+        return self.home.root / "ui_state.json"
+
+    def load_ui_state(self) -> dict[str, Any]:
+        from core.model.files import read_bounded
+
+        try:
+            value = json.loads(read_bounded(self._ui_state_path, UI_STATE_MAX_BYTES,
+                                            "ui state file"))
+        except (OSError, ValueError, SwitchboardError):
+            return {}  # the navigator starts from defaults rather than refuse to open
+        return value if isinstance(value, dict) else {}
+
+    def save_ui_state(self, state: dict[str, Any]) -> None:
+        from core.model.files import write_private
+
+        write_private(self._ui_state_path, json.dumps(state, sort_keys=True))

@@ -1,0 +1,154 @@
+"""The embedded demo: a private home, a private tmux server, fake agents.
+
+``switchboard demo`` builds (or reuses) a demo home with one project run by
+the fake provider, a workspace and two tasks, so a newcomer can push, go
+back, complete and recover without any account or real agent.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.config.config import (
+    CheckoutConfig,
+    ProjectConfig,
+    ProviderConfig,
+    TmuxConfig,
+    default_config,
+)
+from core.config.home import Home
+from core.config.registry import init_registry
+from core.context.requests import new_request_id
+from core.install.hooks_install import launch_hook_command
+from core.model.enums import Provider
+from core.model.files import private_dir
+from core.providers.traits import traits
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+
+DEMO_PROJECT_ID = "d3e10000-0000-4000-8000-000000000001"
+DEMO_CHECKOUT_ID = "d3e10000-0000-4000-8000-000000000002"
+
+
+@dataclass(frozen=True)
+class DemoSession:
+    home: Path
+    socket_path: str
+    view_id: str
+    window_id: str
+    attach_command: str
+
+
+def fake_command(provider: Provider) -> tuple[str, ...]:
+    # Launches that carry their hooks as -c overrides (which the fake agent does not
+    # read) give it the same hook command directly.
+    hooks = (("--hook-command", shlex.join(launch_hook_command()))
+             if traits(provider).hooks_as_launch_overrides else ())
+    return (sys.executable, "-m", "core.providers.fake.agent", "--agent-command",
+            f"{sys.executable} -m navigator.cli agent", *hooks, "--provider", provider.value)
+
+
+def default_demo_home() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "switchboard-demo"
+
+
+def build(root: Path) -> DemoSession:
+    """Create the demo home on first run; start its agents; return how to attach."""
+    from core.engine.open import open_engine
+
+    private_dir(root)
+    os.environ["SWITCHBOARD_HOME"] = str(root)
+    os.environ["SWITCHBOARD_CONFIG"] = str(root / "config.toml")
+    home = Home(root=root, config_path=root / "config.toml")
+    socket = str(root / "tmux.sock")
+    if home.read_current_generation() is None:
+        src = root / "src" / "demo"
+        src.mkdir(parents=True, exist_ok=True)
+        template = default_config(generation_id="", host_id=str(uuid.uuid4()),
+                                  display_name="demo")
+        template = replace(
+            template,
+            providers={p: ProviderConfig(command=fake_command(p)) for p in Provider},
+            checkouts=(CheckoutConfig(checkout_id=DEMO_CHECKOUT_ID, path=str(src)),),
+            projects=(ProjectConfig(project_id=DEMO_PROJECT_ID, name="demo", root=str(src),
+                                    checkout_id=DEMO_CHECKOUT_ID),),
+            tmux=TmuxConfig(socket_path=socket))
+        init_registry(home, template=template)
+    engine = open_engine(home, with_stage=True)
+    route = engine.project_enter(new_request_id(), "demo")
+    frames = engine.conn.execute("SELECT COUNT(*) FROM frames").fetchone()[0]
+    if frames == 1:
+        engine.frame_start(new_request_id(), route.frame_id)
+        _wait_ready(engine, route.frame_id)
+        first = engine.frame_push(new_request_id(), route.frame_id, "Write the parser",
+                                  "Write a tokenizer and parser for the config format.")
+        _wait_ready(engine, first.target_frame_id)
+        engine.frame_back(new_request_id(), route.view_id)
+        engine.frame_push(new_request_id(), route.frame_id, "Add tests",
+                          "Add property tests for the parser's round trip.")
+    else:
+        from core.reconcile.reconcile import reconcile
+        reconcile(engine)
+    view = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
+                               (route.view_id,)).fetchone()
+    # Quoted for pasting: a home path may hold spaces, quotes or `$(...)`.
+    attach = shlex.join(["tmux", "-S", socket, "attach", "-t", view["tmux_window_id"]])
+    return DemoSession(root, socket, route.view_id, view["tmux_window_id"], attach)
+
+
+def _wait_ready(engine: Engine, frame_id: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = engine.conn.execute(
+            "SELECT s.activity FROM frames f JOIN provider_sessions s"
+            " ON s.session_key = f.current_session_key WHERE f.frame_id = ?",
+            (frame_id,)).fetchone()
+        if row is not None and row[0] == "ready":
+            return
+        time.sleep(0.1)
+
+
+@dataclass(frozen=True)
+class DemoStopped:
+    home: Path
+    server_was_running: bool
+    removed: bool
+
+
+def stop(root: Path, *, reset: bool = False) -> DemoStopped:
+    """End the demo: its private tmux server (and so its fake agents) goes away.
+
+    ``reset`` also deletes the demo home, so the next ``switchboard demo`` starts
+    fresh. Only a folder the demo built is deleted: it must hold the demo's
+    config naming the demo project, never an arbitrary ``--home``.
+    """
+    import shutil
+    import subprocess
+
+    from core.model.errors import ConfigError
+
+    socket = root / "tmux.sock"
+    running = False
+    if socket.exists():
+        done = subprocess.run(["tmux", "-S", str(socket), "kill-server"],
+                              capture_output=True, text=True, timeout=10)
+        running = done.returncode == 0
+    removed = False
+    if reset and root.exists():
+        config = root / "config.toml"
+        if not (config.is_file() and DEMO_PROJECT_ID in config.read_text(encoding="utf-8",
+                                                                         errors="replace")):
+            raise ConfigError(f"{root} does not look like a Switchboard demo home (no demo "
+                              "config in it); not deleting it", code="demo_home_invalid")
+        shutil.rmtree(root)
+        removed = True
+    return DemoStopped(home=root, server_was_running=running, removed=removed)

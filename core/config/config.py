@@ -1,0 +1,874 @@
+"""Config v3: the one TOML file that names this host, its projects and its policies.
+
+The parser is strict on purpose: an unknown key, a wrong type or an
+out-of-range value is an error that names the exact key path and what is
+allowed, because a silently ignored typo in a safety setting (for example
+``control_turns.transport``) would change what Switchboard does to a live
+agent. Every problem in a file is reported at once.
+
+``render_config`` writes the canonical text; ``parse_config(render_config(c))``
+equals ``c`` for every valid config.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, time
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from core.model.enums import (
+    CompleteReturnPolicy,
+    Provider,
+    TaskPushPolicy,
+    TransportPolicy,
+    ViewMode,
+)
+from core.model.errors import ConfigError, NotFound
+from core.model.text import TextShape, shown, unsafe_reason
+
+CONFIG_VERSION = 3
+NIL_UUID = "00000000-0000-0000-0000-000000000000"
+
+MAX_NAME_CHARS = 128
+MAX_PATH_CHARS = 4096
+MAX_URL_CHARS = 2048
+# A config names a few hundred projects at most; anything near this is not one
+# (and is never read whole).
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_SOCKET_PATH_BYTES = 100  # sun_path is 104-108 bytes including the NUL
+MAX_ARGV_ITEMS = 32
+MAX_ARGV_ITEM_CHARS = 1024
+MAX_LIST_ITEMS = 1000
+DEPTH_RANGE = (1, 32)
+NAVIGATOR_WIDTH_RANGE = (16, 200)
+WATCHDOG_RANGE = (0.5, 120.0)
+VERSION_TIMEOUT_RANGE = (0.1, 60.0)
+
+DEFAULT_WATCHDOG_SECONDS = 5.0
+DEFAULT_VERSION_TIMEOUT_SECONDS = 5.0
+
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_SESSION_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_SSH_TARGET_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@:/\[\]%+-]{0,254}$")
+_URL_CREDENTIALS_RE = re.compile(r"://[^/@]*:[^/@]*@")
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    host_id: str
+    display_name: str
+
+
+@dataclass(frozen=True)
+class ViewsConfig:
+    cli_default_mode: ViewMode = ViewMode.NAVIGATOR
+    desktop_default_mode: ViewMode = ViewMode.NAVIGATOR
+
+
+@dataclass(frozen=True)
+class AutomationConfig:
+    task_push: TaskPushPolicy = TaskPushPolicy.CONSERVATIVE
+    complete_return: CompleteReturnPolicy = CompleteReturnPolicy.SYNTHESIZE
+    initial_max_depth: int = 1
+
+
+@dataclass(frozen=True)
+class ControlTurnsConfig:
+    """Host-wide: live_first uses live input only when every prerequisite is proven."""
+
+    transport: TransportPolicy = TransportPolicy.LIVE_FIRST
+    watchdog_timeout_seconds: float = DEFAULT_WATCHDOG_SECONDS
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """How to start one provider CLI; ``command`` is an argv prefix, never a shell string."""
+
+    command: tuple[str, ...]
+    enabled: bool = True
+    version_timeout_seconds: float = DEFAULT_VERSION_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    project_id: str
+    name: str
+    root: str
+    checkout_id: str
+    complete_return: CompleteReturnPolicy | None = None
+    preferred_provider: Provider | None = None
+
+
+@dataclass(frozen=True)
+class RepositoryConfig:
+    repository_id: str
+    name: str
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckoutConfig:
+    checkout_id: str
+    path: str
+    repository_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TmuxConfig:
+    """``socket_path`` None means the private default socket under SWITCHBOARD_HOME."""
+
+    socket_path: str | None = None
+    view_session: str = "switchboard"
+    holding_session: str = "_sb_holding"
+    navigator_width: int = 40
+
+
+@dataclass(frozen=True)
+class HooksConfig:
+    command: tuple[str, ...] = ("switchboard", "hook")
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    name: str
+    host_id: str
+    ssh_target: str
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Optional memory; off by default and never a source of routing or claim authority."""
+
+    enabled: bool = False
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """How an agent that needs the person reaches them outside its view (each on by default).
+
+    ``status_line`` puts the counts into tmux's status-right (only where the person
+    kept tmux's default); the others fire when an agent that is not being looked at
+    needs input or finishes a turn.
+    """
+
+    status_line: bool = True
+    message: bool = True
+    bell: bool = True
+    desktop: bool = True
+
+
+def default_providers() -> dict[Provider, ProviderConfig]:
+    return {provider: ProviderConfig(command=(provider.value,)) for provider in _PROVIDER_ORDER}
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated Config v3. ``generation_id`` is "" only for an unbound init template."""
+
+    config_version: int
+    generation_id: str
+    host: HostConfig
+    views: ViewsConfig = field(default_factory=ViewsConfig)
+    automation: AutomationConfig = field(default_factory=AutomationConfig)
+    control_turns: ControlTurnsConfig = field(default_factory=ControlTurnsConfig)
+    providers: dict[Provider, ProviderConfig] = field(default_factory=lambda: default_providers())
+    projects: tuple[ProjectConfig, ...] = ()
+    repositories: tuple[RepositoryConfig, ...] = ()
+    checkouts: tuple[CheckoutConfig, ...] = ()
+    tmux: TmuxConfig = field(default_factory=TmuxConfig)
+    hooks: HooksConfig = field(default_factory=HooksConfig)
+    remotes: tuple[RemoteConfig, ...] = ()
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
+
+    @property
+    def default_provider(self) -> Provider:
+        """What runs when neither the frame nor its project names a provider: the first
+        enabled one, else Claude Code (the one place this default is written)."""
+        enabled = [p for p, c in self.providers.items() if c.enabled]
+        return enabled[0] if enabled else Provider.CLAUDE
+
+    def project(self, project_id: str) -> ProjectConfig:
+        """The configured project with this id; NotFound names the config fix."""
+        for project in self.projects:
+            if project.project_id == project_id:
+                return project
+        raise NotFound(
+            f"project {project_id} is not in the config; add it under [[projects]]",
+            code="project_not_configured",
+        )
+
+    def project_id_for(self, name_or_id: str) -> str:
+        """The id of the project a person named by id or name; NotFound lists the
+        known names (the CLI's ``--project`` and ``project enter`` take either)."""
+        for project in self.projects:
+            if name_or_id in (project.project_id, project.name):
+                return project.project_id
+        names = ", ".join(p.name for p in self.projects) or "none configured"
+        raise NotFound(f"unknown project {name_or_id!r} (known: {names}); add it to the config")
+
+    def checkout(self, checkout_id: str) -> CheckoutConfig:
+        for checkout in self.checkouts:
+            if checkout.checkout_id == checkout_id:
+                return checkout
+        raise NotFound(
+            f"checkout {checkout_id} is not in the config; add it under [[checkouts]]",
+            code="checkout_not_configured",
+        )
+
+    def effective_complete_return(self, project_id: str) -> CompleteReturnPolicy:
+        """The project's override when set, otherwise ``automation.complete_return``."""
+        override = self.project(project_id).complete_return
+        return override if override is not None else self.automation.complete_return
+
+    def with_generation(self, generation_id: str) -> Config:
+        """Bind an init/reset template to its newly allocated generation (validated)."""
+        return parse_config(render_config(replace(self, generation_id=generation_id)))
+
+
+_PROVIDER_ORDER: tuple[Provider, ...] = tuple(sorted(Provider, key=lambda p: p.value))
+
+
+# --------------------------------------------------------------------------- reading
+
+_Missing = object()
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _toml_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, datetime | date | time):
+        return "date/time"
+    return type(value).__name__
+
+
+class _Reader:
+    """Collects every problem with its key path, so one run reports them all."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def fail(self, path: str, message: str) -> object:
+        self.problems.append(f"{path}: {message}")
+        return _Missing
+
+    def table(
+        self, parent: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...]
+    ) -> dict[str, Any] | None:
+        """The sub-table at ``key`` ({} when absent), with unknown keys reported."""
+        value = parent.get(key, {})
+        if not isinstance(value, dict):
+            self.fail(path, f"must be a table (got {_toml_type(value)})")
+            return None
+        self.known_keys(value, path, allowed)
+        return value
+
+    def known_keys(self, table: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
+        for key in table:
+            if key not in allowed:
+                where = f"{path}.{key}" if path else key
+                self.fail(where, f"unknown key; allowed keys here: {', '.join(allowed)}")
+
+    def get(
+        self,
+        table: Mapping[str, Any],
+        key: str,
+        path: str,
+        convert: Callable[[object, str], object],
+        *,
+        default: object = _Missing,
+    ) -> Any:
+        where = f"{path}.{key}" if path else key
+        if key not in table:
+            if default is _Missing:
+                return self.fail(where, "is required")
+            return default
+        return convert(table[key], where)
+
+    # --- converters: each returns the typed value or records a problem
+
+    def text(self, value: object, path: str, *, max_chars: int = MAX_NAME_CHARS) -> Any:
+        if not isinstance(value, str):
+            return self.fail(path, f"must be a string (got {_toml_type(value)})")
+        if not value.strip():
+            return self.fail(path, "must not be empty or blank")
+        if len(value) > max_chars:
+            return self.fail(path, f"must be at most {max_chars} characters (got {len(value)})")
+        unsafe = unsafe_reason("the value", value, TextShape.LINE)  # the shared rule
+        if unsafe is not None:
+            return self.fail(path, unsafe)
+        return value
+
+    def uuid(self, value: object, path: str) -> Any:
+        if not isinstance(value, str):
+            return self.fail(path, f"must be a UUID string (got {_toml_type(value)})")
+        if not _UUID_RE.fullmatch(value):
+            return self.fail(path, "must be a UUID like 0b6c2b3e-5d0a-4c47-9d3b-2f4f1e8a9c10")
+        value = value.lower()
+        if value == NIL_UUID:
+            return self.fail(path, "must be a non-nil UUID")
+        return value
+
+    def enum(self, value: object, path: str, enum_type: type[_E]) -> Any:
+        allowed = ", ".join(member.value for member in enum_type)
+        if not isinstance(value, str):
+            return self.fail(path, f"must be one of {allowed} (got {_toml_type(value)})")
+        try:
+            return enum_type(value)
+        except ValueError:
+            got = shown(value) if len(value) <= 64 else shown(value[:63]) + "…"
+            return self.fail(path, f"must be one of {allowed} (got {got!r})")
+
+    def integer(self, value: object, path: str, bounds: tuple[int, int]) -> Any:
+        low, high = bounds
+        if isinstance(value, bool) or not isinstance(value, int):
+            return self.fail(path, f"must be an integer from {low} to {high} "
+                                   f"(got {_toml_type(value)})")
+        if not low <= value <= high:
+            return self.fail(path, f"must be an integer from {low} to {high} (got {value})")
+        return value
+
+    def number(self, value: object, path: str, bounds: tuple[float, float]) -> Any:
+        low, high = bounds
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return self.fail(path, f"must be a number of seconds from {low:g} to {high:g} "
+                                   f"(got {_toml_type(value)})")
+        number = float(value)
+        if not math.isfinite(number) or not low <= number <= high:
+            return self.fail(path, f"must be a number of seconds from {low:g} to {high:g} "
+                                   f"(got {value})")
+        return number
+
+    def boolean(self, value: object, path: str) -> Any:
+        if not isinstance(value, bool):
+            return self.fail(path, f"must be true or false (got {_toml_type(value)})")
+        return value
+
+    def argv(self, value: object, path: str) -> Any:
+        if not isinstance(value, list) or not value:
+            got = _toml_type(value)
+            return self.fail(path, f"must be a non-empty array of strings, e.g. [\"claude\"] "
+                                   f"(got {got if value != [] else 'empty array'})")
+        if len(value) > MAX_ARGV_ITEMS:
+            return self.fail(path, f"must have at most {MAX_ARGV_ITEMS} items (got {len(value)})")
+        items = [self.text(item, f"{path}[{index}]", max_chars=MAX_ARGV_ITEM_CHARS)
+                 for index, item in enumerate(value)]
+        if any(item is _Missing for item in items):
+            return _Missing
+        if items[0].startswith("-"):
+            return self.fail(f"{path}[0]", "must name a program, not an option")
+        return tuple(items)
+
+    def path(self, value: object, path: str) -> Any:
+        text = self.text(value, path, max_chars=MAX_PATH_CHARS)
+        if text is _Missing:
+            return text
+        if not (text.startswith("/") or text == "~" or text.startswith("~/")):
+            return self.fail(path, "must be an absolute path (starting with / or ~/)")
+        return text
+
+    def socket_path(self, value: object, path: str) -> Any:
+        text = self.path(value, path)
+        if text is _Missing:
+            return text
+        size = len(text.encode("utf-8"))
+        if size > MAX_SOCKET_PATH_BYTES:
+            return self.fail(path, f"must be at most {MAX_SOCKET_PATH_BYTES} bytes, the Unix "
+                                   f"socket limit (got {size})")
+        return text
+
+    def session_name(self, value: object, path: str) -> Any:
+        if not isinstance(value, str) or not _SESSION_NAME_RE.fullmatch(value):
+            return self.fail(path, "must be a tmux session name of 1-64 letters, digits, "
+                                   "'_' or '-'")
+        return value
+
+    def remote_name(self, value: object, path: str) -> Any:
+        if not isinstance(value, str) or not _REMOTE_NAME_RE.fullmatch(value):
+            return self.fail(path, "must be 1-64 letters, digits, '.', '_' or '-', "
+                                   "starting with a letter or digit")
+        return value
+
+    def ssh_target(self, value: object, path: str) -> Any:
+        if not isinstance(value, str) or not _SSH_TARGET_RE.fullmatch(value):
+            return self.fail(path, "must be an ssh destination such as user@host or a Host "
+                                   "alias (no spaces, not starting with '-')")
+        return value
+
+    def url(self, value: object, path: str) -> Any:
+        text = self.text(value, path, max_chars=MAX_URL_CHARS)
+        if text is _Missing:
+            return text
+        if any(ch.isspace() for ch in text):
+            return self.fail(path, "must not contain whitespace")
+        if _URL_CREDENTIALS_RE.search(text):
+            return self.fail(path, "must not embed a password; use your git credential helper")
+        return text
+
+    def array_of_tables(self, root: Mapping[str, Any], key: str) -> list[tuple[str, dict]]:
+        value = root.get(key, [])
+        if not isinstance(value, list):
+            self.fail(key, f"must be an array of tables, written [[{key}]] "
+                           f"(got {_toml_type(value)})")
+            return []
+        if len(value) > MAX_LIST_ITEMS:
+            self.fail(key, f"must have at most {MAX_LIST_ITEMS} entries (got {len(value)})")
+            return []
+        rows = []
+        for index, item in enumerate(value):
+            where = f"{key}[{index}]"
+            if not isinstance(item, dict):
+                self.fail(where, f"must be a table (got {_toml_type(item)})")
+                continue
+            rows.append((where, item))
+        return rows
+
+
+_TOP_KEYS = (
+    "config_version", "generation_id", "host", "views", "automation", "control_turns",
+    "providers", "projects", "repositories", "checkouts", "tmux", "hooks", "remotes", "memory",
+    "attention",
+)
+_HOST_KEYS = ("host_id", "display_name")
+_VIEWS_KEYS = ("cli_default_mode", "desktop_default_mode")
+_AUTOMATION_KEYS = ("task_push", "complete_return", "initial_max_depth")
+_CONTROL_KEYS = ("transport", "watchdog_timeout_seconds")
+_PROVIDER_KEYS = ("command", "enabled", "version_timeout_seconds")
+_PROJECT_KEYS = ("project_id", "name", "root", "checkout_id", "complete_return",
+                 "preferred_provider")
+_REPOSITORY_KEYS = ("repository_id", "name", "url")
+_CHECKOUT_KEYS = ("checkout_id", "repository_id", "path")
+_TMUX_KEYS = ("socket_path", "view_session", "holding_session", "navigator_width")
+_HOOKS_KEYS = ("command",)
+_REMOTE_KEYS = ("name", "host_id", "ssh_target")
+_MEMORY_KEYS = ("enabled",)
+_ATTENTION_KEYS = ("status_line", "message", "bell", "desktop")
+
+
+class _NewerVersion(Exception):
+    pass
+
+
+def _version(reader: _Reader, root: Mapping[str, Any]) -> None:
+    if "config_version" not in root:
+        reader.fail("config_version", f"is required and must be {CONFIG_VERSION}")
+        return
+    value = root["config_version"]
+    if isinstance(value, bool) or not isinstance(value, int):
+        reader.fail("config_version", f"must be the integer {CONFIG_VERSION} "
+                                      f"(got {_toml_type(value)})")
+    elif value > CONFIG_VERSION:
+        # A newer format may legitimately have keys this version does not know, so
+        # report only the version rather than a list of misleading "unknown key"s.
+        reader.problems = [f"config_version: is {value}: this file was written by a newer "
+                           f"Switchboard (this one reads version {CONFIG_VERSION}); "
+                           "upgrade Switchboard"]
+        raise _NewerVersion
+    elif value != CONFIG_VERSION:
+        reader.fail("config_version", f"is {value}: only version {CONFIG_VERSION} is "
+                                      "supported; run `switchboard init` to write a new config")
+
+
+def _read_providers(reader: _Reader, root: Mapping[str, Any]) -> dict[Provider, ProviderConfig]:
+    allowed = tuple(p.value for p in _PROVIDER_ORDER)
+    table = root.get("providers", {})
+    providers = default_providers()
+    if not isinstance(table, dict):
+        reader.fail("providers", f"must be a table (got {_toml_type(table)})")
+        return providers
+    for key, entry in table.items():
+        where = f"providers.{key}"
+        if key not in allowed:
+            reader.fail(where, f"unknown provider; must be one of {', '.join(allowed)}")
+            continue
+        if not isinstance(entry, dict):
+            reader.fail(where, f"must be a table (got {_toml_type(entry)})")
+            continue
+        reader.known_keys(entry, where, _PROVIDER_KEYS)
+        provider = Provider(key)
+        providers[provider] = ProviderConfig(
+            command=reader.get(entry, "command", where, reader.argv, default=(provider.value,)),
+            enabled=reader.get(entry, "enabled", where, reader.boolean, default=True),
+            version_timeout_seconds=reader.get(
+                entry, "version_timeout_seconds", where,
+                lambda v, p: reader.number(v, p, VERSION_TIMEOUT_RANGE),
+                default=DEFAULT_VERSION_TIMEOUT_SECONDS,
+            ),
+        )
+    return providers
+
+
+def _check_references(reader: _Reader, config: Config) -> None:
+    """Cross-entry rules, run only once every field is individually valid."""
+
+    def unique(rows: tuple, section: str, attr: str) -> set:
+        seen: set = set()
+        for index, row in enumerate(rows):
+            value = getattr(row, attr)
+            if value in seen:
+                reader.fail(f"{section}[{index}].{attr}", f"duplicates an earlier {attr} "
+                                                         f"({value})")
+            seen.add(value)
+        return seen
+
+    repository_ids = unique(config.repositories, "repositories", "repository_id")
+    checkout_ids = unique(config.checkouts, "checkouts", "checkout_id")
+    unique(config.checkouts, "checkouts", "path")
+    unique(config.projects, "projects", "project_id")
+    unique(config.projects, "projects", "name")
+    unique(config.remotes, "remotes", "name")
+    unique(config.remotes, "remotes", "host_id")
+    for index, checkout in enumerate(config.checkouts):
+        if checkout.repository_id is not None and checkout.repository_id not in repository_ids:
+            reader.fail(f"checkouts[{index}].repository_id",
+                        f"names repository {checkout.repository_id}, which is not listed "
+                        "under [[repositories]]")
+    for index, project in enumerate(config.projects):
+        if project.checkout_id not in checkout_ids:
+            reader.fail(f"projects[{index}].checkout_id",
+                        f"names checkout {project.checkout_id}, which is not listed under "
+                        "[[checkouts]]")
+    for index, remote in enumerate(config.remotes):
+        if remote.host_id == config.host.host_id:
+            reader.fail(f"remotes[{index}].host_id", "must differ from host.host_id (a remote "
+                                                     "is another host)")
+    if config.tmux.view_session == config.tmux.holding_session:
+        reader.fail("tmux.holding_session", "must differ from tmux.view_session")
+
+
+def parse_config(
+    text: str, *, source: str = "<config>", allow_missing_generation: bool = False
+) -> Config:
+    """Parse and validate Config v3 text; ConfigError lists every problem by key path.
+
+    ``allow_missing_generation`` accepts an init/reset template without
+    ``generation_id`` (the result has ``generation_id == ""``); the canonical
+    stored config always has one.
+    """
+    try:
+        root = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: invalid TOML: {exc}", code="config_syntax") from None
+
+    reader = _Reader()
+    try:
+        _version(reader, root)
+    except _NewerVersion:
+        _raise_problems(reader, source)
+    reader.known_keys(root, "", _TOP_KEYS)
+    if "generation_id" in root or not allow_missing_generation:
+        generation_id = reader.get(root, "generation_id", "", reader.uuid)
+    else:
+        generation_id = ""
+
+    host_table = root.get("host")
+    if host_table is None:
+        reader.fail("host", "is required: a [host] table with host_id and display_name")
+        host_table = {}
+    host_table = reader.table({"host": host_table}, "host", "host", _HOST_KEYS) or {}
+    host = HostConfig(
+        host_id=reader.get(host_table, "host_id", "host", reader.uuid),
+        display_name=reader.get(host_table, "display_name", "host", reader.text),
+    )
+
+    views_table = reader.table(root, "views", "views", _VIEWS_KEYS) or {}
+    views = ViewsConfig(
+        cli_default_mode=reader.get(views_table, "cli_default_mode", "views",
+                                    lambda v, p: reader.enum(v, p, ViewMode),
+                                    default=ViewMode.NAVIGATOR),
+        desktop_default_mode=reader.get(views_table, "desktop_default_mode", "views",
+                                        lambda v, p: reader.enum(v, p, ViewMode),
+                                        default=ViewMode.NAVIGATOR),
+    )
+
+    auto_table = reader.table(root, "automation", "automation", _AUTOMATION_KEYS) or {}
+    automation = AutomationConfig(
+        task_push=reader.get(auto_table, "task_push", "automation",
+                             lambda v, p: reader.enum(v, p, TaskPushPolicy),
+                             default=TaskPushPolicy.CONSERVATIVE),
+        complete_return=reader.get(auto_table, "complete_return", "automation",
+                                   lambda v, p: reader.enum(v, p, CompleteReturnPolicy),
+                                   default=CompleteReturnPolicy.SYNTHESIZE),
+        initial_max_depth=reader.get(auto_table, "initial_max_depth", "automation",
+                                     lambda v, p: reader.integer(v, p, DEPTH_RANGE), default=1),
+    )
+
+    control_table = reader.table(root, "control_turns", "control_turns", _CONTROL_KEYS) or {}
+    control_turns = ControlTurnsConfig(
+        transport=reader.get(control_table, "transport", "control_turns",
+                             lambda v, p: reader.enum(v, p, TransportPolicy),
+                             default=TransportPolicy.LIVE_FIRST),
+        watchdog_timeout_seconds=reader.get(
+            control_table, "watchdog_timeout_seconds", "control_turns",
+            lambda v, p: reader.number(v, p, WATCHDOG_RANGE), default=DEFAULT_WATCHDOG_SECONDS),
+    )
+
+    providers = _read_providers(reader, root)
+
+    repositories = []
+    for where, row in reader.array_of_tables(root, "repositories"):
+        reader.known_keys(row, where, _REPOSITORY_KEYS)
+        repositories.append(RepositoryConfig(
+            repository_id=reader.get(row, "repository_id", where, reader.uuid),
+            name=reader.get(row, "name", where, reader.text),
+            url=reader.get(row, "url", where, reader.url, default=None),
+        ))
+
+    checkouts = []
+    for where, row in reader.array_of_tables(root, "checkouts"):
+        reader.known_keys(row, where, _CHECKOUT_KEYS)
+        checkouts.append(CheckoutConfig(
+            checkout_id=reader.get(row, "checkout_id", where, reader.uuid),
+            path=reader.get(row, "path", where, reader.path),
+            repository_id=reader.get(row, "repository_id", where, reader.uuid, default=None),
+        ))
+
+    projects = []
+    for where, row in reader.array_of_tables(root, "projects"):
+        reader.known_keys(row, where, _PROJECT_KEYS)
+        projects.append(ProjectConfig(
+            project_id=reader.get(row, "project_id", where, reader.uuid),
+            name=reader.get(row, "name", where, reader.text),
+            root=reader.get(row, "root", where, reader.path),
+            checkout_id=reader.get(row, "checkout_id", where, reader.uuid),
+            complete_return=reader.get(row, "complete_return", where,
+                                       lambda v, p: reader.enum(v, p, CompleteReturnPolicy),
+                                       default=None),
+            preferred_provider=reader.get(row, "preferred_provider", where,
+                                          lambda v, p: reader.enum(v, p, Provider),
+                                          default=None),
+        ))
+
+    tmux_table = reader.table(root, "tmux", "tmux", _TMUX_KEYS) or {}
+    tmux = TmuxConfig(
+        socket_path=reader.get(tmux_table, "socket_path", "tmux", reader.socket_path,
+                               default=None),
+        view_session=reader.get(tmux_table, "view_session", "tmux", reader.session_name,
+                                default="switchboard"),
+        holding_session=reader.get(tmux_table, "holding_session", "tmux", reader.session_name,
+                                   default="_sb_holding"),
+        navigator_width=reader.get(tmux_table, "navigator_width", "tmux",
+                                   lambda v, p: reader.integer(v, p, NAVIGATOR_WIDTH_RANGE),
+                                   default=40),
+    )
+
+    hooks_table = reader.table(root, "hooks", "hooks", _HOOKS_KEYS) or {}
+    hooks = HooksConfig(command=reader.get(hooks_table, "command", "hooks", reader.argv,
+                                           default=("switchboard", "hook")))
+
+    remotes = []
+    for where, row in reader.array_of_tables(root, "remotes"):
+        reader.known_keys(row, where, _REMOTE_KEYS)
+        remotes.append(RemoteConfig(
+            name=reader.get(row, "name", where, reader.remote_name),
+            host_id=reader.get(row, "host_id", where, reader.uuid),
+            ssh_target=reader.get(row, "ssh_target", where, reader.ssh_target),
+        ))
+
+    memory_table = reader.table(root, "memory", "memory", _MEMORY_KEYS) or {}
+    memory = MemoryConfig(enabled=reader.get(memory_table, "enabled", "memory", reader.boolean,
+                                             default=False))
+
+    attention_table = reader.table(root, "attention", "attention", _ATTENTION_KEYS) or {}
+    attention = AttentionConfig(**{
+        key: reader.get(attention_table, key, "attention", reader.boolean, default=True)
+        for key in _ATTENTION_KEYS})
+
+    _raise_problems(reader, source)
+    config = Config(
+        config_version=CONFIG_VERSION,
+        generation_id=generation_id,
+        host=host,
+        views=views,
+        automation=automation,
+        control_turns=control_turns,
+        providers=providers,
+        projects=tuple(projects),
+        repositories=tuple(repositories),
+        checkouts=tuple(checkouts),
+        tmux=tmux,
+        hooks=hooks,
+        remotes=tuple(remotes),
+        memory=memory,
+        attention=attention,
+    )
+    _check_references(reader, config)
+    _raise_problems(reader, source)
+    return config
+
+
+def _raise_problems(reader: _Reader, source: str) -> None:
+    if not reader.problems:
+        return
+    if len(reader.problems) == 1:
+        raise ConfigError(f"{source}: {reader.problems[0]}")
+    lines = "\n".join(f"  {problem}" for problem in reader.problems)
+    raise ConfigError(f"{source}: {len(reader.problems)} problems:\n{lines}")
+
+
+def load_config(path: Path) -> Config:
+    """Read the stored config; a missing file says how to create one."""
+    from core.model.files import read_bounded
+
+    try:
+        data = read_bounded(path, MAX_CONFIG_BYTES, "config file")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: no config file; run `switchboard init` to create one",
+            code="config_missing",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: is not UTF-8 text (byte {exc.start})",
+                          code="config_syntax") from None
+    return parse_config(text, source=str(path))
+
+
+def views_socket(config: Config, home_root: Path) -> str:
+    """The tmux server every view lives on: the configured socket, else the private
+    one under the home (the stage's rule; commands that type into or read panes use
+    it too, never the server of the tmux client they happen to run in)."""
+    return config.tmux.socket_path or str(home_root / "tmux.sock")
+
+
+def configured_views_socket(config_path: Path, home_root: Path) -> str | None:
+    """``views_socket`` of the stored config, or None when there is no config yet
+    (a broker used without Switchboard views). A broken config is an error: it
+    must not silently send typing to some other server."""
+    if not config_path.exists():
+        return None
+    return views_socket(load_config(config_path), home_root)
+
+
+def default_config(*, generation_id: str, host_id: str, display_name: str) -> Config:
+    """The config ``switchboard init`` writes: defaults everywhere, validated.
+
+    Pass ``generation_id=""`` for an unbound template.
+    """
+    config = Config(
+        config_version=CONFIG_VERSION,
+        generation_id=generation_id,
+        host=HostConfig(host_id=host_id, display_name=display_name),
+    )
+    return parse_config(render_config(config), source="<default config>",
+                        allow_missing_generation=generation_id == "")
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def toml_string(value: str) -> str:
+    out = ['"']
+    for ch in value:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, StrEnum):
+        return toml_string(value.value)
+    if isinstance(value, str):
+        return toml_string(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConfigError(f"cannot write non-finite number {value!r}")
+        return repr(value)
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> list[str]:
+    return [f"{key} = {_toml_value(value)}" for key, value in pairs if value is not None]
+
+
+def render_config(config: Config) -> str:
+    """Canonical Config v3 text: fixed section and key order, optional keys omitted when unset."""
+    lines = ["# Switchboard configuration (Config v3).", ""]
+    top: list[tuple[str, object]] = [("config_version", config.config_version)]
+    if config.generation_id:
+        top.append(("generation_id", config.generation_id))
+    lines += _pairs(top)
+
+    def section(header: str, pairs: list[tuple[str, object]]) -> None:
+        lines.extend(["", header, *_pairs(pairs)])
+
+    section("[host]", [("host_id", config.host.host_id),
+                       ("display_name", config.host.display_name)])
+    section("[views]", [("cli_default_mode", config.views.cli_default_mode),
+                        ("desktop_default_mode", config.views.desktop_default_mode)])
+    section("[automation]", [("task_push", config.automation.task_push),
+                             ("complete_return", config.automation.complete_return),
+                             ("initial_max_depth", config.automation.initial_max_depth)])
+    section("[control_turns]", [
+        ("transport", config.control_turns.transport),
+        ("watchdog_timeout_seconds", float(config.control_turns.watchdog_timeout_seconds)),
+    ])
+    for provider in sorted(config.providers, key=lambda p: p.value):
+        entry = config.providers[provider]
+        section(f"[providers.{provider.value}]", [
+            ("command", entry.command), ("enabled", entry.enabled),
+            ("version_timeout_seconds", float(entry.version_timeout_seconds)),
+        ])
+    section("[tmux]", [("socket_path", config.tmux.socket_path),
+                       ("view_session", config.tmux.view_session),
+                       ("holding_session", config.tmux.holding_session),
+                       ("navigator_width", config.tmux.navigator_width)])
+    section("[hooks]", [("command", config.hooks.command)])
+    section("[memory]", [("enabled", config.memory.enabled)])
+    section("[attention]", [("status_line", config.attention.status_line),
+                            ("message", config.attention.message),
+                            ("bell", config.attention.bell),
+                            ("desktop", config.attention.desktop)])
+    for repository in config.repositories:
+        section("[[repositories]]", [("repository_id", repository.repository_id),
+                                     ("name", repository.name), ("url", repository.url)])
+    for checkout in config.checkouts:
+        section("[[checkouts]]", [("checkout_id", checkout.checkout_id),
+                                  ("repository_id", checkout.repository_id),
+                                  ("path", checkout.path)])
+    for project in config.projects:
+        section("[[projects]]", [("project_id", project.project_id), ("name", project.name),
+                                 ("root", project.root), ("checkout_id", project.checkout_id),
+                                 ("complete_return", project.complete_return),
+                                 ("preferred_provider", project.preferred_provider)])
+    for remote in config.remotes:
+        section("[[remotes]]", [("name", remote.name), ("host_id", remote.host_id),
+                                ("ssh_target", remote.ssh_target)])
+    return "\n".join(lines) + "\n"

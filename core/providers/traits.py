@@ -1,0 +1,43 @@
+"""What each provider's CLI does differently, as data, for the lean paths.
+
+The hook process and a few front-end lines need to know how a CLI behaves (does
+its PostToolUse mean the command passed? does a UserPromptSubmit hook's output
+reach the model?) without importing the adapters. Each answer is written here
+once per provider; everything else asks the adapter (``core.providers.base``).
+Stdlib and the vocabulary only: the hook path imports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.model.session_enums import Provider
+
+
+@dataclass(frozen=True)
+class ProviderTraits:
+    """How one provider's CLI behaves where Switchboard's generic code must know."""
+
+    post_tool_use_means_passed: bool
+    """A PostToolUse without an exit code still means the command passed (Claude
+    reports a non-zero exit through PostToolUseFailure instead)."""
+    prompt_hook_adds_context: bool
+    """A UserPromptSubmit hook's ``additionalContext`` is added to the turn."""
+    hooks_as_launch_overrides: bool
+    """Its launches carry the hooks as ``-c`` overrides, which a stand-in agent that
+    reads no config must be given directly (``--hook-command``)."""
+
+
+TRAITS: dict[Provider, ProviderTraits] = {
+    Provider.CLAUDE: ProviderTraits(post_tool_use_means_passed=True,
+                                    prompt_hook_adds_context=True,
+                                    hooks_as_launch_overrides=False),
+    Provider.CODEX: ProviderTraits(post_tool_use_means_passed=False,
+                                   prompt_hook_adds_context=False,
+                                   hooks_as_launch_overrides=True),
+}
+
+
+def traits(provider: Provider | str) -> ProviderTraits:
+    """The traits of ``provider`` (a name is read as the enum: a stranger raises)."""
+    return TRAITS[Provider(provider)]

@@ -1,0 +1,245 @@
+"""Launch a provider into its exact pane: planned -> authorized -> started.
+
+The capability is minted here: the raw value goes only into the pane's
+environment, SQLite keeps its digest. The pane starts parked and gated
+(`tmux wait-for`); the gate is signalled by the swap that places the pane in
+main, in the same tmux command group, so the provider process executes only
+once its exact pane is in view. Binding (started -> bound) happens when the
+first hook arrives.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.config.capabilities import (
+    AGENT_TOOL_ENV,
+    CAPABILITY_TTL_MS,
+    ENV_CAPABILITY,
+    ENV_GENERATION,
+    digest,
+    new_raw_capability,
+)
+from core.model.enums import LaunchAction, PlacementState, Provider, RuntimePresence
+from core.model.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
+from core.model.files import private_dir
+from core.model.tool_schemas import TOOLS as MCP_TOOLS
+from core.providers.base import LaunchInputs, McpServer
+from core.providers.checks import check_provider
+from core.runtime.stage import CONTROL_TEMPLATE, gate_name
+from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
+from storage.connection import write_transaction
+from storage.operations import sessions as sessions_ops
+from storage.operations import views as views_ops
+
+if TYPE_CHECKING:
+    from core.context.context import Context
+
+
+def hook_command(ctx: Context) -> list[str]:
+    """The hook argv providers run; the default is this interpreter's fast hook entry."""
+    from core.install.hooks_install import launch_hook_command
+
+    configured = list(ctx.config.hooks.command)
+    if configured == ["switchboard", "hook"]:
+        return list(launch_hook_command())
+    return configured
+
+
+def launch_home_env(ctx: Context) -> dict[str, str]:
+    """Where the agent's hooks, MCP server and agent tools find this engine's home.
+
+    Both the state root and the config path, absolute: a child given only
+    ``SWITCHBOARD_HOME`` would look for the config inside it, which is not
+    where ``switchboard init`` puts it in the default XDG layout; and the pane's
+    own environment comes from the tmux server, which may predate any
+    ``XDG_*``/``SWITCHBOARD_*`` the person set later.
+    """
+    home = getattr(ctx, "home", None)
+    return home.child_env() if home is not None else {}
+
+
+def ensure_view_window(ctx: Context, view_id: str) -> None:
+    """Make sure the view has its tmux window (with a running navigator) and record
+    its exact locators.
+
+    Single-flight across processes (the stage's view lock): two concurrent
+    entries of one project would otherwise both see an unbound view and each
+    build a window tagged with it. A view recorded on a server that is gone is
+    refused here (TmuxUnavailable / ServerIdentityMismatch, nothing changed);
+    an explicit entry rebuilds it through ``core.reconcile.recovery.enter_view``.
+    """
+    stage = ctx.require_stage()
+    with stage.view_lock():
+        view = views_ops.get_view(ctx.conn, view_id)  # read under the lock
+        frame = ctx.conn.execute("SELECT title FROM frames WHERE frame_id = ?",
+                                    (view["active_frame_id"],)).fetchone()
+        window_id, main_pane, nav_pane = stage.ensure_view(
+            view, frame["title"] if frame else "view")
+        with write_transaction(ctx.conn) as conn:
+            # ensure_view refused a view recorded on another server generation, so the
+            # recorded server (if any) is the live one.
+            server_id = view["tmux_server_id"] or stage.server_row(conn)
+            if (view["tmux_window_id"], view["tmux_server_id"], view["navigator_pane_id"]) != \
+                    (window_id, server_id, nav_pane):
+                views_ops.bind_view_tmux(conn, view_id, tmux_server_id=server_id,
+                                         window_id=window_id, main_pane_id=main_pane,
+                                         navigator_pane_id=nav_pane, now=ctx.now())
+
+
+def run(ctx: Context, launch_id: str, *, present: bool = True,
+        initial_prompt_for: str | None = None) -> None:
+    conn = ctx.conn
+    now = ctx.now()
+    launch = conn.execute("SELECT * FROM launch_intents WHERE launch_id = ?",
+                          (launch_id,)).fetchone()
+    if launch is None or launch["state"] != "planned":
+        return
+    try:
+        # Version output is strict input: a missing or unrecognisable provider fails
+        # the launch before any pane exists.
+        version = check_provider(ctx.config, Provider(launch["provider"]))
+    except ProviderError as exc:
+        _roll_back_bundle(ctx, launch_id, f"{exc.code}: {exc.message}")
+        raise
+    placement = _placement(conn, launch["frame_id"])
+    try:
+        ensure_view_window(ctx, placement["view_id"])
+    except (ServerIdentityMismatch, TmuxUnavailable) as exc:
+        _roll_back_bundle(ctx, launch_id, f"no tmux server for the view: {exc.message}")
+        raise
+    stage = ctx.require_stage()
+    server_id = views_ops.get_view(conn, placement["view_id"])["tmux_server_id"]
+    raw = new_raw_capability()
+    with write_transaction(conn) as tx:
+        surface = tx.execute("SELECT * FROM surfaces WHERE launch_id = ?",
+                             (launch_id,)).fetchone()
+        placement = _placement(tx, launch["frame_id"])
+        sessions_ops.move_launch(tx, launch_id, "planned", "authorized", now)
+        sessions_ops.insert_capability(
+            tx, capability_id=ctx.ids.new_id(), digest=digest(raw), host_id=ctx.host_id,
+            view_id=placement["view_id"], frame_id=launch["frame_id"],
+            key=launch["session_key"], surface_id=surface["surface_id"], launch_id=launch_id,
+            placement_generation=placement["generation"], issued_at=now,
+            expires_at=now + CAPABILITY_TTL_MS)
+    ctx.fault_point("after_authorize")
+    session = sessions_ops.get_session(conn, launch["session_key"])
+    provider = Provider(launch["provider"])
+    argv, env = _plan(ctx, provider, LaunchAction(launch["action"]), session,
+                      CONTROL_TEMPLATE if initial_prompt_for else None, launch_id=launch_id)
+    env.update({ENV_CAPABILITY: raw, ENV_GENERATION: ctx.generation_id,
+                "SWITCHBOARD_TMUX_SOCKET": stage.socket_path})
+    env.update(launch_home_env(ctx))
+    project = ctx.config.project(session["project_id"])
+    try:
+        pane = stage.launch_pane(surface_id=surface["surface_id"], launch_id=launch_id,
+                                 argv=argv, env=env, cwd=project.root,
+                                 tmux_server_id=server_id)
+    except (ServerIdentityMismatch, TmuxUnavailable) as exc:
+        # Refused behind the identity guard / no server answered: no pane exists.
+        _roll_back_bundle(ctx, launch_id, str(exc))
+        raise
+    except SwitchboardError as exc:
+        with write_transaction(conn) as tx:
+            sessions_ops.move_launch(tx, launch_id, "authorized", "failed", ctx.now(),
+                                     failure=str(exc)[:1024])
+        raise
+    ctx.fault_point("after_pane")
+    with write_transaction(conn) as tx:
+        sessions_ops.surface_live(tx, surface["surface_id"], tmux_server_id=server_id,
+                                  pane_id=pane.pane_id, process_id=pane.pane_pid,
+                                  now=ctx.now())
+        sessions_ops.bind_capability_pane(tx, surface["surface_id"], server_id, pane.pane_id)
+        sessions_ops.move_launch(tx, launch_id, "authorized", "started", ctx.now())
+        sessions_ops.set_runtime_presence(tx, launch["session_key"], RuntimePresence.LIVE,
+                                          ctx.now())
+        sessions_ops.record_provider_version(tx, launch["session_key"], version.text,
+                                             ctx.now())
+    from core.broker.membership import after_launch
+    after_launch(ctx, launch["frame_id"])  # a broker member from its first pane on
+    if present:
+        _present_started(ctx, launch["frame_id"], pane.pane_id, launch_id)
+    # Otherwise the gate stays shut: the saga (push) or a later focus presents the
+    # staged pane and opens the gate in that swap's batch.
+
+
+def _placement(conn: sqlite3.Connection, frame_id: str) -> sqlite3.Row:
+    """The placement of a frame being launched: its start bundle created it."""
+    placement = views_ops.placement_of_frame(conn, frame_id)
+    if placement is None:
+        raise InvariantViolation(f"frame {frame_id} has no placement to launch into")
+    return placement
+
+
+def _roll_back_bundle(ctx: Context, launch_id: str, why: str) -> None:
+    """The provider was refused before any pane existed: the start bundle is rolled
+    back exactly (storage.operations.bundles), so the frame is empty and n works."""
+    from storage.operations.bundles import roll_back_start_bundle
+
+    with write_transaction(ctx.conn) as tx:
+        roll_back_start_bundle(tx, launch_id, new_placement_id=ctx.ids.new_id(),
+                               failure=why, now=ctx.now())
+
+
+def _present_started(ctx: Context, frame_id: str, pane_id: str, launch_id: str) -> None:
+    """A started frame that its view shows goes to main, gate opened by the swap;
+    staged -> active."""
+    conn = ctx.conn
+    placement = _placement(conn, frame_id)
+    view = views_ops.get_view(conn, placement["view_id"])
+    if view["active_frame_id"] != frame_id:
+        raise Conflict("the frame is not the view's active frame; focus it first")
+    shown = ctx.require_stage().present(view, pane_id, launch_gate=gate_name(launch_id))
+    if shown != pane_id:
+        raise Conflict(f"main shows {shown} instead of the launched pane {pane_id}")
+    with write_transaction(conn) as tx:
+        placement = _placement(tx, frame_id)
+        if placement["state"] == PlacementState.STAGED:
+            views_ops.move_placement(tx, placement["placement_id"], placement["generation"],
+                                     PlacementState.ACTIVE, ctx.now(), focused=True)
+
+
+def _plan(ctx: Context, provider: Provider, action: LaunchAction, session: sqlite3.Row,
+          initial_prompt: str | None, launch_id: str = "launch"
+          ) -> tuple[list[str], dict[str, str]]:
+    from core.providers.adapters import get_adapter
+
+    config = ctx.config.providers.get(provider)
+    command = config.command if config else None
+    home = getattr(ctx, "home", None)
+    run_dir = (home.run_dir if home is not None else engine_tmp()) / session["session_key"] \
+        .replace(":", "_")
+    private_dir(run_dir)
+    plan = get_adapter(provider, command).plan(LaunchInputs(
+        action=action, session_id=session["provider_session_id"],
+        initial_prompt=initial_prompt, run_dir=run_dir, launch_id=launch_id,
+        hook_command=tuple(hook_command(ctx)),
+        agent_tools=McpServer(_agent_tools(home), AGENT_TOOL_ENV, AGENT_TOOL_NAMES)))
+    return list(plan.argv), dict(plan.env)
+
+
+def _agent_tools(home: object) -> tuple[str, ...]:
+    """What the agent's CLI starts for its tools: the ~1 MB shim in front of this home's
+    one agent-tool host server when it can be built, else ``MCP_SERVER_ARGV``
+    (``core.providers.agent_tools``)."""
+    from core.providers.agent_tools import agent_tool_argv
+
+    run_dir = getattr(home, "run_dir", None)
+    return agent_tool_argv(run_dir if isinstance(run_dir, Path) else engine_tmp(),
+                           MCP_SERVER_ARGV)
+
+
+MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
+"""The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
+AGENT_TOOL_NAMES = tuple(tool["name"] for tool in MCP_TOOLS)
+"""The MCP server's tools, each by name; Codex runs them without asking."""
+
+
+def engine_tmp() -> Path:
+    """Per-user, private: a shared /tmp folder could be made first by someone else."""
+    import tempfile
+    return private_dir(Path(tempfile.gettempdir()) / f"switchboard-run-{os.getuid()}")
