@@ -24,11 +24,14 @@ from storage.search_store import HIT_END, HIT_START
 
 if TYPE_CHECKING:
     from core.config.home import Home
-    from storage.search_store import Entry
+    from storage.search_store import Entry, Hit
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_CHARS = 500
 DEFAULT_LIMIT = 50
+#: A last word shorter than this matches whole words only (``a*`` would merge half
+#: the index's terms).
+MIN_PREFIX_CHARS = 2
 
 
 class SearchRefused(SwitchboardError):
@@ -56,8 +59,9 @@ class SearchResult:
         return self.snippet.replace(HIT_START, "").replace(HIT_END, "")
 
 
-def fts_query(text: str) -> str:
-    """Words as quoted terms, all required, the last a prefix; refused when no word."""
+def fts_query(text: str, *, prefix: bool = True) -> str:
+    """Words as quoted terms, all required, the last a prefix (``prefix``); refused when
+    there is no word."""
     if len(text) > MAX_QUERY_CHARS:
         raise SearchRefused(f"the search text is {len(text)} characters; the limit is "
                             f"{MAX_QUERY_CHARS}")
@@ -65,8 +69,24 @@ def fts_query(text: str) -> str:
     if not words:
         raise SearchRefused("type at least one word (letters or digits) to search for")
     terms = [f'"{w}"' for w in words]
-    terms[-1] += "*"
+    if prefix:
+        terms[-1] += "*"
     return " ".join(terms)
+
+
+def _hits(index: sqlite3.Connection, text: str, project_id: str | None,
+          limit: int) -> list[Hit]:
+    """Whole words first; the last word as a prefix only when they found fewer than
+    ``limit`` rows. A prefix query merges every term it expands to (``w3*``: w3, w30,
+    w300, ...), which for a common word cost 130 ms at 100,000 rows; whole words stop
+    at the limit. The prefix query finds a superset, so it replaces the first answer."""
+    from storage.search_store import query
+
+    hits = query(index, fts_query(text, prefix=False), project_id=project_id, limit=limit)
+    last = _WORD.findall(text)[-1]
+    if len(hits) < limit and len(last) >= MIN_PREFIX_CHARS:
+        hits = query(index, fts_query(text), project_id=project_id, limit=limit)
+    return hits
 
 
 def project_id_for(registry: sqlite3.Connection, name: str) -> str:
@@ -83,9 +103,9 @@ def project_id_for(registry: sqlite3.Connection, name: str) -> str:
 def search(home: Home, text: str, *, project: str | None = None,
            limit: int = DEFAULT_LIMIT) -> list[SearchResult]:
     """Best matches first; an index that does not exist yet is built first."""
-    from storage.search_store import open_index_readonly, query, search_path
+    from storage.search_store import open_index_readonly, search_path
 
-    match = fts_query(text)
+    fts_query(text)  # refuse an empty or oversized text before opening anything
     registry = open_registry(home)
     try:
         project_id = project_id_for(registry, project) if project else None
@@ -95,7 +115,7 @@ def search(home: Home, text: str, *, project: str | None = None,
         if index is None:
             return []
         try:
-            hits = query(index, match, project_id=project_id, limit=max(1, limit))
+            hits = _hits(index, text, project_id, max(1, limit))
         finally:
             index.close()
         frames = {}
