@@ -52,7 +52,12 @@ class Row:
 
 
 def safe(text: str) -> str:
-    """Agents' text as one printable line: tabs as spaces, every other control spelled out."""
+    """Agents' text as one printable line: tabs as spaces, every other control spelled out.
+
+    ``str.isprintable`` (C speed) passes the common line as it is: it is False for every
+    control, format (bidi) and separator character, which ``shown`` then spells out."""
+    if text.isprintable():
+        return text
     return shown(text.expandtabs(4))
 
 
