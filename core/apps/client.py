@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
     from core.broker.reading import InboxEntry
     from core.engine.engine import Engine
     from core.evidence.store import SessionDetail
+    from core.model.enums import Provider
     from core.model.results import (
         FrameResult,
         RouteResult,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
     from core.reconcile.reconcile import ReconcileReport
     from core.reconcile.recovery import RecoveryRecord
     from core.state.remote_open import RemoteWindow
+    from core.usage.switch_provider import SwitchResult
 
 # The navigator's remembered layout is a few hundred bytes; never read more than this.
 UI_STATE_MAX_BYTES = 1024 * 1024
@@ -267,6 +269,13 @@ class EngineClient:
     def stop(self, frame_id: str) -> FrameResult:
         with self._lock:
             return self._acting.frame_stop(new_request_id(), frame_id)
+
+    def switch_provider(self, frame_id: str, to: Provider) -> SwitchResult:
+        """Move the frame's task to the other provider (``core.usage.switch_provider``)."""
+        from core.usage.switch_provider import switch_provider
+
+        with self._lock:
+            return switch_provider(self._acting, new_request_id(), frame_id, to, self.home)
 
     def cancel_transition(self, view_id: str) -> TransitionResult:
         with self._lock:

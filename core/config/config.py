@@ -167,6 +167,45 @@ class AttentionConfig:
     desktop: bool = True
 
 
+@dataclass(frozen=True)
+class PriceConfig:
+    """One row of the price table: US dollars per million tokens of one model.
+
+    ``model`` is a model id, or a prefix ending in ``*`` (``claude-sonnet-4*``);
+    ``taken_on`` (YYYY-MM-DD) says when the prices were read, so an estimate shows
+    its age. Rows here come before the defaults of ``core.usage.pricing``.
+    """
+
+    model: str
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    taken_on: str
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """What happens when an agent's turn ended on a usage or rate limit.
+
+    ``auto_resume``: once the reset time the CLI stated has passed, type one fixed
+    continue line into that agent (off by default: it spends the person's quota).
+    """
+
+    auto_resume: bool = False
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    """How long closed frames' session evidence is kept (`switchboard prune`); None
+    keeps it until a prune names an age."""
+
+    evidence_days: int | None = None
+
+
+RETENTION_DAYS_RANGE = (0, 36_500)
+
+
 def default_providers() -> dict[Provider, ProviderConfig]:
     return {provider: ProviderConfig(command=(provider.value,)) for provider in _PROVIDER_ORDER}
 
@@ -190,6 +229,9 @@ class Config:
     remotes: tuple[RemoteConfig, ...] = ()
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     attention: AttentionConfig = field(default_factory=AttentionConfig)
+    prices: tuple[PriceConfig, ...] = ()
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
 
     @property
     def default_provider(self) -> Provider:
@@ -360,6 +402,25 @@ class _Reader:
                                    f"(got {value})")
         return number
 
+    def price(self, value: object, path: str) -> Any:
+        low, high = PRICE_RANGE
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(float(value)) or not low <= float(value) <= high:
+            return self.fail(path, f"must be a number of US dollars per million tokens from "
+                                   f"{low:g} to {high:g} (got {_toml_type(value)})")
+        return float(value)
+
+    def model_pattern(self, value: object, path: str) -> Any:
+        if not isinstance(value, str) or not _MODEL_RE.fullmatch(value):
+            return self.fail(path, "must be a model id such as claude-sonnet-4-5, or a prefix "
+                                   "ending in * such as claude-sonnet-4*")
+        return value
+
+    def date(self, value: object, path: str) -> Any:
+        if not isinstance(value, str) or not _DATE_RE.fullmatch(value):
+            return self.fail(path, "must be the date the prices were read, as YYYY-MM-DD")
+        return value
+
     def boolean(self, value: object, path: str) -> Any:
         if not isinstance(value, bool):
             return self.fail(path, f"must be true or false (got {_toml_type(value)})")
@@ -448,7 +509,7 @@ class _Reader:
 _TOP_KEYS = (
     "config_version", "generation_id", "host", "views", "automation", "control_turns",
     "providers", "projects", "repositories", "checkouts", "tmux", "hooks", "remotes", "memory",
-    "attention",
+    "attention", "prices", "limits", "retention",
 )
 _HOST_KEYS = ("host_id", "display_name")
 _VIEWS_KEYS = ("cli_default_mode", "desktop_default_mode")
@@ -464,6 +525,12 @@ _HOOKS_KEYS = ("command",)
 _REMOTE_KEYS = ("name", "host_id", "ssh_target")
 _MEMORY_KEYS = ("enabled",)
 _ATTENTION_KEYS = ("status_line", "message", "bell", "desktop")
+_RETENTION_KEYS = ("evidence_days",)
+_PRICE_KEYS = ("model", "input", "output", "cache_read", "cache_write", "taken_on")
+_LIMITS_KEYS = ("auto_resume",)
+PRICE_RANGE = (0.0, 100000.0)
+_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}\*?$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class _NewerVersion(Exception):
@@ -695,6 +762,25 @@ def parse_config(
         key: reader.get(attention_table, key, "attention", reader.boolean, default=True)
         for key in _ATTENTION_KEYS})
 
+    prices = []
+    for where, row in reader.array_of_tables(root, "prices"):
+        reader.known_keys(row, where, _PRICE_KEYS)
+        prices.append(PriceConfig(
+            model=reader.get(row, "model", where, reader.model_pattern),
+            **{key: reader.get(row, key, where, reader.price)
+               for key in ("input", "output", "cache_read", "cache_write")},
+            taken_on=reader.get(row, "taken_on", where, reader.date),
+        ))
+
+    limits_table = reader.table(root, "limits", "limits", _LIMITS_KEYS) or {}
+    limits = LimitsConfig(auto_resume=reader.get(limits_table, "auto_resume", "limits",
+                                                 reader.boolean, default=False))
+
+    retention_table = reader.table(root, "retention", "retention", _RETENTION_KEYS) or {}
+    retention = RetentionConfig(evidence_days=reader.get(
+        retention_table, "evidence_days", "retention",
+        lambda v, p: reader.integer(v, p, RETENTION_DAYS_RANGE), default=None))
+
     _raise_problems(reader, source)
     config = Config(
         config_version=CONFIG_VERSION,
@@ -712,6 +798,9 @@ def parse_config(
         remotes=tuple(remotes),
         memory=memory,
         attention=attention,
+        prices=tuple(prices),
+        limits=limits,
+        retention=retention,
     )
     _check_references(reader, config)
     _raise_problems(reader, source)
@@ -856,6 +945,10 @@ def render_config(config: Config) -> str:
                             ("message", config.attention.message),
                             ("bell", config.attention.bell),
                             ("desktop", config.attention.desktop)])
+    if config.limits != LimitsConfig():
+        section("[limits]", [("auto_resume", config.limits.auto_resume)])
+    if config.retention.evidence_days is not None:
+        section("[retention]", [("evidence_days", config.retention.evidence_days)])
     for repository in config.repositories:
         section("[[repositories]]", [("repository_id", repository.repository_id),
                                      ("name", repository.name), ("url", repository.url)])
@@ -871,4 +964,9 @@ def render_config(config: Config) -> str:
     for remote in config.remotes:
         section("[[remotes]]", [("name", remote.name), ("host_id", remote.host_id),
                                 ("ssh_target", remote.ssh_target)])
+    for price in config.prices:
+        section("[[prices]]", [("model", price.model), ("input", price.input),
+                               ("output", price.output), ("cache_read", price.cache_read),
+                               ("cache_write", price.cache_write),
+                               ("taken_on", price.taken_on)])
     return "\n".join(lines) + "\n"

@@ -64,6 +64,7 @@ class ReconcileReport:
     transitions_stalled: int = 0
     mains_restored: int = 0
     dialogs_changed: int = 0
+    resumed_after_limit: int = 0
 
 
 @dataclass
@@ -89,6 +90,7 @@ class _Pass:
     stopped: int = 0
     revived: int = 0
     dialogs: int = 0
+    resumed_after_limit: int = 0
 
 
 def reconcile(ctx: Context) -> ReconcileReport:
@@ -113,6 +115,9 @@ def reconcile(ctx: Context) -> ReconcileReport:
     if stage is not None and run.snap is not None:
         _finish_in_tmux(ctx, stage, run, run.snap)
         run.dialogs = watch_dialogs(ctx, run.snap, run.server_id, now)
+        from core.reconcile.limits import auto_resume
+
+        run.resumed_after_limit = len(auto_resume(ctx, now))
     return _report(run, swept, _recoveries(ctx.conn) - before)
 
 
@@ -163,7 +168,8 @@ def _report(run: _Pass, swept: settlement.SweepReport, opened: int) -> Reconcile
         providers_exited=run.exited, binds_overdue=run.overdue, surfaces_found=run.found,
         navigators_respawned=run.revived, transitions_run=swept.ran,
         transitions_settled=swept.completed, transitions_stalled=swept.stalled,
-        mains_restored=run.restored, dialogs_changed=run.dialogs)
+        mains_restored=run.restored, dialogs_changed=run.dialogs,
+        resumed_after_limit=run.resumed_after_limit)
 
 
 def _recoveries(conn: sqlite3.Connection) -> int:

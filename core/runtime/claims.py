@@ -78,6 +78,20 @@ def claim_for_frame(ctx: Context, frame_id: str, session_key: str | None, *,
             raise Conflict(f"your {early['kind']} transition is still {early['state']}; "
                            "call transition_claim() again in a moment",
                            code="transition_not_ready")
+        handover = None
+        if row is None or row["state"] == "completed":
+            from core.runtime.handover import mark_claimed, read_handover
+
+            handover = read_handover(ctx.home, frame_id)
+        if handover is not None and ctx.home is not None:
+            # The task was moved to this provider (switch-provider): its handover is the
+            # brief, while no transition for the frame waits to be claimed.
+            return ClaimResult(
+                "brief", None, frame_id, frame["title"], handover.brief, None, None,
+                f"You are now the agent for this task (it moved from {handover.from_provider}"
+                " to you). Work on the brief below in this checkout. When the outcome is "
+                "done, call task_complete_return(summary, next_action).",
+                mark_claimed(ctx.home, frame_id))
         if row is None:
             return ClaimResult("none", None, frame_id, frame["title"], None, None, None,
                                "There is no pending transition for you; continue your work.",
