@@ -193,6 +193,8 @@ def _providers_in_use(engine: Engine) -> set[Provider]:
     first enabled, as a new frame picks) and any provider session's. A missing
     provider nothing runs is a warning, not a failure: a person who only uses
     Claude need not install Codex to get a clean doctor."""
+    from core.model.enums import Provider
+
     default = engine.config.default_provider
     used = {project.preferred_provider or default for project in engine.config.projects}
     if not engine.config.projects:

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", required=True)
     p.add_argument("--brief", required=True)
     p.add_argument("--purpose")
-    p.add_argument("--provider", choices=[provider.value for provider in Provider])
+    p.add_argument("--provider", choices=sorted(provider.value for provider in Provider))
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_push)
     p = ags.add_parser("task-complete-return", help="finish this task and return")

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_show)
     p = fs.add_parser("start", help="start (or resume) the frame's provider session")
     p.add_argument("frame_id")
-    p.add_argument("--provider", choices=[provider.value for provider in Provider])
+    p.add_argument("--provider", choices=sorted(provider.value for provider in Provider))
     p.add_argument("--fresh", action="store_true",
                    help="start a new session even if the last one could be resumed")
     _common(p)
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", required=True)
     p.add_argument("--brief", required=True)
     p.add_argument("--purpose")
-    p.add_argument("--provider", choices=[provider.value for provider in Provider])
+    p.add_argument("--provider", choices=sorted(provider.value for provider in Provider))
     _common(p)
     p.set_defaults(handler=_push)
     p = fs.add_parser("back", help="show the parent of the view's active frame")

@@ -19,7 +19,7 @@ from core.model.session_enums import Provider
 if TYPE_CHECKING:
     import argparse
 
-PROVIDERS = tuple(provider.value for provider in Provider)
+PROVIDERS = tuple(sorted(provider.value for provider in Provider))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

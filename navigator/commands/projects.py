@@ -34,7 +34,7 @@ def register_add(ps: argparse._SubParsersAction) -> None:
     p.add_argument("path", nargs="?", type=Path, default=None,
                    help="the project's folder (default: the current directory)")
     p.add_argument("--name", help="project name (default: the folder's name)")
-    p.add_argument("--provider", choices=[provider.value for provider in Provider],
+    p.add_argument("--provider", choices=sorted(provider.value for provider in Provider),
                    help="the provider new frames of this project run")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_add)

@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 
 import core.broker.broker as broker_module
-import core.engine.engine as engine_module
+import core.engine.commands.tasks as tasks_module
 from core.apps.client import EngineClient
 from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME
 from core.config.home import ENV_CONFIG, Home
@@ -366,7 +366,7 @@ def _pane(socket: Path, command: str) -> tuple[str, str, str]:
 def _rule_off() -> Iterator[None]:
     """Rows as a Switchboard without the rule wrote them (they must stay readable)."""
     with pytest.MonkeyPatch.context() as patch:
-        for module in (engine_module, broker_module):
+        for module in (tasks_module, broker_module):
             patch.setattr(module, "refuse_unsafe", lambda *_a, **_k: None)
         yield
 
