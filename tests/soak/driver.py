@@ -12,6 +12,7 @@ tools are the real ones (a workspace and pushed tasks). A seeded
 - ``nav_restart``: kill -9 of a view's navigator (reconcile respawns it in place);
 - ``kill_engine``: kill -9 of a `switchboard view focus` process at a random moment;
 - ``kill_agent``: kill -9 of an agent process, then `n` resumes its session;
+- ``park`` / ``wake`` (see below);
 - ``server_kill`` (by schedule, not drawn): `tmux kill-server`, then `switchboard restore`.
 
 After each phase the world settles (reconcile, as the navigator's turn runs it,
@@ -25,7 +26,10 @@ this home with no owner (neither under the tmux server nor under this process);
 WAL files and evidence bytes; navigator RSS. At the end every message must have
 been delivered (each recipient shown until its messages completed).
 
-Navigator parking (park/wake) is not in the mix: it is not built yet.
+- ``park`` / ``wake``: a view's navigator parked now (``core.memory.parking``: its
+  pane keeps the last screen, no process) and woken again, as the reconcile turn and
+  showing the view do; the views' own navigators also park themselves after 60 s
+  unseen (no client is attached), so the counters see running navigators only.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from core.reconcile import recovery
 from core.reconcile.reconcile import reconcile
 from core.reconcile.settlement import invariant_problems
 from core.runtime.sagas import LEASE_MS
+from core.tmux.runner import TmuxRunner
 from storage.session_retention import folder_bytes
 from tests.factories import project_config
 from tests.integration.journey_env import fake_provider_command
@@ -61,12 +66,16 @@ from tests.integration.transitions_env import OffsetClock, problems
 from tests.waiting import retry_until
 
 DRAWN = ("hook", "hook", "focus", "focus", "back", "push", "message", "message",
-         "nav_restart", "kill_engine", "kill_agent")
+         "nav_restart", "park", "wake", "kill_engine", "kill_agent")
 MAX_TASKS = 3
 """Open tasks per view (a push beyond it closes nothing: it is skipped)."""
 
 HOST_SERVICES = ("core.memory.mcp_host",)
 """Long-lived per-host processes started on purpose outside any pane (one at most)."""
+
+ORPHAN_GRACE_S = 30.0
+WARM_S = 15.0
+"""A navigator younger than this is still starting (a woken one is `sh` at first)."""
 
 MESSAGE_LINE = re.compile(r"\[switchboard\] message (\d+) from ")
 
@@ -86,6 +95,12 @@ class Sample:
     wal_bytes: int
     evidence_bytes: int
     navigator_rss_kb: tuple[int, ...]
+    navigator_pids: tuple[int, ...] = ()
+    navigator_ages: tuple[float, ...] = ()
+    navigators_asleep: int = 0
+    """Parked navigators (a pane that keeps its screen, no process)."""
+    panes: int = 0
+    """Panes on the server (each holds a pty in the tmux server: its fds follow them)."""
 
 
 @dataclass
@@ -99,6 +114,7 @@ class SoakReport:
     messages_delivered: int = 0
     typed_twice: int = 0
     restores: int = 0
+    read_by_poll: int = 0
 
 
 def _tmux(socket: Path, *args: str) -> str:
@@ -128,6 +144,7 @@ class Soak:
         self.typed: dict[tuple[int, str], Counter[int]] = {}  # (server pid, pane) -> counts
         self.counter = 0
         self.timings: defaultdict[str, float] = defaultdict(float)
+        self.parked: set[str] = set()
 
     # ------------------------------------------------------------------ world
 
@@ -305,6 +322,33 @@ class Soak:
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
 
+    def _park(self, view: str) -> None:
+        """Park the view's navigator now (what the reconcile turn does to an unseen one)."""
+        from core.memory.parking import park_view
+
+        stage = self.engine.require_stage()
+        if park_view(TmuxRunner(self.socket), self.engine.require_home().run_dir, view,
+                     spawn=stage.navigator_spawn(view)):  # type: ignore[attr-defined]
+            self.parked.add(view)
+            self._wait(lambda: self._asleep(view), 10, f"{view[:8]}'s navigator did not park")
+
+    def _wake(self, view: str) -> None:
+        """Wake it (what showing the view does): a navigator runs again in the pane."""
+        from core.memory.parking import wake_view
+
+        stage = self.engine.require_stage()
+        if wake_view(TmuxRunner(self.socket), self.engine.require_home().run_dir, view,
+                     spawn=stage.navigator_spawn(view)):  # type: ignore[attr-defined]
+            self.parked.discard(view)
+            self._wait(lambda: self._navigator_pid(view) is not None, 10,
+                       f"{view[:8]}'s navigator did not wake")
+
+    def _asleep(self, view: str) -> bool:
+        from core.memory.parking import fleet_panes
+
+        pane = fleet_panes(TmuxRunner(self.socket)).of_view(view)
+        return pane is not None and pane.asleep
+
     def _kill_engine(self, view: str) -> None:
         others = [f for f in self._frames(view) if f != self._active(view)]
         if not others:
@@ -371,11 +415,17 @@ class Soak:
 
     def _after_kill(self) -> None:
         """What a killed engine left: reconcile past every lease (a later navigator turn)."""
+        # One registry connection per process at a time: opening a second one reads the
+        # file's header with a plain open()/close(), which drops this process's POSIX
+        # locks on it, and another process may then delete the WAL under the first
+        # (decisions: "Found while testing, not fixed here"; the soak hit it).
+        self.engine.conn.close()
         late = self._open(OffsetClock(LEASE_MS + 5_000))
         try:
             reconcile(late)
         finally:
             late.conn.close()
+            self.engine = self._open()
 
     # ------------------------------------------------------------------ checks
 
@@ -402,7 +452,9 @@ class Soak:
             self._tally(pane)
         twice = [m for m, n in self._typed_counts().items() if n > 1]
         if twice:
-            self.report.problems.append(f"phase {phase}: messages typed twice: {twice}")
+            where = {m: [(key, counts[m]) for key, counts in self.typed.items() if counts[m]]
+                     for m in twice}
+            self.report.problems.append(f"phase {phase}: messages typed twice: {where}")
         self.report.samples.append(self.sample(phase))
 
     def deliver_all(self) -> None:
@@ -429,9 +481,9 @@ class Soak:
         self.report.messages_delivered = sum(
             1 for m in self.sent if self._message_state(m) == "completed")
         self.report.typed_twice = sum(1 for n in counts.values() if n > 1)
-        lost = [m for m in self.sent if counts.get(m, 0) == 0]
-        if lost:
-            self.report.problems.append(f"messages never typed: {lost}")
+        # A message can be read without its own line: the poll that answers one line
+        # lists every message waiting for that agent, and it ACKs them all.
+        self.report.read_by_poll = sum(1 for m in self.sent if counts.get(m, 0) == 0)
 
     def _member_pane(self, frame: str) -> list[tuple]:
         import sqlite3
@@ -502,10 +554,15 @@ class Soak:
                       _fds(os.getpid()), clients,
                       tuple(p for p in unowned if p not in services), services, wal,
                       folder_bytes(self.root / "sessions"),
-                      tuple(_rss_kb(p) for p in navigators))
+                      tuple(_rss_kb(p) for p in navigators), tuple(navigators),
+                      tuple(_age_s(p) for p in navigators),
+                      sum(self._asleep(v) for v in self._view_ids()),
+                      len(_tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()))
 
     def orphans(self, server: int) -> list[str]:
-        """Processes of this home that neither the tmux server nor this process owns."""
+        """Processes of this home that neither the tmux server nor this process owns,
+        running for more than ``ORPHAN_GRACE_S`` (a hook's detached worker that is
+        still doing its job is not one)."""
         owners = {server, os.getpid()}
         marker = f"SWITCHBOARD_HOME={self.root}".encode()
         found = []
@@ -520,7 +577,7 @@ class Soak:
                     continue
             except OSError:
                 continue
-            if not _descends(pid, owners):
+            if not _descends(pid, owners) and _age_s(pid) > ORPHAN_GRACE_S:
                 found.append(f"{pid} {_cmdline(pid)}")
         return found
 
@@ -534,10 +591,14 @@ class Soak:
     # ------------------------------------------------------------------ driving
 
     def run(self, *, phases: int | None, seconds: float | None, ops_per_phase: int,
-            server_kill_phases: set[int], every: int = 0) -> SoakReport:
+            server_kill_phases: set[int], every: int = 0,
+            every_kind: bool = False) -> SoakReport:
         """Phases of drawn operations; a server kill + restore in the scheduled phases (and
         every ``every`` phases when set), until ``phases`` ran or ``seconds`` passed."""
         deadline = time.monotonic() + seconds if seconds is not None else None
+        kinds = sorted(set(DRAWN))
+        # every_kind: each kind once first (seeded order), so a short run covers them all.
+        first = self.rng.sample(kinds, len(kinds)) if every_kind else []
         phase = 0
         while (phases is None or phase < phases) and \
                 (deadline is None or time.monotonic() < deadline):
@@ -545,7 +606,8 @@ class Soak:
             self.report.phases = phase
             views = self._view_ids()
             for _ in range(ops_per_phase):
-                self.op(self.rng.choice(DRAWN), self.rng.choice(views))
+                kind = first.pop(0) if first else self.rng.choice(DRAWN)
+                self.op(kind, self.rng.choice(views))
             if phase in server_kill_phases or (every and phase % every == 0):
                 started = time.monotonic()
                 self.server_kill()
@@ -591,12 +653,35 @@ def _descends(pid: int, owners: set[int]) -> bool:
     return False
 
 
+def _age_s(pid: int) -> float:
+    """Seconds since the process started (0 when it is gone)."""
+    try:
+        start = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return uptime - start / os.sysconf("SC_CLK_TCK")
+
+
 def _cmdline(pid: int) -> str:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return "?"
     return raw.replace(b"\0", b" ").decode(errors="replace")[:120]
+
+
+def per_process(samples: list[Sample], field_name: str) -> dict[int, list[int]]:
+    """A navigator's own series (by pid) of ``navigator_rss_kb`` or ``navigator_fds``:
+    growth is judged per process (the largest navigator changes as views are parked,
+    woken, restarted and restored)."""
+    series: dict[int, list[int]] = {}
+    for sample in samples:
+        for pid, value, age in zip(sample.navigator_pids, getattr(sample, field_name),
+                                   sample.navigator_ages, strict=False):
+            if value >= 0 and age >= WARM_S:
+                series.setdefault(pid, []).append(value)
+    return series
 
 
 def flat(values: list[int], tolerance: float = 0.05, slack: int = 1) -> bool:

@@ -56,5 +56,6 @@ def test_a_short_seeded_soak_leaves_nothing_behind(soak: Soak) -> None:
         assert sample.orphans == (), sample.orphans
         assert len(sample.services) <= 1, sample.services  # one agent-tool host at most
         assert sample.clients == 0
-        assert len(sample.navigator_fds) == 3 and min(sample.navigator_fds) > 0
+        assert len(sample.navigator_fds) + sample.navigators_asleep == 3  # running or parked
+        assert all(fds > 0 for fds in sample.navigator_fds)
         assert sample.wal_bytes < 64 * 1024 * 1024
