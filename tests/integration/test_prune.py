@@ -112,3 +112,13 @@ def test_a_bad_age_is_refused_in_one_line(tmp_path: Path, tmux_socket: Path,
     done = run_cli(tmp_path, "prune", "--older-than", days)
     assert done.returncode == 2 and done.stdout == ""
     assert "nothing was removed" in done.stderr
+
+
+def test_a_bad_retention_limit_in_the_config_is_named(tmp_path: Path,
+                                                      tmux_socket: Path) -> None:
+    make_engine(tmp_path, tmux_socket)
+    config = tmp_path / "config.toml"
+    config.write_text(config.read_text() + "\n[retention]\nevidence_days = -3\n")
+    done = run_cli(tmp_path, "prune", "--dry-run")
+    assert done.returncode != 0 and done.stdout == ""
+    assert "retention.evidence_days" in done.stderr and "0 to 36500" in done.stderr
