@@ -32,6 +32,7 @@ from storage.session_usage import UsageRow, turn_usage
 from tests.integration.journey_env import one
 from tests.realcli import anthropic_standin, openai_standin
 from tests.realcli.harness import main_pane, screen, type_prompt
+from tests.realcli.harness_claude import transcript
 from tests.realcli.harness_codex import (
     PROJECT,
     SCRUBBED_PREFIXES,
@@ -128,9 +129,14 @@ def test_real_claude_turn_usage_and_rate_limit(world: World,  # noqa: F811 - the
         world.dump()
     for _ in range(2):
         assert reconcile(engine).resumed_after_limit == 0
-    asked = [t for t in world.api.turns() if CONTINUE_TEMPLATE in json.dumps(
-        (t.body or {}).get("messages", [])[-1:])]
-    assert len(asked) == 1, [t.body for t in asked]
+    # the CLI's own record of what was typed: one continue line (a request the CLI
+    # repeats, or sends again with the next prompt, is still the one line)
+    record = transcript(world.home, world.session_id(route.frame_id))
+    assert record is not None
+    typed = [line for line in record.read_text().splitlines()
+             if json.loads(line).get("type") == "user" and CONTINUE_TEMPLATE in
+             json.dumps(json.loads(line).get("message", {}).get("content"))]
+    assert len(typed) == 1, typed
     assert screen(socket, pane).count(CONTINUE_TEMPLATE) == 1
     assert _badge(engine, route.frame_id) is BadgeKind.READY
 
