@@ -54,6 +54,8 @@ GROUPS: dict[str, str] = {
     "completion": "navigator.commands.completion",
     "conflicts": "navigator.commands.review",
     "search": "navigator.commands.search",
+    "restore": "navigator.commands.restore",
+    "prune": "navigator.commands.retention",
     "usage": "navigator.commands.usage",
     "limits": "navigator.commands.usage",
 }
@@ -132,6 +134,13 @@ def _main(argv: Sequence[str] | None) -> int:
         # the project's view (attach or switch-client).
         first = "ui" if os.environ.get("SWITCHBOARD_VIEW_ID") else "open"
         args_list = [first]
+        if first == "open":
+            # Views were open and their tmux server is gone (a reboot): bring the
+            # fleet back first, then go to the view as `open` does.
+            from navigator.commands.restore import needs_restore
+
+            if needs_restore():
+                first, args_list = "restore", ["restore", "--open"]
     parser = build_parser(first)
     args = parser.parse_args(args_list)
     if args.version:

@@ -166,6 +166,9 @@ def output_runs(ids: Ids) -> dict[tuple[str, ...], list[list[str]]]:
         ("remote", "refresh"): [["remote", "refresh"]],
         ("attention",): [["attention"]],
         ("doctor",): [["doctor"]],
+        ("restore",): [["restore"], ["restore", "--json"]],
+        ("prune",): [["prune", "--older-than", "0", "--dry-run"],
+                     ["prune", "--older-than", "0", "--dry-run", "--json"]],
         ("completion",): [["completion", "--names", kind]
                           for kind in ("projects", "frames", "members", "views")],
         ("frame", "diff"): [["frame", "diff", ids.workspace],
@@ -248,6 +251,7 @@ def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
         ("remote", "open"): [["remote", "open", h, h]],
         ("worktree", "add"): [["worktree", "add", h, "--project", "alpha"]],
         ("worktree", "remove"): [["worktree", "remove", h]],
+        ("prune",): [["prune", "--older-than", h]],
         ("usage",): [["usage", "--project", h], ["usage", "--since", h]],
         ("remote", "follow"): [["remote", "follow", h]],
         ("frame", "message"): [["frame", "message", ids.workspace, "--text", h],
