@@ -106,6 +106,16 @@ def searched_work(scenario: Scenario) -> None:
     record_frame_work(scenario, "Fix login")
 
 
+def used_tokens(scenario: Scenario) -> None:
+    """Fix login's agent worked three turns, the last ended on a rate limit (issue 26):
+    the usage reader's rows from a transcript in Claude Code's shape."""
+    from tests.navigator.test_session_detail import record_frame_work
+    from tests.navigator.test_usage_screens import record_usage
+
+    record_frame_work(scenario, "Fix login")
+    record_usage(scenario, "Fix login")
+
+
 SHOTS = (
     Shot("navigator-80x24", (80, 24), "Switchboard: projects, views, recoveries",
          select="Fix login"),
@@ -129,6 +139,10 @@ SHOTS = (
          keys=("v", "n", "down", "down"), prepare=reviewed_change, after=0.3),
     Shot("find-80x24", (80, 24), "ctrl+f: search every session", keys=("ctrl+f", *"pytest"),
          prepare=searched_work, after=0.6),
+    Shot("usage-80x24", (80, 24), "u: tokens and estimated cost per frame and in all",
+         select="Fix login", keys=("u",), prepare=used_tokens, after=0.5),
+    Shot("usage-detail-80x24", (80, 24), "i: the session's turns, their tokens and cost",
+         select="Fix login", keys=("i",), prepare=used_tokens, after=0.5),
 )
 
 
