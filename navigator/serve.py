@@ -19,6 +19,7 @@ person's browser). Tokens are compared in constant time.
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import shlex
 import socket
@@ -55,6 +56,12 @@ class TokenServer(Server):
                          public_url=f"http://{host}:{port}")
         self.token = token
         self.origin = f"http://{host}:{port}"
+
+    def initialize_logging(self) -> None:
+        """textual-serve's logging, without aiohttp's access log: its lines carry the
+        request's query, which is where the token travels."""
+        super().initialize_logging()
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
     @property
     def url(self) -> str:
