@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
     )
     from core.reconcile.reconcile import ReconcileReport
     from core.reconcile.recovery import RecoveryRecord
+    from core.remote.actions import RemoteActions
     from core.state.remote_open import RemoteWindow
     from core.usage.switch_provider import SwitchResult
 
@@ -316,6 +317,12 @@ class EngineClient:
 
         with self._lock:
             return open_remote(self._acting, remote_for_host(self._acting, host_id), project)
+    def remote_actions(self) -> RemoteActions:
+        """Requests on remote hosts' frames, decided by their own engines over ssh."""
+        from core.remote.actions import RemoteActions
+
+        return RemoteActions(self.home, self.engine.config)
+
 
     def show_view(self, view_id: str) -> None:
         """Take the person's tmux client to that view's window (no registry change)."""
