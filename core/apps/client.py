@@ -317,6 +317,7 @@ class EngineClient:
 
         with self._lock:
             return open_remote(self._acting, remote_for_host(self._acting, host_id), project)
+
     def remote_actions(self) -> RemoteActions:
         """Requests on remote hosts' frames, decided by their own engines over ssh."""
         from core.remote.actions import RemoteActions
