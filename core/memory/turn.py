@@ -10,6 +10,7 @@ process right there, after the turn's commits and its checkpoint.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from core.memory.parking import SweepReport, park_after, sweep
@@ -19,11 +20,14 @@ if TYPE_CHECKING:
     from core.context.context import Context
 
 
-def park_unseen(ctx: Context) -> SweepReport:
+def park_unseen(ctx: Context, lock: AbstractContextManager[object] | None = None
+                ) -> SweepReport:
     """Park the navigators nobody has looked at for a while, wake the shown parked ones.
 
     Nothing without a tmux stage or a home; nothing when parking is off. A tmux
-    failure is the next turn's to retry (parking only ever saves memory)."""
+    failure is the next turn's to retry (parking only ever saves memory). ``lock``
+    guards the registry connection (a navigator's requests share it); it is held for
+    the one read, not for the tmux processes."""
     stage = ctx.stage
     home = getattr(ctx, "home", None)
     if stage is None or home is None or park_after() is None:
@@ -32,8 +36,9 @@ def park_unseen(ctx: Context) -> SweepReport:
     spawn_of = getattr(stage, "navigator_spawn", None)
     if runner is None or spawn_of is None:
         return SweepReport()
-    views = [row[0] for row in ctx.conn.execute(
-        "SELECT view_id FROM user_views WHERE state <> 'retired'")]
+    with lock or nullcontext():
+        views = [row[0] for row in ctx.conn.execute(
+            "SELECT view_id FROM user_views WHERE state <> 'retired'")]
     try:
         return sweep(runner, home.run_dir, views, spawn_of)
     except (TmuxError, OSError, ValueError):
