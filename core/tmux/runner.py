@@ -140,6 +140,7 @@ class TmuxRunner:
         """A batch that changes something, as one process spawned by libtmux's
         ``Server.cmd`` (bound to this exact socket and config file)."""
         tmux_bin = self._found_tmux()
+        _import_libtmux()
         from libtmux.exc import TmuxCommandNotFound
         from libtmux.server import Server
 
@@ -197,3 +198,22 @@ def classify_failure(output: BatchOutput, *, socket_path: str) -> Exception:
     if any(marker in lowered for marker in _MISSING_TARGET):
         return TargetNotFound(f"tmux target does not exist ({text}); reconcile the view.")
     return TmuxCommandFailed(f"tmux command failed: {text}", stderr=output.stderr)
+
+
+def _import_libtmux() -> None:
+    """Import libtmux with the process's own stdout in place: its import reads
+    ``sys.stdout.encoding``, which a Textual app's print capture (a navigator's stdout
+    while it runs) lacks, so the navigator's first request that changed tmux failed
+    with an AttributeError after its registry rows were written."""
+    import sys
+
+    if "libtmux.server" in sys.modules or hasattr(sys.stdout, "encoding"):
+        return
+    import io
+
+    saved = sys.stdout
+    sys.stdout = sys.__stdout__ or io.StringIO()
+    try:
+        import libtmux.server  # noqa: F401
+    finally:
+        sys.stdout = saved
