@@ -45,6 +45,7 @@ def _list(args: argparse.Namespace) -> int:
            for r in engine.config.remotes]
     emit(out, as_json=args.json, text="\n".join(
         f"{o['name']:<16} {o.get('reachability', 'never fetched'):<14} {o['ssh_target']}"
+        + (f"  ({shown(o['bounded_error'])})" if o.get("bounded_error") else "")
         for o in out) or "no remotes configured")
     return 0
 

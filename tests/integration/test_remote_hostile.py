@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from core.config.home import Home
@@ -111,6 +113,15 @@ def test_malicious_or_malformed_documents_are_refused_without_effect(
                        "77777777-7777-4777-8777-777777777777", "invalid JSON"):
             assert reason in log, (reason, log)
         assert "\x1b" not in log  # the refused bytes are spelled out, never replayed
+        # the person sees why in `remote list`, still online, in one line per remote
+        listed = subprocess.run([sys.executable, "-m", "navigator.cli", "remote", "list"],
+                                capture_output=True, text=True, timeout=60, env={
+                                    **os.environ, "SWITCHBOARD_HOME": str(root),
+                                    "SWITCHBOARD_CONFIG": str(root / "config.toml")})
+        assert listed.returncode == 0, listed.stderr
+        assert "online" in listed.stdout and "(envelope_invalid: refused: " not in listed.stdout
+        assert "refused: envelope_invalid: $[0]" in listed.stdout, listed.stdout
+        assert len(listed.stdout.splitlines()) == 1 and "\x1b" not in listed.stdout
         # the stream goes on: the next good document is taken and clears the error
         (folder / "go").write_text("")
         assert retry_until(lambda: "Renamed later" in cache()[2], 15)
