@@ -202,7 +202,9 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
         attention = _attention(conn, session["activity"], activity,
                                hook.kind is HookKind.TURN_STOPPED)
         if limit is not None:
-            _open_limit_recovery(conn, session["host_id"], frame_id, limit, now)
+            from core.hooks.usage_handoff import open_limit_recovery
+
+            open_limit_recovery(conn, session["host_id"], frame_id, limit, now)
         elif hook.kind is HookKind.PROMPT_SUBMITTED:
             _resolve_limit_recovery(conn, frame_id, now)
         reminder = False
@@ -223,25 +225,6 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
                                  claim_reminder=reminder), True,
                      frame_id, stop_work, project[0] if project else "",
                      (project[1] or "") if project else "", observed, attention, trusted_stop)
-
-
-def _open_limit_recovery(conn: sqlite3.Connection, host_id: str, frame_id: str, words: str,
-                         now: int) -> None:
-    """The frame's agent stopped on a limit: the person learns it as a recovery (the
-    badge says ``limited``); the agent's next prompt resolves it."""
-    from core.model.enums import Actionability
-    from storage.operations import recoveries as recoveries_ops
-    from storage.session_db import new_id
-
-    title = conn.execute("SELECT title FROM frames WHERE frame_id = ?",
-                         (frame_id,)).fetchone()
-    recoveries_ops.open_recovery(
-        conn, recovery_id=new_id(), host_id=host_id, kind=RecoveryKind.USAGE_LIMIT,
-        subject_type="frame", subject_id=frame_id, actionability=Actionability.OPEN_VIEW,
-        explanation=f"“{title[0] if title else frame_id}” stopped on its provider's usage or "
-                    f"rate limit: {words} Press Enter to go there; type a line to it once "
-                    "the limit resets (`switchboard limits` lists every limited agent).",
-        now=now)
 
 
 def _resolve_limit_recovery(conn: sqlite3.Connection, frame_id: str, now: int) -> None:

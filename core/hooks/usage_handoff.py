@@ -16,6 +16,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from core.config.home import Home
 
 TURN_END_EVENTS = frozenset({"Stop", "StopFailure"})
@@ -47,3 +49,23 @@ def after_turn(home: Home, provider: str, event: str, document: dict[str, object
         print(f"switchboard: usage reader not started: {exc}", file=sys.stderr)
         return False
     return True
+
+
+def open_limit_recovery(conn: sqlite3.Connection, host_id: str, frame_id: str, words: str,
+                        now: int) -> None:
+    """The frame's agent stopped on a usage or rate limit: the person learns it as a
+    recovery (the badge says ``limited``); the agent's next prompt resolves it. Inside
+    the caller's write transaction (the hook's, or the usage reader's for Codex)."""
+    from core.model.enums import Actionability, RecoveryKind
+    from storage.operations import recoveries as recoveries_ops
+    from storage.session_db import new_id
+
+    title = conn.execute("SELECT title FROM frames WHERE frame_id = ?",
+                         (frame_id,)).fetchone()
+    recoveries_ops.open_recovery(
+        conn, recovery_id=new_id(), host_id=host_id, kind=RecoveryKind.USAGE_LIMIT,
+        subject_type="frame", subject_id=frame_id, actionability=Actionability.OPEN_VIEW,
+        explanation=f"“{title[0] if title else frame_id}” stopped on its provider's usage or "
+                    f"rate limit: {words} Press Enter to go there; type a line to it once "
+                    "the limit resets (`switchboard limits` lists every limited agent).",
+        now=now)

@@ -184,5 +184,9 @@ def read_codex(data: bytes, state: dict[str, Any], now_ms: int | None = None) ->
         elif event == "error" and (
                 hit := _codex_limit(payload, now_ms, reset_ms)) is not None:
             batch.limit = hit
+        elif event == "task_complete" and isinstance(payload.get("error"), dict) and (
+                hit := _codex_limit(payload["error"], now_ms, reset_ms)) is not None:
+            # 0.171: a turn the service refused ends with its error in task_complete
+            batch.limit = hit
     batch.state = {"model": model, "total": total.as_list()}
     return batch

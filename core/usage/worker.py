@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from core.config.home import Home
     from core.usage.records import UsageBatch
     from storage.session_usage import UsageRow
 
@@ -61,9 +64,12 @@ def _rows(batch: UsageBatch, provider: str, turn_id: str | None) -> list[UsageRo
 
 
 def read_usage(root: Path, session_key: str, provider: str, source: str,
-               turn_id: str | None, now_ms: int | None = None) -> list[UsageRow]:
+               turn_id: str | None, now_ms: int | None = None,
+               mark: Callable[[str, UsageRow, int], object] | None = None) -> list[UsageRow]:
     """Read what ``source`` gained since the cursor into the session's evidence file;
-    returns the rows stored (none when the file has no new whole line)."""
+    returns the rows stored (none when the file has no new whole line). ``mark``: what
+    a Codex turn that ended on a limit does to the registry (the worker passes
+    ``mark_limited``)."""
     from core.usage.transcripts import MAX_READ_BYTES, read_claude, read_codex
     from storage import session_db
     from storage.session_usage import Advance, advance_usage
@@ -86,9 +92,45 @@ def read_usage(root: Path, session_key: str, provider: str, source: str,
     path = session_db.session_db_path(root, session_key)
     conn = session_db.open_session_db(path, now_ms=now)
     try:
-        return advance_usage(conn, session_key, source, parse, session_db.iso(now))
+        rows = advance_usage(conn, session_key, source, parse, session_db.iso(now))
     finally:
         conn.close()
+    if provider == "codex" and rows and rows[-1].limit_kind and mark is not None:
+        mark(session_key, rows[-1], now)
+    return rows
+
+
+def mark_limited(home: Home, session_key: str, row: UsageRow, now: int) -> bool:
+    """Codex has no StopFailure: the turn its rollout says ended on a limit makes the
+    session needs-input / usage_limit with a recovery, as Claude Code's StopFailure
+    does, unless the session moved on since (a prompt made it work again)."""
+    from core.config.registry import open_current
+    from core.hooks.usage_handoff import open_limit_recovery
+    from core.model.enums import Activity, ActivityReason
+    from core.model.text import shown
+    from storage.connection import write_transaction
+    from storage.operations import sessions as sessions_ops
+
+    opened = open_current(home)
+    try:
+        with write_transaction(opened.conn) as conn:
+            session = conn.execute("SELECT host_id, activity FROM provider_sessions"
+                                   " WHERE session_key = ?", (session_key,)).fetchone()
+            frame = conn.execute("SELECT frame_id FROM frames WHERE current_session_key = ?",
+                                 (session_key,)).fetchone()
+            if session is None or frame is None or session["activity"] == "working":
+                return False
+            sessions_ops.record_activity(conn, session_key, activity=Activity.NEEDS_INPUT,
+                                         reason=ActivityReason.USAGE_LIMIT,
+                                         runtime_presence=None, turn_id=None,
+                                         provider_version=None, now=now)
+            words = shown(row.limit_message or "usage limit")[:300]
+            if row.limit_reset_at:
+                words += f" It resets at {row.limit_reset_at[11:16]} UTC."
+            open_limit_recovery(conn, session["host_id"], frame["frame_id"], words, now)
+        return True
+    finally:
+        opened.conn.close()
 
 
 def main(argv: list[str]) -> int:
@@ -99,8 +141,10 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     session_key, provider, source, turn_id = argv
+    home = Home.from_env()
     try:
-        read_usage(Home.from_env().root, session_key, provider, source, turn_id or None)
+        read_usage(home.root, session_key, provider, source, turn_id or None,
+                   mark=lambda key, row, now: mark_limited(home, key, row, now))
     except Exception:  # the next Stop's read makes it up; say why in the log
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         print(f"{stamp} session {session_key}: usage not read\n{traceback.format_exc()}",

@@ -115,6 +115,21 @@ def test_codex_usage_limit_error() -> None:
     assert batch.limit.reset_at_ms == NOW + 180_000
 
 
+def test_codex_usage_limit_in_task_complete() -> None:
+    """Codex 0.171.0 against a 429 usage_limit_reached: the turn's task_complete event
+    carries the error (recorded with the real CLI against the stand-in)."""
+    done = json.dumps({"type": "event_msg", "payload": {
+        "type": "task_complete", "turn_id": "t1", "last_agent_message": None,
+        "error": {"message": "You\u2019ve hit your usage limit. Upgrade to Pro "
+                             "(https://chatgpt.com/explore/pro), visit "
+                             "https://chatgpt.com/settings/usage to purchase more credits "
+                             "or try again later.",
+                  "codex_error_info": "usage_limit_exceeded"}}})
+    batch = read_codex((done + "\n").encode(), {}, NOW)
+    assert batch.limit is not None and batch.limit.kind is LimitKind.USAGE_LIMIT
+    assert batch.limit.reset_at_ms is None  # "try again later" states no time
+
+
 def test_only_a_regular_jsonl_file_is_read(tmp_path: Path) -> None:
     good = tmp_path / "t.jsonl"
     good.write_text("")
@@ -352,3 +367,41 @@ def test_auto_resume_is_off_by_default(live: LiveSurface) -> None:
 
     _limited_by_hook(live, 1_700_000_000)
     assert reconcile(live.engine).resumed_after_limit == 0 and _typed(live) == 0
+
+
+def test_a_codex_turn_that_ended_on_its_usage_limit_is_limited(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex has no StopFailure: its Stop hands the rollout to the reader, whose
+    task_complete error makes the session limited with a recovery."""
+    from tests.core.test_hook_handler import CLAUDE_FIXTURE, fixture_lines
+
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    for name in ("TMUX", "TMUX_PANE", "SWITCHBOARD_CAPABILITY", "SWITCHBOARD_GENERATION"):
+        monkeypatch.delenv(name, raising=False)
+    live = launch_live_surface(tmp_path, tmux_socket, "codex")
+    try:
+        rollout = tmp_path / "codex-home" / "rollout.jsonl"
+        rollout.parent.mkdir()
+        rollout.write_text(codex_context("gpt-5") + codex_count(100, 0, 5) + json.dumps(
+            {"type": "event_msg", "payload": {"type": "task_complete", "error": {
+                "message": "You've hit your usage limit. Try again in 3 minutes.",
+                "codex_error_info": "usage_limit_exceeded"}}}) + "\n")
+        stop = next(body for name, body in fixture_lines(
+            CLAUDE_FIXTURE.with_name("codex-0.171.0.tsv")) if name == "Stop")
+        stop.update(session_id=live.provider_session_id, transcript_path=str(rollout))
+        handle_hook("codex", "Stop", json.dumps(stop), env=live.env())
+
+        def state() -> tuple:
+            session = live.engine.conn.execute(
+                "SELECT activity, activity_reason FROM provider_sessions"
+                " WHERE session_key = ?", (live.session_key,)).fetchone()
+            recovery = live.engine.conn.execute(
+                "SELECT state, bounded_explanation FROM recoveries"
+                " WHERE kind = 'usage_limit'").fetchone()
+            return tuple(session), tuple(recovery) if recovery else None
+        assert retry_until(lambda: state()[0] == ("needs_input", "usage_limit"), 20), \
+            (state(), _worker_log(live))
+        assert state()[1][0] == "open" and "usage limit" in state()[1][1]
+        assert "It resets at" in state()[1][1]
+    finally:
+        live.engine.conn.close()
