@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,11 @@ def control_path(home: Home, remote: RemoteConfig) -> str:
         folder = Path("/tmp") / f"sb-ssh-{os.getuid()}"
         path = folder / f"{digest}.ctl"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise SwitchboardError(f"{folder} is not a private folder of this user (owner, mode "
+                               "0700); remove it so Switchboard can make its own",
+                               code="control_folder_unsafe")
     return os.fspath(path)
 
 
