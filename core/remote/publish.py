@@ -37,6 +37,9 @@ REFRESH_S = 60.0
 REBUILD_S = 10.0
 #: Seconds a woken rebuild waits for the rest of a commit's events.
 SETTLE_S = 0.03
+#: The least time between two builds: a storm of hook commits (several a second on a
+#: busy host) costs at most four builds a second, its last change still sent.
+MIN_GAP_S = 0.25
 #: Seconds between polls of the files where inotify is unavailable.
 POLL_S = 0.5
 
@@ -104,7 +107,7 @@ def follow(reader: RegistryReader, out: BinaryIO, *, heartbeat_s: float = HEARTB
             if watch is not None:
                 ready, _, _ = select.select([watch.fd], [], [], wait)
                 if ready and watch.drain():
-                    time.sleep(SETTLE_S)
+                    time.sleep(max(SETTLE_S, MIN_GAP_S - (time.monotonic() - last_build)))
                     watch.drain()
                     dirty = True
             else:
