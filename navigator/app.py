@@ -21,11 +21,12 @@ worker's end: its result, or its error as a one-line toast), ``ui_state``
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
@@ -57,7 +58,13 @@ from navigator.layout import (
     layout_for,
     stylesheet_path,
 )
-from navigator.loading import FULL_CHECK_TICKS, WATCH_TICK, Loaded, Refresher, read_state
+from navigator.loading import (
+    FULL_CHECK_TICKS,
+    WATCH_TICK,
+    Loaded,
+    Refresher,
+    read_state_async,
+)
 from navigator.palette import PlacesProvider
 from navigator.ui_state import PaneLayout, PaneMemory, UiStateStore, apply_layout
 from navigator.widgets.breadcrumb import Breadcrumb
@@ -99,6 +106,10 @@ class _Finished:
 
     result: object
     loaded: Loaded | None
+
+
+REREAD_WAIT_S = 30.0
+"""The longest a request's thread waits for the state it left (the loop is busy or exits)."""
 
 
 class SwitchboardApp(App[None]):
@@ -200,6 +211,7 @@ class SwitchboardApp(App[None]):
             yield PanePreview(id="preview")
 
     def on_mount(self) -> None:
+        self._reads_loop = asyncio.get_running_loop()  # request threads await reads on it
         self._fit_layout(self.size)
         self.query_one(FrameTree).set_configured_projects(self.client.configured_projects())
         self.query_one(FrameTree).focus()
@@ -229,18 +241,28 @@ class SwitchboardApp(App[None]):
 
     # ------------------------------------------------------------------ workers
 
-    def start_job(self, work: Callable[[], _Target], group: Group, job: Job[_Target], *,
+    def start_job(self, work: Callable[[], _Target] | Callable[[], Coroutine[Any, Any, _Target]],
+                  group: Group, job: Job[_Target], *,
                   exclusive: bool = False, name: str = "") -> None:
-        """Run ``work`` in a thread worker; ``job`` runs on the event loop when it ends."""
-        worker = self.run_worker(work, name=name, group=group, thread=True,
-                                 exclusive=exclusive, exit_on_error=False)
+        """Run ``work`` in a thread worker (a coroutine function: on the event loop);
+        ``job`` runs on the event loop when it ends."""
+        worker: Worker[_Target] = self.run_worker(
+            work, name=name, group=group, thread=not inspect.iscoroutinefunction(work),
+            exclusive=exclusive, exit_on_error=False)
         self._jobs.track(worker, job)
 
-    def start_load(self, work: Callable[[], _Target], job: Job[_Target]) -> None:
+    def start_load(self, work: Callable[[], _Target] | Callable[[], Coroutine[Any, Any, _Target]],
+                   job: Job[_Target]) -> None:
         """A registry load in the default executor's thread, its job run on the event
         loop when it ends. Not a Textual worker: a Worker and its three state messages
-        cost ~1 ms of the event loop, and every navigator loads on every hook burst."""
-        future = asyncio.get_running_loop().run_in_executor(None, work)
+        cost ~1 ms of the event loop, and every navigator loads on every hook burst. A
+        coroutine function (the registry read through aiosqlite) runs as a task."""
+        future: asyncio.Future[_Target]
+        if inspect.iscoroutinefunction(work):
+            future = asyncio.ensure_future(work())
+        else:
+            future = asyncio.get_running_loop().run_in_executor(
+                None, cast("Callable[[], _Target]", work))
         future.add_done_callback(partial(self._load_done, job))
 
     def _load_done(self, job: Job[_Target], future: asyncio.Future[_Target]) -> None:
@@ -371,9 +393,11 @@ class SwitchboardApp(App[None]):
                            partial(self._request_refused, description)), name=description)
 
     def _reread(self) -> Loaded | None:
-        """In a request's thread; a failed read is left to the next poll."""
+        """In a request's thread: the read is awaited on the event loop as every load
+        is (through aiosqlite); a failed read is left to the next poll."""
         try:
-            return read_state(self.client, self.inbox_wanted())
+            read = read_state_async(self.client, self.inbox_wanted())
+            return asyncio.run_coroutine_threadsafe(read, self._reads_loop).result(REREAD_WAIT_S)
         except Exception:  # the poll will pick the change up instead
             return None
 

@@ -1,5 +1,6 @@
 """What the navigator shows, kept current: one read of the state, its data_version
-and the inbox (``read_state``, in a thread: the client blocks on SQLite), the
+and the inbox (``read_state_async``: the registry's rows awaited on the event loop
+through aiosqlite, the lock-taking checks in a thread), the
 ``LoadGate`` that coalesces bursts of commits, and the ``Refresher`` that decides
 when to read (woken by a ``ChangeWatch``, or by its stat tick) and when to reconcile.
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -67,14 +68,17 @@ class Loaded:
     inbox_problem: str | None
 
 
-def read_state(client: EngineClient, wanted_view: str | None, *,
-               known: int | None = None) -> Loaded | None:
-    """The state, or None when the client's data_version still equals ``known``."""
-    version = client.data_version()
+async def read_state_async(client: EngineClient, wanted_view: str | None, *,
+                           known: int | None = None) -> Loaded | None:
+    """The state, or None when the client's data_version still equals ``known``; read
+    on the navigator's event loop: the change check and the inbox (which take the
+    client's lock, or read the broker) in a thread, the registry's rows awaited
+    through aiosqlite (``EngineClient.state_async``)."""
+    version = await asyncio.to_thread(client.data_version)
     if known is not None and version == known:
         return None
-    state = client.state()
-    inbox, problem = read_inbox(client, state, wanted_view)
+    state = await client.state_async()
+    inbox, problem = await asyncio.to_thread(read_inbox, client, state, wanted_view)
     return Loaded(state, version, inbox, problem)
 
 
@@ -170,7 +174,8 @@ class RefreshHost(Protocol):
     client: EngineClient
     reconcile_interval: float
 
-    def start_job(self, work: Callable[[], _T], group: Group, job: Job[_T], *,
+    def start_job(self, work: Callable[[], _T] | Callable[[], Coroutine[Any, Any, _T]],
+                  group: Group, job: Job[_T], *,
                   exclusive: bool = False, name: str = "") -> None: ...
 
     def group_busy(self, group: Group) -> bool: ...
@@ -183,7 +188,8 @@ class RefreshHost(Protocol):
 
     def warn(self, text: str, title: str, *, error: bool = False) -> None: ...
 
-    def start_load(self, work: Callable[[], _T], job: Job[_T]) -> None: ...
+    def start_load(self, work: Callable[[], _T] | Callable[[], Coroutine[Any, Any, _T]],
+                   job: Job[_T]) -> None: ...
 
     def after(self, delay: float, callback: Callable[[], object]) -> Cancellable: ...
 
@@ -360,10 +366,11 @@ class Refresher:
         # is not followed by a tick's load of the same commit
         self._stamp = self._change_stamp()
 
-        def load() -> tuple[PaneLayout | None, Loaded | None]:
+        async def load() -> tuple[PaneLayout | None, Loaded | None]:
             layout = host.memory_store().read_layout() if first else None
             known = None if first else self.data_version
-            return layout, read_state(host.client, host.inbox_wanted(), known=known)
+            return layout, await read_state_async(host.client, host.inbox_wanted(),
+                                                  known=known)
 
         job = Job(self._loaded, self._load_failed)
         if first:  # a Textual worker, which a test (or the app's exit) can wait for

@@ -7,6 +7,7 @@ are meant to run in a frontend's worker thread; nothing here imports Textual.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -111,6 +112,10 @@ class EngineClient:
     _inbox_cache: tuple[object, float, tuple[InboxEntry, ...]] | None = field(
         default=None, repr=False, compare=False)
     """(scope and broker file stamps, when read, entries) of ``inbox_if_moved``."""
+    _async_reads: AsyncNavigatorReads | None = field(default=None, repr=False, compare=False)
+    """The navigator's aiosqlite reads (``state_async``), made on the first one."""
+    _registry_file: tuple[str, Path] | None = field(default=None, repr=False, compare=False)
+    """(generation, file) of the registry ``state_async`` reads."""
 
     @classmethod
     def open(cls, home: Home | None = None, *, with_stage: bool = True) -> EngineClient:
@@ -137,7 +142,9 @@ class EngineClient:
         return engine
 
     def shutdown(self) -> None:
-        """Release the registry connection (the navigator calls this on exit)."""
+        """Release the registry connections (the navigator calls this on exit)."""
+        if self._async_reads is not None:
+            self._async_reads.stop()
         with self._lock:
             self.engine.conn.close()
 
@@ -149,6 +156,38 @@ class EngineClient:
         with self._lock:
             self._follow_reset()
             return build_navigator_state(self.engine)
+
+    async def state_async(self) -> NavigatorState:
+        """``state`` as a navigator reads it: the registry's rows awaited on the running
+        event loop through aiosqlite (``core.state.async_reads``), assembled on it.
+
+        No lock: the reads have their own connection, so a load never waits behind a
+        request. A reset is followed by ``data_version`` (which a load asks first);
+        the rows then come from the file of the generation this client reads."""
+        from core.state.async_reads import AsyncNavigatorReads
+        from core.state.state_builder import assemble_navigator_state
+
+        reader = self.engine
+        path = await self._registry_path(reader)
+        if self._async_reads is None:
+            self._async_reads = AsyncNavigatorReads()
+        rows = await self._async_reads.rows(path)
+        return assemble_navigator_state(reader, rows)
+
+    async def _registry_path(self, reader: RegistryReader) -> Path:
+        """The file ``reader`` is connected to, asked of SQLite once per generation."""
+        known = self._registry_file
+        if known is not None and known[0] == reader.generation_id:
+            return known[1]
+
+        def ask() -> Path:
+            with self._lock:
+                row = reader.conn.execute("PRAGMA database_list").fetchone()
+            return Path(row[2])
+
+        path = await asyncio.to_thread(ask)
+        self._registry_file = (reader.generation_id, path)
+        return path
 
     def _follow_reset(self) -> None:
         """After `switchboard reset` the pointer names a new generation: read that one.
@@ -323,7 +362,6 @@ class EngineClient:
         from core.remote.actions import RemoteActions
 
         return RemoteActions(self.home, self.engine.config)
-
 
     def show_view(self, view_id: str) -> None:
         """Take the person's tmux client to that view's window (no registry change)."""

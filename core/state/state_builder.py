@@ -12,8 +12,9 @@ import dataclasses
 import gc
 import sqlite3
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
@@ -229,16 +230,34 @@ def _host_state(engine: RegistryReader, conn: sqlite3.Connection) -> HostState:
     )
 
 
+def read_navigator_rows(conn: sqlite3.Connection) -> NavigatorRows:
+    """Every navigator read, on ``conn``, in one snapshot."""
+    with _snapshot(conn):
+        return rows_from({name: (_tuples(conn, sql) if name in TUPLE_READS
+                                 else [dict(row) for row in _rows(conn, sql)])
+                          for name, sql in NAVIGATOR_READS})
+
+
+def rows_from(read: Mapping[str, Sequence[Any]]) -> NavigatorRows:
+    """The rows of each named read (``NAVIGATOR_READS``), whoever ran them."""
+    return NavigatorRows(frames=read["frames"], pending=read["pending"],
+                         projects=read["projects"], views=read["views"],
+                         recoveries=read["recoveries"])
+
+
 def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True) -> NavigatorState:
     """The frontend envelope: presentation-ready views, project trees, recoveries."""
-    conn, host_id = engine.conn, engine.host_id
+    return assemble_navigator_state(engine, read_navigator_rows(engine.conn),
+                                    include_closed=include_closed)
+
+
+def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
+                             include_closed: bool = True) -> NavigatorState:
+    """The envelope from the rows of ``NAVIGATOR_READS`` (no SQL here)."""
+    host_id = engine.host_id
     now = engine.now()
-    frames = _navigator_frames(conn, now)
-    pending = {r["view_id"]: r for r in _rows(
-        conn,
-        "SELECT t.view_id, t.state, c.state AS control_state FROM view_transitions t"
-        " LEFT JOIN control_turns c ON c.transition_id = t.transition_id"
-        f" WHERE t.state IN {NONTERMINAL}")}
+    frames = _navigator_frames(rows.frames, now)
+    pending = {r["view_id"]: r for r in rows.pending}
     by_project: dict[str, list[FrameSummary]] = {}
     for f in frames.values():
         if not include_closed and f["lifecycle_state"] == "closed":
@@ -258,7 +277,7 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
     projects = [
         ProjectRow(project_id=r["project_id"], host_id=r["host_id"], name=r["name"],
                    frames=tuple(by_project.get(r["project_id"], ())))
-        for r in _rows(conn, "SELECT * FROM projects ORDER BY host_id, project_id")]
+        for r in rows.projects]
     # Configured but never entered: listed so a person can enter it (no rows exist yet).
     known = {p.project_id for p in projects}
     projects.extend(ProjectRow(project_id=p.project_id, host_id=host_id, name=p.name)
@@ -266,7 +285,7 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
     sorted_projects = tuple(sorted(projects, key=_sort_key))
     open_by_project = _open_frames_by_project(frames.values())
     views = []
-    for v in _rows(conn, "SELECT * FROM user_views ORDER BY host_id, view_id"):
+    for v in rows.views:
         active = frames.get(v["active_frame_id"])
         crumbs: list[BreadcrumbItem] = []
         cursor = active
@@ -295,8 +314,7 @@ def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True
                     subject_type=r["subject_type"], subject_id=r["subject_id"],
                     actionability=r["actionability"], state=r["state"],
                     explanation=shown(r["bounded_explanation"]), created_at=r["created_at"])
-        for r in _rows(conn, "SELECT * FROM recoveries WHERE state = 'open'"
-                             " ORDER BY host_id, recovery_id"))
+        for r in rows.recoveries)
     hosts = [HostRow(host_id=host_id, display_name=engine.config.host.display_name,
                      generation_id=engine.generation_id, stale=False,
                      reachability=Reachability.ONLINE, observed_at=now)]
@@ -337,6 +355,37 @@ _FrameRecord: type[dict[str, Any]] = dict
 _ACTIVITY = _FRAME_COLUMNS.index("activity")
 _OBSERVED = _FRAME_COLUMNS.index("last_observed_at")
 
+_PENDING_SQL = (
+    "SELECT t.view_id, t.state, c.state AS control_state FROM view_transitions t"
+    " LEFT JOIN control_turns c ON c.transition_id = t.transition_id"
+    f" WHERE t.state IN {NONTERMINAL}")
+_PROJECTS_SQL = "SELECT * FROM projects ORDER BY host_id, project_id"
+_VIEWS_SQL = "SELECT * FROM user_views ORDER BY host_id, view_id"
+_OPEN_RECOVERIES_SQL = ("SELECT * FROM recoveries WHERE state = 'open'"
+                        " ORDER BY host_id, recovery_id")
+
+
+@dataclass(frozen=True)
+class NavigatorRows:
+    """The rows one navigator state is assembled from, read in one snapshot: frames as
+    tuples in ``_FRAME_COLUMNS`` order, the rest as mappings by column name."""
+
+    frames: Sequence[Sequence[Any]]
+    pending: Sequence[Mapping[str, Any]]
+    projects: Sequence[Mapping[str, Any]]
+    views: Sequence[Mapping[str, Any]]
+    recoveries: Sequence[Mapping[str, Any]]
+
+
+NAVIGATOR_READS: tuple[tuple[str, str], ...] = (
+    ("frames", _FRAME_SQL), ("pending", _PENDING_SQL), ("projects", _PROJECTS_SQL),
+    ("views", _VIEWS_SQL), ("recoveries", _OPEN_RECOVERIES_SQL))
+"""The named reads of a navigator state, in order: the CLI runs them on its sqlite3
+connection (``read_navigator_rows``), a navigator awaits them through aiosqlite
+(``core.state.async_reads``); both assemble with ``assemble_navigator_state``."""
+TUPLE_READS = frozenset({"frames"})
+"""Reads kept as plain tuples: the hottest table, zipped into dicts (see ``_navigator_frames``)."""
+
 
 def _limit_reason(frame: Mapping[str, Any]) -> ActivityReason | None:
     """Only the reason a badge shows (a limit), so other reasons change no envelope."""
@@ -345,7 +394,7 @@ def _limit_reason(frame: Mapping[str, Any]) -> ActivityReason | None:
     return None
 
 
-def _navigator_frames(conn: sqlite3.Connection, now: int) -> dict[str, dict[str, Any]]:
+def _navigator_frames(rows: Iterable[Sequence[Any]], now: int) -> dict[str, dict[str, Any]]:
     """Every frame joined with its current session, activity aged as
     ``effective_session`` does, keyed by frame id in id order.
 
@@ -354,7 +403,7 @@ def _navigator_frames(conn: sqlite3.Connection, now: int) -> dict[str, dict[str,
     third of the build at 200 frames.
     """
     frames: dict[str, dict[str, Any]] = {}
-    for row in _tuples(conn, _FRAME_SQL):
+    for row in rows:
         frame = _FrameRecord(zip(_FRAME_COLUMNS, row, strict=True))
         if row[_ACTIVITY] == "working" and effective_activity(
                 "working", row[_OBSERVED], now, STALE_WORKING_AFTER_MS) != "working":
