@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
     from core.reconcile.reconcile import ReconcileReport
     from core.reconcile.recovery import RecoveryRecord
     from core.remote.actions import RemoteActions
+    from core.state.async_reads import AsyncNavigatorReads
     from core.state.remote_open import RemoteWindow
     from core.usage.switch_provider import SwitchResult
 
