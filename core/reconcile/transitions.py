@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from core.context.context import Context
 
 
-class Outcome(StrEnum):
+class RepairOutcome(StrEnum):
     """How reconcile left one interrupted transition."""
 
     FINISHED = "finished"
@@ -62,16 +62,16 @@ def settle_expired(ctx: Context, snap: ServerSnapshot | None, server_id: str | N
                               " AND lease_expires_at < ? ORDER BY created_at",
                                  (now,)).fetchall():
         outcome = interrupted(ctx, t, snap, server_id, now)
-        finished += outcome is Outcome.FINISHED
-        resumed += outcome is Outcome.RESUMED
-        rolled += outcome is Outcome.ROLLED_BACK
-        if outcome in (Outcome.FINISHED, Outcome.RESUMED):
+        finished += outcome is RepairOutcome.FINISHED
+        resumed += outcome is RepairOutcome.RESUMED
+        rolled += outcome is RepairOutcome.ROLLED_BACK
+        if outcome in (RepairOutcome.FINISHED, RepairOutcome.RESUMED):
             settlement.orphaned_wait(ctx, t["transition_id"], now)
     return ExpiredSettled(finished, resumed, rolled)
 
 
 def interrupted(ctx: Context, t: sqlite3.Row, snap: ServerSnapshot | None,
-                server_id: str | None, now: int) -> Outcome:
+                server_id: str | None, now: int) -> RepairOutcome:
     """Settle one executing transition whose owner's lease expired, from pane evidence.
 
     main shows the target -> the move happened: inspected, committed.
@@ -87,7 +87,7 @@ def interrupted(ctx: Context, t: sqlite3.Row, snap: ServerSnapshot | None,
     if ctx.stage is None:
         if phase == "inspected":
             sagas.commit(ctx, t["transition_id"])
-            return Outcome.FINISHED
+            return RepairOutcome.FINISHED
         return _fail(ctx, t, f"interrupted at {phase}; tmux was not inspected",
                      RecoveryKind.TRANSITION_INTERRUPTED, Actionability.OPEN_VIEW)
     if snap is None or view["tmux_server_id"] != server_id:
@@ -116,7 +116,7 @@ def interrupted(ctx: Context, t: sqlite3.Row, snap: ServerSnapshot | None,
 
 
 def _finish_shown(ctx: Context, t: sqlite3.Row, layout: ViewLayout | None,
-                  now: int) -> Outcome:
+                  now: int) -> RepairOutcome:
     """Main shows the target: the move happened, so it is inspected and committed."""
     from core.runtime import sagas
 
@@ -127,10 +127,10 @@ def _finish_shown(ctx: Context, t: sqlite3.Row, layout: ViewLayout | None,
         if layout is not None and layout.main is not None:
             views_ops.set_main_pane(tx, t["view_id"], layout.main.pane_id, now)
     sagas.commit(ctx, transition_id)
-    return Outcome.FINISHED
+    return RepairOutcome.FINISHED
 
 
-def _resume_at_intent(ctx: Context, t: sqlite3.Row, main_pane_id: str, now: int) -> Outcome:
+def _resume_at_intent(ctx: Context, t: sqlite3.Row, main_pane_id: str, now: int) -> RepairOutcome:
     """Nothing moved yet: take the transition over under a new lease and run it on."""
     from core.runtime import sagas
 
@@ -140,16 +140,16 @@ def _resume_at_intent(ctx: Context, t: sqlite3.Row, main_pane_id: str, now: int)
                                                     now + sagas.LEASE_MS, now)
         views_ops.set_main_pane(tx, t["view_id"], main_pane_id, now)
     if not taken:
-        return Outcome.SKIPPED
+        return RepairOutcome.SKIPPED
     try:
         sagas.resume(ctx, transition_id)
     except TmuxError:
-        return Outcome.SKIPPED  # uncertain again: the new lease expires, the next pass reads
+        return RepairOutcome.SKIPPED  # uncertain again: the new lease expires, the next pass reads
     row = transitions_ops.get_transition(ctx.conn, transition_id)
-    return Outcome.RESUMED if row["state"] != "failed" else Outcome.ROLLED_BACK
+    return RepairOutcome.RESUMED if row["state"] != "failed" else RepairOutcome.ROLLED_BACK
 
 
-def _interrupted_mode(ctx: Context, t: sqlite3.Row, layout: ViewLayout, now: int) -> Outcome:
+def _interrupted_mode(ctx: Context, t: sqlite3.Row, layout: ViewLayout, now: int) -> RepairOutcome:
     """A mode toggle is model-free and tmux is its physical truth: the layout tmux
     shows either is the target mode (commit it) or is not (nothing moved: it ends
     failed, and the view keeps the mode it shows; no recovery is needed)."""
@@ -161,7 +161,7 @@ def _interrupted_mode(ctx: Context, t: sqlite3.Row, layout: ViewLayout, now: int
             if phase in ("intent", "moved"):
                 transitions_ops.advance_phase(tx, transition_id, phase, "inspected", now)
         sagas.commit(ctx, transition_id)
-        return Outcome.FINISHED
+        return RepairOutcome.FINISHED
     with write_transaction(ctx.conn) as tx:
         if phase in ("moved", "inspected"):
             transitions_ops.advance_phase(tx, transition_id, phase, "rolled_back", now)
@@ -169,11 +169,11 @@ def _interrupted_mode(ctx: Context, t: sqlite3.Row, layout: ViewLayout, now: int
                                         TransitionState.FAILED, now,
                                         failure="interrupted before the mode changed; "
                                                 "nothing moved")
-    return Outcome.ROLLED_BACK
+    return RepairOutcome.ROLLED_BACK
 
 
 def _fail(ctx: Context, t: sqlite3.Row, why: str, kind: RecoveryKind,
-          actionability: Actionability) -> Outcome:
+          actionability: Actionability) -> RepairOutcome:
     """Fail the transition (its phase rolled back once it moved) and open its recovery."""
     now = ctx.now()
     with write_transaction(ctx.conn) as conn:
@@ -188,4 +188,4 @@ def _fail(ctx: Context, t: sqlite3.Row, why: str, kind: RecoveryKind,
             + ("; running this recovery presents it again." if
                actionability is Actionability.SAFE_AUTO else
                "; open the view and repeat the action if it is still wanted."), now)
-    return Outcome.ROLLED_BACK
+    return RepairOutcome.ROLLED_BACK

@@ -1,4 +1,6 @@
-"""Read-side queries for the CLI: plain frozen rows, no mutation."""
+"""Read-side queries for the CLI's listings (``frame list``, ``view list``,
+``project list``): plain frozen rows, no mutation. Named ``*Listing`` apart from the
+navigator's envelope rows (``core.state.state_types.ViewRow`` and friends)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from core.providers.checks import effective_activity
 
 
 @dataclass(frozen=True)
-class FrameRow:
+class FrameListing:
     frame_id: str
     project_id: str
     role: str
@@ -26,7 +28,7 @@ class FrameRow:
 
 
 @dataclass(frozen=True)
-class ViewRow:
+class ViewListing:
     view_id: str
     project_id: str | None
     project_name: str | None
@@ -39,7 +41,7 @@ class ViewRow:
 
 
 @dataclass(frozen=True)
-class ProjectRow:
+class ProjectListing:
     project_id: str
     name: str
     root: str
@@ -57,13 +59,13 @@ LEFT JOIN frame_placements p ON p.frame_id = f.frame_id AND p.state <> 'orphaned
 """
 
 
-def _frame(row: sqlite3.Row, now: int | None = None) -> FrameRow:
-    values = {k: row[k] for k in FrameRow.__dataclass_fields__}
+def _frame(row: sqlite3.Row, now: int | None = None) -> FrameListing:
+    values = {k: row[k] for k in FrameListing.__dataclass_fields__}
     if values["activity"] is not None:
         # Same display rule as the navigator: a working without evidence ages to unknown.
         values["activity"] = effective_activity(values["activity"], row["last_observed_at"],
                                                 now if now is not None else _now())
-    return FrameRow(**values)
+    return FrameListing(**values)
 
 
 def _now() -> int:
@@ -71,16 +73,16 @@ def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
-def list_frames(conn: sqlite3.Connection, project_id: str | None = None) -> list[FrameRow]:
+def list_frames(conn: sqlite3.Connection, project_id: str | None = None) -> list[FrameListing]:
     """Frames in tree order (parents before children)."""
     where = " WHERE f.project_id = ?" if project_id else ""
     rows = [_frame(r) for r in conn.execute(
         _FRAME_SQL + where + " ORDER BY f.project_id, f.depth, f.created_at, f.frame_id",
         (project_id,) if project_id else ())]
-    children: dict[str | None, list[FrameRow]] = {}
+    children: dict[str | None, list[FrameListing]] = {}
     for row in rows:
         children.setdefault(row.parent_frame_id, []).append(row)
-    ordered: list[FrameRow] = []
+    ordered: list[FrameListing] = []
 
     def walk(parent: str | None) -> None:
         for child in children.get(parent, []):
@@ -91,14 +93,14 @@ def list_frames(conn: sqlite3.Connection, project_id: str | None = None) -> list
     return ordered
 
 
-def get_frame_summary(conn: sqlite3.Connection, frame_id: str) -> FrameRow:
+def get_frame_summary(conn: sqlite3.Connection, frame_id: str) -> FrameListing:
     row = conn.execute(_FRAME_SQL + " WHERE f.frame_id = ?", (frame_id,)).fetchone()
     if row is None:
         raise NotFound(f"frame {frame_id} not found; `switchboard frame list` shows frames")
     return _frame(row)
 
 
-def list_views(conn: sqlite3.Connection) -> list[ViewRow]:
+def list_views(conn: sqlite3.Connection) -> list[ViewListing]:
     rows = conn.execute(
         "SELECT v.view_id, v.project_id, pr.name AS project_name, v.mode, v.state, v.revision,"
         " v.active_frame_id, f.title AS active_title,"
@@ -107,16 +109,16 @@ def list_views(conn: sqlite3.Connection) -> list[ViewRow]:
         "  AS pending_transition"
         " FROM user_views v LEFT JOIN projects pr ON pr.project_id = v.project_id"
         " LEFT JOIN frames f ON f.frame_id = v.active_frame_id ORDER BY v.host_id, v.view_id")
-    return [ViewRow(*[r[k] for k in ViewRow.__dataclass_fields__]) for r in rows]
+    return [ViewListing(*[r[k] for k in ViewListing.__dataclass_fields__]) for r in rows]
 
 
-def list_projects(conn: sqlite3.Connection, config: Config) -> list[ProjectRow]:
+def list_projects(conn: sqlite3.Connection, config: Config) -> list[ProjectListing]:
     counts = {r[0]: r[1] for r in conn.execute(
         "SELECT project_id, COUNT(*) FROM frames WHERE lifecycle_state = 'open'"
         " GROUP BY project_id")}
     views = {r[0]: r[1] for r in conn.execute(
         "SELECT project_id, view_id FROM user_views WHERE state <> 'retired'")}
-    return [ProjectRow(p.project_id, p.name, p.root, counts.get(p.project_id, 0),
+    return [ProjectListing(p.project_id, p.name, p.root, counts.get(p.project_id, 0),
                        views.get(p.project_id)) for p in config.projects]
 
 
