@@ -534,6 +534,9 @@ class SwitchboardApp(App[None]):
     def action_new_task(self) -> None:
         self._act(intents.new_task)
 
+    def action_answer(self) -> None:
+        self._act(intents.answer)
+
     def action_message(self) -> None:
         self._act(intents.message)
 

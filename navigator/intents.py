@@ -39,7 +39,7 @@ BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "clos
                                    "reopen", "toggle_mode", "recover", "search", "help",
                                    "details", "acknowledge_anywhere", "dismiss_anywhere",
                                    "new_task", "diff", "find", "switch_provider",
-                                   "toggle_usage"})
+                                   "toggle_usage", "answer"})
 
 KEY_BINDINGS: list[BindingType] = [
         Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
@@ -71,6 +71,9 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("P", "switch_provider", "Switch provider", key_display="P", show=False,
             tooltip="carry the task on with the other provider (its agent is stopped; "
                     "asks first)"),
+    Binding("y", "answer", "Answer", show=False,
+            tooltip="answer the selected agent's prompt yes or no, for when its pane is out "
+                    "of reach (a browser, a remote host)"),
     Binding("escape", "clear_filter", "Clear filter", show=False),
     # a and d act in their panels; pressed anywhere else they say where (never silent)
     Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
@@ -183,6 +186,30 @@ def message(state: NavigatorState | None, selection: Selection, client: EngineCl
     return Ask(ComposeMessageScreen(frame.title), "Message",
                lambda _: f"Message for {frame.title} sent",
                lambda text: partial(client.message_frame, frame.frame_id, text))
+
+
+def answer(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    """y: the person's yes or no to the agent's prompt, pressed in its pane by the
+    engine of the agent's host (``core.runtime.answer``)."""
+    from navigator.screens.answer import AnswerScreen
+
+    remote = remote_frame_for_key(state, selection, open_only=True)
+    frame = remote.frame if isinstance(remote, RemoteFrame) else (
+        remote or frame_for_key(state, selection, "Select the frame whose agent asks.",
+                                open_only=True))
+    if isinstance(frame, Refusal):
+        return frame
+    if frame.activity != "needs_input":
+        return Refusal(f"“{frame.title}” is not waiting for an answer.")
+    title, frame_id = frame.title, frame.frame_id
+    if isinstance(remote, RemoteFrame):
+        actions = client.remote_actions()
+        host_id, where = remote.host_id, f" on {remote.host_name}"
+        return Ask(AnswerScreen(title, where), "Answer",
+                   lambda choice: f"Answered {choice} to {title}{where}",
+                   lambda choice: partial(actions.answer, host_id, frame_id, choice == "yes"))
+    return Ask(AnswerScreen(title, ""), "Answer", lambda choice: f"Answered {choice} to {title}",
+               lambda choice: partial(client.answer_prompt, frame_id, choice == "yes"))
 
 
 def inbox_stream(state: NavigatorState | None, selection: Selection,

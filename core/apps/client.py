@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
     from core.reconcile.reconcile import ReconcileReport
     from core.reconcile.recovery import RecoveryRecord
     from core.remote.actions import RemoteActions
+    from core.runtime.answer import Answered
     from core.state.async_reads import AsyncNavigatorReads
     from core.state.remote_open import RemoteWindow
     from core.usage.switch_provider import SwitchResult
@@ -357,6 +358,13 @@ class EngineClient:
 
         with self._lock:
             return open_remote(self._acting, remote_for_host(self._acting, host_id), project)
+
+    def answer_prompt(self, frame_id: str, yes: bool) -> Answered:
+        """The person's yes or no to the frame's agent prompt (``core.runtime.answer``)."""
+        from core.runtime.answer import answer_prompt
+
+        with self._lock:
+            return answer_prompt(self._acting, frame_id, yes)
 
     def remote_actions(self) -> RemoteActions:
         """Requests on remote hosts' frames, decided by their own engines over ssh."""

@@ -51,6 +51,10 @@ class RemoteActions:
         return run_request(self.remote(host_id), self.home,
                            ["frame", "push", frame_id, f"--title={title}", f"--brief={brief}"])
 
+    def answer(self, host_id: str, frame_id: str, yes: bool) -> RemoteReply:
+        return run_request(self.remote(host_id), self.home,
+                           ["frame", "answer", frame_id, "--yes" if yes else "--no"])
+
     def follow(self) -> list[tuple[str, int]]:
         """Keep every configured remote followed while this process lives."""
         from core.remote.interest import ensure_followers, hold_interest

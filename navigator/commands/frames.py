@@ -77,6 +77,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "shown and ready)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_message)
+    p = fs.add_parser("answer", help="answer the frame's agent prompt yes or no (its first "
+                                     "Yes or No option, pressed in its pane)")
+    p.add_argument("frame_id")
+    choice = p.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--yes", action="store_true", help="pick its first Yes option")
+    choice.add_argument("--no", action="store_true", help="pick its first No option")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_answer)
 
 
 def _engine():
@@ -167,4 +175,12 @@ def _message(args: argparse.Namespace) -> int:
     sent = person_send(_engine(), args.frame_id, args.text)
     emit(sent, as_json=args.json,
          text=f"message {sent.message_id} for {shown(sent.to_name)} ({sent.delivery})")
+    return 0
+
+
+def _answer(args: argparse.Namespace) -> int:
+    from core.runtime.answer import answer_prompt
+
+    done = answer_prompt(_engine(), args.frame_id, args.yes)
+    emit(done, as_json=args.json, text=f"answered {done.choice}: {done.option}")
     return 0

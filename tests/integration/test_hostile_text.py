@@ -261,6 +261,8 @@ def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
         ("frame", "message"): [["frame", "message", ids.workspace, "--text", h],
                                ["frame", "message", h, "--text", "hi"]],
         ("serve",): [["serve", "--port", h]],
+        ("frame", "answer"): [["frame", "answer", h, "--yes"],
+                              ["frame", "answer", ids.workspace, "--no"]],
     }
 
 

@@ -95,6 +95,25 @@ def test_a_message_and_a_new_task_reach_a_remote_frame(far: Far, tmp_path: Path)
     assert text in bodies
     assert not canary.exists()
 
+    # its prompt answered from here: the remote engine presses the keys in its pane
+    type_line(remote_socket, main, "/notice Allow the build?")
+    type_line(remote_socket, main, "next")
+    assert retry_until(lambda: "Enter to select" in tmux(remote_socket, "capture-pane", "-p",
+                                                         "-t", main), 20)
+    assert retry_until(lambda: far.far.conn.execute(
+        "SELECT activity FROM provider_sessions").fetchone()[0] == "ready", 20)
+    with pytest.raises(SwitchboardError, match="h0: .*not waiting for an answer"):
+        actions.answer(host.host_id, route.frame_id, True)
+    key = far.far.conn.execute("SELECT session_key FROM provider_sessions").fetchone()[0]
+    with write_transaction(far.far.conn) as conn:  # its permission hook: it asks
+        sessions_ops.record_activity(conn, key, activity=Activity.NEEDS_INPUT,
+                                     reason=ActivityReason.PERMISSION, runtime_presence="live",
+                                     turn_id=None, provider_version=None, now=far.far.now())
+    reply = actions.answer(host.host_id, route.frame_id, True)
+    assert reply.output == "answered yes: Yes, set auto mode as my default permission mode"
+    assert retry_until(lambda: "✓ Yes, set auto mode" in tmux(
+        remote_socket, "capture-pane", "-p", "-t", main), 20)
+
     # a new task: pushed by the remote engine, seen locally through the follower
     reply = actions.push(host.host_id, route.frame_id, "-Remote child",
                          f"Do it over there; $(touch {canary})")
