@@ -90,11 +90,12 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         remember_hook_open(opened)
     if recorded.outcome.handled:
         _record_evidence(home, parsed, recorded, now, document)
-        if parsed.event in ("Stop", "StopFailure"):  # a plain event imports nothing more
-            from core.hooks.usage_handoff import after_turn
+        if parsed.event in ("Stop", "StopFailure") or recorded.bound_now:
+            from core.hooks.usage_handoff import after_turn  # a plain event imports nothing
 
             after_turn(home, parsed.provider.value, parsed.event, document,
-                       recorded.outcome.session_key, parsed.turn_id)
+                       recorded.outcome.session_key, parsed.turn_id,
+                       first_hook=recorded.bound_now)
     if recorded.attention is not None:
         _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.trusted_stop:
@@ -126,6 +127,8 @@ class _Recorded(NamedTuple):
     observed_controls: tuple[str, ...] = ()
     attention: Attention | None = None
     trusted_stop: bool = False
+    bound_now: bool = False
+    """This hook bound a session whose id the CLI names itself (Codex's first one)."""
 
 
 class Attention(NamedTuple):
@@ -173,6 +176,7 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
         if session["provider"] != hook.provider.value:
             raise Unauthorized("hook provider does not match the launched provider")
         frame_id = authority.frame_id
+        bound_now = False
         if session["provider_session_id"].startswith(PENDING_SESSION_PREFIX):
             # Bind Codex's thread id only from a session/prompt hook, never from notify,
             # which also fires for an internal title-generation thread.
@@ -180,6 +184,7 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
                 return _Recorded(HookOutcome(
                     False, "unbound session: waiting for its first prompt", key), True)
             key = sessions_ops.rekey_session(conn, key, hook.provider_session_id)
+            bound_now = True
         elif session["provider_session_id"] != hook.provider_session_id:
             # Codex also notifies for an internal title-generation thread: foreign ids
             # are not ours and change nothing.
@@ -224,7 +229,8 @@ def _record(opened: HookRegistry, raw: str, hook: HookEvent, now: int,
     return _Recorded(HookOutcome(True, f"{hook.kind.value} recorded", key, shown,
                                  claim_reminder=reminder), True,
                      frame_id, stop_work, project[0] if project else "",
-                     (project[1] or "") if project else "", observed, attention, trusted_stop)
+                     (project[1] or "") if project else "", observed, attention, trusted_stop,
+                     bound_now)
 
 
 def _resolve_limit_recovery(conn: sqlite3.Connection, frame_id: str, now: int) -> None:

@@ -28,9 +28,15 @@ LOG_NAME = "usage-worker.log"
 
 
 def after_turn(home: Home, provider: str, event: str, document: dict[str, object],
-               session_key: str | None, turn_id: str | None) -> bool:
-    """Start the usage read of this turn; True when a reader was started."""
-    if event not in TURN_END_EVENTS or not session_key:
+               session_key: str | None, turn_id: str | None, *,
+               first_hook: bool = False) -> bool:
+    """Start the usage read of this turn; True when a reader was started.
+
+    ``first_hook``: the hook that bound a Codex session (its first prompt). Its read
+    finds no usage yet but records where the rollout file is, so a turn that ends
+    without a Stop (Codex fires none for a turn the service refused) is read by the
+    next reconcile (``core.reconcile.usage_sweep``)."""
+    if (event not in TURN_END_EVENTS and not first_hook) or not session_key:
         return False
     source = document.get("transcript_path")
     if not isinstance(source, str) or not source or "\x00" in source:
@@ -44,7 +50,8 @@ def after_turn(home: Home, provider: str, event: str, document: dict[str, object
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         home.run_dir.mkdir(parents=True, exist_ok=True)
         spawn_detached([sys.executable, "-m", WORKER_MODULE, session_key, provider, source,
-                        turn_id or ""], env, log_path=str(home.run_dir / LOG_NAME))
+                        "" if first_hook else turn_id or ""], env,
+                       log_path=str(home.run_dir / LOG_NAME))
     except OSError as exc:  # never break the provider over usage
         print(f"switchboard: usage reader not started: {exc}", file=sys.stderr)
         return False

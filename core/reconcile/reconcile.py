@@ -65,6 +65,7 @@ class ReconcileReport:
     mains_restored: int = 0
     dialogs_changed: int = 0
     resumed_after_limit: int = 0
+    usage_reads: int = 0
 
 
 @dataclass
@@ -91,6 +92,7 @@ class _Pass:
     revived: int = 0
     dialogs: int = 0
     resumed_after_limit: int = 0
+    usage_reads: int = 0
 
 
 def reconcile(ctx: Context) -> ReconcileReport:
@@ -116,8 +118,10 @@ def reconcile(ctx: Context) -> ReconcileReport:
         _finish_in_tmux(ctx, stage, run, run.snap)
         run.dialogs = watch_dialogs(ctx, run.snap, run.server_id, now)
         from core.reconcile.limits import auto_resume
+        from core.reconcile.usage_sweep import sweep_usage
 
         run.resumed_after_limit = len(auto_resume(ctx, now))
+        run.usage_reads = sweep_usage(ctx, now)
     return _report(run, swept, _recoveries(ctx.conn) - before)
 
 
@@ -169,7 +173,7 @@ def _report(run: _Pass, swept: settlement.SweepReport, opened: int) -> Reconcile
         navigators_respawned=run.revived, transitions_run=swept.ran,
         transitions_settled=swept.completed, transitions_stalled=swept.stalled,
         mains_restored=run.restored, dialogs_changed=run.dialogs,
-        resumed_after_limit=run.resumed_after_limit)
+        resumed_after_limit=run.resumed_after_limit, usage_reads=run.usage_reads)
 
 
 def _recoveries(conn: sqlite3.Connection) -> int:

@@ -64,6 +64,8 @@ class LimitHit:
     kind: LimitKind
     message: str
     reset_at_ms: int | None = None
+    at_ms: int | None = None
+    """When the turn ended on it, when the file says (Codex's ``completed_at``)."""
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 from core.model.limit_text import reset_from_text
@@ -187,6 +188,9 @@ def read_codex(data: bytes, state: dict[str, Any], now_ms: int | None = None) ->
         elif event == "task_complete" and isinstance(payload.get("error"), dict) and (
                 hit := _codex_limit(payload["error"], now_ms, reset_ms)) is not None:
             # 0.171: a turn the service refused ends with its error in task_complete
-            batch.limit = hit
+            done = payload.get("completed_at")
+            # (whole seconds: the end of that second, so it sorts after the prompt)
+            batch.limit = replace(hit, at_ms=done * 1000 + 999) if isinstance(done, int) \
+                else hit
     batch.state = {"model": model, "total": total.as_list()}
     return batch

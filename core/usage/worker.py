@@ -54,10 +54,11 @@ def _rows(batch: UsageBatch, provider: str, turn_id: str | None) -> list[UsageRo
     if batch.limit is not None:
         limit = batch.limit
         fields = (limit.kind.value, limit.message,
-                  iso(limit.reset_at_ms) if limit.reset_at_ms is not None else None)
+                  iso(limit.reset_at_ms) if limit.reset_at_ms is not None else None,
+                  iso(limit.at_ms) if limit.at_ms is not None else "")
         if rows:
             rows[-1] = rows[-1]._replace(limit_kind=fields[0], limit_message=fields[1],
-                                         limit_reset_at=fields[2])
+                                         limit_reset_at=fields[2], ended_at=fields[3])
         else:
             rows.append(UsageRow(turn_id, provider, None, 0, 0, 0, 0, 0, 0, *fields))
     return rows
@@ -110,16 +111,21 @@ def mark_limited(home: Home, session_key: str, row: UsageRow, now: int) -> bool:
     from core.model.text import shown
     from storage.connection import write_transaction
     from storage.operations import sessions as sessions_ops
+    from storage.session_db import iso
 
     opened = open_current(home)
     try:
         with write_transaction(opened.conn) as conn:
-            session = conn.execute("SELECT host_id, activity FROM provider_sessions"
-                                   " WHERE session_key = ?", (session_key,)).fetchone()
+            session = conn.execute("SELECT host_id, activity, last_observed_at FROM"
+                                   " provider_sessions WHERE session_key = ?",
+                                   (session_key,)).fetchone()
             frame = conn.execute("SELECT frame_id FROM frames WHERE current_session_key = ?",
                                  (session_key,)).fetchone()
-            if session is None or frame is None or session["activity"] == "working":
+            if session is None or frame is None:
                 return False
+            if session["activity"] == "working" and not (
+                    row.ended_at and row.ended_at >= iso(session["last_observed_at"])):
+                return False  # a prompt after the limit: the agent works again
             sessions_ops.record_activity(conn, session_key, activity=Activity.NEEDS_INPUT,
                                          reason=ActivityReason.USAGE_LIMIT,
                                          runtime_presence=None, turn_id=None,

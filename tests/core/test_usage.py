@@ -405,3 +405,45 @@ def test_a_codex_turn_that_ended_on_its_usage_limit_is_limited(
         assert "It resets at" in state()[1][1]
     finally:
         live.engine.conn.close()
+
+
+def test_reconcile_reads_a_turn_that_ended_without_its_stop(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rollout is known from the first hook's read; the refused turn's error comes
+    later with no hook at all: a reconcile past QUIET_MS starts the reader once."""
+    from core.model.enums import Activity, ActivityReason
+    from core.reconcile.reconcile import reconcile
+    from core.reconcile.usage_sweep import QUIET_MS
+    from storage.connection import write_transaction
+    from storage.operations import sessions as sessions_ops
+
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    for name in ("TMUX", "TMUX_PANE", "SWITCHBOARD_CAPABILITY", "SWITCHBOARD_GENERATION"):
+        monkeypatch.delenv(name, raising=False)
+    live = launch_live_surface(tmp_path, tmux_socket, "codex")
+    try:
+        rollout = tmp_path / "codex-home" / "rollout.jsonl"
+        rollout.parent.mkdir()
+        rollout.write_text(codex_context("gpt-5"))
+        assert read_usage(tmp_path, live.session_key, "codex", str(rollout), None) == []
+        prompt_at = live.engine.now() - QUIET_MS - 5_000  # the prompt, then silence
+        with write_transaction(live.engine.conn) as conn:
+            sessions_ops.record_activity(conn, live.session_key, activity=Activity.WORKING,
+                                         reason=ActivityReason.UNKNOWN, runtime_presence=None,
+                                         turn_id=None, provider_version=None, now=prompt_at)
+        with rollout.open("a") as handle:
+            handle.write(json.dumps({"type": "event_msg", "payload": {
+                "type": "task_complete", "completed_at": prompt_at // 1000 + 1,
+                "error": {"message": "You've hit your usage limit.",
+                          "codex_error_info": "usage_limit_exceeded"}}}) + "\n")
+        assert reconcile(live.engine).usage_reads == 1
+        assert reconcile(live.engine).usage_reads == 0  # one start per growth
+
+        def activity() -> tuple:
+            return tuple(live.engine.conn.execute(
+                "SELECT activity, activity_reason FROM provider_sessions"
+                " WHERE session_key = ?", (live.session_key,)).fetchone())
+        assert retry_until(lambda: activity() == ("needs_input", "usage_limit"), 20), \
+            (activity(), _worker_log(live))
+    finally:
+        live.engine.conn.close()

@@ -18,7 +18,9 @@ user prompt of the request:
 - anything else -> one text message that ends the turn.
 
 A prompt containing ``SLOW`` is answered after ``SLOW_S`` seconds, so a test
-can see the session working before the turn ends.
+can see the session working before the turn ends. A prompt containing
+``LIMITTEST`` is refused with HTTP 429 ``usage_limit_reached`` (the plan's usage
+limit, as the service says it), which Codex does not retry.
 
 Once the call of a turn has its output, the turn ends with a message. Every
 request is recorded (path, bearer token, body) so tests can assert which tool
@@ -45,6 +47,10 @@ TOOLTEST_FILE = "standin-tooltest.txt"
 TOOLTEST_COMMAND = f"touch {TOOLTEST_FILE}"
 SLOW = "SLOW"
 SLOW_S = 3.0
+LIMIT_WORD = "LIMITTEST"
+LIMIT_ERROR = {"error": {"type": "usage_limit_reached",
+                         "message": "The usage limit has been reached", "plan_type": "plus",
+                         "resets_in_seconds": 120}}
 USAGE = {"input_tokens": 2345, "input_tokens_details": {"cached_tokens": 600},
          "output_tokens": 78, "output_tokens_details": {"reasoning_tokens": 12},
          "total_tokens": 2423}
@@ -284,6 +290,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no {self.path} here"}})
             return
         script = Script(body)
+        if LIMIT_WORD in script.prompt:
+            self._send_json(429, LIMIT_ERROR)
+            return
         try:
             items = script.decide()
         except LookupError as exc:

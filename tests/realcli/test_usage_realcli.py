@@ -23,6 +23,7 @@ from core.context.requests import new_request_id
 from core.model.control_line import CONTINUE_TEMPLATE
 from core.model.enums import Provider
 from core.reconcile.reconcile import reconcile
+from core.reconcile.usage_sweep import QUIET_MS
 from core.state.state_builder import build_navigator_state
 from navigator.cli import main
 from navigator.widgets.badges import BadgeKind
@@ -246,5 +247,48 @@ def test_real_switch_from_claude_to_codex(claude_cli: RealCli, codex_clis: RealC
             assert [r[0] for r in sessions] == ["claude", "codex"]
             old = session_detail(home, old_key)  # the earlier session stays readable
             assert old.recorded and old.provider == "claude" and old.timeline
+        finally:
+            engine.conn.close()
+
+
+def test_real_codex_usage_limit(codex_cli: RealCli, codex_clis: RealClis, tmp_path: Path,
+                                tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real Codex refused with 429 usage_limit_reached: the frame is limited (badge and
+    recovery) from what Codex wrote into its rollout file."""
+    with openai_standin.OpenAIStandin() as standin:
+        person = make_person(tmp_path, codex_clis, standin.base_url)
+        for name in list(os.environ):
+            if name.startswith(SCRUBBED_PREFIXES):
+                monkeypatch.delenv(name)
+        for name, value in person_env(person).items():
+            monkeypatch.setenv(name, value)
+        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
+        engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
+        try:
+            route = engine.project_enter(new_request_id(), PROJECT)
+            engine.frame_start(new_request_id(), route.frame_id, Provider.CODEX)
+            pane = main_pane(engine)
+            fail_unless(lambda: "Ask Codex to do anything" in codex_screen(tmux_socket, pane),
+                        60, lambda: codex_screen(tmux_socket, pane))
+            time.sleep(1.0)
+            codex_type(tmux_socket, pane, f"{openai_standin.LIMIT_WORD} please")
+            # Codex fires no Stop for the refused turn: the reader its first hook started,
+            # or the next reconcile (after QUIET_MS without a hook), finds the error
+
+            def limited() -> bool:
+                reconcile(engine)
+                return _badge(engine, route.frame_id) is BadgeKind.LIMITED
+            fail_unless(limited, 60 + QUIET_MS / 1000,
+                        lambda: f"{_activity(engine, route.frame_id)}\n"
+                                f"{codex_screen(tmux_socket, pane)}")
+            (recovery,) = engine.conn.execute(
+                "SELECT state, bounded_explanation FROM recoveries WHERE kind = 'usage_limit'"
+            ).fetchall()
+            assert recovery[0] == "open" and "usage limit" in recovery[1], tuple(recovery)
+            (row,) = _rows(switchboard_home(tmp_path).root, _key(engine, route.frame_id))
+            assert row.limit_kind == "usage_limit" and row.requests == 0, row
         finally:
             engine.conn.close()
