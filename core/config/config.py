@@ -16,9 +16,10 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, datetime, time
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,6 +50,7 @@ DEPTH_RANGE = (1, 32)
 NAVIGATOR_WIDTH_RANGE = (16, 200)
 WATCHDOG_RANGE = (0.5, 120.0)
 VERSION_TIMEOUT_RANGE = (0.1, 60.0)
+RETENTION_DAYS_RANGE = (0, 36_500)
 
 DEFAULT_WATCHDOG_SECONDS = 5.0
 DEFAULT_VERSION_TIMEOUT_SECONDS = 5.0
@@ -63,93 +65,106 @@ _URL_CREDENTIALS_RE = re.compile(r"://[^/@]*:[^/@]*@")
 # --------------------------------------------------------------------------- model
 
 
+def setting(read: str, *args: Any, default: Any = MISSING) -> Any:
+    """A config field, read from its TOML key of the same name by ``_Reader.<read>``
+    (with ``args``: an enum type, bounds); no ``default`` makes the key required.
+    The parser, the allowed keys and the defaults all come from these fields."""
+    return field(default=default, metadata={"read": (read, args)})
+
+
 @dataclass(frozen=True)
 class HostConfig:
-    host_id: str
-    display_name: str
+    host_id: str = setting("uuid")
+    display_name: str = setting("text")
 
 
 @dataclass(frozen=True)
 class ViewsConfig:
-    cli_default_mode: ViewMode = ViewMode.NAVIGATOR
-    desktop_default_mode: ViewMode = ViewMode.NAVIGATOR
+    cli_default_mode: ViewMode = setting("enum", ViewMode, default=ViewMode.NAVIGATOR)
+    desktop_default_mode: ViewMode = setting("enum", ViewMode, default=ViewMode.NAVIGATOR)
 
 
 @dataclass(frozen=True)
 class AutomationConfig:
-    task_push: TaskPushPolicy = TaskPushPolicy.CONSERVATIVE
-    complete_return: CompleteReturnPolicy = CompleteReturnPolicy.SYNTHESIZE
-    initial_max_depth: int = 1
+    task_push: TaskPushPolicy = setting("enum", TaskPushPolicy,
+                                        default=TaskPushPolicy.CONSERVATIVE)
+    complete_return: CompleteReturnPolicy = setting("enum", CompleteReturnPolicy,
+                                                    default=CompleteReturnPolicy.SYNTHESIZE)
+    initial_max_depth: int = setting("integer", DEPTH_RANGE, default=1)
 
 
 @dataclass(frozen=True)
 class ControlTurnsConfig:
     """Host-wide: live_first uses live input only when every prerequisite is proven."""
 
-    transport: TransportPolicy = TransportPolicy.LIVE_FIRST
-    watchdog_timeout_seconds: float = DEFAULT_WATCHDOG_SECONDS
+    transport: TransportPolicy = setting("enum", TransportPolicy,
+                                         default=TransportPolicy.LIVE_FIRST)
+    watchdog_timeout_seconds: float = setting("number", WATCHDOG_RANGE,
+                                              default=DEFAULT_WATCHDOG_SECONDS)
 
 
 @dataclass(frozen=True)
 class ProviderConfig:
     """How to start one provider CLI; ``command`` is an argv prefix, never a shell string."""
 
-    command: tuple[str, ...]
-    enabled: bool = True
-    version_timeout_seconds: float = DEFAULT_VERSION_TIMEOUT_SECONDS
+    command: tuple[str, ...] = setting("argv")
+    enabled: bool = setting("boolean", default=True)
+    version_timeout_seconds: float = setting("number", VERSION_TIMEOUT_RANGE,
+                                             default=DEFAULT_VERSION_TIMEOUT_SECONDS)
 
 
 @dataclass(frozen=True)
 class ProjectConfig:
-    project_id: str
-    name: str
-    root: str
-    checkout_id: str
-    complete_return: CompleteReturnPolicy | None = None
-    preferred_provider: Provider | None = None
+    project_id: str = setting("uuid")
+    name: str = setting("text")
+    root: str = setting("path")
+    checkout_id: str = setting("uuid")
+    complete_return: CompleteReturnPolicy | None = setting("enum", CompleteReturnPolicy,
+                                                           default=None)
+    preferred_provider: Provider | None = setting("enum", Provider, default=None)
 
 
 @dataclass(frozen=True)
 class RepositoryConfig:
-    repository_id: str
-    name: str
-    url: str | None = None
+    repository_id: str = setting("uuid")
+    name: str = setting("text")
+    url: str | None = setting("url", default=None)
 
 
 @dataclass(frozen=True)
 class CheckoutConfig:
-    checkout_id: str
-    path: str
-    repository_id: str | None = None
+    checkout_id: str = setting("uuid")
+    path: str = setting("path")
+    repository_id: str | None = setting("uuid", default=None)
 
 
 @dataclass(frozen=True)
 class TmuxConfig:
     """``socket_path`` None means the private default socket under SWITCHBOARD_HOME."""
 
-    socket_path: str | None = None
-    view_session: str = "switchboard"
-    holding_session: str = "_sb_holding"
-    navigator_width: int = 40
+    socket_path: str | None = setting("socket_path", default=None)
+    view_session: str = setting("session_name", default="switchboard")
+    holding_session: str = setting("session_name", default="_sb_holding")
+    navigator_width: int = setting("integer", NAVIGATOR_WIDTH_RANGE, default=40)
 
 
 @dataclass(frozen=True)
 class HooksConfig:
-    command: tuple[str, ...] = ("switchboard", "hook")
+    command: tuple[str, ...] = setting("argv", default=("switchboard", "hook"))
 
 
 @dataclass(frozen=True)
 class RemoteConfig:
-    name: str
-    host_id: str
-    ssh_target: str
+    name: str = setting("remote_name")
+    host_id: str = setting("uuid")
+    ssh_target: str = setting("ssh_target")
 
 
 @dataclass(frozen=True)
 class MemoryConfig:
     """Optional memory; off by default and never a source of routing or claim authority."""
 
-    enabled: bool = False
+    enabled: bool = setting("boolean", default=False)
 
 
 @dataclass(frozen=True)
@@ -161,10 +176,10 @@ class AttentionConfig:
     needs input or finishes a turn.
     """
 
-    status_line: bool = True
-    message: bool = True
-    bell: bool = True
-    desktop: bool = True
+    status_line: bool = setting("boolean", default=True)
+    message: bool = setting("boolean", default=True)
+    bell: bool = setting("boolean", default=True)
+    desktop: bool = setting("boolean", default=True)
 
 
 @dataclass(frozen=True)
@@ -176,12 +191,12 @@ class PriceConfig:
     its age. Rows here come before the defaults of ``core.usage.pricing``.
     """
 
-    model: str
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    taken_on: str
+    model: str = setting("model_pattern")
+    input: float = setting("price")
+    output: float = setting("price")
+    cache_read: float = setting("price")
+    cache_write: float = setting("price")
+    taken_on: str = setting("date")
 
 
 @dataclass(frozen=True)
@@ -192,7 +207,7 @@ class LimitsConfig:
     continue line into that agent (off by default: it spends the person's quota).
     """
 
-    auto_resume: bool = False
+    auto_resume: bool = setting("boolean", default=False)
 
 
 @dataclass(frozen=True)
@@ -200,10 +215,8 @@ class RetentionConfig:
     """How long closed frames' session evidence is kept (`switchboard prune`); None
     keeps it until a prune names an age."""
 
-    evidence_days: int | None = None
+    evidence_days: int | None = setting("integer", RETENTION_DAYS_RANGE, default=None)
 
-
-RETENTION_DAYS_RANGE = (0, 36_500)
 
 
 def default_providers() -> dict[Provider, ProviderConfig]:
@@ -284,6 +297,7 @@ _PROVIDER_ORDER: tuple[Provider, ...] = tuple(sorted(Provider, key=lambda p: p.v
 # --------------------------------------------------------------------------- reading
 
 _Missing = object()
+_R = TypeVar("_R")
 _E = TypeVar("_E", bound=StrEnum)
 
 
@@ -511,23 +525,47 @@ _TOP_KEYS = (
     "providers", "projects", "repositories", "checkouts", "tmux", "hooks", "remotes", "memory",
     "attention", "prices", "limits", "retention",
 )
-_HOST_KEYS = ("host_id", "display_name")
-_VIEWS_KEYS = ("cli_default_mode", "desktop_default_mode")
-_AUTOMATION_KEYS = ("task_push", "complete_return", "initial_max_depth")
-_CONTROL_KEYS = ("transport", "watchdog_timeout_seconds")
-_PROVIDER_KEYS = ("command", "enabled", "version_timeout_seconds")
-_PROJECT_KEYS = ("project_id", "name", "root", "checkout_id", "complete_return",
-                 "preferred_provider")
-_REPOSITORY_KEYS = ("repository_id", "name", "url")
-_CHECKOUT_KEYS = ("checkout_id", "repository_id", "path")
-_TMUX_KEYS = ("socket_path", "view_session", "holding_session", "navigator_width")
-_HOOKS_KEYS = ("command",)
-_REMOTE_KEYS = ("name", "host_id", "ssh_target")
-_MEMORY_KEYS = ("enabled",)
-_ATTENTION_KEYS = ("status_line", "message", "bell", "desktop")
-_RETENTION_KEYS = ("evidence_days",)
-_PRICE_KEYS = ("model", "input", "output", "cache_read", "cache_write", "taken_on")
-_LIMITS_KEYS = ("auto_resume",)
+
+
+def _keys(record_type: type) -> tuple[str, ...]:
+    """The TOML keys of a section: its dataclass's fields."""
+    return tuple(item.name for item in fields(record_type))
+
+
+def _record(reader: _Reader, table: Mapping[str, Any], where: str, record_type: type[_R], *,
+            defaults: Mapping[str, Any] | None = None) -> _R:
+    """One section (or one row of an array of tables) read field by field, each by the
+    converter its ``setting`` names; unknown keys are reported; ``defaults`` overrides a
+    field's own (a provider's command is its name)."""
+    reader.known_keys(table, where, _keys(record_type))
+    values: dict[str, Any] = {}
+    for item in fields(record_type):  # type: ignore[arg-type]
+        method, args = item.metadata["read"]
+        convert = partial(_convert, getattr(reader, method), args)
+        default = (defaults or {}).get(item.name, item.default)
+        values[item.name] = reader.get(table, item.name, where, convert,
+                                       default=_Missing if default is MISSING else default)
+    return record_type(**values)
+
+
+def _convert(method: Callable[..., object], args: tuple[Any, ...], value: object,
+             path: str) -> object:
+    return method(value, path, *args)
+
+
+def _section(reader: _Reader, root: Mapping[str, Any], name: str, record_type: type[_R]) -> _R:
+    """A top-level table read into its dataclass ({} when absent: every default)."""
+    table = reader.table(root, name, name, _keys(record_type))
+    return _record(reader, table or {}, name, record_type)
+
+
+def _rows(reader: _Reader, root: Mapping[str, Any], name: str,
+          record_type: type[_R]) -> tuple[_R, ...]:
+    """An array of tables, each row read into ``record_type``."""
+    return tuple(_record(reader, row, where, record_type)
+                 for where, row in reader.array_of_tables(root, name))
+
+
 PRICE_RANGE = (0.0, 100000.0)
 _MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}\*?$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -572,17 +610,9 @@ def _read_providers(reader: _Reader, root: Mapping[str, Any]) -> dict[Provider, 
         if not isinstance(entry, dict):
             reader.fail(where, f"must be a table (got {_toml_type(entry)})")
             continue
-        reader.known_keys(entry, where, _PROVIDER_KEYS)
         provider = Provider(key)
-        providers[provider] = ProviderConfig(
-            command=reader.get(entry, "command", where, reader.argv, default=(provider.value,)),
-            enabled=reader.get(entry, "enabled", where, reader.boolean, default=True),
-            version_timeout_seconds=reader.get(
-                entry, "version_timeout_seconds", where,
-                lambda v, p: reader.number(v, p, VERSION_TIMEOUT_RANGE),
-                default=DEFAULT_VERSION_TIMEOUT_SECONDS,
-            ),
-        )
+        providers[provider] = _record(reader, entry, where, ProviderConfig,
+                                      defaults={"command": (provider.value,)})
     return providers
 
 
@@ -649,137 +679,24 @@ def parse_config(
     else:
         generation_id = ""
 
-    host_table = root.get("host")
-    if host_table is None:
+    if root.get("host") is None:
         reader.fail("host", "is required: a [host] table with host_id and display_name")
-        host_table = {}
-    host_table = reader.table({"host": host_table}, "host", "host", _HOST_KEYS) or {}
-    host = HostConfig(
-        host_id=reader.get(host_table, "host_id", "host", reader.uuid),
-        display_name=reader.get(host_table, "display_name", "host", reader.text),
-    )
-
-    views_table = reader.table(root, "views", "views", _VIEWS_KEYS) or {}
-    views = ViewsConfig(
-        cli_default_mode=reader.get(views_table, "cli_default_mode", "views",
-                                    lambda v, p: reader.enum(v, p, ViewMode),
-                                    default=ViewMode.NAVIGATOR),
-        desktop_default_mode=reader.get(views_table, "desktop_default_mode", "views",
-                                        lambda v, p: reader.enum(v, p, ViewMode),
-                                        default=ViewMode.NAVIGATOR),
-    )
-
-    auto_table = reader.table(root, "automation", "automation", _AUTOMATION_KEYS) or {}
-    automation = AutomationConfig(
-        task_push=reader.get(auto_table, "task_push", "automation",
-                             lambda v, p: reader.enum(v, p, TaskPushPolicy),
-                             default=TaskPushPolicy.CONSERVATIVE),
-        complete_return=reader.get(auto_table, "complete_return", "automation",
-                                   lambda v, p: reader.enum(v, p, CompleteReturnPolicy),
-                                   default=CompleteReturnPolicy.SYNTHESIZE),
-        initial_max_depth=reader.get(auto_table, "initial_max_depth", "automation",
-                                     lambda v, p: reader.integer(v, p, DEPTH_RANGE), default=1),
-    )
-
-    control_table = reader.table(root, "control_turns", "control_turns", _CONTROL_KEYS) or {}
-    control_turns = ControlTurnsConfig(
-        transport=reader.get(control_table, "transport", "control_turns",
-                             lambda v, p: reader.enum(v, p, TransportPolicy),
-                             default=TransportPolicy.LIVE_FIRST),
-        watchdog_timeout_seconds=reader.get(
-            control_table, "watchdog_timeout_seconds", "control_turns",
-            lambda v, p: reader.number(v, p, WATCHDOG_RANGE), default=DEFAULT_WATCHDOG_SECONDS),
-    )
-
+    host = _section(reader, root, "host", HostConfig)
+    views = _section(reader, root, "views", ViewsConfig)
+    automation = _section(reader, root, "automation", AutomationConfig)
+    control_turns = _section(reader, root, "control_turns", ControlTurnsConfig)
     providers = _read_providers(reader, root)
-
-    repositories = []
-    for where, row in reader.array_of_tables(root, "repositories"):
-        reader.known_keys(row, where, _REPOSITORY_KEYS)
-        repositories.append(RepositoryConfig(
-            repository_id=reader.get(row, "repository_id", where, reader.uuid),
-            name=reader.get(row, "name", where, reader.text),
-            url=reader.get(row, "url", where, reader.url, default=None),
-        ))
-
-    checkouts = []
-    for where, row in reader.array_of_tables(root, "checkouts"):
-        reader.known_keys(row, where, _CHECKOUT_KEYS)
-        checkouts.append(CheckoutConfig(
-            checkout_id=reader.get(row, "checkout_id", where, reader.uuid),
-            path=reader.get(row, "path", where, reader.path),
-            repository_id=reader.get(row, "repository_id", where, reader.uuid, default=None),
-        ))
-
-    projects = []
-    for where, row in reader.array_of_tables(root, "projects"):
-        reader.known_keys(row, where, _PROJECT_KEYS)
-        projects.append(ProjectConfig(
-            project_id=reader.get(row, "project_id", where, reader.uuid),
-            name=reader.get(row, "name", where, reader.text),
-            root=reader.get(row, "root", where, reader.path),
-            checkout_id=reader.get(row, "checkout_id", where, reader.uuid),
-            complete_return=reader.get(row, "complete_return", where,
-                                       lambda v, p: reader.enum(v, p, CompleteReturnPolicy),
-                                       default=None),
-            preferred_provider=reader.get(row, "preferred_provider", where,
-                                          lambda v, p: reader.enum(v, p, Provider),
-                                          default=None),
-        ))
-
-    tmux_table = reader.table(root, "tmux", "tmux", _TMUX_KEYS) or {}
-    tmux = TmuxConfig(
-        socket_path=reader.get(tmux_table, "socket_path", "tmux", reader.socket_path,
-                               default=None),
-        view_session=reader.get(tmux_table, "view_session", "tmux", reader.session_name,
-                                default="switchboard"),
-        holding_session=reader.get(tmux_table, "holding_session", "tmux", reader.session_name,
-                                   default="_sb_holding"),
-        navigator_width=reader.get(tmux_table, "navigator_width", "tmux",
-                                   lambda v, p: reader.integer(v, p, NAVIGATOR_WIDTH_RANGE),
-                                   default=40),
-    )
-
-    hooks_table = reader.table(root, "hooks", "hooks", _HOOKS_KEYS) or {}
-    hooks = HooksConfig(command=reader.get(hooks_table, "command", "hooks", reader.argv,
-                                           default=("switchboard", "hook")))
-
-    remotes = []
-    for where, row in reader.array_of_tables(root, "remotes"):
-        reader.known_keys(row, where, _REMOTE_KEYS)
-        remotes.append(RemoteConfig(
-            name=reader.get(row, "name", where, reader.remote_name),
-            host_id=reader.get(row, "host_id", where, reader.uuid),
-            ssh_target=reader.get(row, "ssh_target", where, reader.ssh_target),
-        ))
-
-    memory_table = reader.table(root, "memory", "memory", _MEMORY_KEYS) or {}
-    memory = MemoryConfig(enabled=reader.get(memory_table, "enabled", "memory", reader.boolean,
-                                             default=False))
-
-    attention_table = reader.table(root, "attention", "attention", _ATTENTION_KEYS) or {}
-    attention = AttentionConfig(**{
-        key: reader.get(attention_table, key, "attention", reader.boolean, default=True)
-        for key in _ATTENTION_KEYS})
-
-    prices = []
-    for where, row in reader.array_of_tables(root, "prices"):
-        reader.known_keys(row, where, _PRICE_KEYS)
-        prices.append(PriceConfig(
-            model=reader.get(row, "model", where, reader.model_pattern),
-            **{key: reader.get(row, key, where, reader.price)
-               for key in ("input", "output", "cache_read", "cache_write")},
-            taken_on=reader.get(row, "taken_on", where, reader.date),
-        ))
-
-    limits_table = reader.table(root, "limits", "limits", _LIMITS_KEYS) or {}
-    limits = LimitsConfig(auto_resume=reader.get(limits_table, "auto_resume", "limits",
-                                                 reader.boolean, default=False))
-
-    retention_table = reader.table(root, "retention", "retention", _RETENTION_KEYS) or {}
-    retention = RetentionConfig(evidence_days=reader.get(
-        retention_table, "evidence_days", "retention",
-        lambda v, p: reader.integer(v, p, RETENTION_DAYS_RANGE), default=None))
+    repositories = _rows(reader, root, "repositories", RepositoryConfig)
+    checkouts = _rows(reader, root, "checkouts", CheckoutConfig)
+    projects = _rows(reader, root, "projects", ProjectConfig)
+    tmux = _section(reader, root, "tmux", TmuxConfig)
+    hooks = _section(reader, root, "hooks", HooksConfig)
+    remotes = _rows(reader, root, "remotes", RemoteConfig)
+    memory = _section(reader, root, "memory", MemoryConfig)
+    attention = _section(reader, root, "attention", AttentionConfig)
+    prices = _rows(reader, root, "prices", PriceConfig)
+    limits = _section(reader, root, "limits", LimitsConfig)
+    retention = _section(reader, root, "retention", RetentionConfig)
 
     _raise_problems(reader, source)
     config = Config(
