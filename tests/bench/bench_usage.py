@@ -27,7 +27,7 @@ from pathlib import Path
 from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
 from core.config.home import ENV_CONFIG, ENV_HOME, Home
 from core.usage.worker import read_usage
-from tests.bench.bench_hook import REPO, Series, hook_commands, installed_bytecode, recorded
+from tests.bench.bench_hook import Series, hook_commands, installed_bytecode, recorded
 from tests.core.test_hook_handler import launch_live_surface
 
 STOP_RATIO = 1.10
