@@ -17,6 +17,7 @@ from textual.geometry import Size
 from textual.screen import Screen
 
 from core.config.config import NAVIGATOR_WIDTH_RANGE
+from core.model.defaults import NAVIGATOR_WIDTH
 from navigator.widgets.footer import KeyFooter
 from navigator.widgets.frames import FrameTree
 from navigator.widgets.too_small import Shortfall, TooSmallNotice
@@ -24,7 +25,7 @@ from navigator.widgets.too_small import Shortfall, TooSmallNotice
 #: Below this many columns the panels stack (the navigator as a sidebar pane).
 NARROW_WIDTH = 60
 #: The navigator pane's width when the config names none (config `tmux.navigator_width`).
-DEFAULT_NAVIGATOR_WIDTH = 40
+DEFAULT_NAVIGATOR_WIDTH = NAVIGATOR_WIDTH
 #: The compact layout's minimum: narrower or lower than this, only one line says so.
 #: The width is the smallest the config accepts, so a configured width always renders.
 MIN_COLUMNS = NAVIGATOR_WIDTH_RANGE[0]

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core.model.defaults import HOLDING_SESSION, NAVIGATOR_WIDTH, VIEW_SESSION
 from core.model.enums import (
     CompleteReturnPolicy,
     Provider,
@@ -143,9 +144,9 @@ class TmuxConfig:
     """``socket_path`` None means the private default socket under SWITCHBOARD_HOME."""
 
     socket_path: str | None = setting("socket_path", default=None)
-    view_session: str = setting("session_name", default="switchboard")
-    holding_session: str = setting("session_name", default="_sb_holding")
-    navigator_width: int = setting("integer", NAVIGATOR_WIDTH_RANGE, default=40)
+    view_session: str = setting("session_name", default=VIEW_SESSION)
+    holding_session: str = setting("session_name", default=HOLDING_SESSION)
+    navigator_width: int = setting("integer", NAVIGATOR_WIDTH_RANGE, default=NAVIGATOR_WIDTH)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from core.model.defaults import HOLDING_SESSION
     from core.tmux.adapter import TmuxAdapter, TmuxPort
     from core.tmux.control_input import (
         CONTROL_CLAIM_TEXT,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     )
     from core.tmux.identity import ServerIdentity, check_identity, read_identity, verify_identity
     from core.tmux.panes import (
-        HOLDING_SESSION,
         PaneRole,
         PaneSnapshot,
         ServerSnapshot,
@@ -63,7 +63,7 @@ _HOME: dict[str, str] = {
     "BatchOutput": "core.tmux.runner",
     "CONTROL_CLAIM_TEXT": "core.tmux.control_input",
     "ControlSubmission": "core.tmux.control_input",
-    "HOLDING_SESSION": "core.tmux.panes",
+    "HOLDING_SESSION": "core.model.defaults",
     "KeyBinding": "core.tmux.topology",
     "NavigatorSpawn": "core.tmux.topology",
     "PaneNotFenced": "core.tmux.errors",

@@ -14,12 +14,12 @@ from typing import Protocol
 import core.tmux.batches as batches
 import core.tmux.control_input as control_input
 import core.tmux.topology as topology
+from core.model.defaults import HOLDING_SESSION
 from core.model.enums import ViewMode
 from core.tmux.control_input import ControlSubmission
 from core.tmux.gates import gated_exec_line
 from core.tmux.identity import ServerIdentity, read_identity, verify_identity
 from core.tmux.panes import (
-    HOLDING_SESSION,
     PaneSnapshot,
     ServerSnapshot,
     ViewLayout,

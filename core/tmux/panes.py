@@ -26,7 +26,6 @@ from core.tmux.errors import TmuxCommandFailed, TopologyConflict
 from core.tmux.identity import ServerIdentity, check_identity, identity_command, run_guarded
 from core.tmux.runner import TmuxCommand, TmuxRunner
 
-HOLDING_SESSION = "_sb_holding"
 """Default name of the hidden session where parked and staged panes live (config
 `tmux.holding_session`); guards recognise it by its `@sb_holding` tag, not its name."""
 

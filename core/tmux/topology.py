@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.config.config import NAVIGATOR_WIDTH_RANGE
+from core.model.defaults import HOLDING_SESSION, NAVIGATOR_WIDTH
 from core.model.enums import ViewMode
 from core.tmux.commands import (
     Check,
@@ -42,7 +43,6 @@ from core.tmux.identity import (
     run_guarded,
 )
 from core.tmux.panes import (
-    HOLDING_SESSION,
     OPT_HOLDING,
     OPT_ROLE,
     OPT_SERVES,
@@ -62,7 +62,7 @@ from core.tmux.panes import (
 )
 from core.tmux.runner import TmuxCommand, TmuxRunner, classify_failure
 
-DEFAULT_NAVIGATOR_WIDTH = 40  # config `tmux.navigator_width` default
+DEFAULT_NAVIGATOR_WIDTH = NAVIGATOR_WIDTH  # config `tmux.navigator_width` default
 NAVIGATOR_MIN_WIDTH = NAVIGATOR_WIDTH_RANGE[0]
 """Narrowest navigator pane tmux is asked for: what the compact layout needs (the
 smallest width the config accepts, so a configured width always renders)."""
