@@ -31,6 +31,7 @@ from pathlib import Path
 
 from core.model.errors import InvariantViolation
 from core.model.files import create_private_file, private_dir
+from storage import held_files
 from storage.broker_schema import (
     APPLICATION_ID,
     KNOWN_DDL,
@@ -277,8 +278,8 @@ def open_store(path: Path, *, create: bool = True, readonly: bool = False) -> Br
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     mode = "ro" if readonly else "rwc"
-    conn = sqlite3.connect(sqlite_uri(path, mode=mode), uri=True, isolation_level=None,
-                           check_same_thread=False)
+    conn = held_files.connect(path, sqlite_uri(path, mode=mode), uri=True,
+                              isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")

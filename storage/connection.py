@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.model.errors import Conflict, IllegalEdge, InvariantViolation, RegistryUnavailable
+from storage import held_files
 from storage.environment import database_path, environment_failure
 from storage.uri import sqlite_uri
 
@@ -112,11 +113,11 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     if readonly:
-        conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True, isolation_level=None,
-                               check_same_thread=False)
+        conn = held_files.connect(path, sqlite_uri(path, mode="ro"), uri=True,
+                                  isolation_level=None, check_same_thread=False)
     else:
-        conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
-                               check_same_thread=False)
+        conn = held_files.connect(path, sqlite_uri(path, mode="rw"), uri=True,
+                                  isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     # State builds read every table: keep a registry of thousands of frames in the

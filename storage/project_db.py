@@ -26,6 +26,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from core.model.errors import RegistryUnavailable
+from storage import held_files
 from storage.session_db import (
     BUSY_TIMEOUT_MS,
     CREATED_BY,
@@ -168,7 +169,8 @@ def open_project_db(path: Path, kind: ProjectDbKind, *, create: bool = True,
         uri = sqlite_uri(path, mode="ro") if live else sqlite_uri(path, mode="ro", immutable=1)
     else:
         uri = sqlite_uri(path, mode="rw")
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn = held_files.connect(path, uri, uri=True, isolation_level=None,
+                              check_same_thread=False)
     conn.row_factory = sqlite3.Row
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from core.model.enums import ActivationState
 from core.model.errors import RegistryUnavailable
 from core.model.files import create_private_file, private_dir, write_private
+from storage import held_files
 from storage.connection import connect
 from storage.environment import environment_failure
 from storage.schema import APPLICATION_ID, PROTOCOL_VERSION, REQUIRED_TABLES, SCHEMA_VERSION, ddl
@@ -45,8 +46,9 @@ def _check_header(path: Path, *, check_size: bool = True) -> None:
     here without SQLite touching the file.
     """
     size = path.stat().st_size
-    with path.open("rb") as handle:
-        header = handle.read(100)
+    header = held_files.read_header(path)
+    if header is None:
+        return  # this process holds it through SQLite: diagnosed when it was opened
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
         raise RegistryUnavailable(
             f"{path} is not a readable SQLite registry (no SQLite header); it was left "

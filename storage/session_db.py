@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from core.model.errors import RegistryUnavailable
 from core.model.files import create_private_file, private_dir
+from storage import held_files
 from storage.environment import environment_failure
 from storage.uri import sqlite_uri
 
@@ -106,8 +107,9 @@ def _check_header(path: Path, application_id: int = APPLICATION_ID,
 
     ``storage.project_db`` reuses this for the project-level files, with their own
     application id, version and wording."""
-    with path.open("rb") as handle:
-        header = handle.read(100)
+    header = held_files.read_header(path)
+    if header is None:
+        return version  # held through SQLite by this process: diagnosed (and upgraded)
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
         raise refused(f"{path} is not a SQLite {what} file; it was left unchanged")
     app_id = int.from_bytes(header[68:72], "big", signed=True)
@@ -152,8 +154,8 @@ def _check_meta(conn: sqlite3.Connection, path: Path, what: str = "session",
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
-                           check_same_thread=False)
+    conn = held_files.connect(path, sqlite_uri(path, mode="rw"), uri=True,
+                              isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = OFF")
@@ -268,7 +270,8 @@ def open_session_db_readonly(path: Path) -> sqlite3.Connection:
     live = Path(f"{path}-wal").exists()
     # URI-escape the path: safe_key's %XX must reach the file system as written.
     uri = sqlite_uri(path, mode="ro") if live else sqlite_uri(path, mode="ro", immutable=1)
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn = held_files.connect(path, uri, uri=True, isolation_level=None,
+                              check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     try:

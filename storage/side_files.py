@@ -26,6 +26,7 @@ from pathlib import Path
 
 from core.model.errors import RegistryUnavailable
 from core.model.files import create_private_file, private_dir
+from storage import held_files
 from storage.uri import sqlite_uri
 
 BUSY_TIMEOUT_MS = 2000
@@ -40,8 +41,9 @@ class SideFileRefused(RegistryUnavailable):
 
 def _check_header(path: Path, application_id: int, version: int, what: str) -> bool:
     """True when the file is ours (or empty: a fresh file SQLite has not written yet)."""
-    with path.open("rb") as handle:
-        header = handle.read(100)
+    header = held_files.read_header(path)
+    if header is None:
+        return True  # held through SQLite by this process: diagnosed when opened
     if not header:
         return False
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
@@ -70,7 +72,7 @@ def open_side_file(path: Path, *, application_id: int, version: int, ddl: tuple[
         private_dir(path.parent)
         create_private_file(path)
     ours = _check_header(path, application_id, version, what)
-    conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
+    conn = held_files.connect(path, sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
                            check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row
@@ -97,7 +99,7 @@ def open_side_file_readonly(path: Path, *, application_id: int, version: int,
     path = Path(path)
     if not path.exists() or not _check_header(path, application_id, version, what):
         return None
-    conn = sqlite3.connect(sqlite_uri(path, mode="ro"), uri=True, isolation_level=None,
+    conn = held_files.connect(path, sqlite_uri(path, mode="ro"), uri=True, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
