@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.config.config import RemoteConfig
 from core.model.errors import EnvelopeError, NotFound, SwitchboardError
@@ -100,10 +101,19 @@ class CachedHost:
     error: str | None
 
 
+CACHED_HOSTS_SQL = "SELECT * FROM host_state_cache ORDER BY host_id"
+
+
 def cached_hosts(ctx: RegistryReader) -> list[CachedHost]:
     """Every cached remote state that still validates; a corrupt row is skipped."""
+    return hosts_from_rows(ctx.conn.execute(CACHED_HOSTS_SQL))
+
+
+def hosts_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[CachedHost]:
+    """``cached_hosts`` from rows of ``CACHED_HOSTS_SQL`` read elsewhere (a navigator's
+    awaited reads)."""
     hosts: list[CachedHost] = []
-    for row in ctx.conn.execute("SELECT * FROM host_state_cache ORDER BY host_id"):
+    for row in rows:
         try:
             state = decode_checked(row["state_json"].encode("utf-8"), schema=HostState)
         except EnvelopeError:

@@ -26,6 +26,7 @@ from core.providers.checks import (
     STALE_WORKING_AFTER_MS,
     effective_activity,
 )
+from core.state.remotes import CACHED_HOSTS_SQL, hosts_from_rows
 from core.state.state_types import (
     BreadcrumbItem,
     FrameSummary,
@@ -242,7 +243,7 @@ def rows_from(read: Mapping[str, Sequence[Any]]) -> NavigatorRows:
     """The rows of each named read (``NAVIGATOR_READS``), whoever ran them."""
     return NavigatorRows(frames=read["frames"], pending=read["pending"],
                          projects=read["projects"], views=read["views"],
-                         recoveries=read["recoveries"])
+                         recoveries=read["recoveries"], remote_hosts=read["remote_hosts"])
 
 
 def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True) -> NavigatorState:
@@ -320,9 +321,7 @@ def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
                      reachability=Reachability.ONLINE, observed_at=now)]
     all_views, all_projects, all_recoveries = (list(views), list(sorted_projects),
                                                list(recoveries))
-    from core.state.remotes import cached_hosts
-
-    for cached in cached_hosts(engine):
+    for cached in hosts_from_rows(rows.remote_hosts):
         if cached.state.host.host_id == host_id:
             continue  # a remote can never speak for the local host
         host_row, r_views, r_projects, r_recoveries = _remote_rows(cached, now)
@@ -375,11 +374,13 @@ class NavigatorRows:
     projects: Sequence[Mapping[str, Any]]
     views: Sequence[Mapping[str, Any]]
     recoveries: Sequence[Mapping[str, Any]]
+    remote_hosts: Sequence[Mapping[str, Any]]
 
 
 NAVIGATOR_READS: tuple[tuple[str, str], ...] = (
     ("frames", _FRAME_SQL), ("pending", _PENDING_SQL), ("projects", _PROJECTS_SQL),
-    ("views", _VIEWS_SQL), ("recoveries", _OPEN_RECOVERIES_SQL))
+    ("views", _VIEWS_SQL), ("recoveries", _OPEN_RECOVERIES_SQL),
+    ("remote_hosts", CACHED_HOSTS_SQL))
 """The named reads of a navigator state, in order: the CLI runs them on its sqlite3
 connection (``read_navigator_rows``), a navigator awaits them through aiosqlite
 (``core.state.async_reads``); both assemble with ``assemble_navigator_state``."""
