@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                       "failures of every frame on this host")
     p.add_argument("text", nargs="?", default="", help="words to find (all of them)")
     p.add_argument("--project", help="only this project (name or id)")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=int, default=50,
+                   help="at most this many matches, newest first (default 50)")
     p.add_argument("--rebuild", action="store_true",
                    help="index every frame again from the registry and the session files")
     p.add_argument("--json", action="store_true")
