@@ -260,7 +260,7 @@ def switch_provider(state: NavigatorState | None, selection: Selection,
     if frame.current_session is None:
         return Refusal(f"{frame.title} has no agent yet: n starts one.")
     now = Provider(frame.current_session.provider)
-    to = Provider.CODEX if now is Provider.CLAUDE else Provider.CLAUDE
+    to = next(other for other in Provider if other is not now)
     return Ask(ConfirmScreen(f"Stop the {now.value} agent of "
                              f"“{frame.title}” and carry the task on with {to.value}? The new "
                              "agent gets its brief, last handoff and evidence so far.",

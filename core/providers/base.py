@@ -15,11 +15,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from core.model.enums import LaunchAction, Provider
 from core.model.errors import ProviderError
 from core.model.session_enums import PENDING_SESSION_PREFIX
+from core.model.usage import UsageBatch
 from core.providers.hooks import HookEvent, parse_hook
 from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
 
@@ -176,6 +177,12 @@ class ProviderAdapter(Protocol):
 
     def install_hint(self, location: Path) -> str | None:
         """A line telling the person how to use an installed location, if any."""
+        ...
+
+    def read_usage(self, data: bytes, state: dict[str, Any],
+                   now_ms: int | None = None) -> UsageBatch:
+        """Token usage and limit hits in what the CLI's own usage file gained (whole
+        lines of ``data``; ``state`` carries what a later read needs)."""
         ...
 
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.model.enums import LaunchAction, Provider
 from core.model.errors import ConfigError, ProviderError
+from core.model.usage import UsageBatch
 from core.providers.base import (
     AdapterCommon,
     HookPlace,
@@ -111,3 +113,10 @@ class ClaudeAdapter(AdapterCommon):
 
     def install_hint(self, location: Path) -> str | None:
         return f"launch with: claude --settings {location}"
+
+    def read_usage(self, data: bytes, state: dict[str, Any],
+                   now_ms: int | None = None) -> UsageBatch:
+        """Claude Code's transcript: each assistant message's ``usage``, once per message id."""
+        from core.providers.usage_files import read_claude
+
+        return read_claude(data, state, now_ms)

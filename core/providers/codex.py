@@ -27,9 +27,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.model.enums import LaunchAction, Provider
 from core.model.errors import ConfigError, ProviderError
+from core.model.usage import UsageBatch
 from core.providers.base import (
     PENDING_PREFIX,
     AdapterCommon,
@@ -157,3 +159,10 @@ class CodexAdapter(AdapterCommon):
 
         return (render_codex_hooks(hook_command, originals[0]),
                 render_codex_config(hook_command, originals[1]))
+
+    def read_usage(self, data: bytes, state: dict[str, Any],
+                   now_ms: int | None = None) -> UsageBatch:
+        """Codex's rollout: the growth of its ``token_count`` running totals."""
+        from core.providers.usage_files import read_codex
+
+        return read_codex(data, state, now_ms)

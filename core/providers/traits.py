@@ -26,15 +26,20 @@ class ProviderTraits:
     hooks_as_launch_overrides: bool
     """Its launches carry the hooks as ``-c`` overrides, which a stand-in agent that
     reads no config must be given directly (``--hook-command``)."""
+    limits_only_in_usage_file: bool
+    """A turn the service refused on a usage limit fires no hook (no StopFailure): the
+    limit is found only in the CLI's own usage file (Codex's rollout)."""
 
 
 TRAITS: dict[Provider, ProviderTraits] = {
     Provider.CLAUDE: ProviderTraits(post_tool_use_means_passed=True,
                                     prompt_hook_adds_context=True,
-                                    hooks_as_launch_overrides=False),
+                                    hooks_as_launch_overrides=False,
+                                    limits_only_in_usage_file=False),
     Provider.CODEX: ProviderTraits(post_tool_use_means_passed=False,
                                    prompt_hook_adds_context=False,
-                                   hooks_as_launch_overrides=True),
+                                   hooks_as_launch_overrides=True,
+                                   limits_only_in_usage_file=True),
 }
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.config.config import PriceConfig
-from core.usage.records import Tokens
+from core.model.usage import Tokens
 
 DEFAULT_PRICES: tuple[PriceConfig, ...] = (
     PriceConfig("claude-opus-4*", 15.0, 75.0, 1.5, 18.75, "2025-08-05"),

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from core.config.config import PriceConfig
 from core.model.errors import RegistryUnavailable
+from core.model.usage import LimitKind, Tokens
 from core.usage.pricing import Priced, cost
-from core.usage.records import LimitKind, Tokens
 from storage import session_db
 from storage.session_usage import UsageRow, turn_usage
 

@@ -10,7 +10,7 @@ appended since the cursor, and two workers never count a line twice.
 The source path is the one the provider's own hook payload names (Claude's
 ``transcript_path``, Codex's ``transcript_path``); it is read only when it is
 an absolute path to a regular ``.jsonl`` file, at most
-``core.usage.transcripts.MAX_READ_BYTES`` a time.
+``core.providers.usage_files.MAX_READ_BYTES`` a time.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from core.config.home import Home
-    from core.usage.records import UsageBatch
+    from core.model.usage import UsageBatch
     from storage.session_usage import UsageRow
 
 MODULE = "core.usage.worker"
@@ -71,14 +71,16 @@ def read_usage(root: Path, session_key: str, provider: str, source: str,
     returns the rows stored (none when the file has no new whole line). ``mark``: what
     a Codex turn that ended on a limit does to the registry (the worker passes
     ``mark_limited``)."""
-    from core.usage.transcripts import MAX_READ_BYTES, read_claude, read_codex
+    from core.providers.adapters import get_adapter
+    from core.providers.traits import traits
+    from core.providers.usage_files import MAX_READ_BYTES
     from storage import session_db
     from storage.session_usage import Advance, advance_usage
 
     if not usable_source(source):
         return []
     now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
-    reader = read_claude if provider == "claude" else read_codex
+    reader = get_adapter(provider).read_usage
 
     def parse(offset: int, state: dict[str, object]) -> Advance:
         with open(source, "rb") as handle:
@@ -96,7 +98,8 @@ def read_usage(root: Path, session_key: str, provider: str, source: str,
         rows = advance_usage(conn, session_key, source, parse, session_db.iso(now))
     finally:
         conn.close()
-    if provider == "codex" and rows and rows[-1].limit_kind and mark is not None:
+    if traits(provider).limits_only_in_usage_file and rows and rows[-1].limit_kind \
+            and mark is not None:
         mark(session_key, rows[-1], now)
     return rows
 

@@ -66,7 +66,7 @@ def _usage(args: argparse.Namespace) -> int:
 
 
 def _tokens(tokens: object) -> dict[str, int]:
-    from core.usage.records import Tokens
+    from core.model.usage import Tokens
 
     assert isinstance(tokens, Tokens)
     return {"input": tokens.input, "output": tokens.output, "cache_read": tokens.cache_read,

@@ -19,9 +19,9 @@ import pytest
 from core.config.config import ConfigError, PriceConfig, parse_config, render_config
 from core.hooks.hook_handler import handle_hook
 from core.model.limit_text import reset_from_text
+from core.model.usage import LimitKind, Tokens
+from core.providers.usage_files import read_claude, read_codex
 from core.usage.pricing import DEFAULT_PRICES, cost, price_for
-from core.usage.records import LimitKind, Tokens
-from core.usage.transcripts import read_claude, read_codex
 from core.usage.worker import read_usage, usable_source
 from navigator.cli import main
 from storage import session_db

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.model.limit_text import reset_from_text
-from core.usage.records import LimitHit, LimitKind, Tokens, UsageBatch
+from core.model.usage import LimitHit, LimitKind, Tokens, UsageBatch
 
 MAX_READ_BYTES = 32 * 1024 * 1024
 """One read takes at most this much of a file; the rest is read next time."""
