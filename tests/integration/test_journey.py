@@ -89,6 +89,7 @@ def test_push_claim_complete_return(tmp_path: Path, tmux_socket: Path, monkeypat
     if provider is Provider.CLAUDE:
         # like the real CLI, each fake Claude started the launch's agent-tool server,
         # which said it had listed its tools: no prompt went out without them
-        runs = [d for d in (tmp_path / "run").iterdir() if d.is_dir()]
+        # (a session's run folder is its key with ":" as "_"; others hold shared state)
+        runs = [d for d in (tmp_path / "run").iterdir() if d.is_dir() and "_claude_" in d.name]
         assert runs and all(list(d.glob("claude-mcp-ready-*")) for d in runs)
         assert not list((tmp_path / "run").glob("*/*.none"))
