@@ -283,7 +283,7 @@ def _settle(runner: TmuxRunner, panes: Sequence[NavigatorPane], limit_s: float =
     next (a mode change, a wake) finds each pane dead, as parked, not still running."""
     deadline = time.monotonic() + limit_s
     while panes and time.monotonic() < deadline:
-        time.sleep(0.02)
+        time.sleep(0.05)
         output = runner.run([("display-message", "-p", "-t", pane.pane_id,
                               "#{pane_dead}#{pane_dead_status}") for pane in panes],
                             check=False)

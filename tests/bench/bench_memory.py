@@ -236,6 +236,11 @@ def _painted(socket: Path, pane: str) -> bool:
                                                            pane)
 
 
+def _asleep(socket: Path, pane: str) -> bool:
+    return _tmux(socket, "display-message", "-p", "-t", pane,
+                 "#{pane_dead}#{pane_dead_status}").strip() == f"1{parking.ASLEEP_STATUS}"
+
+
 def _parked(run: FleetRun) -> int:
     out = _tmux(run.socket, "list-panes", "-a", "-F",
                 "#{@sb_role} #{pane_dead} #{pane_dead_status}")
@@ -259,8 +264,9 @@ def measure_fleet(views: int, agents: int, *, after: bool,
             looked = run.views[0]
             _tmux(run.socket, "select-window", "-t", run.windows[looked])
             terminal = Terminal(run.socket, run.engine.config.tmux.view_session, 80, 24)
-            for view in run.views:
-                retry_until(lambda v=view: _painted(run.socket, run.navs[v]), 90.0)
+            for view in run.views:  # painted (or, after, already parked: it painted first)
+                retry_until(lambda v=view: _painted(run.socket, run.navs[v])
+                            or _asleep(run.socket, run.navs[v]), 90.0)
             if after:  # the navigators' own turns (every 10 s) park the unseen ones
                 retry_until(lambda: _parked(run) >= views - 1, 120.0)
             else:
@@ -278,8 +284,8 @@ def measure_fleet(views: int, agents: int, *, after: bool,
             figures["all_mb"] = counted.rss(counted.everything)
             figures["all_pss"] = sum(p.pss_mb for p in counted.everything)
             figures["parked"] = _parked(run)
-            if after and wake_rounds:
-                screens, usable = wake_figures(run, wake_rounds)
+            screens, usable = wake_figures(run, wake_rounds) if after else ([], [])
+            if usable:
                 figures["wake_screen_s"] = statistics.median(screens)
                 figures["wake_usable_s"] = statistics.median(usable)
                 figures["wake_usable_max_s"] = max(usable)
@@ -303,9 +309,8 @@ def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
     candidates = [v for v in run.views[1:]][:rounds]
     for view in candidates:
         pane = run.navs[view]
-        retry_until(lambda p=pane: _tmux(run.socket, "display-message", "-p", "-t", p,
-                                         "#{pane_dead_status}").strip()
-                    == str(parking.ASLEEP_STATUS), 60.0)
+        if not retry_until(lambda p=pane: _asleep(run.socket, p), 60.0):
+            continue
         started = time.perf_counter()
         _tmux(run.socket, "select-window", "-t", run.windows[view])
         shown_at = time.perf_counter()  # the client shows the window from here on
