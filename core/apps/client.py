@@ -411,6 +411,10 @@ class EngineClient:
             finally:  # hooks leave the registry's checkpoints to this turn, even a failed one
                 with self._lock:
                     checkpoint_wal(self.engine.conn)
+                # Last: it may park this very navigator (core.memory.turn).
+                from core.memory.turn import park_unseen
+
+                park_unseen(self._acting, self._lock)
 
     def recover(self, recovery_id: str) -> RecoveryRecord:
         from core.reconcile import recovery
