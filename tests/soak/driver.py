@@ -98,6 +98,9 @@ class Sample:
     navigator_pids: tuple[int, ...] = ()
     navigator_ages: tuple[float, ...] = ()
     navigators_asleep: int = 0
+    wal_largest: int = 0
+    """The largest single -wal file (the sum grows with the number of session files)."""
+    wal_largest_name: str = ""
     """Parked navigators (a pane that keeps its screen, no process)."""
     panes: int = 0
     """Panes on the server (each holds a pty in the tmux server: its fds follow them)."""
@@ -547,7 +550,9 @@ class Soak:
         navigators = [p for p in (self._navigator_pid(v) for v in self._view_ids())
                       if p is not None]
         clients = len(_tmux(self.socket, "list-clients").splitlines())
-        wal = sum(p.stat().st_size for p in self.root.rglob("*-wal") if p.is_file())
+        wals = {p: p.stat().st_size for p in self.root.rglob("*-wal") if p.is_file()}
+        wal = sum(wals.values())
+        biggest = max(wals, key=lambda p: wals[p], default=None)
         unowned = self.orphans(server)
         services = tuple(p for p in unowned if any(s in p for s in HOST_SERVICES))
         return Sample(phase, _fds(server), tuple(_fds(p) for p in navigators),
@@ -557,6 +562,8 @@ class Soak:
                       tuple(_rss_kb(p) for p in navigators), tuple(navigators),
                       tuple(_age_s(p) for p in navigators),
                       sum(self._asleep(v) for v in self._view_ids()),
+                      wals[biggest] if biggest else 0,
+                      str(biggest.relative_to(self.root)) if biggest else "",
                       len(_tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()))
 
     def orphans(self, server: int) -> list[str]:
