@@ -284,7 +284,9 @@ class Soak:
         if len(self._frames(view)) > MAX_TASKS:
             return
         source = self._ready_in_main(view)
-        if source is None:
+        if source is None or self._activity(source) == "working":
+            # A push waits for its source's Stop; an agent killed mid-turn and resumed
+            # still reads `working` until its next turn (or the stale-activity ageing).
             return
         self.counter += 1
         pushed = self.engine.frame_push(new_request_id(), source, f"soak task {self.counter}",
