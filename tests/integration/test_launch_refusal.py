@@ -12,6 +12,7 @@ from core.config.config import ProviderConfig, TmuxConfig
 from core.config.home import Home
 from core.config.registry import init_registry
 from core.context.requests import new_request_id
+from core.engine.commands import tasks
 from core.engine.open import open_engine
 from core.model.enums import Provider
 from core.model.errors import ProviderError
@@ -51,8 +52,8 @@ def test_start_fails_closed_and_records_why(broken, tmux_socket: Path) -> None:
     assert broken.conn.execute("SELECT COUNT(*) FROM agent_capabilities").fetchone()[0] == 0
 
 
-def test_push_whose_child_cannot_launch_rolls_back_with_a_recovery(broken,
-                                                                   tmux_socket: Path) -> None:
+def test_push_whose_child_cannot_launch_rolls_back_with_a_recovery(
+        broken, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     route = broken.project_enter(new_request_id(), "alpha")
     # The push itself is refused first, before anything is written (issue 31.6)...
     with pytest.raises(ProviderError, match="no task was created"):
@@ -60,7 +61,7 @@ def test_push_whose_child_cannot_launch_rolls_back_with_a_recovery(broken,
     assert broken.conn.execute("SELECT COUNT(*) FROM frames").fetchone()[0] == 1
     assert broken.conn.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] == 0
     # ... and a provider that breaks between that check and the launch still rolls back.
-    broken._require_child_provider = lambda *args: None  # type: ignore[method-assign]
+    monkeypatch.setattr(tasks, "_require_child_provider", lambda *args: None)
     push = broken.frame_push(new_request_id(), route.frame_id, "Child", "brief")
     assert push.state == "failed"
     failure = broken.conn.execute("SELECT failure FROM view_transitions").fetchone()[0]
