@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -OO -m compileall -q -j 0 core navigator storage \
 		$$($(BIN)/python -c "import os, platformdirs, rich, textual, typing_extensions as t; \
 		print(*(os.path.dirname(m.__file__) for m in (platformdirs, rich, textual)), t.__file__)")
-	@# a C compiler builds the ~1 MB agent-tool shim (core/memory/mcp_shim.c) at first launch
+	@# a C compiler builds the ~1 MB agent-tool shim (core/providers/mcp_shim.c) at first launch
 	@command -v cc >/dev/null 2>&1 || (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev)
 	@touch $(STAMP)
