@@ -44,14 +44,13 @@ class AsyncNavigatorReads:
         await conn.execute("BEGIN")
         try:
             for name, sql in NAVIGATOR_READS:
-                cursor = await conn.cursor()
-                if name in TUPLE_READS:
-                    cursor.row_factory = None
-                await cursor.execute(sql)
+                cursor = await conn.execute(sql)  # tuples: this connection's row factory
                 fetched = await cursor.fetchall()
-                await cursor.close()
-                read[name] = list(fetched) if name in TUPLE_READS \
-                    else [dict(row) for row in fetched]
+                if name in TUPLE_READS:
+                    read[name] = list(fetched)
+                else:
+                    columns = [column[0] for column in cursor.description]
+                    read[name] = [dict(zip(columns, row, strict=True)) for row in fetched]
         finally:
             await conn.execute("COMMIT")
         return rows_from(read)
@@ -82,4 +81,7 @@ class AsyncNavigatorReads:
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
-    return connect(path, readonly=True)
+    conn = connect(path, readonly=True)
+    conn.execute("PRAGMA mmap_size = 0")  # a navigator maps no second copy of the file
+    conn.row_factory = None  # plain tuples, as the CLI's hottest read takes them
+    return conn
