@@ -78,7 +78,6 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
         return 0
     from core.hooks.hook_handler import handle_hook
     from core.providers.hooks import MAX_PAYLOAD_BYTES
-    from core.providers.traits import traits
 
     # One byte past the bound is enough to refuse an oversized payload; the rest
     # is never buffered. A trusted Stop's waiting push/return runs in a detached
@@ -86,8 +85,7 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
     payload = args.payload if args.payload is not None \
         else sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     outcome = handle_hook(args.provider, args.event, payload)
-    if outcome.claim_reminder and traits(args.provider).prompt_hook_adds_context \
-            and not args.json:
+    if outcome.claim_reminder and not args.json and _adds_context(args.provider):
         # Claude adds a UserPromptSubmit hook's additionalContext to the turn: the
         # fixed line, nothing interpolated (the handoff itself comes from the claim).
         import json
@@ -104,3 +102,10 @@ def _hook(args: argparse.Namespace | SimpleNamespace) -> int:
                    "claim_reminder": outcome.claim_reminder}, sys.stdout)
         sys.stdout.write("\n")
     return 0
+
+
+def _adds_context(provider: str) -> bool:
+    """Whether ``provider``'s CLI adds a UserPromptSubmit hook's output to the turn."""
+    from core.providers.traits import traits
+
+    return traits(provider).prompt_hook_adds_context
