@@ -64,6 +64,21 @@ REPO = Path(__file__).resolve().parents[2]
 BASELINE = f"{sys.executable} -c pass"
 
 
+BACKGROUND_WORKERS = ("core.usage.worker", "core.review.worker")
+"""Modules a turn end starts detached (``pgrep -f`` patterns)."""
+
+
+def _background_settled(limit_s: float = 5.0) -> None:
+    """Wait (at most ``limit_s``) until no turn-end worker runs."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        running = subprocess.run(["pgrep", "-f", "|".join(BACKGROUND_WORKERS)],
+                                 capture_output=True).returncode == 0
+        if not running:
+            return
+        time.sleep(0.02)
+
+
 @dataclass
 class Series:
     """Wall time (what the agent waits) and CPU time (user + system of the process
@@ -82,7 +97,12 @@ class Series:
         return statistics.median(self.cpu)
 
     def add(self, command: str, env: dict[str, str], stdin: bytes) -> None:
-        """One ``sh -c COMMAND`` run, spawn to exit; a failure stops the benchmark."""
+        """One ``sh -c COMMAND`` run, spawn to exit; a failure stops the benchmark.
+
+        The readers an earlier turn end started in the background (the usage reader,
+        the change worker) are let finish first: a person's turn ends are seconds
+        apart, and a run that waited on one's evidence write would time the reader."""
+        _background_settled()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(["/bin/sh", "-c", command], input=stdin, env=env, cwd=REPO,
