@@ -147,7 +147,9 @@ def _settle_pending(ctx: Context, view_id: str) -> bool:
 
 def _still_waits(ctx: Context, pending: sqlite3.Row) -> Conflict:
     """The refusal for a prepared push/return still waiting for a Stop, with its way out."""
-    who = pending["source_frame_id"] if settlement.agent_working(
+    from core.runtime.sagas import agent_working
+
+    who = pending["source_frame_id"] if agent_working(
         ctx.conn, pending["source_frame_id"]) else pending["target_frame_id"]
     title = frames_ops.get_frame(ctx.conn, who)["title"]
     way_out = "press w (Withdraw) to cancel it" if pending["kind"] == "push" else \

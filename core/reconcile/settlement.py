@@ -35,11 +35,11 @@ from core.model.enums import (
     TransitionState,
 )
 from core.model.errors import Conflict, InvariantViolation, NotFound, SwitchboardError
+from core.runtime.sagas import agent_working
 from core.runtime.unclaimed import SETTLE_KEY, frame_title, mark_uncertain, open_unclaimed
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
 from storage.operations import recoveries as recoveries_ops
-from storage.operations import sessions as sessions_ops
 from storage.operations import transitions as transitions_ops
 from storage.operations import views as views_ops
 
@@ -66,15 +66,6 @@ class SweepReport:
     ran: int = 0
     completed: int = 0
     stalled: int = 0
-
-
-def agent_working(conn: sqlite3.Connection, frame_id: str) -> bool:
-    """A live runtime in the middle of a turn: evidence (a Stop, a claim) may still come."""
-    key = frames_ops.get_frame(conn, frame_id)["current_session_key"]
-    if key is None:
-        return False
-    session = sessions_ops.get_session(conn, key)
-    return session["runtime_presence"] == "live" and session["activity"] == "working"
 
 
 def sweep(ctx: Context, now: int) -> SweepReport:

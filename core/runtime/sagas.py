@@ -57,16 +57,18 @@ def waits_for_stop(ctx: Context, transition_id: str) -> bool:
     row = transitions_ops.get_transition(ctx.conn, transition_id)
     if row["kind"] not in (TransitionKind.PUSH, TransitionKind.COMPLETE_RETURN):
         return False
-    if _agent_working(ctx.conn, row["source_frame_id"]):
+    if agent_working(ctx.conn, row["source_frame_id"]):
         return True
     if row["kind"] != TransitionKind.COMPLETE_RETURN:
         return False
     control = transitions_ops.control_turn_of(ctx.conn, transition_id)
     return control is not None and control["state"] == "prepared" and \
-        _agent_working(ctx.conn, row["target_frame_id"])
+        agent_working(ctx.conn, row["target_frame_id"])
 
 
-def _agent_working(conn: sqlite3.Connection, frame_id: str) -> bool:
+def agent_working(conn: sqlite3.Connection, frame_id: str) -> bool:
+    """A live runtime in the middle of a turn: evidence (a Stop, a claim) may still come.
+    (Reconcile's settlement asks the same.)"""
     key = frames_ops.get_frame(conn, frame_id)["current_session_key"]
     if key is None:
         return False
