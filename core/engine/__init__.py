@@ -1,1 +1,2 @@
-"""The one engine: requests, transitions (sagas), claims, launches and sessions."""
+"""The one engine: the ``Engine`` facade and its requests (``commands``), and how a
+command opens one (``open``)."""
