@@ -36,9 +36,18 @@ class AsyncNavigatorReads:
         self._conn: aiosqlite.Connection | None = None
         self._path: Path | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._one_at_a_time: asyncio.Lock | None = None
+        """A load and a request's re-read may both await a read: one snapshot at a time
+        on the one connection (a second BEGIN inside the first was refused)."""
 
     async def rows(self, path: Path) -> NavigatorRows:
         """Every navigator read, in one snapshot of the registry at ``path``."""
+        if self._one_at_a_time is None:
+            self._one_at_a_time = asyncio.Lock()
+        async with self._one_at_a_time:
+            return await self._rows(path)
+
+    async def _rows(self, path: Path) -> NavigatorRows:
         conn = await self._connection(path)
         read: dict[str, list[Any]] = {}
         await conn.execute("BEGIN")

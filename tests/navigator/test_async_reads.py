@@ -77,3 +77,19 @@ def test_a_navigator_that_never_closes_the_connection_still_exits(tmp_path: Path
                           timeout=60, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) >= 1
+
+
+def test_reads_that_overlap_take_turns_on_the_one_connection(tmp_path: Path) -> None:
+    """A load and a request's re-read awaited at once: both get the state (a second
+    snapshot inside the first was refused by SQLite)."""
+    scenario = build_demo(tmp_path)
+    client = scenario.client
+
+    async def both() -> list[object]:
+        return list(await asyncio.gather(*(client.state_async() for _ in range(4))))
+
+    try:
+        states = asyncio.run(both())
+        assert len({encode_canonical(s) for s in states}) == 1  # type: ignore[arg-type]
+    finally:
+        client.shutdown()
