@@ -142,10 +142,6 @@ def mark_limited(home: Home, session_key: str, row: UsageRow, now: int) -> bool:
         opened.conn.close()
 
 
-BACKGROUND_NICENESS = 10
-"""How much lower the reader runs than the hook that started it."""
-
-
 def main(argv: list[str]) -> int:
     from core.config.home import Home
 
@@ -154,8 +150,6 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     session_key, provider, source, turn_id = argv
-    # Background work: an agent's next turn end (its hook) and the navigators come first.
-    os.nice(BACKGROUND_NICENESS)
     home = Home.from_env()
     try:
         read_usage(home.root, session_key, provider, source, turn_id or None,
