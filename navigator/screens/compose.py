@@ -13,25 +13,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
 
-class ComposeMessageScreen(ModalScreen[str | None]):
-    """Dismisses with the text, or None when cancelled; empty text is refused here."""
+class OneLineScreen(ModalScreen[str | None]):
+    """A dialog around one ``#text`` input with ``#ok``/``#cancel`` buttons and a
+    ``#problem`` line: dismisses with the stripped text, or None when cancelled; empty
+    text is refused with ``EMPTY_TEXT``. Subclasses compose the dialog."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
-
-    def __init__(self, frame_title: str) -> None:
-        super().__init__()
-        self.frame_title = frame_title
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog", classes="dialog"):
-            yield Label(f"Message the agent of “{self.frame_title}”", id="heading")
-            yield Label("It is typed when the agent is shown and ready; replies come to "
-                        "the Inbox.")
-            yield Input(placeholder="message", id="text")
-            yield Label("", id="problem", classes="problem")
-            with Horizontal(classes="buttons"):
-                yield Button("Send", variant="primary", id="ok")
-                yield Button("Cancel", id="cancel")
+    EMPTY_TEXT = "Type something first."
 
     def on_mount(self) -> None:
         self.query_one("#text", Input).focus()
@@ -53,6 +41,27 @@ class ComposeMessageScreen(ModalScreen[str | None]):
     def _submit(self) -> None:
         text = self.query_one("#text", Input).value.strip()
         if not text:
-            self.query_one("#problem", Label).update("Type a message first.")
+            self.query_one("#problem", Label).update(self.EMPTY_TEXT)
             return
         self.dismiss(text)
+
+
+class ComposeMessageScreen(OneLineScreen):
+    """Dismisses with the text, or None when cancelled; empty text is refused here."""
+
+    EMPTY_TEXT = "Type a message first."
+
+    def __init__(self, frame_title: str) -> None:
+        super().__init__()
+        self.frame_title = frame_title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Label(f"Message the agent of “{self.frame_title}”", id="heading")
+            yield Label("It is typed when the agent is shown and ready; replies come to "
+                        "the Inbox.")
+            yield Input(placeholder="message", id="text")
+            yield Label("", id="problem", classes="problem")
+            with Horizontal(classes="buttons"):
+                yield Button("Send", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")

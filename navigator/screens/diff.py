@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 from core.model.errors import SwitchboardError
 from core.review.client import ReviewClient
 from core.review.diff import FileStatus, FrameDiff, LineKind, patch_text
+from navigator.screens.compose import OneLineScreen
 from navigator.screens.session_detail import open_in_pager
 from navigator.widgets.diff_view import DiffView, RowKind, safe
 
@@ -34,10 +35,10 @@ STATUS_MARK = {FileStatus.ADDED: "A", FileStatus.DELETED: "D", FileStatus.MODIFI
                FileStatus.RENAMED: "R", FileStatus.UNTRACKED: "?"}
 
 
-class CommentScreen(ModalScreen[str | None]):
+class CommentScreen(OneLineScreen):
     """One line of review text for ``path:line``; None when cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    EMPTY_TEXT = "Type the comment first."
 
     def __init__(self, where: str, line_text: str) -> None:
         super().__init__()
@@ -55,29 +56,6 @@ class CommentScreen(ModalScreen[str | None]):
                 yield Button("Add", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
-    def on_mount(self) -> None:
-        self.query_one("#text", Input).focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self._submit()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "ok":
-            self._submit()
-        else:
-            self.dismiss(None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    def _submit(self) -> None:
-        text = self.query_one("#text", Input).value.strip()
-        if not text:
-            self.query_one("#problem", Label).update("Type the comment first.")
-            return
-        self.dismiss(text)
 
 
 def file_option(diff: FrameDiff, index: int) -> Option:
