@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from core.broker.kick import MANAGED_PREFIX
+from core.model.notice_line import managed_line as managed_line  # typed here, read by hooks
 from core.model.text import typed_name
 from storage.broker_schema import (
     MemberStatus,
@@ -46,6 +47,13 @@ if TYPE_CHECKING:
 
 LOCK_TIMEOUT_S = 10.0
 _MAX_PLACEMENT_RACES = 5
+ENTER_MARGIN_S = 0.1
+"""After the server's delayed Enter is due: a margin for its timer on a loaded machine."""
+WITNESS_WAIT_S = 5.0
+"""How long after an interrupted attempt its agent's prompt hook may still stamp it.
+
+The typist's tmux client can outlive the typist by a few hundred ms, and the agent's
+hook then needs a moment of its own; a loaded machine stretches both."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,14 @@ class PaneLockTimeout(DeliveryFailed):
     pass
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """A line a typist began to type into a pane: which message, since when (epoch ms)."""
+
+    message_id: int
+    started_ms: int
+
+
 class PaneLocks:
     """Per-pane input locks as ``flock``ed files in one directory shared by all processes."""
 
@@ -101,6 +117,33 @@ class PaneLocks:
 
     def path_for(self, target: PaneTarget) -> Path:
         return self.lock_dir / target.lock_name
+
+    # An attempt record is the lock file's content, read and written only under the
+    # lock: "<message id> <epoch ms>" while a line is on its way, empty otherwise. A
+    # typist that dies between typing and stamping leaves it behind for the next one.
+
+    def attempt_of(self, target: PaneTarget) -> Attempt | None:
+        """The attempt a typist of this pane began and never finished, if any."""
+        try:
+            words = self.path_for(target).read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if len(words) != 2 or not all(w.isdigit() for w in words):
+            return None
+        return Attempt(int(words[0]), int(words[1]))
+
+    def begin_attempt(self, target: PaneTarget, message_id: int) -> None:
+        self._write_record(target, f"{message_id} {time.time_ns() // 1_000_000}\n")
+
+    def end_attempt(self, target: PaneTarget) -> None:
+        self._write_record(target, "")
+
+    def _write_record(self, target: PaneTarget, text: str) -> None:
+        fd = os.open(self.path_for(target), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, text.encode("ascii"))
+        finally:
+            os.close(fd)
 
     @contextmanager
     def hold(self, *targets: PaneTarget) -> Iterator[None]:
@@ -187,13 +230,16 @@ class TmuxTyper:
             # would stamp a message its agent never saw. The Enter follows a short
             # pause: keys that reach the agent in one read are a paste to Claude
             # Code, which does not submit on an Enter inside it (the line would sit
-            # unsent in its input box); `run-shell` blocks only this command queue.
+            # unsent in its input box). The server itself sends that Enter
+            # (`run-shell -b -C -d`): a queue that waited for it in this client was
+            # dropped with the client when the typist died in the pause, leaving the
+            # text unsent in the input box for the next line to be appended to.
             command = guarded([
                 Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
                 Check(target.pane, equals("#{pane_input_off}", "0"), "fenced"),
             ], [("send-keys", "-t", target.pane, "-l", line),
-                ("run-shell", f"sleep {ENTER_AFTER_PASTE_S}"),
-                ("send-keys", "-t", target.pane, "Enter")])
+                ("run-shell", "-b", "-C", "-d", str(ENTER_AFTER_PASTE_S),
+                 f"send-keys -t {target.pane} Enter")])
         except ValueError as exc:  # not an exact %N pane id
             raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
         batch = [command]
@@ -220,6 +266,9 @@ class TmuxTyper:
                    "fenced": "it is parked with input disabled"}.get(verdict or "", verdict)
             raise DeliveryFailed(f"pane {target.pane} was not typed into: {why}; "
                                  "the message stays pending")
+        # The line is complete once the server sent its Enter; the pane lock is held
+        # until then, so no other line can land between the text and its Enter.
+        time.sleep(ENTER_AFTER_PASTE_S + ENTER_MARGIN_S)
 
 
 def notification_line(message_id: int, sender_name: str, from_member_id: int,
@@ -234,13 +283,6 @@ def notification_line(message_id: int, sender_name: str, from_member_id: int,
     name = typed_name(sender_name)
     return (f"[switchboard] message {message_id} from {name} (member {from_member_id}):"
             f" run `switchboard message poll --member {to_member_id}`, then ack {message_id}")
-
-
-def managed_line(message_id: int, sender_name: str) -> str:
-    """The line typed to a Switchboard-launched agent: its tools, not the broker CLI."""
-    name = typed_name(sender_name)
-    return (f"[switchboard] message {message_id} from {name}: call message_poll() to read it,"
-            f" then message_ack({message_id})")
 
 
 class DeliveryGate(Protocol):
@@ -341,6 +383,8 @@ class Notifier:
     after_submit: Callable[[int], None] | None = field(default=None, repr=False)
     # Switchboard-launched members: typed only when shown and ready (one line per ready turn).
     gate: DeliveryGate | None = None
+    # How long an interrupted attempt waits for its agent's prompt hook (tests shorten it).
+    witness_wait_s: float = WITNESS_WAIT_S
 
     def drain(self, store: BrokerStore, to_member_id: int, *, now: Callable[[], str],
               attempted: set[int]) -> DrainReport:
@@ -394,11 +438,14 @@ class Notifier:
                             attempted.discard(message_id)
                             return DrainReport(to_member_id, tuple(notified), deferred=(
                                 "the registry records no tmux server for its pane"))
+                    if frame_id is not None and self._witnessed(store, target, message_id):
+                        continue  # an earlier typist's line reached the agent: not again
                     sender = store.get_member(row["from_member_id"])
                     sender_name = sender["name"] if sender else "?"
                     line = (managed_line(message_id, sender_name) if frame_id is not None
                             else notification_line(message_id, sender_name,
                                                    row["from_member_id"], to_member_id))
+                    self.locks.begin_attempt(target, message_id)
                     self.typer.type_line(target, line, server)
                     if self.after_submit is not None:
                         self.after_submit(message_id)
@@ -407,7 +454,33 @@ class Notifier:
                     except sqlite3.OperationalError as exc:  # typed, but the file is locked
                         raise DeliveryFailed(f"typed, but notified_at not stamped ({exc})"
                                              ) from exc
+                    self.locks.end_attempt(target)
                     notified.append(message_id)
             except DeliveryFailed as exc:
                 return DrainReport(to_member_id, tuple(notified), not_notified=NotNotified(
                     message_id, to_member_id, target.pane, str(exc)))
+
+    def _witnessed(self, store: BrokerStore, target: PaneTarget, message_id: int) -> bool:
+        """Whether an interrupted attempt at this very message reached its agent.
+
+        A typist that died after typing and before stamping (killed, or the file was
+        locked) left its attempt record. The agent's own prompt hook stamps a line it
+        received (``core.broker.kick.witness_notice``): within ``witness_wait_s`` of
+        the attempt, wait for that stamp, or an ACK, instead of typing the line again.
+        No stamp by then: the line never reached the agent, and it is typed now.
+        (Hand-registered members have no such hook: they keep the plain at-least-once.)
+        """
+        attempt = self.locks.attempt_of(target)
+        if attempt is None or attempt.message_id != message_id:
+            return False
+        deadline = attempt.started_ms / 1000 + self.witness_wait_s
+        while True:
+            row = store.get_message(message_id)
+            if (row is None or row["notified_at"] is not None
+                    or decode_message_state(row["status_state"])
+                    is not MessageState.INPUT_REQUIRED):
+                self.locks.end_attempt(target)
+                return True
+            if time.time() >= deadline:
+                return False
+            time.sleep(0.05)

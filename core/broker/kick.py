@@ -58,3 +58,14 @@ def kick_after_stop(broker_path: Path, frame_id: str, env: dict[str, str]) -> bo
         spawn_detached([sys.executable, "-m", "core.apps.workers", "kick", frame_id], env)
         return True
     return False
+
+
+def witness_notice(broker_path: Path, frame_id: str, message_id: int, now_ms: int) -> bool:
+    """The frame's agent submitted the notification line of ``message_id``: stamp it.
+
+    Its prompt hook is the witness that the line arrived, so a typist that died
+    before its own stamp does not leave it to be typed twice
+    (``core.broker.delivery.Notifier._witnessed``)."""
+    from storage.broker_witness import stamp_witnessed
+
+    return stamp_witnessed(broker_path, frame_description(frame_id), message_id, now_ms)

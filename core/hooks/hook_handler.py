@@ -96,6 +96,10 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
             after_turn(home, parsed.provider.value, parsed.event, document,
                        recorded.outcome.session_key, parsed.turn_id,
                        first_hook=recorded.bound_now)
+    if recorded.outcome.handled and parsed.notice_message_id is not None:
+        from core.broker.kick import witness_notice  # only a notification line pays this
+
+        witness_notice(home.broker_path, recorded.frame_id, parsed.notice_message_id, now)
     if recorded.attention is not None:
         _publish_attention(env, recorded.frame_id, recorded.attention)
     if recorded.trusted_stop:

@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.errors import ProviderError
+from core.model.notice_line import notice_message_id
 from core.model.session_enums import Activity, ActivityReason, Provider, RuntimePresence
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
@@ -92,6 +93,9 @@ class HookEvent(NamedTuple):
     model: str | None = None
     stop_hook_active: bool = False
     is_control_prompt: bool = False
+    notice_message_id: int | None = None
+    """The prompt was exactly a message's notification line (``core.model.notice_line``):
+    the agent received it, which is what stamps it notified."""
 
     @property
     def idle_prompt(self) -> bool:
@@ -318,12 +322,14 @@ def parse_hook_document(provider: Provider | str, event: str,
     end_reason = None
     stop_hook_active = False
     is_control_prompt = False
+    notice: int | None = None
     if kind is HookKind.PROMPT_SUBMITTED:
         prompt = document.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise _invalid("hook field 'prompt' must be a string")
         # Only the fact that this was the fixed control template is kept.
         is_control_prompt = isinstance(prompt, str) and prompt.strip() == CONTROL_TEMPLATE
+        notice = notice_message_id(prompt) if isinstance(prompt, str) else None
     elif kind in (HookKind.TOOL_STARTED, HookKind.TOOL_FINISHED, HookKind.PERMISSION_REQUESTED):
         tool_name = _optional_str(document, "tool_name")
         tool_use_id = _opaque_id(document, "tool_use_id")
@@ -367,6 +373,7 @@ def parse_hook_document(provider: Provider | str, event: str,
         model=_opaque_id(document, "model"),
         stop_hook_active=stop_hook_active,
         is_control_prompt=is_control_prompt,
+        notice_message_id=notice,
     ), document
 
 

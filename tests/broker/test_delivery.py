@@ -378,3 +378,32 @@ def test_enter_arrives_after_the_line_in_a_read_of_its_own(
     chunks = reads()
     assert b"".join(chunks) == line.encode() + b"\r"
     assert chunks[-1] == b"\r", chunks  # the Enter came on its own
+
+
+def test_the_enter_arrives_when_the_typist_dies_right_after_typing(
+        tmp_path: Path, tmux_socket: Path, tmux_server: libtmux.Server) -> None:
+    """The server sends the Enter itself: a typist killed in the pause between the text
+    and its Enter (a queue that waited in its tmux client died with the client) left the
+    text unsent in the input box, where the next line was appended to it."""
+    log = tmp_path / "reads.log"
+    script = tmp_path / "reads.py"
+    script.write_text(_READ_LOGGER)
+    pane = tmux_server.cmd("new-window", "-d", "-t", "scratch:", "-P", "-F", "#{pane_id}",
+                           f"exec {sys.executable} {script} {log}").stdout[0]
+    assert retry_until(log.exists, 10)
+    line = notification_line(8, "boss", 1, 2)
+    typist = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from core.broker.delivery import TmuxTyper,"
+         " PaneTarget; TmuxTyper(sys.argv[1]).type_line(PaneTarget('tmux', 'scratch', '@1',"
+         " sys.argv[2]), sys.argv[3])", str(tmux_socket), pane, line], cwd=REPO,
+        start_new_session=True)
+
+    def reads() -> bytes:
+        return b"".join(bytes.fromhex(r) for r in log.read_text().split())
+
+    assert retry_until(lambda: reads() == line.encode(), 10), reads()
+    # Ctrl-C in the person's terminal, or a kill of the group: the typist and its tmux
+    # client (if still running) die together, the Enter not yet sent.
+    os.killpg(typist.pid, 9)
+    typist.wait()
+    assert retry_until(lambda: reads() == line.encode() + b"\r", 5), reads()

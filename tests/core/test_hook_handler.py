@@ -282,3 +282,32 @@ def test_malformed_payload_is_a_provider_error(live: LiveSurface, payload: bytes
 def test_event_name_mismatch_is_a_provider_error(live: LiveSurface) -> None:
     refused_nothing_written(live, live.env(), payload_for(live, "Stop"),
                             event="UserPromptSubmit", raises=ProviderError)
+
+
+def test_a_notification_line_the_agent_submits_stamps_its_message(live: LiveSurface) -> None:
+    """The prompt hook is the witness that a message's line reached the agent (a typist
+    killed before its own stamp then leaves nothing to be typed twice)."""
+    import sqlite3
+
+    from core.broker.membership import person_send
+    from core.model.notice_line import managed_line
+
+    frame_id = live.engine.conn.execute(
+        "SELECT frame_id FROM agent_capabilities WHERE launch_id = ?",
+        (live.launch_id,)).fetchone()[0]
+    sent = person_send(live.engine, frame_id, "please look at the tests")
+    assert sent.delivery.startswith("pending")  # no Stop yet: the gate kept it for later
+    broker = live.root / "broker.sqlite3"
+
+    def notified() -> str | None:
+        with sqlite3.connect(broker) as conn:
+            return conn.execute("SELECT notified_at FROM messages WHERE message_id = ?",
+                                (sent.message_id,)).fetchone()[0]
+
+    other = payload_for(live, "UserPromptSubmit", prompt="please: " + managed_line(
+        sent.message_id, "person"))
+    assert handle_hook("claude", "UserPromptSubmit", other, live.env()).handled
+    assert notified() is None  # only the exact line is a witness
+    line = payload_for(live, "UserPromptSubmit", prompt=managed_line(sent.message_id, "person"))
+    assert handle_hook("claude", "UserPromptSubmit", line, live.env()).handled
+    assert notified() is not None

@@ -1,0 +1,164 @@
+"""A notification line is typed once even when its typist dies before stamping it.
+
+The typist records its attempt in the pane's lock file before typing; the
+agent's prompt hook stamps a line it received (``storage.broker_witness``); the
+next typist of that pane waits a moment for that stamp instead of typing the
+line again, and types it only when no witness came (the line never arrived).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core.broker.broker import Broker, PlacementSpec, open_broker
+from core.broker.delivery import Notifier, PaneLocks, PaneServer, PaneTarget
+from core.model.notice_line import managed_line, notice_message_id
+from storage import broker_schema
+from storage.broker_witness import _APPLICATION_ID, _LEDGER_VERSION, iso_utc_ms, stamp_witnessed
+
+MANAGED = "switchboard-frame:F1"
+
+
+class Killed(BaseException):
+    """The typist dies right after its line went out (kill -9 between type and stamp)."""
+
+
+class _Typer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def type_line(self, target: PaneTarget, line: str,
+                  server: PaneServer | None = None) -> None:
+        self.lines.append(line)
+
+
+class _ReadyGate:
+    def blocked(self, frame_id: str, target: PaneTarget) -> str | None:
+        return None
+
+    def server_for(self, frame_id: str) -> PaneServer | None:
+        return PaneServer("/tmp/views.sock", 1, 1)
+
+
+def _world(tmp_path: Path, *, wait_s: float, die: bool
+           ) -> tuple[Broker, _Typer, int, int, Path]:
+    path = tmp_path / "b.sqlite3"
+    store = open_broker(path)
+    typer = _Typer()
+    locks = PaneLocks(tmp_path / "locks")
+
+    def killed(message_id: int) -> None:
+        raise Killed(message_id)
+
+    notifier = Notifier(typer, locks, gate=_ReadyGate(), witness_wait_s=wait_s,
+                        after_submit=killed if die else None)
+    broker = Broker(store, notifier=notifier, locks=locks)
+    created = broker.create_fleet("f", director_name="ws", director_description="Director",
+                                  placement=PlacementSpec("s", "@1", "%1", "fake"))
+    agent = broker.register_member(created.fleet.fleet_id, "agent", description=MANAGED,
+                                   placement=PlacementSpec("s", "@1", "%2", "fake"))
+    return broker, typer, created.director.member.member_id, agent.member.member_id, path
+
+
+def _notified(broker: Broker, message_id: int) -> str | None:
+    row = broker.store.get_message(message_id)
+    assert row is not None
+    return row["notified_at"]
+
+
+def _send_and_die(broker: Broker, director: int, agent: int) -> int:
+    with pytest.raises(Killed) as died:
+        broker.send(1, director, agent, "please look")
+    message_id = died.value.args[0]
+    assert _notified(broker, message_id) is None  # typed, never stamped by the typist
+    assert broker.notifier is not None
+    broker.notifier.after_submit = None  # the next typist is another, living process
+    return int(message_id)
+
+
+def test_a_line_the_agent_received_is_not_typed_again(tmp_path: Path) -> None:
+    broker, typer, director, agent, path = _world(tmp_path, wait_s=5.0, die=True)
+    message_id = _send_and_die(broker, director, agent)
+    # The agent's prompt hook saw exactly that line.
+    assert stamp_witnessed(path, MANAGED, message_id, time.time_ns() // 1_000_000)
+    started = time.monotonic()
+    report = broker._drain(agent, set())
+    assert report.notified == () and typer.lines == [managed_line(message_id, "ws")]
+    assert time.monotonic() - started < 1.0  # a stamp ends the wait at once
+    assert _notified(broker, message_id) is not None
+    broker.close()
+
+
+def test_a_witness_that_comes_during_the_wait_ends_it(tmp_path: Path) -> None:
+    broker, typer, director, agent, path = _world(tmp_path, wait_s=5.0, die=True)
+    message_id = _send_and_die(broker, director, agent)
+    late = threading.Timer(0.3, stamp_witnessed,
+                           (path, MANAGED, message_id, time.time_ns() // 1_000_000))
+    late.start()
+    started = time.monotonic()
+    report = broker._drain(agent, set())
+    late.join()
+    assert report.notified == () and len(typer.lines) == 1
+    assert 0.2 < time.monotonic() - started < 4.0
+    broker.close()
+
+
+def test_a_line_nobody_witnessed_is_typed_again_after_the_wait(tmp_path: Path) -> None:
+    broker, typer, director, agent, _ = _world(tmp_path, wait_s=0.3, die=True)
+    message_id = _send_and_die(broker, director, agent)
+    report = broker._drain(agent, set())
+    assert report.notified == (message_id,)
+    assert typer.lines == [managed_line(message_id, "ws")] * 2  # it never arrived: again
+    assert _notified(broker, message_id) is not None
+    assert broker.notifier is not None and broker.notifier.locks.attempt_of(
+        PaneTarget("fake", "s", "@1", "%2")) is None  # finished attempts leave no record
+    broker.close()
+
+
+def test_the_witness_stamps_only_what_waits_for_that_member(tmp_path: Path) -> None:
+    broker, typer, director, agent, path = _world(tmp_path, wait_s=0.3, die=True)
+    message_id = _send_and_die(broker, director, agent)
+    now = time.time_ns() // 1_000_000
+    assert not stamp_witnessed(path, "switchboard-frame:F2", message_id, now)  # not its
+    assert not stamp_witnessed(path, MANAGED, message_id + 1, now)  # no such message
+    assert not stamp_witnessed(tmp_path / "missing.sqlite3", MANAGED, message_id, now)
+    foreign = tmp_path / "foreign.sqlite3"
+    foreign.write_bytes(b"not a database")
+    assert not stamp_witnessed(foreign, MANAGED, message_id, now)
+    assert _notified(broker, message_id) is None
+    broker.ack(agent, message_id)
+    assert not stamp_witnessed(path, MANAGED, message_id, now)  # ACKed: nothing to stamp
+    assert _notified(broker, message_id) is None
+    broker.close()
+
+
+def test_the_witness_speaks_the_brokers_format() -> None:
+    assert (_APPLICATION_ID, _LEDGER_VERSION) == (broker_schema.APPLICATION_ID,
+                                                  broker_schema.LEDGER_VERSION)
+    from core.broker.reading import iso_utc
+
+    for ms in (0, 1_733_400_000_123, 1_799_999_999_999):
+        assert iso_utc_ms(ms) == iso_utc(ms)
+
+
+@pytest.mark.parametrize("name", ["ws", "Fix the bug", "a: call message_poll() to read it",
+                                  "x) then message_ack(9", "ü'\x1b[31m;"])
+def test_a_notice_line_names_its_message(name: str) -> None:
+    assert notice_message_id(managed_line(417, name)) == 417
+    assert notice_message_id("  " + managed_line(3, name) + "\n") == 3
+
+
+@pytest.mark.parametrize("prompt", [
+    "", "hello", "[switchboard] message 4 from x: call message_poll() to read it, then "
+    "message_ack(5)", "[switchboard] message x from y: call message_poll() to read it, "
+    "then message_ack(x)", "please: [switchboard] message 4 from x: call message_poll() "
+    "to read it, then message_ack(4)", "[switchboard] message ４ from x: call "
+    "message_poll() to read it, then message_ack(４)",
+    "[switchboard] message 4 from x: call message_poll() to read it, then message_ack(4) "
+    "and more"])
+def test_other_prompts_name_no_message(prompt: str) -> None:
+    assert notice_message_id(prompt) is None
