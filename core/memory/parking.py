@@ -34,6 +34,7 @@ Public API (also for ``switchboard restore`` and tests): ``park_view`` and
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shlex
 import time
@@ -74,6 +75,14 @@ _SCREEN_START = "\x1b[?7l\x1b[?25l\x1b[H\x1b[2J"
 not wrapped: a window shown at another size than it was parked at), no cursor, a
 clear screen."""
 _SCREEN_END = "\x1b[0m\x1b[?7h"
+WARM_SOCKET = "warm.sock"
+"""The warm navigator server's socket (``navigator.warm``), in ``SCREENS``."""
+WAKE_CLIENT = Path(__file__).with_name("wake_client.py")
+MAX_SOCKET_PATH = 100
+"""Longer unix socket paths do not bind (108 bytes on Linux): those homes wake cold."""
+ENV_PANE_PID = "SWITCHBOARD_NAVIGATOR_PANE_PID"
+"""Set by ``wake_client`` for a navigator the warm server forked: its pane's pid
+(``pane_pid``), which is not the navigator's own (``own_pane_pid``)."""
 
 
 @dataclass(frozen=True)
@@ -177,27 +186,74 @@ def _save_screen(run_dir: Path, view_id: str, captured: Sequence[str]) -> Path:
     return path
 
 
+def warm_socket(run_dir: Path) -> Path | None:
+    """Where the warm navigator server listens; None when the path is too long to bind."""
+    path = screens_dir(run_dir) / WARM_SOCKET
+    return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
+
+
+def _is_default_navigator(command: Sequence[str]) -> bool:
+    """``python -OO -m navigator.cli ui ...``: what the warm server runs (a test's or a
+    person's own navigator command wakes cold, as it is)."""
+    return tuple(command[1:5]) == ("-OO", "-m", "navigator.cli", "ui")
+
+
+def warm_server_running(socket: Path) -> bool:
+    """Whether a warm server holds the lock beside ``socket`` (no connection made)."""
+    try:
+        fd = os.open(socket.with_name(socket.name + ".lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def start_warm_command(python: str, socket: Path) -> TmuxCommand:
+    """Start the warm server as a tmux job: it and the navigators it forks descend from
+    the tmux server, which ends it with itself. A second one exits at once (its lock)."""
+    line = " ".join(shlex.quote(arg) for arg in (
+        "exec", "env", "MALLOC_ARENA_MAX=1", python, "-OO", "-m", "navigator.warm",
+        str(socket)))
+    return ("run-shell", "-b", f"{line} </dev/null >/dev/null 2>&1")
+
+
+def own_pane_pid() -> int:
+    """This navigator's pane pid: its own, unless the warm server forked it."""
+    raw = os.environ.get(ENV_PANE_PID, "")
+    return int(raw) if raw.isdigit() else os.getpid()
+
+
 def keeper_command(screen: Path) -> tuple[str, ...]:
     """What a parked navigator pane runs: print the saved screen, exit ``ASLEEP_STATUS``."""
     return ("/bin/sh", "-c", f'cat "$0" 2>/dev/null; exit {ASLEEP_STATUS}', str(screen))
 
 
-def waking_spawn(spawn: NavigatorSpawn, screen: Path) -> NavigatorSpawn:
-    """The navigator's own spawn, behind a ``cat`` of its saved screen (there at once)."""
+def waking_spawn(spawn: NavigatorSpawn, screen: Path,
+                 warm: Path | None = None) -> NavigatorSpawn:
+    """The navigator's own spawn, behind a ``cat`` of its saved screen (there at once);
+    with ``warm`` (the warm server's socket), through ``wake_client``, which hands the
+    pane to that server (or runs the command itself when none answers)."""
+    command = tuple(spawn.command)
+    if warm is not None and _is_default_navigator(command):
+        command = (command[0], "-I", "-S", str(WAKE_CLIENT), str(warm), "--", *command)
     return NavigatorSpawn(
         view_id=spawn.view_id,
-        command=("/bin/sh", "-c", 'cat "$0" 2>/dev/null; exec "$@"', str(screen),
-                 *spawn.command),
+        command=("/bin/sh", "-c", 'cat "$0" 2>/dev/null; exec "$@"', str(screen), *command),
         env=spawn.env)
 
 
 def wake_line(runner: TmuxRunner, pane: NavigatorPane, spawn: NavigatorSpawn,
-              screen: Path) -> str:
+              screen: Path, warm: Path | None = None) -> str:
     """The shell line the server hooks run to wake ``pane``: one tmux client that respawns
     it behind its saved screen (no Python on the way: the navigator's own start is the
     wait). ``respawn-pane`` without ``-k`` never touches a pane that runs, and a pane id
     is never reissued by the server that holds this window option."""
-    waking = waking_spawn(spawn, screen)
+    waking = waking_spawn(spawn, screen, warm)
     env = [arg for name, value in waking.env.items() for arg in ("-e", f"{name}={value}")]
     argv = [runner.tmux_bin or "tmux", "-S", runner.socket_path,
             "respawn-pane", "-t", pane.pane_id, *env, "--", *waking.command,
@@ -266,10 +322,15 @@ def park(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
         return []
     screens = _capture(runner, panes)
     commands: list[TmuxCommand] = [*hook_commands()]
+    warm = warm_socket(run_dir)
+    spawns = {pane.view_id: spawn_of(pane.view_id) for pane in panes}
+    pythons = [s.command[0] for s in spawns.values() if _is_default_navigator(s.command)]
+    if warm is not None and pythons and not warm_server_running(warm):
+        commands.append(start_warm_command(pythons[0], warm))
     for pane in panes:
         screen = _save_screen(run_dir, pane.view_id, screens.get(pane.pane_id, []))
         commands += _park_commands(pane, screen,
-                                   wake_line(runner, pane, spawn_of(pane.view_id), screen))
+                                   wake_line(runner, pane, spawns[pane.view_id], screen, warm))
     output = run_guarded(runner, expected, commands, refusal_stops=True)
     labels = outcomes(output.stdout, missing_raises=False)
     parked = [pane for index, pane in enumerate(panes)
@@ -298,7 +359,8 @@ def wake(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
     clear their wake lines. One guarded tmux process; returns the views woken."""
     if not panes:
         return []
-    respawns = [(pane.pane_id, waking_spawn(spawn, screen_file(run_dir, pane.view_id)))
+    warm = warm_socket(run_dir)
+    respawns = [(pane.pane_id, waking_spawn(spawn, screen_file(run_dir, pane.view_id), warm))
                 for pane, spawn in panes]
     results = respawn_navigators(runner, expected, respawns)
     clear: list[TmuxCommand] = []
@@ -403,7 +465,8 @@ def sweep(runner: TmuxRunner, run_dir: Path, view_ids: Iterable[str],
     fleet = fleet_panes(runner)
     expected = fleet.identity
     stamp = int(time.time() if now is None else now)
-    decided = plan(fleet, view_ids, stamp, after, os.getpid() if own_pid is None else own_pid)
+    decided = plan(fleet, view_ids, stamp, after,
+                   own_pane_pid() if own_pid is None else own_pid)
     marks: list[TmuxCommand] = [("set-option", "-p", "-t", p.pane_id, OPT_UNSEEN, str(stamp))
                                 for p in decided.mark]
     marks += [("set-option", "-pu", "-t", p.pane_id, OPT_UNSEEN) for p in decided.unmark]

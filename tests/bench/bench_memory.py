@@ -60,7 +60,9 @@ from tests.waiting import retry_until
 REPO = Path(__file__).resolve().parents[2]
 AGENT_MARK = b"core.providers.fake.agent"
 HOST_MARK = b"core.memory.mcp_host"
-NAVIGATOR_MARK = b"navigator.cli"
+NAVIGATOR_MARKS = (b"navigator.cli", b"navigator.warm", b"wake_client.py")
+"""A navigator: a cold one, the warm server and the navigators it forked (they keep its
+argv), and a woken pane's own process (``core/memory/wake_client.py``)."""
 MCP_MARKS = (b"navigator.cli\0mcp", b"sb-mcp-shim")
 
 
@@ -142,7 +144,7 @@ def census(server_pid: int, socket: Path) -> Census:
             continue
         if any(mark in proc.argv for mark in MCP_MARKS) or HOST_MARK in proc.argv:
             result.agent_tools.append(proc)
-        elif NAVIGATOR_MARK in proc.argv:
+        elif any(mark in proc.argv for mark in NAVIGATOR_MARKS):
             result.navigators.append(proc)
         else:
             result.other.append(proc)

@@ -8,7 +8,10 @@ driven directly, with the park delay at 0, so no test waits for the host's inter
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -138,3 +141,118 @@ def test_turn_holder_parks_itself_only_when_a_shown_navigator_stays() -> None:
     alone = parking.Fleet(identity, (mine, other), frozenset())
     assert parking.plan(alone, ["a", "b"], now=100, after=30, own_pid=10).park == (other,)
     assert parking.plan(fleet, ["a", "b", "c"], now=10, after=30, own_pid=10).park == ()
+
+
+def _warm_children(socket_file: Path) -> list[int]:
+    """Navigators the warm server of ``socket_file`` forked that still run."""
+    marker = f"navigator.warm\0{socket_file}".encode()
+    stats: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker not in (entry / "cmdline").read_bytes():
+                continue
+            stats[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+    servers = {pid for pid, parent in stats.items() if parent not in stats}
+    return [pid for pid, parent in stats.items() if parent in servers]
+
+
+def test_parked_view_wakes_through_the_warm_server(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person shows a parked view in a real 80x24 terminal: the pane's process is the
+    small hand-off client, the app the warm server forked draws on that terminal, takes
+    a key, follows a resize, and when the pane's process is killed the app goes with it
+    and reconcile brings the navigator back as for any crash."""
+    engine = make_engine(tmp_path, tmux_socket)
+    engine.stage.navigator_command = None  # the real `switchboard ui`
+    alpha = engine.project_enter(new_request_id(), "alpha").view_id
+    beta = engine.project_enter(new_request_id(), "beta").view_id
+    snap = engine.stage.snapshot()
+    nav_a = snap.view(alpha).navigator.pane_id
+    window_a, window_b = snap.view(alpha).window_id, snap.view(beta).window_id
+    tmux(tmux_socket, "select-window", "-t", window_b)
+    terminal = Terminal(tmux_socket, engine.config.tmux.view_session, 80, 24)
+    warm = parking.warm_socket(engine.home.run_dir)
+    assert warm is not None
+    try:
+        assert retry_until(lambda: _shows_navigator(tmux_socket, nav_a, 40), 60), \
+            screen(tmux_socket, nav_a)
+        monkeypatch.setenv(parking.ENV_PARK_AFTER, "0")
+        assert parking.park_view(engine.stage.runner, engine.home.run_dir, alpha,
+                                 spawn=engine.stage.navigator_spawn(alpha))
+        # the park started the warm server (a tmux job: it descends from the server)
+        assert retry_until(lambda: warm.exists() and parking.warm_server_running(warm), 30)
+        assert retry_until(lambda: _pane_state(tmux_socket, nav_a)[:2]
+                           == (True, str(ASLEEP_STATUS)), 10)
+
+        tmux(tmux_socket, "select-window", "-t", window_a)
+        assert retry_until(lambda: _shows_navigator(tmux_socket, nav_a, 40), 30), \
+            screen(tmux_socket, nav_a)
+        started = tmux(tmux_socket, "display-message", "-p", "-t", nav_a,
+                       "#{pane_start_command}")
+        assert "wake_client.py" in started and str(warm) in started
+        [child] = _warm_children(warm)  # the app runs in the server's fork
+        assert child != _pane_state(tmux_socket, nav_a)[2]
+        # a key typed in the person's terminal reaches it through the pane's terminal
+        tmux(tmux_socket, "select-pane", "-t", nav_a)
+        terminal.type(b"?")
+        assert retry_until(lambda: "█ Keys" in screen(tmux_socket, nav_a), 10), \
+            screen(tmux_socket, nav_a)  # the help dialog
+        terminal.type(b"q")
+        assert retry_until(lambda: "█ Keys" not in screen(tmux_socket, nav_a), 10)
+        # a resize reaches it (tmux signals the pane's process, which forwards it)
+        tmux(tmux_socket, "resize-pane", "-t", nav_a, "-x", "50")
+        assert retry_until(lambda: tmux(tmux_socket, "display-message", "-p", "-t", nav_a,
+                                        "#{pane_width}").strip() == "50"
+                           and _shows_navigator(tmux_socket, nav_a, 40), 10), \
+            screen(tmux_socket, nav_a)
+
+        # the pane's process killed: the forked app goes too, the pane is a dead
+        # navigator (not parked), and reconcile revives it as any crashed one
+        os.kill(_pane_state(tmux_socket, nav_a)[2], signal.SIGKILL)
+        assert retry_until(lambda: _pane_state(tmux_socket, nav_a)[0], 10)
+        assert retry_until(lambda: _warm_children(warm) == [], 10)
+        assert _pane_state(tmux_socket, nav_a)[1] != str(ASLEEP_STATUS)
+        reconcile(engine)
+        assert retry_until(lambda: _shows_navigator(tmux_socket, nav_a, 40), 60), \
+            screen(tmux_socket, nav_a)
+        assert problems(engine, alpha) == []
+    finally:
+        terminal.close()
+    # the tmux server gone, the warm server goes too
+    tmux(tmux_socket, "kill-server")
+    assert retry_until(lambda: not parking.warm_server_running(warm), 10)
+
+
+def test_wake_protocol_agrees_and_runs_only_navigators() -> None:
+    """The hand-off client and the server speak one protocol, the server forks only the
+    navigator command, and a forked navigator knows its pane's pid for parking's plan."""
+    from core.memory import wake_client
+    from navigator import warm
+
+    assert wake_client.MAGIC == warm.MAGIC
+    assert wake_client.ENV_PANE_PID == parking.ENV_PANE_PID
+    navigator = [sys.executable, "-OO", "-m", "navigator.cli", "ui", "--view", "v1"]
+
+    def message(argv: list[str]) -> bytes:
+        body = b"\0".join(os.fsencode(f) for f in ["/tmp", str(len(argv)), *argv, "A=1"])
+        return warm.MAGIC + body
+
+    assert warm.parse(message(navigator)) == ("/tmp", ["ui", "--view", "v1"], {"A": "1"})
+    assert warm.parse(message([sys.executable, "-c", "print(1)"])) is None
+    assert warm.parse(message(["/bin/sh", "-OO", "-m", "navigator.cli", "ui"])) is None
+    assert warm.parse(b"GET / HTTP/1.0\r\n") is None
+    spawn = parking.NavigatorSpawn(view_id="v1", command=tuple(navigator), env={})
+    own = parking.NavigatorSpawn(view_id="v1", command=("my-navigator",), env={})
+    sock = Path("/tmp/x/warm.sock")
+    assert "wake_client.py" in " ".join(parking.waking_spawn(spawn, Path("/s"), sock).command)
+    assert parking.waking_spawn(own, Path("/s"), sock).command[-1] == "my-navigator"
+    assert parking.waking_spawn(spawn, Path("/s"), None).command[4:] == tuple(navigator)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(parking.ENV_PANE_PID, "4242")
+        assert parking.own_pane_pid() == 4242
+        patch.delenv(parking.ENV_PANE_PID)
+        assert parking.own_pane_pid() == os.getpid()
