@@ -473,7 +473,9 @@ class Notifier:
         attempt = self.locks.attempt_of(target)
         if attempt is None or attempt.message_id != message_id:
             return False
-        deadline = attempt.started_ms / 1000 + self.witness_wait_s
+        # From the attempt's start, and never longer than the wait itself (a clock that
+        # stepped back must not make this typist wait for hours).
+        deadline = min(attempt.started_ms / 1000, time.time()) + self.witness_wait_s
         while True:
             row = store.get_message(message_id)
             if (row is None or row["notified_at"] is not None
