@@ -10,10 +10,13 @@ the pane's own process), its environment and directory, and runs the navigator
 protocol; the child reports its exit status to the pane's process and ends when
 that process goes (tmux ended the pane).
 
-Lifetime: one per tmux server (started by parking through ``run-shell -b``, so it
-and every navigator it forks descend from the tmux server, which ends it when it
-exits; it also notices that its parent went within ``CHECK_S``), one per socket (an
-``flock`` beside it), and gone when its socket file is removed or replaced. It holds
+Lifetime: started by the first wake that finds none (through ``tmux run-shell -b``,
+so it and every navigator it forks descend from the tmux server, which ends it when
+it exits; it also notices that its parent went within ``CHECK_S``), one per socket
+(an ``flock`` beside it), gone ``IDLE`` seconds (its second argument) after its last
+hand-off, and when its socket file is removed or replaced. Its ~32 MB are paid only
+while someone moves between views (see docs/decisions.md, "Waking a parked
+navigator fast"). It holds
 no thread, no connection and no file of the registry (forking a process with threads
 or an open SQLite handle is unsafe): only imported modules.
 """
@@ -38,6 +41,8 @@ CHECK_S = 2.0
 """Seconds between checks that the socket file is still this server's and that the
 tmux server that started it still runs."""
 MAX_MESSAGE = 1024 * 1024
+_held: list[int] = []
+"""The server's lock fd: closed in each child, so the lock goes with the server."""
 NAVIGATOR_TAIL = ("-OO", "-m", "navigator.cli", "ui")
 """The only command this server runs: ``python -OO -m navigator.cli ui ...``."""
 
@@ -134,11 +139,21 @@ def _run_child(conn: socket.socket, cwd: str, args: list[str], env: dict[str, st
     """In the forked child: become the pane's navigator; never returns."""
     code = 1
     try:
-        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        for fd in _held:
+            os.close(fd)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
         os.environ.clear()
         os.environ.update(env)
+        # Textual reads its settings (TEXTUAL_*, ESCDELAY) from the environment at
+        # import: read them again from the pane's.
+        import importlib
+
+        import textual.constants
+
+        importlib.reload(textual.constants)
         with contextlib.suppress(OSError):
             os.chdir(cwd)
         # The pane's terminal, as a Python started in it would have opened it.
@@ -223,20 +238,26 @@ def _ours(path: Path, inode: int) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m navigator.warm SOCKET", file=sys.stderr)
+    if len(args) != 2:
+        print("usage: python -m navigator.warm SOCKET IDLE_SECONDS", file=sys.stderr)
         return 2
     path = Path(args[0])
+    try:
+        idle = float(args[1])
+    except ValueError:
+        idle = 0.0
     lock = _lock(path)
     if lock is None:
         return 0  # another server runs for this socket
+    _held.append(lock)
     parent = os.getppid()
     preload()
     # Children are reaped by the kernel; each reports its own status to its pane.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     server = _listen(path)
     inode = os.stat(path).st_ino
-    while _ours(path, inode) and os.getppid() == parent:
+    last = time.monotonic()
+    while _ours(path, inode) and os.getppid() == parent and time.monotonic() - last < idle:
         try:
             conn, _ = server.accept()
         except TimeoutError:
@@ -245,7 +266,11 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.1)
             continue
         _serve_one(server, conn)
+        last = time.monotonic()
     server.close()
+    with contextlib.suppress(OSError):
+        if _ours(path, inode):
+            path.unlink()  # a late client then wakes cold at once (no connect wait)
     os.close(lock)
     return 0
 

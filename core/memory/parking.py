@@ -78,6 +78,13 @@ _SCREEN_END = "\x1b[0m\x1b[?7h"
 WARM_SOCKET = "warm.sock"
 """The warm navigator server's socket (``navigator.warm``), in ``SCREENS``."""
 WAKE_CLIENT = Path(__file__).with_name("wake_client.py")
+ENV_WARM_IDLE = "SWITCHBOARD_WARM_IDLE"
+"""Seconds the warm navigator server stays after its last hand-off (default
+``WARM_IDLE_S``); 0 turns it off. Read by the process that builds the wake line."""
+WARM_IDLE_S = 600.0
+"""Ten minutes: moving between views keeps it (each wake ~0.25 s instead of ~0.5 s,
+~0.9 s under a large fleet's load); a fleet looked at in one view gives its ~32 MB
+back."""
 MAX_SOCKET_PATH = 100
 """Longer unix socket paths do not bind (108 bytes on Linux): those homes wake cold."""
 ENV_PANE_PID = "SWITCHBOARD_NAVIGATOR_PANE_PID"
@@ -192,6 +199,14 @@ def warm_socket(run_dir: Path) -> Path | None:
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
 
 
+def warm_idle() -> float:
+    """``WARM_IDLE_S``, or the environment's (0: no warm server, every wake is cold)."""
+    try:
+        return max(0.0, float(os.environ.get(ENV_WARM_IDLE, "") or WARM_IDLE_S))
+    except ValueError:
+        return WARM_IDLE_S
+
+
 def _is_default_navigator(command: Sequence[str]) -> bool:
     """``python -OO -m navigator.cli ui ...``: what the warm server runs (a test's or a
     person's own navigator command wakes cold, as it is)."""
@@ -213,13 +228,36 @@ def warm_server_running(socket: Path) -> bool:
     return False
 
 
-def start_warm_command(python: str, socket: Path) -> TmuxCommand:
-    """Start the warm server as a tmux job: it and the navigators it forks descend from
-    the tmux server, which ends it with itself. A second one exits at once (its lock)."""
-    line = " ".join(shlex.quote(arg) for arg in (
-        "exec", "env", "MALLOC_ARENA_MAX=1", python, "-OO", "-m", "navigator.warm",
-        str(socket)))
-    return ("run-shell", "-b", f"{line} </dev/null >/dev/null 2>&1")
+@dataclass(frozen=True)
+class WarmServer:
+    """The warm navigator server of one home and tmux server (``navigator.warm``)."""
+
+    socket: Path
+    tmux_bin: str
+    tmux_socket: str
+    idle_s: float
+
+    def start_line(self, python: str) -> str:
+        """The shell line a tmux job runs to start it: after a second, so the cold
+        navigator of the wake that found none has the cores first."""
+        argv = ("env", "MALLOC_ARENA_MAX=1", python, "-OO", "-m", "navigator.warm",
+                str(self.socket), f"{self.idle_s:g}")
+        return f"sleep 1; exec {shlex.join(argv)} </dev/null >/dev/null 2>&1"
+
+    def client_command(self, command: Sequence[str]) -> tuple[str, ...]:
+        """``command`` (the navigator) behind ``wake_client``."""
+        python = command[0]
+        return (python, "-I", "-S", str(WAKE_CLIENT), str(self.socket), self.tmux_bin,
+                self.tmux_socket, self.start_line(python), "--", *command)
+
+
+def warm_server(runner: TmuxRunner, run_dir: Path) -> WarmServer | None:
+    """The warm server a wake hands its pane to; None when off or the socket path is too
+    long (the wake is then cold, as before)."""
+    socket, idle = warm_socket(run_dir), warm_idle()
+    if socket is None or idle <= 0:
+        return None
+    return WarmServer(socket, runner.tmux_bin or "tmux", runner.socket_path, idle)
 
 
 def own_pane_pid() -> int:
@@ -234,13 +272,13 @@ def keeper_command(screen: Path) -> tuple[str, ...]:
 
 
 def waking_spawn(spawn: NavigatorSpawn, screen: Path,
-                 warm: Path | None = None) -> NavigatorSpawn:
+                 warm: WarmServer | None = None) -> NavigatorSpawn:
     """The navigator's own spawn, behind a ``cat`` of its saved screen (there at once);
-    with ``warm`` (the warm server's socket), through ``wake_client``, which hands the
-    pane to that server (or runs the command itself when none answers)."""
+    with ``warm``, through ``wake_client``, which hands the pane to that server (or
+    starts one and runs the command itself when none answers)."""
     command = tuple(spawn.command)
     if warm is not None and _is_default_navigator(command):
-        command = (command[0], "-I", "-S", str(WAKE_CLIENT), str(warm), "--", *command)
+        command = warm.client_command(command)
     return NavigatorSpawn(
         view_id=spawn.view_id,
         command=("/bin/sh", "-c", 'cat "$0" 2>/dev/null; exec "$@"', str(screen), *command),
@@ -248,7 +286,7 @@ def waking_spawn(spawn: NavigatorSpawn, screen: Path,
 
 
 def wake_line(runner: TmuxRunner, pane: NavigatorPane, spawn: NavigatorSpawn,
-              screen: Path, warm: Path | None = None) -> str:
+              screen: Path, warm: WarmServer | None = None) -> str:
     """The shell line the server hooks run to wake ``pane``: one tmux client that respawns
     it behind its saved screen (no Python on the way: the navigator's own start is the
     wait). ``respawn-pane`` without ``-k`` never touches a pane that runs, and a pane id
@@ -322,11 +360,8 @@ def park(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
         return []
     screens = _capture(runner, panes)
     commands: list[TmuxCommand] = [*hook_commands()]
-    warm = warm_socket(run_dir)
+    warm = warm_server(runner, run_dir)
     spawns = {pane.view_id: spawn_of(pane.view_id) for pane in panes}
-    pythons = [s.command[0] for s in spawns.values() if _is_default_navigator(s.command)]
-    if warm is not None and pythons and not warm_server_running(warm):
-        commands.append(start_warm_command(pythons[0], warm))
     for pane in panes:
         screen = _save_screen(run_dir, pane.view_id, screens.get(pane.pane_id, []))
         commands += _park_commands(pane, screen,
@@ -359,7 +394,7 @@ def wake(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
     clear their wake lines. One guarded tmux process; returns the views woken."""
     if not panes:
         return []
-    warm = warm_socket(run_dir)
+    warm = warm_server(runner, run_dir)
     respawns = [(pane.pane_id, waking_spawn(spawn, screen_file(run_dir, pane.view_id), warm))
                 for pane, spawn in panes]
     results = respawn_navigators(runner, expected, respawns)

@@ -1,6 +1,7 @@
 """What a woken navigator pane runs: hand this pane to the warm navigator server.
 
-Run by path (``python -I -S wake_client.py SOCKET -- NAVIGATOR ARGV...``), standard
+Run by path (``python -I -S wake_client.py SOCKET TMUX SERVER START -- NAVIGATOR
+ARGV...``), standard
 library only, so it starts in ~20 ms: a cold navigator pays ~0.3 s of imports before
 it can draw anything, the warm server (``navigator.warm``) has paid them once. This
 process stays the pane's process (its pid is ``pane_pid``, its exit status the
@@ -11,8 +12,10 @@ resize, ``SIGHUP``/``SIGTERM`` when tmux ends the pane) are forwarded to the chi
 and the child's exit status becomes this process's, so a crashed navigator leaves a
 dead pane that reconcile revives exactly as before.
 
-No server answering (not started yet, gone, refused): this process becomes the cold
-navigator itself (``exec``), so a wake never fails for want of the server.
+No server answering (not started yet, gone after its idle time, refused): this
+process asks tmux to start one (``TMUX -S SERVER run-shell -b START``: a tmux job, so
+it descends from the tmux server) and becomes the cold navigator itself (``exec``):
+a wake never fails for want of the server, and the next one finds it.
 
 Protocol, one connection per pane: the client sends, with the three fds, one
 message ``b"SBWAKE1\\0"``, the body's length (4 bytes, big-endian), the body
@@ -43,6 +46,22 @@ def _message(argv: list[str]) -> bytes:
     fields = [os.getcwd(), str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
     body = b"\0".join(os.fsencode(field) for field in fields)
     return MAGIC + len(body).to_bytes(4, "big") + body
+
+
+def _start_server(tmux: str, server: str, start: str) -> None:
+    """``tmux run-shell -b START`` in a grandchild (nothing left for the navigator this
+    process becomes to reap); a failure only costs the next wake its warm start."""
+    child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.execvp(tmux, [tmux, "-S", server, "run-shell", "-b", start])
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
 
 
 def _cold(argv: list[str]) -> None:
@@ -99,12 +118,17 @@ def _handoff(path: str, argv: list[str]) -> int | None:
 
 
 def main(args: list[str]) -> int:
-    if len(args) < 3 or args[1] != "--":
-        print("usage: wake_client.py SOCKET -- NAVIGATOR ARGV...", file=sys.stderr)
+    if len(args) < 6 or args[4] != "--":
+        print("usage: wake_client.py SOCKET TMUX SERVER START -- NAVIGATOR ARGV...",
+              file=sys.stderr)
         return 2
-    path, argv = args[0], args[2:]
+    path, tmux, server, start, argv = args[0], args[1], args[2], args[3], args[5:]
     status = _handoff(path, argv)
     if status is None:
+        try:
+            _start_server(tmux, server, start)
+        except OSError:
+            pass
         _cold(argv)
     return status if status is not None else 1
 

@@ -23,6 +23,9 @@ Figures, each beside its target:
   largest agent-tool process RSS;
 - wake: a client shows a parked view: time until its pane shows a screen again, and
   until the navigator app has painted (its alternate screen with the Views panel);
+  the first wake finds no warm navigator server (``navigator.warm``) and starts one,
+  the next ones are handed to it; the navigators' RSS after the wakes (that server
+  counts as a navigator, and so do the ``wake_client`` processes in woken panes);
 - first ``tools/list``: ``switchboard mcp`` today against the shim with no host
   running (it starts one) and with one running; median of 5 each.
 """
@@ -60,7 +63,8 @@ from tests.waiting import retry_until
 REPO = Path(__file__).resolve().parents[2]
 AGENT_MARK = b"core.providers.fake.agent"
 HOST_MARK = b"core.memory.mcp_host"
-NAVIGATOR_MARKS = (b"navigator.cli", b"navigator.warm", b"wake_client.py")
+WARM_SERVER_MARK = b"navigator.warm"
+NAVIGATOR_MARKS = (b"navigator.cli", WARM_SERVER_MARK, b"wake_client.py")
 """A navigator: a cold one, the warm server and the navigators it forked (they keep its
 argv), and a woken pane's own process (``core/memory/wake_client.py``)."""
 MCP_MARKS = (b"navigator.cli\0mcp", b"sb-mcp-shim")
@@ -291,6 +295,13 @@ def measure_fleet(views: int, agents: int, *, after: bool,
                 figures["wake_screen_s"] = statistics.median(screens)
                 figures["wake_usable_s"] = statistics.median(usable)
                 figures["wake_usable_max_s"] = max(usable)
+                figures["wake_first_s"] = usable[0]
+                # the woken navigators run until they park again; the warm server stays
+                woken = census(run.server_pid, run.socket)
+                figures["woken_navigators_mb"] = woken.rss(woken.navigators)
+                figures["warm_server_mb"] = sum(p.rss_mb for p in woken.navigators
+                                                if WARM_SERVER_MARK in p.argv
+                                                and p.ppid == run.server_pid)
         finally:
             if terminal is not None:
                 terminal.close()
@@ -325,6 +336,8 @@ def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
             time.sleep(0.01)
         usable.append(time.perf_counter() - started)
         screens.append(shown if shown is not None else usable[-1])
+        print(f"  wake {len(usable)}: a screen after {screens[-1]:.3f} s, the app painted "
+              f"after {usable[-1]:.3f} s", flush=True)
     return screens, usable
 
 
@@ -414,6 +427,11 @@ def main() -> int:
         print(f"                          the app painted after "
               f"{big_after['wake_usable_s']:.3f} s median, {big_after['wake_usable_max_s']:.3f}"
               f" s max   {_verdict(big_after['wake_usable_s'], 0.4)}")
+        print(f"                          (the first wake, which starts the warm server, "
+              f"{big_after['wake_first_s']:.3f} s; after the wakes: navigators "
+              f"{big_after['woken_navigators_mb']:.1f} MB, the warm server "
+              f"{big_after['warm_server_mb']:.1f} MB of it, until the woken ones park "
+              "again and the server's idle time ends)")
     print(f"{small[0]} views x {small[1]} agents, one view looked at:")
     print(f"  navigators              before {small_before['navigators_mb']:7.1f} MB   after "
           f"{small_after['navigators_mb']:7.1f} MB")

@@ -181,16 +181,41 @@ def test_parked_view_wakes_through_the_warm_server(
         assert retry_until(lambda: _shows_navigator(tmux_socket, nav_a, 40), 60), \
             screen(tmux_socket, nav_a)
         monkeypatch.setenv(parking.ENV_PARK_AFTER, "0")
-        assert parking.park_view(engine.stage.runner, engine.home.run_dir, alpha,
-                                 spawn=engine.stage.navigator_spawn(alpha))
-        # the park started the warm server (a tmux job: it descends from the server)
-        assert retry_until(lambda: warm.exists() and parking.warm_server_running(warm), 30)
-        assert retry_until(lambda: _pane_state(tmux_socket, nav_a)[:2]
-                           == (True, str(ASLEEP_STATUS)), 10)
+        runner, run_dir = engine.stage.runner, engine.home.run_dir
 
+        def park_alpha() -> None:
+            """Park alpha now. A navigator's own reconcile turn that read the fleet while
+            alpha was shown and parked may wake it once more right after (its respawn is
+            gated on the pane being a dead navigator, which a parked one is): park again."""
+            for _ in range(3):
+                assert parking.park_view(runner, run_dir, alpha,
+                                         spawn=engine.stage.navigator_spawn(alpha))
+                if retry_until(lambda: _pane_state(tmux_socket, nav_a)[:2]
+                               == (True, str(ASLEEP_STATUS)), 10):
+                    time.sleep(0.5)
+                    if _pane_state(tmux_socket, nav_a)[0]:
+                        return
+            raise AssertionError(screen(tmux_socket, nav_a))
+
+        def app_runs() -> bool:
+            """The app itself drew (its alternate screen), not the saved screen shown
+            while it starts."""
+            return tmux(tmux_socket, "display-message", "-p", "-t", nav_a,
+                        "#{pane_dead} #{alternate_on}").split() == ["0", "1"] \
+                and _shows_navigator(tmux_socket, nav_a, 40)
+
+        # the first wake finds no warm server: it starts one (a tmux job, so it descends
+        # from the tmux server) and wakes cold, as before
+        park_alpha()
         tmux(tmux_socket, "select-window", "-t", window_a)
-        assert retry_until(lambda: _shows_navigator(tmux_socket, nav_a, 40), 30), \
-            screen(tmux_socket, nav_a)
+        assert retry_until(app_runs, 60), screen(tmux_socket, nav_a)
+        assert _warm_children(warm) == []
+        assert retry_until(lambda: warm.exists() and parking.warm_server_running(warm), 30)
+        # the next wake is warm
+        tmux(tmux_socket, "select-window", "-t", window_b)
+        park_alpha()
+        tmux(tmux_socket, "select-window", "-t", window_a)
+        assert retry_until(app_runs, 30), screen(tmux_socket, nav_a)
         started = tmux(tmux_socket, "display-message", "-p", "-t", nav_a,
                        "#{pane_start_command}")
         assert "wake_client.py" in started and str(warm) in started
@@ -248,9 +273,19 @@ def test_wake_protocol_agrees_and_runs_only_navigators() -> None:
     spawn = parking.NavigatorSpawn(view_id="v1", command=tuple(navigator), env={})
     own = parking.NavigatorSpawn(view_id="v1", command=("my-navigator",), env={})
     sock = Path("/tmp/x/warm.sock")
-    assert "wake_client.py" in " ".join(parking.waking_spawn(spawn, Path("/s"), sock).command)
-    assert parking.waking_spawn(own, Path("/s"), sock).command[-1] == "my-navigator"
+    server = parking.WarmServer(sock, "tmux", "/tmp/x/tmux.sock", 600)
+    woken = parking.waking_spawn(spawn, Path("/s"), server).command
+    client = woken[4:]
+    assert client[3:4] == (str(parking.WAKE_CLIENT),) and client[-len(navigator):] == \
+        tuple(navigator)
+    # what the client is given is exactly what its main() takes apart
+    socket_path, tmux_bin, tmux_server, start, separator = client[4:9]
+    assert (socket_path, tmux_bin, tmux_server, separator) == \
+        (str(sock), "tmux", "/tmp/x/tmux.sock", "--")
+    assert "-m navigator.warm /tmp/x/warm.sock 600" in start
+    assert parking.waking_spawn(own, Path("/s"), server).command[-1] == "my-navigator"
     assert parking.waking_spawn(spawn, Path("/s"), None).command[4:] == tuple(navigator)
+    assert wake_client.main(["only-a-socket"]) == 2
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(parking.ENV_PANE_PID, "4242")
         assert parking.own_pane_pid() == 4242
