@@ -21,7 +21,7 @@ from navigator.widgets.frames import (
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.views import ViewList
-from tests.navigator.helpers import notices, select_frame, settle, tree
+from tests.navigator.helpers import notices, select_frame, settle, tree, wait_until
 from tests.navigator.scenario import Scenario, push_and_claim
 
 SIZE = (80, 24)
@@ -189,7 +189,8 @@ async def test_registry_changes_from_outside_refresh_incrementally(demo: Scenari
         fix_login = before[frame_key(demo.frames["Fix login"])]
         # another process (the CLI, a hook) changes the registry
         new_frame = push_and_claim(demo, "alpha", "Hotfix")
-        await pilot.pause(0.3)
+        # the next poll sees it (a loaded machine may take more than a few polls)
+        await wait_until(pilot, lambda: frame_key(new_frame) in frames.frame_nodes(), 15)
         await settle(pilot)
         after = frames.frame_nodes()
         assert frame_key(new_frame) in after
