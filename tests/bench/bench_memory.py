@@ -63,8 +63,10 @@ from tests.waiting import retry_until
 REPO = Path(__file__).resolve().parents[2]
 AGENT_MARK = b"core.providers.fake.agent"
 HOST_MARK = b"core.memory.mcp_host"
-WARM_SERVER_MARK = b"navigator.warm"
-NAVIGATOR_MARKS = (b"navigator.cli", WARM_SERVER_MARK, b"wake_client.py")
+WARM_SERVER_ARGV = b"-m\0navigator.warm\0"
+"""The warm server itself (its forks have its argv and it as their parent; a woken
+pane's ``wake_client`` names it only inside one argument)."""
+NAVIGATOR_MARKS = (b"navigator.cli", b"navigator.warm", b"wake_client.py")
 """A navigator: a cold one, the warm server and the navigators it forked (they keep its
 argv), and a woken pane's own process (``core/memory/wake_client.py``)."""
 MCP_MARKS = (b"navigator.cli\0mcp", b"sb-mcp-shim")
@@ -300,7 +302,7 @@ def measure_fleet(views: int, agents: int, *, after: bool,
                 woken = census(run.server_pid, run.socket)
                 figures["woken_navigators_mb"] = woken.rss(woken.navigators)
                 figures["warm_server_mb"] = sum(p.rss_mb for p in woken.navigators
-                                                if WARM_SERVER_MARK in p.argv
+                                                if WARM_SERVER_ARGV in p.argv
                                                 and p.ppid == run.server_pid)
         finally:
             if terminal is not None:
