@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pytest
+
 from core.config.config import ProviderConfig, TmuxConfig
 from core.config.home import Home
 from core.config.registry import init_registry
@@ -132,3 +134,20 @@ def evidence_dump(home: Home, session_key: str) -> str:
                                  " completed_at, metadata_json FROM command_runs")))
     finally:
         conn.close()
+
+
+def witness_only(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The typist's own ``notified_at`` stamp touches no row from here on (as if it were
+    killed right after typing): only the agent's prompt hook, the witness of the line it
+    received (``storage.broker_witness``), can stamp. Returns the ids the typist tried
+    to stamp, in order."""
+    from storage.broker_store import BrokerStore
+
+    tried: list[int] = []
+
+    def lost(store: BrokerStore, message_id: int, at: str) -> int:
+        tried.append(message_id)
+        return 0
+
+    monkeypatch.setattr(BrokerStore, "stamp_notified", lost)
+    return tried

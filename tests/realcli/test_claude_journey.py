@@ -52,6 +52,7 @@ from tests.realcli.harness import (
     make_real_engine,
     screen,
     type_prompt,
+    witness_only,
     xdg_home,
 )
 from tests.realcli.harness_claude import claude_command, seed_home, transcript, transcripts
@@ -479,7 +480,8 @@ def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(world: World)
                child) == ("closed", "completed")
 
 
-def test_real_claude_task_agent_messages_its_parked_workspace(world: World) -> None:
+def test_real_claude_task_agent_messages_its_parked_workspace(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 13 with the real CLI: the task agent sends its workspace agent a message
     through MCP (``message_send``); nothing is typed while the workspace is parked;
     showing it types the one notification line, and the workspace agent polls and
@@ -523,6 +525,9 @@ def test_real_claude_task_agent_messages_its_parked_workspace(world: World) -> N
     assert (message_id, "Fix the bug", workspace, "please review the diff", True) in inbox, inbox
 
     # Showing the workspace types the line once; its agent polls and ACKs that message.
+    # The typist's own stamp is lost here (as when it is killed right after typing):
+    # Claude Code's prompt hook is the witness that stamps the message.
+    typist_stamps = witness_only(monkeypatch)
     engine.view_focus(new_request_id(), world.view_id, parent)
     assert main_pane(engine) == main
     assert retry_until(lambda: world.broker(
@@ -535,6 +540,7 @@ def test_real_claude_task_agent_messages_its_parked_workspace(world: World) -> N
     assert _words(screen(socket, main)).count(_words(line)) == 1, world.dump()
     assert world.api.journal.tool_calls()[3:] == [POLL_TOOL, ACK_TOOL], world.dump()
     assert world.broker("SELECT COUNT(*), COUNT(notified_at) FROM messages") == [(1, 1)]
+    assert typist_stamps == [message_id], world.dump()  # typed by the typist, once
     inbox = [(e.message_id, e.pending)
              for e in inbox_for_view(engine, xdg_home(world.root), world.view_id)]
     assert (message_id, True) not in inbox, inbox  # handled: no longer waiting for anyone

@@ -24,6 +24,7 @@ from core.engine.engine import Engine
 from core.model.enums import Provider
 from storage.uri import sqlite_uri
 from tests.integration.journey_env import one, tmux
+from tests.realcli.harness import witness_only
 from tests.realcli.harness_codex import (
     PROJECT,
     SCRUBBED_PREFIXES,
@@ -132,6 +133,9 @@ def test_real_codex_task_agent_messages_its_parked_workspace(
             inbox
 
         # Showing the workspace types the line once; Codex submits it, polls and ACKs.
+        # The typist's own stamp is lost here (as when it is killed right after typing):
+        # Codex's prompt hook is the witness that stamps the message.
+        typist_stamps = witness_only(monkeypatch)
         engine.view_focus(new_request_id(), view_id, parent)
         assert _main(engine) == main
         fail_unless(lambda: _broker(tmp_path, "SELECT status_state FROM messages")
@@ -143,3 +147,4 @@ def test_real_codex_task_agent_messages_its_parked_workspace(
         assert "switchboard.message_poll" in text and "switchboard.message_ack" in text, dump()
         assert _broker(tmp_path, "SELECT COUNT(*), COUNT(notified_at) FROM messages") == \
             [(1, 1)]
+        assert typist_stamps == [message_id], dump()  # the typist typed it, and only once
