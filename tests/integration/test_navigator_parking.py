@@ -235,6 +235,14 @@ def test_parked_view_wakes_through_the_warm_server(
                            and _shows_navigator(tmux_socket, nav_a, 40), 10), \
             screen(tmux_socket, nav_a)
 
+        # parked again (tmux ends the pane's process): the forked app goes with it
+        tmux(tmux_socket, "select-window", "-t", window_b)
+        park_alpha()
+        assert retry_until(lambda: _warm_children(warm) == [], 10)
+        tmux(tmux_socket, "select-window", "-t", window_a)
+        assert retry_until(app_runs, 30), screen(tmux_socket, nav_a)
+        assert retry_until(lambda: len(_warm_children(warm)) == 1, 10)
+
         # the pane's process killed: the forked app goes too, the pane is a dead
         # navigator (not parked), and reconcile revives it as any crashed one
         os.kill(_pane_state(tmux_socket, nav_a)[2], signal.SIGKILL)
