@@ -49,7 +49,13 @@ from core.tmux.commands import Check, both, equals, gated, outcomes
 from core.tmux.errors import TmuxCommandFailed
 from core.tmux.identity import ServerIdentity, identity_command, run_guarded
 from core.tmux.navigator_pane import ASLEEP_STATUS, default_navigator_argv, navigator_spawn
-from core.tmux.panes import OPT_ROLE, OPT_SERVES, PaneRole, check_tag_value
+from core.tmux.panes import (
+    DEAD_STATUS_FORMAT,
+    OPT_ROLE,
+    OPT_SERVES,
+    PaneRole,
+    check_tag_value,
+)
 from core.tmux.runner import TmuxCommand, TmuxRunner
 from core.tmux.topology import NavigatorSpawn, respawn_navigators
 
@@ -138,7 +144,7 @@ class SweepReport:
 
 
 _PANE_FORMAT = _SEP.join(("P", "#{pane_id}", "#{@sb_role}", "#{@sb_serves}", "#{window_id}",
-                          "#{@sb_view}", "#{pane_pid}", "#{pane_dead}", "#{pane_dead_status}",
+                          "#{@sb_view}", "#{pane_pid}", "#{pane_dead}", DEAD_STATUS_FORMAT,
                           f"#{{{OPT_UNSEEN}}}"))
 _CLIENT_FORMAT = _SEP.join(("C", "#{window_id}"))
 
@@ -381,7 +387,7 @@ def _settle(runner: TmuxRunner, panes: Sequence[NavigatorPane], limit_s: float =
     while panes and time.monotonic() < deadline:
         time.sleep(0.05)
         output = runner.run([("display-message", "-p", "-t", pane.pane_id,
-                              "#{pane_dead}#{pane_dead_status}") for pane in panes],
+                              "#{pane_dead}" + DEAD_STATUS_FORMAT) for pane in panes],
                             check=False)
         if all(line == f"1{ASLEEP_STATUS}" for line in output.stdout) and \
                 len(output.stdout) == len(panes):

@@ -45,6 +45,7 @@ from core.tmux.gates import gate_name
 from core.tmux.identity import ServerIdentity, check_identity
 from core.tmux.locks import exclusive_flock, views_lock_path
 from core.tmux.navigator_pane import (
+    ASLEEP_STATUS,
     ENV_VIEW_ID,
     NAVIGATOR_KEY,
     dead_navigators,
@@ -214,7 +215,9 @@ class TmuxStage:
             return 0
         adapter = self.adapter_for(tmux_server_id)
         check_identity(adapter.expected, snap.identity)
-        results = adapter.respawn_navigators(dead)
+        # ``snap`` may be older than a park (another process's): a pane asleep by the
+        # time the batch runs is left asleep (only showing the view wakes it).
+        results = adapter.respawn_navigators(dead, leave_status=ASLEEP_STATUS)
         return sum(result == "ok" for result in results.values())
 
     def navigator_spawn(self, view_id: str) -> NavigatorSpawn:

@@ -50,8 +50,8 @@ class TmuxPort(Protocol):
                 launch_gate: str | None = None) -> Presented: ...
     def set_mode(self, *, view_id: str, mode: ViewMode,
                  navigator: NavigatorSpawn | None = None) -> ViewLayout: ...
-    def respawn_navigators(self, dead: Sequence[tuple[str, NavigatorSpawn]]
-                           ) -> dict[str, str]: ...
+    def respawn_navigators(self, dead: Sequence[tuple[str, NavigatorSpawn]], *,
+                           leave_status: int | None = None) -> dict[str, str]: ...
     def show_view(self, *, view_id: str, main_pane: str, window_id: str) -> None: ...
     def kill_surface_pane(self, *, pane_id: str, surface_id: str) -> None: ...
     def submit_control_line(self, *, pane_id: str, surface_id: str,
@@ -183,10 +183,13 @@ class TmuxAdapter:
             navigator=navigator,
         )
 
-    def respawn_navigators(self, dead: Sequence[tuple[str, NavigatorSpawn]]) -> dict[str, str]:
-        """Restart dead navigator panes in place (one process); pane id -> "ok" or why not."""
+    def respawn_navigators(self, dead: Sequence[tuple[str, NavigatorSpawn]], *,
+                           leave_status: int | None = None) -> dict[str, str]:
+        """Restart dead navigator panes in place (one process); pane id -> "ok" or why not.
+        A pane dead with ``leave_status`` when the batch runs is left as it is."""
         return topology.respawn_navigators(self.runner, self.expected, dead,
-                                           navigator_width=self.navigator_width)
+                                           navigator_width=self.navigator_width,
+                                           leave_status=leave_status)
 
     def show_view(self, *, view_id: str, main_pane: str, window_id: str) -> None:
         topology.show_view(self.runner, self.expected, view_id=view_id, main_pane=main_pane,

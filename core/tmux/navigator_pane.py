@@ -19,7 +19,13 @@ from core.model.enums import ViewMode
 from core.model.errors import TmuxError
 from core.tmux.adapter import TmuxAdapter
 from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
-from core.tmux.panes import OPT_VIEW, PaneRole, ServerSnapshot, ViewLayout
+from core.tmux.panes import (  # ASLEEP_STATUS: importers find it here too
+    ASLEEP_STATUS,
+    OPT_VIEW,
+    PaneRole,
+    ServerSnapshot,
+    ViewLayout,
+)
 from core.tmux.topology import KeyBinding, NavigatorSpawn
 
 ENV_VIEW_ID = "SWITCHBOARD_VIEW_ID"
@@ -28,9 +34,6 @@ NAVIGATOR_KEY = "S"
 """`prefix + S` in a view window brings the navigator back (direct -> navigator)."""
 KEY_MARKER = "navigator.cli view mode"
 """Part of our binding's command: a binding containing it is ours to replace."""
-ASLEEP_STATUS = 77
-"""Exit status of a parked navigator pane's screen keeper (``core.memory.parking``): a
-dead navigator pane with it is asleep, not crashed, and only waking brings it back."""
 MALLOC_ARENAS = "MALLOC_ARENA_MAX"
 """glibc gives each thread that allocates its own malloc arena; a navigator's load and
 reconcile threads are idle almost always, and their arenas only held fragments

@@ -99,6 +99,21 @@ class PaneSnapshot:
         return self.surface_id is not None
 
 
+ASLEEP_STATUS = 77
+"""Exit status of a parked navigator pane's screen keeper (``core.memory.parking``): a
+dead navigator pane with it is asleep, not crashed, and only waking brings it back."""
+DEAD_STATUS_FORMAT = (
+    "#{?#{!=:#{pane_dead_status},},#{pane_dead_status},"
+    "#{?#{&&:#{pane_dead},#{&&:#{==:#{pane_dead_signal},},"
+    f"#{{m:*; exit {ASLEEP_STATUS}*,#{{pane_start_command}}}}}}}},{ASLEEP_STATUS},}}}}")
+"""``#{pane_dead_status}``, except that a dead pane whose status and signal tmux never
+recorded reads ``ASLEEP_STATUS`` when it ran the screen keeper (its start command ends in
+``exit 77``). tmux 3.3a now and then records no exit status at all for a respawned
+pane's process (~15 % of `respawn-pane -k` then a quick exit, in a loop; ~1 % of the
+soak's parks): read plainly, such a parked navigator looked crashed, and reconcile
+revived it, cold, though nobody looked at it (issue 25's soak: "did not park")."""
+
+
 _FORMATS: dict[str, str] = {
     "pane_id": "#{pane_id}",
     "session_name": "#{session_name}",
@@ -109,7 +124,7 @@ _FORMATS: dict[str, str] = {
     "pane_pid": "#{pane_pid}",
     "input_off": "#{pane_input_off}",
     "dead": "#{pane_dead}",
-    "dead_status": "#{pane_dead_status}",
+    "dead_status": DEAD_STATUS_FORMAT,
     "zoomed": "#{window_zoomed_flag}",
     "active": "#{pane_active}",
     "width": "#{pane_width}",

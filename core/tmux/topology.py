@@ -43,6 +43,7 @@ from core.tmux.identity import (
     run_guarded,
 )
 from core.tmux.panes import (
+    DEAD_STATUS_FORMAT,
     OPT_HOLDING,
     OPT_ROLE,
     OPT_SERVES,
@@ -518,9 +519,10 @@ def _is_navigator_of(view_id: str) -> str:
                 equals(f"#{{{OPT_SERVES}}}", check_tag_value(view_id)))
 
 
-def _respawn_commands(pane_id: str, spawn: NavigatorSpawn,
-                      navigator_width: int) -> list[TmuxCommand]:
-    """Restart the dead navigator `pane_id` in place, gated on its tags and on it being dead.
+def _respawn_commands(pane_id: str, spawn: NavigatorSpawn, navigator_width: int,
+                      leave_status: int | None = None) -> list[TmuxCommand]:
+    """Restart the dead navigator `pane_id` in place, gated on its tags and on it being dead
+    (and, with `leave_status`, on it not having exited with that status).
 
     `respawn-pane` without `-k`: tmux itself also refuses a pane whose process
     still runs, so a live navigator is never killed. The pane keeps its id,
@@ -529,9 +531,13 @@ def _respawn_commands(pane_id: str, spawn: NavigatorSpawn,
     squeezed by a small terminal comes back at its width (in holding the hooks
     find it outside its view and do nothing).
     """
+    checks = [Check(pane_id, _is_navigator_of(spawn.view_id), "not_navigator"),
+              Check(pane_id, "#{pane_dead}", "navigator_running")]
+    if leave_status is not None:
+        checks.append(Check(pane_id, f"#{{!=:{DEAD_STATUS_FORMAT},{int(leave_status)}}}",
+                            "navigator_left"))
     return gated(
-        [Check(pane_id, _is_navigator_of(spawn.view_id), "not_navigator"),
-         Check(pane_id, "#{pane_dead}", "navigator_running")],
+        checks,
         [*navigator_fit_commands(pane_id, navigator_width, nav=pane_id),
          ("respawn-pane", "-t", pane_id, *_env_args(spawn.env), *_command_args(spawn.command))],
     )
@@ -543,6 +549,7 @@ def respawn_navigators(
     dead: Sequence[tuple[str, NavigatorSpawn]],
     *,
     navigator_width: int = DEFAULT_NAVIGATOR_WIDTH,
+    leave_status: int | None = None,
 ) -> dict[str, str]:
     """Restart dead navigator panes in place: pane id -> `"ok"` or why not.
 
@@ -550,12 +557,15 @@ def respawn_navigators(
     (tagged navigator of exactly that view, and dead) and `respawn-pane`. A
     refusal stops the batch (see `gated`): that pane gets its label, the
     later ones `not_reached` (the next reconcile pass reads them again).
+    `leave_status`: a pane dead with that exit status by the time the batch runs
+    is refused (`navigator_left`), whatever the caller read before: reconcile's
+    revive passes the parked status, so a pane parked after its reading stays asleep.
     """
     if not dead:
         return {}
     commands: list[TmuxCommand] = []
     for pane_id, spawn in dead:
-        commands += [*_respawn_commands(pane_id, spawn, navigator_width),
+        commands += [*_respawn_commands(pane_id, spawn, navigator_width, leave_status),
                      pane_state_command(pane_id)]
     output = run_guarded(runner, expected, commands, refusal_stops=True)
     labels = outcomes(output.stdout, missing_raises=False)
