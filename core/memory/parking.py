@@ -244,11 +244,11 @@ class WarmServer:
     idle_s: float
 
     def start_line(self, python: str) -> str:
-        """The shell line a tmux job runs to start it: after a second, so the cold
-        navigator of the wake that found none has the cores first."""
+        """The shell line a tmux job runs to start it: after two seconds, so the cold
+        navigator of the wake that found none has the cores first (~1 s loaded)."""
         argv = ("env", "MALLOC_ARENA_MAX=1", python, "-OO", "-m", "navigator.warm",
                 str(self.socket), f"{self.idle_s:g}")
-        return f"sleep 1; exec {shlex.join(argv)} </dev/null >/dev/null 2>&1"
+        return f"sleep 2; exec {shlex.join(argv)} </dev/null >/dev/null 2>&1"
 
     def client_command(self, command: Sequence[str]) -> tuple[str, ...]:
         """``command`` (the navigator) behind ``wake_client``."""
