@@ -8,10 +8,22 @@ here the phases go on until the time is up, with a `tmux kill-server` and
 
 Printed beside the targets: orphaned processes and tmux clients (0), fds of the
 tmux server, of the navigators and of this process and navigator RSS flat (no
-growth beyond 5 % after the warm-up, the first quarter of the phases; the floor
-is the first sample after it), WAL files bounded (the largest sample against
-64 MB), 0 lost or twice-typed messages, and the phases whose check failed (0).
-Navigator parking is not in the mix: it is not built yet.
+growth beyond 5 % after the warm-up), WAL files bounded (the largest sample
+against 64 MB), 0 lost or twice-typed messages, and the phases whose check failed (0).
+
+Navigator memory is judged so that growth means a leak (docs/decisions.md,
+"Navigator memory over a long run (issue 25)"): a real client shows one view for
+the whole run (``Soak(watch=True)``), so its navigator lives from one restore to
+the next (``--restore-every`` phases, a few minutes) while every other navigator
+is killed, parked or woken within a minute. Growth is the median of the last third
+of a navigator's samples against the median of the first third, after its warm-up
+(``WATCH_WARM_S`` for the watched one, whose first minute fills Textual's and the
+allocator's working set; ``WARM_S`` for the others): a spike that comes back (a
+toast, a turn's transient allocations) moves no median, a leak moves the last one.
+A navigator that takes the host's reconcile turn over imports the turn's modules
+once (~5 MB, carried by the turn's holder only, by design): its series is judged
+from that takeover on, and the takeovers are counted. The warm navigator server
+(parked navigators wake through it) is followed like the watched navigator.
 """
 
 from __future__ import annotations
@@ -24,12 +36,18 @@ import shutil
 import statistics
 import tempfile
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tests.soak.driver import Sample, Soak, flat, per_process
+from tests.soak.driver import WARM_S, Sample, Soak, flat, per_process
 
 WAL_BOUND = 64 * 1024 * 1024
+WATCH_WARM_S = 60.0
+"""The watched navigator's warm-up: after its imports (the first second) it still grows
+~2 MB over its first minute (caches filling, the allocator's working set), then stays
+flat (measured over 5 minutes and ~800 operations)."""
+MIN_SERIES = 6
+"""Samples after the warm-up a navigator needs before its growth is judged."""
 
 
 def _thirds(values: list[int]) -> list[int]:
@@ -42,6 +60,46 @@ def _verdict(ok: bool) -> str:
     return "OK" if ok else "OVER"
 
 
+def _grown(values: list[int], tolerance: float = 0.05) -> bool:
+    """The last third's median above the first third's by more than ``tolerance``."""
+    first, last = _thirds(values)
+    return last > first * (1 + tolerance)
+
+
+@dataclass
+class Series:
+    """One navigator process's RSS samples (KB) after its warm-up, and what they span."""
+
+    pid: int
+    values: list[int]
+    ops: int
+    """Operations drawn while it was sampled."""
+    takeover: bool = False
+    """It took the host's reconcile turn over while sampled (judged from then on)."""
+
+
+def rss_series(samples: list[Sample], *, watched: bool) -> list[Series]:
+    """Per navigator process: the watched view's (after ``WATCH_WARM_S``) or the others'
+    (after ``WARM_S``), cut to the samples from its reconcile-turn takeover on."""
+    rows: dict[int, list[tuple[int, int, bool]]] = {}
+    for sample in samples:
+        for pid, rss, age in zip(sample.navigator_pids, sample.navigator_rss_kb,
+                                 sample.navigator_ages, strict=False):
+            if rss < 0 or (pid == sample.watched_pid) != watched:
+                continue
+            if age >= (WATCH_WARM_S if watched else WARM_S):
+                rows.setdefault(pid, []).append((rss, sample.ops_done,
+                                                 sample.turn_holder == pid))
+    found = []
+    for pid, row in rows.items():
+        holding = [h for _, _, h in row]
+        start = holding.index(True) if True in holding and not holding[0] else 0
+        kept = row[start:]
+        found.append(Series(pid, [r for r, _, _ in kept], kept[-1][1] - kept[0][1],
+                            takeover=start > 0))
+    return [s for s in found if len(s.values) >= MIN_SERIES]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float,
@@ -49,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--views", type=int, default=4)
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--ops", type=int, default=8, help="operations per phase")
-    parser.add_argument("--restore-every", type=int, default=10)
+    parser.add_argument("--restore-every", type=int, default=50,
+                        help="phases between server kills (a restore ends every navigator:"
+                        " the watched one lives this long, ~3 minutes)")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="sbsoak-", dir="/tmp"))
     saved = {k: os.environ.get(k) for k in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG")}
@@ -57,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["SWITCHBOARD_CONFIG"] = str(folder / "home" / "config.toml")
     for name in ("TMUX", "TMUX_PANE", "SWITCHBOARD_VIEW_ID"):
         os.environ.pop(name, None)
-    soak = Soak(folder, args.seed, views=args.views)
+    soak = Soak(folder, args.seed, views=args.views, watch=True)
     try:
         print(f"soak: {args.views} views, seed {args.seed}, {args.seconds:g} s ...", flush=True)
         soak.setup()
@@ -80,16 +140,24 @@ def main(argv: list[str] | None = None) -> int:
     server_fds = _thirds([s.server_fds - s.panes for s in after])
     nav_fds = {pid: v for pid, v in per_process(after, "navigator_fds").items() if len(v) > 1}
     own_fds = [s.own_fds for s in after]
-    rss = {pid: v for pid, v in per_process(after, "navigator_rss_kb").items() if len(v) > 1}
+    watched = rss_series(samples, watched=True)
+    others = rss_series(samples, watched=False)
+    longest = max(watched, key=lambda s: len(s.values), default=Series(0, [0], 0))
+    worst_other = max(others, key=lambda s: _thirds(s.values)[1] / max(1, _thirds(s.values)[0]),
+                      default=Series(0, [0], 0))
+    warm = [s.warm_rss_kb for s in after if s.warm_rss_kb > 0]
+    warm_fds = [s.warm_fds for s in after if s.warm_fds > 0]
     worst_fds = max(nav_fds.values(), key=lambda v: max(v) - v[0], default=[0])
-    worst_rss = max(rss.values(), key=lambda v: max(v) / v[0], default=[1])
     wal = max(s.wal_bytes for s in samples)
     largest = max(samples, key=lambda s: s.wal_largest)
     lost = report.messages_sent - report.messages_delivered
     checks = {
         "orphans": orphans == 0, "clients": clients == 0, "server_fds": flat(server_fds),
         "nav_fds": all(flat(v) for v in nav_fds.values()), "own_fds": flat(own_fds),
-        "rss": all(flat(v, slack=0) for v in rss.values()),
+        "rss": not any(_grown(s.values) for s in watched),
+        "rss_others": not any(_grown(s.values) for s in others),
+        "warm": not warm or not _grown(warm),
+        "warm_fds": not warm_fds or flat(_thirds(warm_fds)),
         "wal": largest.wal_largest <= WAL_BOUND, "lost": lost == 0,
         "twice": report.typed_twice == 0,
         "phases": not report.problems,
@@ -108,10 +176,22 @@ def main(argv: list[str] | None = None) -> int:
           f"{_verdict(checks['nav_fds'])}")
     print(f"  this process's fds      {own_fds[0]:6d} -> {max(own_fds)} (max)   "
           f"flat within 5 %: {_verdict(checks['own_fds'])}")
-    print(f"  navigator RSS           {worst_rss[0] / 1024:6.1f} -> {max(worst_rss) / 1024:.1f} MB "
-          f"(the navigator that grew most, of {len(rss)} followed over "
-          f"{max((len(v) for v in rss.values()), default=0)} samples)   flat within 5 %: "
-          f"{_verdict(checks['rss'])}")
+    first, last = _thirds(longest.values)
+    print(f"  watched navigator RSS   {first / 1024:6.1f} -> {last / 1024:.1f} MB (medians of the "
+          f"first and last thirds after {WATCH_WARM_S:g} s; the longest of {len(watched)}: "
+          f"{len(longest.values)} samples over {longest.ops} operations, peak "
+          f"{max(longest.values) / 1024:.1f} MB)   flat within 5 %: {_verdict(checks['rss'])}")
+    first, last = _thirds(worst_other.values)
+    print(f"  other navigators RSS    {first / 1024:6.1f} -> {last / 1024:.1f} MB (the one that "
+          f"grew most, of {len(others)} followed {MIN_SERIES}+ samples after {WARM_S:g} s; "
+          f"{sum(s.takeover for s in others)} judged from a reconcile-turn takeover)   "
+          f"flat within 5 %: {_verdict(checks['rss_others'])}")
+    if warm:
+        first, last = _thirds(warm)
+        print(f"  warm navigator server   {first / 1024:6.1f} -> {last / 1024:.1f} MB, fds "
+              f"{_thirds(warm_fds)[0]} -> {_thirds(warm_fds)[1]} (medians of the first and "
+              f"last thirds)   flat within 5 %: "
+              f"{_verdict(checks['warm'] and checks['warm_fds'])}")
     print(f"  WAL file (largest)      {largest.wal_largest / 1024:6.0f} KB "
           f"({largest.wal_largest_name})   target <= {WAL_BOUND // (1024 * 1024)} MB: "
           f"{_verdict(checks['wal'])}   (all WAL "

@@ -29,20 +29,35 @@ been delivered (each recipient shown until its messages completed).
 - ``park`` / ``wake``: a view's navigator parked now (``core.memory.parking``: its
   pane keeps the last screen, no process) and woken again, as the reconcile turn and
   showing the view do; the views' own navigators also park themselves after 60 s
-  unseen (no client is attached), so the counters see running navigators only.
+  unseen, so the counters see running navigators only.
+
+With ``watch`` (the long run), a real ``tmux attach`` client in a pseudo-terminal
+shows the first view's window for the whole run, as a person looking at one view
+would: its navigator is never parked by the turn, and the drawn navigator faults
+(``nav_restart``, ``park``, ``wake``) go to the other views, so that one navigator
+lives from one server kill to the next and a creep in its memory would show. Every
+other navigator lives seconds to a minute (killed, parked, woken): too short for a
+trend. The client is re-attached after each restore and is not counted among the
+tmux clients that must not be left behind.
 """
 
 from __future__ import annotations
 
 import os
+import pty
 import random
 import re
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
+from fcntl import ioctl
 from pathlib import Path
 
 from core.broker.membership import person_send
@@ -78,6 +93,8 @@ WARM_S = 15.0
 """A navigator younger than this is still starting (a woken one is `sh` at first)."""
 
 MESSAGE_LINE = re.compile(r"\[switchboard\] message (\d+) from ")
+NAVIGATOR_FAULTS = frozenset({"nav_restart", "park", "wake"})
+"""Drawn operations that end or park a navigator: never aimed at the watched view."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,17 @@ class Sample:
     """Parked navigators (a pane that keeps its screen, no process)."""
     panes: int = 0
     """Panes on the server (each holds a pty in the tmux server: its fds follow them)."""
+    watched_pid: int = 0
+    """The navigator of the view the attached client shows (0: none, or not running)."""
+    ops_done: int = 0
+    """Operations drawn so far (a leak grows with them, not with the clock)."""
+    turn_holder: int = 0
+    """The pid the host's reconcile turn stamp names: the one navigator that carries the
+    turn's modules (``core.reconcile.reconcile_turn``); another one taking the turn
+    over pays their import once, a step that stays and is not a leak."""
+    warm_rss_kb: int = -1
+    warm_fds: int = -1
+    """The warm navigator server (``navigator.warm``): long-lived, one per tmux server."""
 
 
 @dataclass
@@ -135,7 +163,7 @@ def _cli_env(root: Path) -> dict[str, str]:
 class Soak:
     """The world and its operations; ``run`` drives phases until a count or a deadline."""
 
-    def __init__(self, folder: Path, seed: int, views: int) -> None:
+    def __init__(self, folder: Path, seed: int, views: int, *, watch: bool = False) -> None:
         self.folder = folder
         self.root = folder / "home"
         self.socket = folder / "tmux.sock"
@@ -148,6 +176,9 @@ class Soak:
         self.counter = 0
         self.timings: defaultdict[str, float] = defaultdict(float)
         self.parked: set[str] = set()
+        self.watch = watch
+        self.watched: str | None = None
+        self.client: AttachedClient | None = None
 
     # ------------------------------------------------------------------ world
 
@@ -168,7 +199,23 @@ class Soak:
             self._wait(lambda r=route: self._idle(r.frame_id), 30,
                        f"{name}'s workspace agent never became ready")
             self._push(route.view_id)
+        if self.watch:
+            self.watched = self._view_ids()[0]
+            self._attach()
         self.timings["setup"] += time.monotonic() - started
+
+    def _attach(self) -> None:
+        """A person's terminal showing the watched view's window (again after a restore)."""
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        assert self.watched is not None
+        window = self._q("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
+                         self.watched)[0][0]
+        self.client = AttachedClient(self.socket, window)
+        self._wait(lambda: self.client is not None and self.client.tty() in
+                   _tmux(self.socket, "list-clients", "-F", "#{client_tty}").split(), 10,
+                   "the watching client did not attach")
 
     def _open(self, clock: object | None = None) -> Engine:
         engine = open_engine(Home(root=self.root, config_path=self.root / "config.toml"),
@@ -246,6 +293,11 @@ class Soak:
     # ------------------------------------------------------------------ operations
 
     def op(self, name: str, view: str) -> None:
+        if view == self.watched and name in NAVIGATOR_FAULTS:
+            others = [v for v in self._view_ids() if v != self.watched]
+            if not others:
+                return
+            view = others[0]
         self.report.ops[name] += 1
         started = time.monotonic()
         try:
@@ -335,7 +387,10 @@ class Soak:
         if park_view(TmuxRunner(self.socket), self.engine.require_home().run_dir, view,
                      spawn=stage.navigator_spawn(view)):  # type: ignore[attr-defined]
             self.parked.add(view)
-            self._wait(lambda: self._asleep(view), 10, f"{view[:8]}'s navigator did not park")
+            if not retry_until(lambda: self._asleep(view), 10, interval=0.05):
+                self.report.problems.append(
+                    f"phase {self.report.phases}: {view[:8]}'s navigator did not park: "
+                    f"{self._why_awake(view)}")
 
     def _wake(self, view: str) -> None:
         """Wake it (what showing the view does): a navigator runs again in the pane."""
@@ -404,6 +459,8 @@ class Soak:
                               timeout=300, stdin=subprocess.DEVNULL)
         self.engine = self._open()
         self.report.restores += 1
+        if self.watch:
+            self._attach()
         if done.returncode != 0:
             self.report.problems.append(f"restore failed: {done.stdout}{done.stderr}")
         again = subprocess.run([sys.executable, "-m", "navigator.cli", "restore"],
@@ -540,18 +597,38 @@ class Soak:
     # ------------------------------------------------------------------ counters
 
     def _navigator_pid(self, view: str) -> int | None:
+        """The view's running navigator process: the pane's own, or the one the warm
+        server forked for a woken pane (the pane then runs ``wake_client``, which only
+        waits; None while it hands the pane over)."""
         for line in _tmux(self.socket, "list-panes", "-a", "-F",
-                          "#{@sb_role} #{@sb_view} #{pane_pid} #{pane_dead}").splitlines():
+                          "#{@sb_role} #{@sb_view} #{pane_pid} #{pane_dead} "
+                          "#{pane_tty}").splitlines():
             parts = line.split()
-            if parts[:2] == ["navigator", view] and parts[3:] == ["0"]:
-                return int(parts[2])
+            if parts[:2] == ["navigator", view] and parts[3:4] == ["0"]:
+                pid = int(parts[2])
+                if "wake_client" not in _cmdline(pid):
+                    return pid
+                return _forked_navigator(pid, parts[4] if len(parts) > 4 else "")
         return None
+
+    def _why_awake(self, view: str) -> str:
+        """The navigator pane's state, said when a park did not take (the soak's report)."""
+        line = [ln for ln in _tmux(self.socket, "list-panes", "-a", "-F",
+                                   "#{@sb_role} #{@sb_view} #{pane_id} #{pane_dead} "
+                                   "#{pane_dead_status} #{pane_dead_signal} "
+                                   "#{window_active} #{pane_pid}").splitlines()
+                if ln.split()[:2] == ["navigator", view]]
+        pid = int(line[0].split()[-1]) if line and line[0].split()[-1].isdigit() else 0
+        return (f"pane {line[0].split()[2:] if line else None} "
+                f"(dead, status, signal, window active, pid), running {_cmdline(pid)[:90]!r}")
 
     def sample(self, phase: int) -> Sample:
         server = int(_tmux(self.socket, "display-message", "-p", "#{pid}").strip() or 0)
         navigators = [p for p in (self._navigator_pid(v) for v in self._view_ids())
                       if p is not None]
-        clients = len(_tmux(self.socket, "list-clients").splitlines())
+        mine = self.client.tty() if self.client is not None else None
+        clients = len([c for c in _tmux(self.socket, "list-clients", "-F",
+                                        "#{client_tty}").split() if c != mine])
         wals = {p: p.stat().st_size for p in self.root.rglob("*-wal") if p.is_file()}
         wal = sum(wals.values())
         biggest = max(wals, key=lambda p: wals[p], default=None)
@@ -566,7 +643,36 @@ class Soak:
                       sum(self._asleep(v) for v in self._view_ids()),
                       wals[biggest] if biggest else 0,
                       str(biggest.relative_to(self.root)) if biggest else "",
-                      len(_tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()))
+                      len(_tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()),
+                      (self._navigator_pid(self.watched) or 0) if self.watched else 0,
+                      sum(n for k, n in self.report.ops.items() if " refused " not in k),
+                      self._turn_holder(), *self._warm_server())
+
+    def _turn_holder(self) -> int:
+        from core.reconcile.reconcile_turn import STAMP_NAME
+
+        try:
+            text = (self.root / "run" / STAMP_NAME).read_text().strip()
+        except OSError:
+            return 0
+        return int(text) if text.isdigit() else 0
+
+    def _warm_server(self) -> tuple[int, int]:
+        """RSS (KB) and fds of this home's warm navigator server; -1, -1 when none runs."""
+        marker = str(self.root).encode()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                raw = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"navigator.warm" in raw and marker in raw:
+                pid = int(entry.name)
+                if _ppid(pid) and b"navigator.warm" not in \
+                        Path(f"/proc/{_ppid(pid)}/cmdline").read_bytes():
+                    return _rss_kb(pid), _fds(pid)
+        return -1, -1
 
     def orphans(self, server: int) -> list[str]:
         """Processes of this home that neither the tmux server nor this process owns,
@@ -591,6 +697,8 @@ class Soak:
         return found
 
     def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
         _tmux(self.socket, "kill-server")
         try:
             self.engine.conn.close()
@@ -629,11 +737,79 @@ class Soak:
         return self.report
 
 
+class AttachedClient:
+    """``tmux attach`` in a real pseudo-terminal (80x24), its output read and dropped by a
+    thread (a client whose terminal nobody reads would stall on a full pty)."""
+
+    def __init__(self, socket: Path, target: str, cols: int = 80, rows: int = 24) -> None:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: exec at once (no Python state of the parent is used)
+            env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+            env["TERM"] = "xterm-256color"
+            os.execvpe("tmux", ["tmux", "-S", str(socket), "attach", "-t", target], env)
+        ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.pid, self.fd = pid, fd
+        self._name = ""  # the slave side: /proc/PID/fd/0 of the client (tty())
+        self._stop = threading.Event()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def tty(self) -> str:
+        """The client's terminal as tmux names it (``/dev/pts/N``)."""
+        if not self._name:
+            try:
+                name = os.readlink(f"/proc/{self.pid}/fd/0")
+            except OSError:
+                return ""
+            if not name.startswith("/dev/pts/"):
+                return ""  # not yet the child's own terminal (between fork and exec)
+            self._name = name
+        return self._name
+
+    def _drain(self) -> None:
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0.2)
+                if ready and not os.read(self.fd, 65536):
+                    return
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self._reader.join(1)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
 def _fds(pid: int) -> int:
     try:
         return len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return -1
+
+
+def _forked_navigator(client: int, tty: str) -> int | None:
+    """The navigator the warm server forked for the pane whose process (``client``,
+    ``wake_client``) holds ``tty``: the warm server's child on that terminal."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == client:
+            continue
+        try:
+            if os.readlink(entry / "fd" / "0") != tty:
+                continue
+        except OSError:
+            continue
+        if "navigator.warm" in _cmdline(int(entry.name)):
+            return int(entry.name)
+    return None
 
 
 def _rss_kb(pid: int) -> int:
