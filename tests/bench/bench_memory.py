@@ -323,7 +323,7 @@ def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
     one that starts the warm server (its figures come first in the lists)."""
     screens: list[float] = []
     usable: list[float] = []
-    candidates = [v for v in run.views[1:]][:rounds + 1]
+    candidates = [v for v in run.views[1:]][:rounds + 1] if rounds else []
     warm = parking.warm_socket(run.socket.parent / "home" / "run")
     for view in candidates:
         pane = run.navs[view]
