@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import io
 import os
 import signal
@@ -252,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     _held.append(lock)
     parent = os.getppid()
     preload()
+    # What the imports made is never freed: out of the collector's sight, a child's
+    # collections neither walk it nor write to its pages (which stay shared).
+    gc.collect()
+    gc.freeze()
     # Children are reaped by the kernel; each reports its own status to its pane.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     server = _listen(path)
