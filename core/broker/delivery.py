@@ -234,12 +234,15 @@ class TmuxTyper:
             # (`run-shell -b -C -d`): a queue that waited for it in this client was
             # dropped with the client when the typist died in the pause, leaving the
             # text unsent in the input box for the next line to be appended to.
+            # Its Enter also goes to a pane fenced in the pause (a focus that parked
+            # it, a control turn): tmux drops keys sent to a fenced pane, so the fence
+            # is lifted for that one key and put back in the same server command.
             command = guarded([
                 Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
                 Check(target.pane, equals("#{pane_input_off}", "0"), "fenced"),
             ], [("send-keys", "-t", target.pane, "-l", line),
                 ("run-shell", "-b", "-C", "-d", str(ENTER_AFTER_PASTE_S),
-                 f"send-keys -t {target.pane} Enter")])
+                 _enter_even_if_fenced(target.pane))])
         except ValueError as exc:  # not an exact %N pane id
             raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
         batch = [command]
@@ -269,6 +272,16 @@ class TmuxTyper:
         # The line is complete once the server sent its Enter; the pane lock is held
         # until then, so no other line can land between the text and its Enter.
         time.sleep(ENTER_AFTER_PASTE_S + ENTER_MARGIN_S)
+
+
+def _enter_even_if_fenced(pane: str) -> str:
+    """The delayed Enter as one tmux command line (``pane`` is an exact ``%N`` id).
+
+    ``##`` survives ``run-shell``'s own format expansion when it is scheduled, so
+    ``if-shell`` reads the fence when the Enter is due, not when the line was typed."""
+    enter = f"send-keys -t {pane} Enter"
+    return (f'if-shell -F -t {pane} "##{{pane_input_off}}" {{ select-pane -e -t {pane} ; '
+            f"{enter} ; select-pane -d -t {pane} }} {{ {enter} }}")
 
 
 def notification_line(message_id: int, sender_name: str, from_member_id: int,

@@ -407,3 +407,31 @@ def test_the_enter_arrives_when_the_typist_dies_right_after_typing(
     os.killpg(typist.pid, 9)
     typist.wait()
     assert retry_until(lambda: reads() == line.encode() + b"\r", 5), reads()
+
+
+def test_the_enter_arrives_when_the_pane_is_fenced_in_the_pause(
+        tmp_path: Path, tmux_socket: Path, tmux_server: libtmux.Server) -> None:
+    """A focus that parks the agent (or a control turn) fences its pane between the text
+    and its Enter: tmux drops keys to a fenced pane, so the Enter lifts the fence for
+    itself and puts it back; the line is submitted, not left in the input box."""
+    log = tmp_path / "reads.log"
+    script = tmp_path / "reads.py"
+    script.write_text(_READ_LOGGER)
+    pane = tmux_server.cmd("new-window", "-d", "-t", "scratch:", "-P", "-F", "#{pane_id}",
+                           f"exec {sys.executable} {script} {log}").stdout[0]
+    assert retry_until(log.exists, 10)
+    line = notification_line(9, "boss", 1, 2)
+    typist = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from core.broker.delivery import TmuxTyper,"
+         " PaneTarget; TmuxTyper(sys.argv[1]).type_line(PaneTarget('tmux', 'scratch', '@1',"
+         " sys.argv[2]), sys.argv[3])", str(tmux_socket), pane, line], cwd=REPO)
+
+    def reads() -> bytes:
+        return b"".join(bytes.fromhex(r) for r in log.read_text().split())
+
+    assert retry_until(lambda: reads() == line.encode(), 10), reads()
+    tmux_server.cmd("select-pane", "-d", "-t", pane)  # fenced before the Enter is due
+    assert typist.wait(10) == 0
+    assert retry_until(lambda: reads() == line.encode() + b"\r", 5), reads()
+    fence = tmux_server.cmd("display-message", "-p", "-t", pane, "#{pane_input_off}").stdout
+    assert fence == ["1"]  # and the pane is fenced again
