@@ -37,6 +37,8 @@ import time
 import traceback
 from pathlib import Path
 
+from core.model.private_sockets import listen_private
+
 MAGIC = b"SBWAKE1\0"  # core/memory/wake_client.py's (tests check that they agree)
 CHECK_S = 2.0
 """Seconds between checks that the socket file is still this server's and that the
@@ -76,16 +78,7 @@ def _lock(path: Path) -> int | None:
 
 
 def _listen(path: Path) -> socket.socket:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        server.bind(str(path))
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    server.listen(16)
+    server = listen_private(path, 16)
     server.settimeout(CHECK_S)
     return server
 

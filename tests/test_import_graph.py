@@ -25,7 +25,8 @@ VOCABULARY = ("core.model.enums", "core.model.errors", "core.model.machines",
               "core.model.placeholder", "core.model.digest", "core.model.spawn",
               "core.model.fast_exit", "core.model.session_enums", "core.model.tokens",
               "core.model.hints", "core.model.tool_schemas", "core.model.limit_text",
-              "core.model.defaults", "core.model.usage", "core.model.notice_line")
+              "core.model.defaults", "core.model.usage", "core.model.notice_line",
+              "core.model.private_sockets")
 """The leaf vocabulary: storage may import these from core, and nothing else."""
 
 LAYERS = ("model", "config", "providers", "tmux", "evidence", "install", "context", "broker",

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.model.private_sockets import listen_private
+
 IDLE_EXIT_S = 20.0
 """Seconds without any shim connected before the server exits (a new shim starts it)."""
 ENV_IDLE_EXIT = "SWITCHBOARD_MCP_HOST_IDLE"
@@ -80,17 +82,7 @@ def _acquire(lock_file: Path) -> int | None:
 
 
 def _listen(path: Path) -> socket.socket:
-    """Bind the socket owner-only (umask while binding, then chmod)."""
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        server.bind(str(path))
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    server.listen(64)
+    server = listen_private(path, 64)
     server.setblocking(False)
     return server
 

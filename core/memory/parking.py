@@ -34,7 +34,6 @@ Public API (also for ``switchboard restore`` and tests): ``park_view`` and
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shlex
 import time
@@ -45,6 +44,7 @@ from pathlib import Path
 
 from core.model.errors import TmuxError
 from core.model.files import private_dir, write_private
+from core.model.private_sockets import lock_is_held
 from core.tmux.commands import Check, both, equals, gated, outcomes
 from core.tmux.errors import TmuxCommandFailed
 from core.tmux.identity import ServerIdentity, identity_command, run_guarded
@@ -221,17 +221,7 @@ def _is_default_navigator(command: Sequence[str]) -> bool:
 
 def warm_server_running(socket: Path) -> bool:
     """Whether a warm server holds the lock beside ``socket`` (no connection made)."""
-    try:
-        fd = os.open(socket.with_name(socket.name + ".lock"), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return lock_is_held(socket.with_name(socket.name + ".lock"))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core.config.config import Config, RemoteConfig
 from core.config.home import Home
+from core.model.private_sockets import lock_is_held
 
 
 def _digest(home: Home, remote: RemoteConfig) -> str:
@@ -80,14 +81,7 @@ def anyone_interested(home: Home) -> bool:
 
 
 def follower_running(home: Home, remote: RemoteConfig) -> bool:
-    fd = open_lock(lock_path(home, remote))
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return lock_is_held(lock_path(home, remote))
 
 
 def follower_argv(remote_name: str) -> list[str]:

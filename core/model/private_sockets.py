@@ -1,0 +1,51 @@
+"""Owner-only unix sockets and the locks beside them, shared by Switchboard's servers.
+
+The agent-tool host (``core.memory.mcp_host``) and the warm navigator server
+(``navigator.warm``) each listen on a socket in the home's 0700 run folder; the
+remote follower and the warm server are known to run by the ``flock`` their
+process holds. One spelling of each, so a later fix (a mode, a race) lands once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+from pathlib import Path
+
+
+def listen_private(path: Path, backlog: int) -> socket.socket:
+    """A listening unix socket at ``path`` that only its owner can connect to.
+
+    A stale socket file is replaced; the umask is tightened while binding (so the
+    file is never open to others, not even for a moment) and the mode set again."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        server.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    server.listen(backlog)
+    return server
+
+
+def lock_is_held(path: Path) -> bool:
+    """Whether some process holds an ``flock`` on ``path`` (no file: nobody does).
+
+    Asks with a shared, non-blocking lock it lets go at once: it never holds up the
+    holder, and never creates the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
