@@ -94,6 +94,11 @@ class PaneLockTimeout(DeliveryFailed):
     pass
 
 
+class NothingTyped(DeliveryFailed):
+    """The attempt was refused before any key reached the pane (a guard, the server's
+    identity, a missing pane): nothing for the agent's witness to confirm."""
+
+
 @dataclass(frozen=True)
 class Attempt:
     """A line a typist began to type into a pane: which message, since when (epoch ms)."""
@@ -212,13 +217,13 @@ class TmuxTyper:
         from core.tmux.runner import TmuxRunner
 
         if target.backend != "tmux":
-            raise DeliveryFailed(f"backend {target.backend!r} is not supported")
+            raise NothingTyped(f"backend {target.backend!r} is not supported")
         if self.socket_path is None:
-            raise DeliveryFailed(
+            raise NothingTyped(
                 "no tmux socket configured: run `switchboard init` (the config names the "
                 "views' server) or pass --tmux-socket")
         if server is not None and not same_socket(self.socket_path, server.socket_path):
-            raise DeliveryFailed(
+            raise NothingTyped(
                 f"the agent's pane {target.pane} is on the tmux server {server.socket_path} "
                 f"(as the registry recorded it), not on {self.socket_path}; nothing was typed")
         if self._server is None:
@@ -244,7 +249,7 @@ class TmuxTyper:
                 ("run-shell", "-b", "-C", "-d", str(ENTER_AFTER_PASTE_S),
                  _enter_even_if_fenced(target.pane))])
         except ValueError as exc:  # not an exact %N pane id
-            raise DeliveryFailed(f"cannot type into {target.pane!r}: {exc}") from None
+            raise NothingTyped(f"cannot type into {target.pane!r}: {exc}") from None
         batch = [command]
         if server is not None:  # same server process, or nothing runs
             batch.insert(0, identity_guard(ServerIdentity(
@@ -252,9 +257,9 @@ class TmuxTyper:
         try:
             result = self._server.run(batch, check=False)
         except TmuxNotInstalled as exc:
-            raise DeliveryFailed(str(exc)) from None
+            raise NothingTyped(str(exc)) from None
         if server is not None and is_identity_failure(result.stderr):
-            raise DeliveryFailed(
+            raise NothingTyped(
                 f"the tmux server on {server.socket_path} is no longer the one the agent's "
                 "pane was recorded on (it restarted); nothing was typed")
         if result.returncode != 0 or result.stderr:
@@ -263,11 +268,11 @@ class TmuxTyper:
         try:
             verdict = outcome(result.stdout)
         except PaneNotFound:
-            raise DeliveryFailed(f"pane {target.pane} no longer exists") from None
+            raise NothingTyped(f"pane {target.pane} no longer exists") from None
         if verdict != "ok":
             why = {"dead": "its program exited",
                    "fenced": "it is parked with input disabled"}.get(verdict or "", verdict)
-            raise DeliveryFailed(f"pane {target.pane} was not typed into: {why}; "
+            raise NothingTyped(f"pane {target.pane} was not typed into: {why}; "
                                  "the message stays pending")
         # The line is complete once the server sent its Enter; the pane lock is held
         # until then, so no other line can land between the text and its Enter.
@@ -459,7 +464,11 @@ class Notifier:
                             else notification_line(message_id, sender_name,
                                                    row["from_member_id"], to_member_id))
                     self.locks.begin_attempt(target, message_id)
-                    self.typer.type_line(target, line, server)
+                    try:
+                        self.typer.type_line(target, line, server)
+                    except NothingTyped:
+                        self.locks.end_attempt(target)  # no witness to wait for next time
+                        raise
                     if self.after_submit is not None:
                         self.after_submit(message_id)
                     try:

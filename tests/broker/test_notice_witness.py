@@ -162,3 +162,27 @@ def test_a_notice_line_names_its_message(name: str) -> None:
     "and more"])
 def test_other_prompts_name_no_message(prompt: str) -> None:
     assert notice_message_id(prompt) is None
+
+
+def test_an_attempt_refused_before_typing_leaves_nothing_to_wait_for(tmp_path: Path) -> None:
+    """A guard that refused (the pane fenced or gone meanwhile) typed nothing: the next
+    typist types at once instead of waiting for a witness that cannot come."""
+    from core.broker.delivery import NothingTyped
+
+    broker, typer, director, agent, _ = _world(tmp_path, wait_s=30.0, die=False)
+    refused = [True]
+    typed = typer.type_line
+
+    def refusing(target: PaneTarget, line: str, server: PaneServer | None = None) -> None:
+        if refused.pop() if refused else False:
+            raise NothingTyped("pane %2 was not typed into: it is parked with input disabled")
+        typed(target, line, server)
+
+    typer.type_line = refusing  # type: ignore[method-assign]
+    sent = broker.send(1, director, agent, "please look")
+    assert sent.delivery is not None and sent.delivery.not_notified is not None
+    started = time.monotonic()
+    report = broker._drain(agent, set())
+    assert report.notified == (sent.message.message_id,) and len(typer.lines) == 1
+    assert time.monotonic() - started < 5.0  # not the 30 s witness wait
+    broker.close()
