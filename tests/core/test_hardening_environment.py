@@ -188,6 +188,9 @@ def test_hook_on_a_read_only_disk_says_so_in_one_line(live_on_small_disk: LiveSu
     # read-only remount busy for good. Let it open the file through the real mount first.
     assert retry_until(lambda: any("navigator.cli ui" in line and "registry.sqlite3" in line
                                    for line in _writers(home)), 30), _writers(home)
+    # So does the agent-tool host the agent's shim starts (its lock file, read-write):
+    # let it start through the real mount too, when the agent starts one.
+    retry_until(lambda: any("mcp_host" in line for line in _writers(home)), 10)
     subprocess.run(["mount", "--bind", home, home], check=True)
     try:
         # EBUSY while a background process (a detached worker of an earlier hook) has a
