@@ -23,6 +23,7 @@ from core.memory.turn import park_unseen
 from core.model.enums import ViewMode
 from core.reconcile.reconcile import reconcile
 from core.tmux.navigator_pane import ASLEEP_STATUS
+from core.tmux.panes import DEAD_STATUS_FORMAT
 from tests.integration.journey_env import tmux
 from tests.integration.test_terminal_sizes import Terminal, _shows_navigator
 from tests.integration.transitions_env import make_engine, problems, screen
@@ -32,9 +33,10 @@ pytestmark = pytest.mark.tmux
 
 
 def _pane_state(socket: Path, pane: str) -> tuple[bool, str, int]:
-    """(dead, exit status, pid) of one pane."""
+    """(dead, exit status, pid) of one pane; the status as Switchboard reads it (tmux
+    3.3a now and then records none for a parked pane's screen keeper)."""
     dead, status, pid = tmux(socket, "display-message", "-p", "-t", pane,
-                             "#{pane_dead} #{pane_dead_status} #{pane_pid}").split(" ")
+                             f"#{{pane_dead}} {DEAD_STATUS_FORMAT} #{{pane_pid}}").split(" ")
     return dead == "1", status, int(pid or 0)
 
 
