@@ -62,7 +62,12 @@ def test_stream_pane_then_direct_mode_then_prefix_s(tmp_path: Path, tmux_socket:
         keys = ("n Start", "s Stop", "b Back", "m Mode", "p Task", "t Message", "l Stream",
                 "? Help")
         # the keys of the focused tree come with the first state read
-        assert retry_until(lambda: all(key in screen(tmux_socket, nav) for key in keys),
+        # (drawn by the app itself, in its alternate screen: a woken navigator's pane
+        # first shows the screen it saved, and a key typed before the app reads its
+        # terminal is lost)
+        assert retry_until(lambda: all(key in screen(tmux_socket, nav) for key in keys)
+                           and tmux(tmux_socket, "display-message", "-p", "-t", nav,
+                                    "#{pane_dead} #{alternate_on}").split() == ["0", "1"],
                            30), screen(tmux_socket, nav)
         terminal.type(b"p")  # the new-task dialog says how the brief is pushed
         assert retry_until(lambda: "(ctrl+s pushes)" in screen(tmux_socket, nav), 30), \
