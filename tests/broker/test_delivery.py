@@ -380,33 +380,49 @@ def test_enter_arrives_after_the_line_in_a_read_of_its_own(
     assert chunks[-1] == b"\r", chunks  # the Enter came on its own
 
 
+class _TypingIntoReader:
+    """A pane that logs each read of its terminal, and a typist process typing one line
+    into it (``TmuxTyper`` in a process of its own, so the test can kill or race it)."""
+
+    def __init__(self, tmp_path: Path, tmux_socket: Path, tmux_server: libtmux.Server,
+                 line: str, *, own_group: bool = False) -> None:
+        self.log = tmp_path / "reads.log"
+        script = tmp_path / "reads.py"
+        script.write_text(_READ_LOGGER)
+        self.pane = tmux_server.cmd(
+            "new-window", "-d", "-t", "scratch:", "-P", "-F", "#{pane_id}",
+            f"exec {sys.executable} {script} {self.log}").stdout[0]
+        assert retry_until(self.log.exists, 10)
+        self.line = line.encode()
+        self.typist = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from core.broker.delivery import TmuxTyper,"
+             " PaneTarget; TmuxTyper(sys.argv[1]).type_line(PaneTarget('tmux', 'scratch',"
+             " '@1', sys.argv[2]), sys.argv[3])", str(tmux_socket), self.pane, line],
+            cwd=REPO, start_new_session=own_group)
+
+    def reads(self) -> bytes:
+        return b"".join(bytes.fromhex(r) for r in self.log.read_text().split())
+
+    def wait_for_text(self) -> None:
+        assert retry_until(lambda: self.reads() == self.line, 10), self.reads()
+
+    def wait_for_enter(self) -> None:
+        assert retry_until(lambda: self.reads() == self.line + b"\r", 5), self.reads()
+
+
 def test_the_enter_arrives_when_the_typist_dies_right_after_typing(
         tmp_path: Path, tmux_socket: Path, tmux_server: libtmux.Server) -> None:
     """The server sends the Enter itself: a typist killed in the pause between the text
     and its Enter (a queue that waited in its tmux client died with the client) left the
     text unsent in the input box, where the next line was appended to it."""
-    log = tmp_path / "reads.log"
-    script = tmp_path / "reads.py"
-    script.write_text(_READ_LOGGER)
-    pane = tmux_server.cmd("new-window", "-d", "-t", "scratch:", "-P", "-F", "#{pane_id}",
-                           f"exec {sys.executable} {script} {log}").stdout[0]
-    assert retry_until(log.exists, 10)
-    line = notification_line(8, "boss", 1, 2)
-    typist = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from core.broker.delivery import TmuxTyper,"
-         " PaneTarget; TmuxTyper(sys.argv[1]).type_line(PaneTarget('tmux', 'scratch', '@1',"
-         " sys.argv[2]), sys.argv[3])", str(tmux_socket), pane, line], cwd=REPO,
-        start_new_session=True)
-
-    def reads() -> bytes:
-        return b"".join(bytes.fromhex(r) for r in log.read_text().split())
-
-    assert retry_until(lambda: reads() == line.encode(), 10), reads()
+    typing = _TypingIntoReader(tmp_path, tmux_socket, tmux_server,
+                               notification_line(8, "boss", 1, 2), own_group=True)
+    typing.wait_for_text()
     # Ctrl-C in the person's terminal, or a kill of the group: the typist and its tmux
     # client (if still running) die together, the Enter not yet sent.
-    os.killpg(typist.pid, 9)
-    typist.wait()
-    assert retry_until(lambda: reads() == line.encode() + b"\r", 5), reads()
+    os.killpg(typing.typist.pid, 9)
+    typing.typist.wait()
+    typing.wait_for_enter()
 
 
 def test_the_enter_arrives_when_the_pane_is_fenced_in_the_pause(
@@ -414,24 +430,12 @@ def test_the_enter_arrives_when_the_pane_is_fenced_in_the_pause(
     """A focus that parks the agent (or a control turn) fences its pane between the text
     and its Enter: tmux drops keys to a fenced pane, so the Enter lifts the fence for
     itself and puts it back; the line is submitted, not left in the input box."""
-    log = tmp_path / "reads.log"
-    script = tmp_path / "reads.py"
-    script.write_text(_READ_LOGGER)
-    pane = tmux_server.cmd("new-window", "-d", "-t", "scratch:", "-P", "-F", "#{pane_id}",
-                           f"exec {sys.executable} {script} {log}").stdout[0]
-    assert retry_until(log.exists, 10)
-    line = notification_line(9, "boss", 1, 2)
-    typist = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from core.broker.delivery import TmuxTyper,"
-         " PaneTarget; TmuxTyper(sys.argv[1]).type_line(PaneTarget('tmux', 'scratch', '@1',"
-         " sys.argv[2]), sys.argv[3])", str(tmux_socket), pane, line], cwd=REPO)
-
-    def reads() -> bytes:
-        return b"".join(bytes.fromhex(r) for r in log.read_text().split())
-
-    assert retry_until(lambda: reads() == line.encode(), 10), reads()
-    tmux_server.cmd("select-pane", "-d", "-t", pane)  # fenced before the Enter is due
-    assert typist.wait(10) == 0
-    assert retry_until(lambda: reads() == line.encode() + b"\r", 5), reads()
-    fence = tmux_server.cmd("display-message", "-p", "-t", pane, "#{pane_input_off}").stdout
+    typing = _TypingIntoReader(tmp_path, tmux_socket, tmux_server,
+                               notification_line(9, "boss", 1, 2))
+    typing.wait_for_text()
+    tmux_server.cmd("select-pane", "-d", "-t", typing.pane)  # fenced before the Enter
+    assert typing.typist.wait(10) == 0
+    typing.wait_for_enter()
+    fence = tmux_server.cmd("display-message", "-p", "-t", typing.pane,
+                            "#{pane_input_off}").stdout
     assert fence == ["1"]  # and the pane is fenced again
