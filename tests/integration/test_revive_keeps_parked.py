@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from core.context.requests import new_request_id
+from core.engine.engine import Engine
 from core.memory.parking import fleet_panes, keeper_command, park_view
 from core.tmux.navigator_pane import ASLEEP_STATUS
 from tests.integration.journey_env import tmux
@@ -39,14 +40,20 @@ def _asleep(stage: object, view: str) -> bool:
     return bool(pane.dead and pane.dead_status == ASLEEP_STATUS)
 
 
-def test_a_stale_revive_leaves_a_parked_navigator_asleep(tmp_path: Path,
-                                                         tmux_socket: Path) -> None:
+
+def _one_view(tmp_path: Path, tmux_socket: Path) -> tuple[Engine, str, str, str]:
+    """A project's view on a real server: (engine, view id, its server id, navigator pane)."""
     engine = make_engine(tmp_path, tmux_socket)
     view = engine.project_enter(new_request_id(), "alpha").view_id
-    stage = engine.stage
     server_id = engine.conn.execute("SELECT tmux_server_id FROM user_views WHERE view_id = ?",
                                     (view,)).fetchone()[0]
-    nav = stage.snapshot().view(view).navigator.pane_id
+    nav = engine.stage.snapshot().view(view).navigator.pane_id  # type: ignore[union-attr]
+    return engine, view, server_id, nav
+
+def test_a_stale_revive_leaves_a_parked_navigator_asleep(tmp_path: Path,
+                                                         tmux_socket: Path) -> None:
+    engine, view, server_id, nav = _one_view(tmp_path, tmux_socket)
+    stage = engine.stage
     pid = int(tmux(tmux_socket, "display-message", "-p", "-t", nav, "#{pane_pid}"))
     os.kill(pid, signal.SIGKILL)  # the navigator crashed
     assert retry_until(lambda: _state(tmux_socket, nav)[0] == "1", 10)
@@ -75,12 +82,8 @@ def test_a_parked_pane_reads_asleep_even_when_tmux_lost_its_exit_status(
     this loop, `respawn-pane -k` then the keeper's quick exit, ~15 % of the rounds): both
     readings (reconcile's snapshot, parking's fleet) still see the keeper's pane asleep,
     and reconcile leaves it so."""
-    engine = make_engine(tmp_path, tmux_socket)
-    view = engine.project_enter(new_request_id(), "alpha").view_id
+    engine, view, server_id, nav = _one_view(tmp_path, tmux_socket)
     stage = engine.stage
-    server_id = engine.conn.execute("SELECT tmux_server_id FROM user_views WHERE view_id = ?",
-                                    (view,)).fetchone()[0]
-    nav = stage.snapshot().view(view).navigator.pane_id
     screen = tmp_path / "kept.screen"
     screen.write_text("kept")
     raw: set[str] = set()
