@@ -42,6 +42,7 @@ from core.apps.client import EngineClient, SubjectPlace
 from core.model.errors import SwitchboardError
 from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
 from navigator import intents, lookup, targeting
+from navigator.first_keys import HOLD_LIMIT_S, FirstStateKeys
 from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS
 from navigator.jobs import Group, Job, Jobs, request_problem
 from navigator.layout import (
@@ -163,7 +164,16 @@ class SwitchboardApp(App[None]):
         self.review = ReviewClient(client.home, client.message_frame)
         self.conflict_watch = ConflictWatch(self, self.review)
         self._usage_timer: Timer | None = None
+        self._first_keys = FirstStateKeys(self.post_message)
+        """Keys typed before the first state wait for it (see ``navigator.first_keys``)."""
         """Set while ``u`` shows usage: it re-reads the session files now and then."""
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key from the terminal before the first state is held for it."""
+        if (isinstance(event, events.Key) and not event.is_forwarded
+                and self._first_keys.hold(event)):
+            return
+        await super().on_event(event)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's Linux driver, minus its input thread's ten wake-ups a second (see
@@ -216,6 +226,7 @@ class SwitchboardApp(App[None]):
         self.query_one(FrameTree).set_configured_projects(self.client.configured_projects())
         self.query_one(FrameTree).focus()
         self.refresher.load(first=True)
+        self.set_timer(HOLD_LIMIT_S, self._first_keys.release)
         if self.follow_remotes:
             self._follow_remotes()
         tick = self.poll_interval
@@ -322,6 +333,8 @@ class SwitchboardApp(App[None]):
             self.inbox_messages = loaded.inbox
             inbox.set_messages(loaded.inbox)
         self.memory.restore_once(self._restore_layout)
+        if self._first_keys.holding:  # after the layout: a held key acts on this screen
+            self.call_after_refresh(self._first_keys.release)
 
     def warn(self, text: str, title: str, *, error: bool = False) -> None:
         self.notify(text, title=title, severity="error" if error else "warning", markup=False)
