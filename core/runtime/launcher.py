@@ -120,6 +120,9 @@ def run(ctx: Context, launch_id: str, *, present: bool = True,
                              (launch_id,)).fetchone()
         placement = _placement(tx, launch["frame_id"])
         sessions_ops.move_launch(tx, launch_id, "planned", "authorized", now)
+        # A new process of the session runs no turn of the one that died mid-turn (a
+        # kill, a reboot): its `working` is over, unknown until this one's hooks speak.
+        sessions_ops.end_stale_turn(tx, launch["session_key"], now)
         sessions_ops.insert_capability(
             tx, capability_id=ctx.ids.new_id(), digest=digest(raw), host_id=ctx.host_id,
             view_id=placement["view_id"], frame_id=launch["frame_id"],

@@ -89,6 +89,19 @@ def set_runtime_presence(conn: sqlite3.Connection, key: str, presence: RuntimePr
                  " WHERE session_key = ?", (presence.value, now, key))
 
 
+def end_stale_turn(conn: sqlite3.Connection, key: str, now: int) -> bool:
+    """A session about to get a new provider process: ``working`` becomes ``unknown``.
+
+    The turn it records belonged to a process that is gone (a launch needs none
+    running), and it ended without a Stop, as ``age_out_working`` says of a silent
+    one; the new process's own hooks say what it does. Written before the new pane
+    exists, so no hook of the new process can be overwritten."""
+    cur = conn.execute(
+        "UPDATE provider_sessions SET activity = 'unknown', activity_reason = 'unknown',"
+        " updated_at = ? WHERE session_key = ? AND activity = 'working'", (now, key))
+    return cur.rowcount == 1
+
+
 def age_out_working(conn: sqlite3.Connection, *, observed_before: int, now: int) -> list[str]:
     """``working`` with no hook evidence since ``observed_before`` becomes ``unknown``.
 

@@ -311,3 +311,25 @@ def test_a_notification_line_the_agent_submits_stamps_its_message(live: LiveSurf
     line = payload_for(live, "UserPromptSubmit", prompt=managed_line(sent.message_id, "person"))
     assert handle_hook("claude", "UserPromptSubmit", line, live.env()).handled
     assert notified() is not None
+
+
+def test_an_agent_resumed_after_dying_mid_turn_is_not_working(live: LiveSurface) -> None:
+    """The turn of a process that died (kill, reboot) ended without a Stop: its resumed
+    session reads unknown, not the dead process's `working`, until its own hooks speak."""
+    import os
+    import signal
+
+    from core.reconcile.reconcile import reconcile
+
+    prompt = payload_for(live, "UserPromptSubmit", prompt="refactor the parser")
+    assert handle_hook("claude", "UserPromptSubmit", prompt, live.env()).handled
+    assert session_state(live) == ("working", "live")
+    frame_id, pid = live.engine.conn.execute(
+        "SELECT l.frame_id, s.process_id FROM launch_intents l JOIN surfaces s"
+        " USING (launch_id) WHERE launch_id = ?", (live.launch_id,)).fetchone()
+    os.kill(pid, signal.SIGKILL)
+    assert retry_until(lambda: reconcile(live.engine) is not None
+                       and session_state(live)[1] == "stopped", 20), dump(live)
+    assert session_state(live)[0] == "working"  # what the provider said stays, stopped
+    live.engine.frame_start(new_request_id(), frame_id)  # n: resume the session
+    assert retry_until(lambda: session_state(live) == ("unknown", "live"), 20), dump(live)
