@@ -58,6 +58,11 @@ CREATED_BY = "switchboard"
 SWITCHBOARD_VERSION = "0.1.0"  # kept in step with pyproject.toml
 EVENT_VERSION = 1
 BUSY_TIMEOUT_MS = 2000
+WAL_SIZE_LIMIT_BYTES = 1024 * 1024
+"""What a writer truncates a session file's -wal to when it starts the log again. SQLite
+reuses a -wal file from its start but never shrinks it on its own: each time a reader
+kept a checkpoint from finishing, the log grew past its old end and stayed that size
+(the 30-minute soak left one session's -wal at 32 MB, the fleet's at 355 MB)."""
 # The closed values this module writes (ToolRunStatus, AgentStatus, SessionStatus,
 # EventSourceKind).
 RUNNING, OK, ERROR, CANCELLED = "running", "ok", "error", "cancelled"
@@ -158,6 +163,7 @@ def _connect(path: Path) -> sqlite3.Connection:
                               isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT_BYTES}")
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn

@@ -49,8 +49,10 @@ def after_turn(home: Home, provider: str, event: str, document: dict[str, object
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         home.run_dir.mkdir(parents=True, exist_ok=True)
+        # a turn end's reader waits for its turn's lines (``core.usage.worker.SETTLE``)
+        tail = [""] if first_hook else [turn_id or "", "settle"]
         spawn_detached([sys.executable, "-m", WORKER_MODULE, session_key, provider, source,
-                        "" if first_hook else turn_id or ""], env,
+                        *tail], env,
                        log_path=str(home.run_dir / LOG_NAME))
     except OSError as exc:  # never break the provider over usage
         print(f"switchboard: usage reader not started: {exc}", file=sys.stderr)

@@ -31,6 +31,14 @@ if TYPE_CHECKING:
     from storage.session_usage import UsageRow
 
 MODULE = "core.usage.worker"
+SETTLE = "settle"
+"""The fifth argument of a turn end's reader: wait for the turn's lines (``read_settled``)."""
+SETTLE_S = 15.0
+"""How long a turn end's reader keeps looking for its turn's usage. A CLI may append the
+turn's last lines just after its Stop hook has run (a loaded machine delays its writes
+more than this reader's start), and a busy or locked evidence file is tried again: a
+reader that gave up at once left the turn unread until the next turn's end."""
+SETTLE_POLL_S = 0.25
 
 
 def usable_source(path: str) -> bool:
@@ -104,6 +112,41 @@ def read_usage(root: Path, session_key: str, provider: str, source: str,
     return rows
 
 
+def turn_recorded(root: Path, session_key: str, turn_id: str) -> bool:
+    """Whether the session's evidence file already holds a row of ``turn_id`` (another
+    reader of the same turn end got its lines first)."""
+    from storage import session_db
+    from storage.session_usage import turn_usage
+
+    path = session_db.session_db_path(root, session_key)
+    if not path.exists():
+        return False
+    conn = session_db.open_session_db_readonly(path)
+    try:
+        return any(row.turn_id == turn_id for row in turn_usage(conn, session_key))
+    finally:
+        conn.close()
+
+
+def read_settled(read: Callable[[], list[UsageRow]], recorded: Callable[[], bool], *,
+                 settle_s: float = SETTLE_S, poll_s: float = SETTLE_POLL_S,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], object] = time.sleep) -> list[UsageRow]:
+    """Read until the turn's usage is stored, by this read or another (``recorded``), or
+    ``settle_s`` is over; an error is retried until then, and raised after."""
+    deadline = clock() + settle_s
+    while True:
+        try:
+            rows = read()
+        except Exception:
+            if clock() >= deadline:
+                raise
+        else:
+            if rows or clock() >= deadline or recorded():
+                return rows
+        sleep(poll_s)
+
+
 def mark_limited(home: Home, session_key: str, row: UsageRow, now: int) -> bool:
     """Codex has no StopFailure: the turn its rollout says ended on a limit makes the
     session needs-input / usage_limit with a recovery, as Claude Code's StopFailure
@@ -145,15 +188,33 @@ def mark_limited(home: Home, session_key: str, row: UsageRow, now: int) -> bool:
 def main(argv: list[str]) -> int:
     from core.config.home import Home
 
-    if len(argv) != 4:
-        print(f"usage: python -m {MODULE} SESSION_KEY PROVIDER SOURCE_PATH TURN_ID",
+    if len(argv) not in (4, 5) or argv[4:] not in ([], [SETTLE]):
+        print(f"usage: python -m {MODULE} SESSION_KEY PROVIDER SOURCE_PATH TURN_ID [{SETTLE}]",
               file=sys.stderr)
         return 2
-    session_key, provider, source, turn_id = argv
+    session_key, provider, source, turn_id = argv[:4]
     home = Home.from_env()
+
+    def read_all() -> list[UsageRow]:
+        return read_usage(home.root, session_key, provider, source, turn_id or None,
+                          mark=lambda key, row, now: mark_limited(home, key, row, now))
+
+    read_size = [-1]  # the file's size at the last read: a settling reader opens the
+    # evidence file again only when the CLI's file grew
+
+    def read_grown() -> list[UsageRow]:
+        size = os.stat(source).st_size
+        if size == read_size[0]:
+            return []
+        rows = read_all()
+        read_size[0] = size
+        return rows
+
     try:
-        read_usage(home.root, session_key, provider, source, turn_id or None,
-                   mark=lambda key, row, now: mark_limited(home, key, row, now))
+        if argv[4:] and turn_id and usable_source(source):
+            read_settled(read_grown, lambda: turn_recorded(home.root, session_key, turn_id))
+        else:
+            read_all()
     except Exception:  # the next Stop's read makes it up; say why in the log
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         print(f"{stamp} session {session_key}: usage not read\n{traceback.format_exc()}",

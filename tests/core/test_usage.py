@@ -18,11 +18,12 @@ import pytest
 
 from core.config.config import ConfigError, PriceConfig, parse_config, render_config
 from core.hooks.hook_handler import handle_hook
+from core.hooks.usage_handoff import after_turn
 from core.model.limit_text import reset_from_text
 from core.model.usage import LimitKind, Tokens
 from core.providers.usage_files import read_claude, read_codex
 from core.usage.pricing import DEFAULT_PRICES, cost, price_for
-from core.usage.worker import read_usage, usable_source
+from core.usage.worker import SETTLE, read_settled, read_usage, usable_source
 from navigator.cli import main
 from storage import session_db
 from storage.session_usage import turn_usage
@@ -304,6 +305,76 @@ def test_stop_hook_reads_the_turn_and_usage_sums_match(live: LiveSurface,
     assert session[0] == "working" and recovery is not None and recovery[0] == "resolved"
     assert main(["usage", "--since", "yesterday"]) == 2
     assert "--since 'yesterday' is not a date" in capsys.readouterr().err
+
+
+def test_a_turn_whose_lines_land_after_its_stop_is_still_read(live: LiveSurface) -> None:
+    """A loaded machine can run the Stop hook before the CLI has appended the turn's
+    last line: the turn end's reader keeps looking for it (``SETTLE_S``)."""
+    transcript = live.root / "claude-home" / "s.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text(json.dumps({"type": "user", "message": {"content": "hi"}}) + "\n")
+    _stop(live, transcript, "p1")
+    assert not retry_until(lambda: bool(_rows(live)), 1.0)  # the line is not there yet
+    with transcript.open("a") as handle:
+        handle.write(claude_line("m1", "claude-sonnet-4-5", 40, 2))
+    assert retry_until(lambda: len(_rows(live)) == 1, 20), _worker_log(live)
+    assert _rows(live)[0][:5] == ("p1", "claude", "claude-sonnet-4-5", 40, 2)
+
+
+def test_settled_read_stops_at_rows_at_another_readers_row_or_at_its_limit() -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    def clock() -> float:
+        return now[0]
+
+    row = ("p1",)
+    reads = iter([[], [], [row]])
+    assert read_settled(lambda: next(reads), lambda: False, settle_s=5, poll_s=1,
+                        clock=clock, sleep=sleep) == [row]
+    assert now[0] == 2  # two empty reads, one wait after each
+    now[0] = 0.0
+    assert read_settled(lambda: [], lambda: now[0] >= 1, settle_s=5, poll_s=1, clock=clock,
+                        sleep=sleep) == [] and now[0] == 1
+    now[0] = 0.0
+    assert read_settled(lambda: [], lambda: False, settle_s=3, poll_s=1, clock=clock,
+                        sleep=sleep) == [] and now[0] == 3
+    # a locked file is tried again until the limit, then its error is raised
+    failures = iter([sqlite3.OperationalError("database is locked"), [row]])
+
+    def flaky() -> list:
+        item = next(failures)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    now[0] = 0.0
+    assert read_settled(flaky, lambda: False, settle_s=3, poll_s=1, clock=clock,
+                        sleep=sleep) == [row]
+
+    def locked() -> list:
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError):
+        read_settled(locked, lambda: False, settle_s=2, poll_s=1, clock=clock, sleep=sleep)
+
+
+def test_the_hook_asks_a_turn_end_reader_to_settle(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """The hook names the worker's argument by the worker's own word."""
+    import core.model.spawn
+    from core.config.home import Home
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(core.model.spawn, "spawn_detached",
+                        lambda argv, env, log_path: started.append(argv))
+    home = Home(tmp_path, tmp_path / "config.toml")
+    source = {"transcript_path": str(tmp_path / "t.jsonl")}
+    assert after_turn(home, "claude", "Stop", source, "k", "p1")
+    assert after_turn(home, "codex", "UserPromptSubmit", source, "k", "t1", first_hook=True)
+    assert [argv[-2:] for argv in started] == [["p1", SETTLE], [str(tmp_path / "t.jsonl"), ""]]
 
 
 # --------------------------------------------------------------------------- auto-resume

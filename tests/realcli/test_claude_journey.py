@@ -189,6 +189,9 @@ class World:
                 out.append(f"{sql}: {exc}")
         markers = sorted(p.name for p in xdg_home(self.root).run_dir.glob("*/claude-mcp-*"))
         out.append(f"agent-tool markers: {markers}")  # ready = listed; .none = wait gave up
+        worker_log = xdg_home(self.root).run_dir / "usage-worker.log"
+        if worker_log.exists():  # why a turn's usage row is missing, if a reader failed
+            out.append("usage-worker.log: " + worker_log.read_text()[-1500:])
         for item in self.api.journal.snapshot():  # what each model call offered and said
             if item.path.startswith("/v1/messages") and "count_tokens" not in item.path:
                 switchboard = [n for n in item.tool_names if "switchboard" in n]

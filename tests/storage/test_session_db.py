@@ -357,3 +357,28 @@ def test_readonly_open_never_creates(tmp_path: Path) -> None:
     with pytest.raises(SessionDbRefused):
         open_session_db_readonly(path)
     assert not path.parent.exists()
+
+
+def test_a_session_files_log_shrinks_back_after_a_reader_held_it_long(tmp_path: Path) -> None:
+    """SQLite never shrinks a -wal by itself: a reader that kept the checkpoint from
+    finishing once left the log at its largest for good (the soak's 32 MB). Every
+    writer now truncates it to ``WAL_SIZE_LIMIT_BYTES`` when it starts the log again."""
+    path = tmp_path / "session.db"
+    writer = session_db.open_session_db(path, now_ms=1_796_500_000_000)
+    reader = session_db.open_session_db_readonly(path)
+    try:
+        writer.execute("CREATE TABLE scratch (x BLOB)")
+        wal = Path(f"{path}-wal")
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM schema_meta").fetchone()  # an old snapshot
+        for _ in range(2000):  # ~8 MB while the snapshot keeps every page in the log
+            writer.execute("INSERT INTO scratch VALUES (?)", (b"x" * 4000,))
+        grown = wal.stat().st_size
+        assert grown > 6 * session_db.WAL_SIZE_LIMIT_BYTES
+        reader.execute("COMMIT")
+        for _ in range(300):  # past the next checkpoint, then the log starts again
+            writer.execute("INSERT INTO scratch VALUES (?)", (b"x" * 4000,))
+        assert wal.stat().st_size < grown / 2, (grown, wal.stat().st_size)
+    finally:
+        reader.close()
+        writer.close()
