@@ -60,9 +60,9 @@ EVENT_VERSION = 1
 BUSY_TIMEOUT_MS = 2000
 WAL_SIZE_LIMIT_BYTES = 1024 * 1024
 """What a writer truncates a session file's -wal to when it starts the log again. SQLite
-reuses a -wal file from its start but never shrinks it on its own: each time a reader
-kept a checkpoint from finishing, the log grew past its old end and stayed that size
-(the 30-minute soak left one session's -wal at 32 MB, the fleet's at 355 MB)."""
+reuses a -wal file from its start but never shrinks it on its own: a log that grew while
+a reader held an old snapshot kept that size. (The hook's held-open connection, which
+kept the log from ever starting again, is bounded in ``core.evidence.hook``.)"""
 # The closed values this module writes (ToolRunStatus, AgentStatus, SessionStatus,
 # EventSourceKind).
 RUNNING, OK, ERROR, CANCELLED = "running", "ok", "error", "cancelled"

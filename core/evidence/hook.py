@@ -173,10 +173,25 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, obj
 
             record_fixes(home, facts.project_id, conn, key, run_id, facts.frame_id, now)
     finally:
-        if not (hold and fast_exit.hold_until_exit(conn)):
+        if not (hold and _log_is_small(path) and fast_exit.hold_until_exit(conn)):
             conn.close()  # the session's last hook checkpoints and removes its WAL
     if pending_run is not None:  # after the close: the parser starts on a settled file
         spawn_worker(home, key, pending_run, facts)
+
+
+def _log_is_small(path: Path) -> bool:
+    """Whether the session file's -wal is still within ``WAL_SIZE_LIMIT_BYTES``.
+
+    A process that ends with its connection open leaves the -wal as a crash would, and
+    the next one to open the file rebuilds its index from it with nothing marked as
+    checkpointed: SQLite then never starts the log again, and a session whose hooks
+    all end that way grew its -wal by every hook (32 MB in a 30-minute soak). Past the
+    limit the hook closes instead, which checkpoints and removes the log when no one
+    else has the file open; that costs the hook one fsync every ~1 MB of evidence."""
+    try:
+        return os.stat(f"{path}-wal").st_size <= fast_exit.WAL_SIZE_LIMIT_BYTES
+    except OSError:
+        return True
 
 
 def _has_attempt(conn: sqlite3.Connection, key: str) -> bool:

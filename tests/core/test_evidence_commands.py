@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
+from core.model.spawn import fast_cli_argv
 from storage.project_db import (
     DEBUG_RECORDS,
     LEARNED_MEMORY,
@@ -56,14 +57,16 @@ def recorded(event: str, path: Path | None = None) -> dict:
     raise AssertionError(f"no recorded {event}")
 
 
-def hook(live: LiveSurface, event: str, document: dict, provider: str = "claude"  # noqa: F811
-         ) -> subprocess.CompletedProcess[bytes]:
-    """``switchboard hook --provider P EVENT`` with the payload on stdin, as a provider runs it."""
+def hook(live: LiveSurface, event: str, document: dict, provider: str = "claude",  # noqa: F811
+         *, fast: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """``switchboard hook --provider P EVENT`` with the payload on stdin, as a provider runs it
+    (``fast``: through the hook's own entry, which ends with its files open)."""
     document = dict(document, session_id=live.provider_session_id)
     env = {k: v for k, v in os.environ.items()
            if k not in (ENV_CAPABILITY, ENV_GENERATION, "TMUX", "TMUX_PANE")}
     env.update(live.env(), PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "navigator.cli", "hook", "--provider", provider,
+    program = fast_cli_argv() if fast else [sys.executable, "-m", "navigator.cli"]
+    done = subprocess.run([*program, "hook", "--provider", provider,
                            event], input=json.dumps(document).encode(), env=env,
                           capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()
@@ -489,3 +492,28 @@ def test_the_timeline_covers_the_frames_earlier_sessions(tmp_path: Path) -> None
     for leftover in session_db_path(tmp_path, "old").parent.glob("session.db*"):
         leftover.unlink()
     assert [c.command for c in session_detail(home, "new").commands] == ["pytest # new"]
+
+
+def test_hooks_that_end_with_the_file_open_keep_its_log_bounded(live: LiveSurface  # noqa: F811
+                                                                ) -> None:
+    """A hook process ends with its session connection open (``core.model.fast_exit``);
+    the next opener finds nothing marked as checkpointed, so SQLite never restarted the
+    log and every hook grew it (40 turns: 4 MB). Past ``WAL_SIZE_LIMIT_BYTES`` the hook
+    closes instead."""
+    from core.model.fast_exit import WAL_SIZE_LIMIT_BYTES
+
+    pre = recorded("PreToolUse")
+    hook(live, "PreToolUse", pre, fast=True)
+    path = session_db_path(live.root, live.session_key)
+    wal = Path(f"{path}-wal")
+    # another process that wrote ~3 MB and ended with its connection open, as hooks do
+    grow = ("import os, sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None);"
+            " c.execute('PRAGMA wal_autocheckpoint = 0');"
+            " c.execute('CREATE TABLE IF NOT EXISTS scratch (x BLOB)'); c.execute('BEGIN');"
+            " [c.execute('INSERT INTO scratch VALUES (?)', (os.urandom(4000),))"
+            " for _ in range(700)]; c.execute('COMMIT'); os._exit(0)")
+    subprocess.run([sys.executable, "-c", grow, str(path)], check=True, timeout=60)
+    assert wal.stat().st_size > 2 * WAL_SIZE_LIMIT_BYTES
+    hook(live, "PreToolUse", dict(pre, tool_use_id="toolu_bounded"), fast=True)
+    assert not wal.exists() or wal.stat().st_size <= WAL_SIZE_LIMIT_BYTES, wal.stat()
+    assert rows(path, "SELECT count(*) FROM scratch")[0][0] == 700  # nothing lost on the way
