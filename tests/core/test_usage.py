@@ -518,3 +518,32 @@ def test_reconcile_reads_a_turn_that_ended_without_its_stop(
             (activity(), _worker_log(live))
     finally:
         live.engine.conn.close()
+
+
+def test_the_sweep_reopens_an_evidence_file_only_when_it_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quiet fleet's reconcile turns read each session's usage cursors once, not once
+    a turn (bench_scale's idle: 200 file opens a turn in the holder)."""
+    from core.reconcile import usage_sweep
+
+    key = "host:codex:s1"
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(codex_context("gpt-5"))
+    read_usage(tmp_path, key, "codex", str(rollout), None)  # records the cursor
+    path = session_db.session_db_path(tmp_path, key)
+    opened: list[Path] = []
+    real = session_db.open_session_db_readonly
+
+    def counted(where: Path) -> sqlite3.Connection:
+        opened.append(where)
+        return real(where)
+
+    monkeypatch.setattr(session_db, "open_session_db_readonly", counted)
+    first = usage_sweep._cursors(path, key)
+    assert first == [(str(rollout), rollout.stat().st_size)]
+    assert usage_sweep._cursors(path, key) == first and len(opened) == 1
+    with rollout.open("a") as handle:  # the reader moves the cursor: the file changed
+        handle.write(codex_count(10, 0, 2))
+    read_usage(tmp_path, key, "codex", str(rollout), "t1")
+    assert usage_sweep._cursors(path, key) == [(str(rollout), rollout.stat().st_size)]
+    assert len(opened) == 2
