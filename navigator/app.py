@@ -164,9 +164,9 @@ class SwitchboardApp(App[None]):
         self.review = ReviewClient(client.home, client.message_frame)
         self.conflict_watch = ConflictWatch(self, self.review)
         self._usage_timer: Timer | None = None
+        """Set while ``u`` shows usage: it re-reads the session files now and then."""
         self._first_keys = FirstStateKeys(self.post_message)
         """Keys typed before the first state wait for it (see ``navigator.first_keys``)."""
-        """Set while ``u`` shows usage: it re-reads the session files now and then."""
 
     async def on_event(self, event: events.Event) -> None:
         """A key from the terminal before the first state is held for it."""

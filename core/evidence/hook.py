@@ -119,7 +119,6 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, obj
     hold = not ended and fast_exit.enabled
     if hold:
         conn.execute(f"PRAGMA wal_autocheckpoint = {fast_exit.WAL_AUTOCHECKPOINT_PAGES}")
-        conn.execute(f"PRAGMA journal_size_limit = {fast_exit.WAL_SIZE_LIMIT_BYTES}")
     try:
         if facts.frame_id and not _has_attempt(conn, key):  # once per session
             try:
@@ -180,7 +179,7 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, obj
 
 
 def _log_is_small(path: Path) -> bool:
-    """Whether the session file's -wal is still within ``WAL_SIZE_LIMIT_BYTES``.
+    """Whether the session file's -wal is still within ``session_db.WAL_SIZE_LIMIT_BYTES``.
 
     A process that ends with its connection open leaves the -wal as a crash would, and
     the next one to open the file rebuilds its index from it with nothing marked as
@@ -188,8 +187,10 @@ def _log_is_small(path: Path) -> bool:
     all end that way grew its -wal by every hook (32 MB in a 30-minute soak). Past the
     limit the hook closes instead, which checkpoints and removes the log when no one
     else has the file open; that costs the hook one fsync every ~1 MB of evidence."""
+    from storage.session_db import WAL_SIZE_LIMIT_BYTES  # loaded by ``record`` already
+
     try:
-        return os.stat(f"{path}-wal").st_size <= fast_exit.WAL_SIZE_LIMIT_BYTES
+        return os.stat(f"{path}-wal").st_size <= WAL_SIZE_LIMIT_BYTES
     except OSError:
         return True
 

@@ -18,7 +18,7 @@ from typing import Any
 #: Pages of WAL after which a commit checkpoints (SQLite's default is 1000, 4 MB):
 #: a held-open session file's WAL stays near 1 MB, one checkpoint per ~35 tool hooks.
 WAL_AUTOCHECKPOINT_PAGES = 256
-WAL_SIZE_LIMIT_BYTES = 1024 * 1024
+# The -wal's size limit is set on every session connection: storage.session_db.
 
 enabled = False
 _held: list[Any] = []

@@ -500,7 +500,7 @@ def test_hooks_that_end_with_the_file_open_keep_its_log_bounded(live: LiveSurfac
     the next opener finds nothing marked as checkpointed, so SQLite never restarted the
     log and every hook grew it (40 turns: 4 MB). Past ``WAL_SIZE_LIMIT_BYTES`` the hook
     closes instead."""
-    from core.model.fast_exit import WAL_SIZE_LIMIT_BYTES
+    from storage.session_db import WAL_SIZE_LIMIT_BYTES
 
     pre = recorded("PreToolUse")
     hook(live, "PreToolUse", pre, fast=True)
