@@ -28,7 +28,7 @@ from core.config.registry import init_registry
 from core.context.requests import new_request_id
 from core.install.hooks_install import launch_hook_command
 from core.model.enums import Provider
-from core.model.files import private_dir
+from core.model.files import own_dir
 from core.providers.traits import traits
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def build(root: Path) -> DemoSession:
     """Create the demo home on first run; start its agents; return how to attach."""
     from core.engine.open import open_engine
 
-    private_dir(root)
+    own_dir(root)
     os.environ["SWITCHBOARD_HOME"] = str(root)
     os.environ["SWITCHBOARD_CONFIG"] = str(root / "config.toml")
     home = Home(root=root, config_path=root / "config.toml")

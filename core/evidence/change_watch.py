@@ -40,7 +40,7 @@ def turn_ran_tools(conn: sqlite3.Connection, session_key: str) -> bool:
 def _already_seen(home: Home, frame_id: str, latest: str) -> bool:
     """Whether a worker was started for this very change (Codex ends a turn twice: its
     Stop hook and its notify); records ``latest`` when not."""
-    from core.model.files import private_dir
+    from core.model.files import FolderNotPrivate, own_dir
 
     folder = home.run_dir / "review-seen"
     name = "".join(c for c in frame_id if c.isalnum() or c in "-_") or "frame"
@@ -51,11 +51,11 @@ def _already_seen(home: Home, frame_id: str, latest: str) -> bool:
     except OSError:
         pass
     try:
-        private_dir(folder)
+        own_dir(folder)
         fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(latest)
-    except OSError:
+    except (OSError, FolderNotPrivate):
         pass  # no stamp: at worst a second worker, which computes the same
     return False
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from core.model.enums import Provider
 from core.model.errors import Conflict, ProviderError
-from core.model.files import private_dir
+from core.model.files import own_dir, private_dir
 from core.providers.adapters import get_adapter
 from core.providers.base import HookPlace
 from core.providers.hook_files import check_hook_command, read_bytes, write_atomic
@@ -143,7 +143,7 @@ def _state_folder(state_dir: Path, target: HookTarget) -> Path:
 
 @contextlib.contextmanager
 def _locked(state_dir: Path, target: HookTarget) -> Iterator[Path]:
-    private_dir(state_dir)  # Switchboard's own folder, never the person's
+    own_dir(state_dir)  # Switchboard's own folder, never the person's
     lock_path = Path(state_dir) / f"{target.key}.lock"
     with open(lock_path, "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)

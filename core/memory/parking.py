@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.model.errors import TmuxError
-from core.model.files import private_dir, write_private
+from core.model.files import own_dir, write_private
 from core.model.private_sockets import lock_is_held
 from core.tmux.commands import Check, both, equals, gated, outcomes
 from core.tmux.errors import TmuxCommandFailed
@@ -181,7 +181,7 @@ def fleet_panes(runner: TmuxRunner) -> Fleet:
 
 
 def screens_dir(run_dir: Path) -> Path:
-    return private_dir(run_dir / SCREENS)
+    return own_dir(run_dir / SCREENS)
 
 
 def screen_file(run_dir: Path, view_id: str) -> Path:

@@ -29,6 +29,7 @@ later the child writes ``exit N\\n`` when the navigator ends. End of file withou
 import os
 import signal
 import socket
+import stat
 import sys
 
 MAGIC = b"SBWAKE1\0"
@@ -68,8 +69,21 @@ def _cold(argv: list[str]) -> None:
     os.execv(argv[0], argv)
 
 
+def _private_folder(path: str) -> bool:
+    """Whether the socket's folder is this user's own, mode 0700 (not a link): in any
+    other folder the socket could be someone else's, who would get this terminal."""
+    try:
+        info = os.lstat(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+            and not info.st_mode & 0o077)
+
+
 def _handoff(path: str, argv: list[str]) -> int | None:
     """The navigator's exit status once it ends; None when no server took the pane."""
+    if not _private_folder(path):
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT_S)
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,7 +94,9 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     """Create ``path`` (and missing parents) as 0700; an existing folder is left as is.
 
     Only folders Switchboard creates are tightened: a person's own project or
-    home folder that already exists keeps the mode they chose.
+    home folder that already exists keeps the mode they chose. A folder only
+    Switchboard makes, and especially one in a shared place, goes through
+    ``own_dir`` instead, which also refuses an existing folder that is not private.
     """
     path = Path(path)
     missing: list[Path] = []
@@ -111,6 +114,56 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     except OSError as exc:
         raise os_failure(exc, path) or exc from None
     return path
+
+
+class FolderNotPrivate(EnvironmentFailure):
+    """A folder Switchboard keeps its own files in is not this user's private folder."""
+
+    code = "folder_not_private"
+
+
+def check_own_dir(path: str | os.PathLike[str]) -> Path:
+    """Refuse ``path`` unless it is a real folder (not a link) of this uid, mode 0700 or tighter.
+
+    Why: a folder in a shared place (``$TMPDIR/switchboard-run-UID``) can be made
+    first by another user, who may then swap the sockets and files put in it (an
+    agent-tool socket receives every agent's capability and environment). Checked
+    with ``lstat``, so a symbolic link planted in its place is refused, not followed.
+    The refusal is one line naming the folder and what to do; nothing is changed.
+    """
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise os_failure(exc, path) or exc from None
+    uid = os.getuid()
+    if stat.S_ISLNK(info.st_mode):
+        reason = "is a symbolic link, not a folder"
+        advice = f"remove the link ({path}) so Switchboard can make its own folder"
+    elif not stat.S_ISDIR(info.st_mode):
+        reason = "is not a folder"
+        advice = f"move {path} away so Switchboard can make its own folder"
+    elif info.st_uid != uid:
+        reason = f"belongs to uid {info.st_uid}, not to you (uid {uid})"
+        advice = f"remove {path} (someone else made it) so Switchboard can make its own"
+    elif info.st_mode & 0o077:
+        reason = f"is open to other users (mode {stat.S_IMODE(info.st_mode):04o})"
+        advice = f"run `chmod 700 {path}` (or remove it) and retry"
+    else:
+        return path
+    raise FolderNotPrivate(f"{path} {reason}: Switchboard keeps its own files only in a "
+                           f"private folder of yours (mode 0700); {advice}{NOTHING_CHANGED}")
+
+
+def own_dir(path: str | os.PathLike[str]) -> Path:
+    """``private_dir`` for a folder that is Switchboard's own (run folders, sockets' folders,
+    per-user temp folders): made 0700 when missing, and refused by ``check_own_dir``
+    when it already exists as anything but this user's private folder.
+
+    ``private_dir`` alone leaves an existing folder as it is, which is right for the
+    person's own project or home folder and wrong for a folder only Switchboard makes.
+    """
+    return check_own_dir(private_dir(path))
 
 
 def write_private(path: str | os.PathLike[str], data: bytes | str) -> Path:

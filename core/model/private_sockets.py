@@ -4,6 +4,10 @@ The agent-tool host (``core.memory.mcp_host``) and the warm navigator server
 (``navigator.warm``) each listen on a socket in the home's 0700 run folder; the
 remote follower and the warm server are known to run by the ``flock`` their
 process holds. One spelling of each, so a later fix (a mode, a race) lands once.
+
+A socket is only made, and only connected to, in a folder that is this user's own
+with mode 0700 (``core.model.files.check_own_dir``); the clients that cannot import
+it (the C shim, the wake client) check the same by hand.
 """
 
 from __future__ import annotations
@@ -14,12 +18,18 @@ import os
 import socket
 from pathlib import Path
 
+from core.model.files import check_own_dir
+
 
 def listen_private(path: Path, backlog: int) -> socket.socket:
     """A listening unix socket at ``path`` that only its owner can connect to.
 
     A stale socket file is replaced; the umask is tightened while binding (so the
-    file is never open to others, not even for a moment) and the mode set again."""
+    file is never open to others, not even for a moment) and the mode set again.
+    The folder must be this user's private folder (``check_own_dir``): in a folder
+    someone else owns or can write, they could swap the socket for their own and
+    receive what the clients send (an agent's capability and environment)."""
+    check_own_dir(path.parent)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -49,3 +59,4 @@ def lock_is_held(path: Path) -> bool:
     finally:
         os.close(fd)
     return False
+

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.model.files import private_dir
+from core.model.files import own_dir, private_dir
 
 ENV_SHIM = "SWITCHBOARD_MCP_SHIM"
 """``off``: every agent runs the full ``switchboard mcp`` server (no shim, no host)."""
@@ -35,12 +35,16 @@ FULL_SERVER_TAIL = ("-m", "navigator.cli", "mcp")
 
 
 def socket_path(run_dir: Path) -> Path:
-    """Where the home's agent-tool host server listens (0600)."""
+    """Where the home's agent-tool host server listens (0600).
+
+    The per-user temp folder is shared ground (``$TMPDIR``): another user could make
+    it first and swap the socket, receiving every agent's environment. ``own_dir``
+    refuses it then, in one line naming the folder, instead of using it."""
     path = run_dir / SOCKET_NAME
     if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
         return path
     digest = hashlib.sha256(os.fsencode(run_dir)).hexdigest()[:16]
-    folder = private_dir(Path(tempfile.gettempdir()) / f"switchboard-run-{os.getuid()}")
+    folder = own_dir(Path(tempfile.gettempdir()) / f"switchboard-run-{os.getuid()}")
     return folder / f"mcp-{digest}.sock"
 
 
@@ -58,7 +62,7 @@ def _bin_dir(run_dir: Path) -> Path:
             return folder
     except OSError:
         pass
-    return private_dir(run_dir / "bin")
+    return own_dir(run_dir / "bin")
 
 
 def shim_binary(run_dir: Path) -> Path | None:

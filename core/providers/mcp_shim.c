@@ -19,6 +19,11 @@
  * The argv keeps `navigator.cli mcp` on this process's command line: the
  * UserPromptSubmit wait of a Claude launch finds its server by it (pgrep -f).
  *
+ * The socket is used only in a folder of this user's own with mode 0700 (not a
+ * link), and only when the process listening on it is this user's: another user who
+ * made the folder first (a shared $TMPDIR) could otherwise swap the socket and
+ * receive the environment. Either check failing: say so on stderr, exec the rest.
+ *
  * Oversized lines (> 4 MiB) get the same JSON-RPC error as the Python server
  * and are never buffered whole.
  */
@@ -86,7 +91,45 @@ static void sleep_ms(long ms) {
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
 }
 
+static void give_up(void);
+
+/* Whether sock_path's folder is this user's own, mode 0700, and not a link. */
+static int private_folder(void) {
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    strncpy(dir, sock_path, sizeof dir - 1);
+    dir[sizeof dir - 1] = 0;
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    struct stat st;
+    if (lstat(dir, &st) < 0) return 0;
+    return S_ISDIR(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & 077);
+}
+
+/* Whether the process listening at the other end of fd runs as this user. */
+static int same_user_peer(int fd) {
+#ifdef SO_PEERCRED
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) return 0;
+    return cred.uid == getuid();
+#else
+    uid_t uid;
+    gid_t gid;
+    if (getpeereid(fd, &uid, &gid) < 0) return 0;
+    return uid == getuid();
+#endif
+}
+
+static void refuse(const char *why) {
+    fprintf(stderr, "switchboard mcp shim: %s %s; using the full server instead (remove "
+            "that folder so Switchboard can make its own)\n", sock_path, why);
+    give_up();
+}
+
 static int try_connect(void) {
+    if (!private_folder()) refuse("is not in a private folder of this user (owner, mode 0700)");
     struct sockaddr_un addr;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
@@ -94,6 +137,7 @@ static int try_connect(void) {
     addr.sun_family = AF_UNIX;
     strncpy(addr.sun_path, sock_path, sizeof addr.sun_path - 1);
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) { close(fd); return -1; }
+    if (!same_user_peer(fd)) { close(fd); refuse("is served by another user"); }
     return fd;
 }
 

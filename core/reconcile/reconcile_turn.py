@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.model.files import PRIVATE_FILE_MODE, create_private_file, private_dir
+from core.model.files import PRIVATE_FILE_MODE, create_private_file, own_dir
 
 LOCK_NAME = "reconcile.lock"
 STAMP_NAME = "reconcile.stamp"
@@ -69,7 +69,7 @@ def host_turn(run_dir: Path, interval: float, *,
     back) counts as due, so a clock step never stops reconciling.
     """
     owner = os.getpid() if owner is None else owner
-    private_dir(run_dir)
+    own_dir(run_dir)
     fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
     try:
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.model.errors import SwitchboardError
-from core.model.files import private_dir, read_bounded, write_private
+from core.model.files import own_dir, read_bounded, write_private
 
 if TYPE_CHECKING:
     from core.config.home import Home
@@ -89,7 +89,7 @@ def build_brief(title: str, brief: str | None, detail: SessionDetail | None,
 
 def write_handover(home: Home, handover: Handover) -> Path:
     path = handover_path(home, handover.frame_id)
-    private_dir(path.parent)
+    own_dir(path.parent)
     path.with_suffix(".claimed").unlink(missing_ok=True)  # a new handover, not claimed yet
     return write_private(path, json.dumps({
         "frame_id": handover.frame_id, "from_provider": handover.from_provider,

@@ -26,7 +26,7 @@ from core.config.capabilities import (
 )
 from core.model.enums import LaunchAction, PlacementState, Provider, RuntimePresence
 from core.model.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
-from core.model.files import private_dir
+from core.model.files import own_dir
 from core.model.tool_schemas import TOOLS as MCP_TOOLS
 from core.providers.base import LaunchInputs, McpServer
 from core.providers.checks import check_provider
@@ -216,7 +216,7 @@ def _plan(ctx: Context, provider: Provider, action: LaunchAction, session: sqlit
     home = getattr(ctx, "home", None)
     run_dir = (home.run_dir if home is not None else engine_tmp()) / session["session_key"] \
         .replace(":", "_")
-    private_dir(run_dir)
+    own_dir(run_dir)
     plan = get_adapter(provider, command).plan(LaunchInputs(
         action=action, session_id=session["provider_session_id"],
         initial_prompt=initial_prompt, run_dir=run_dir, launch_id=launch_id,
@@ -243,6 +243,7 @@ AGENT_TOOL_NAMES = tuple(tool["name"] for tool in MCP_TOOLS)
 
 
 def engine_tmp() -> Path:
-    """Per-user, private: a shared /tmp folder could be made first by someone else."""
+    """Per-user, private: a shared /tmp folder could be made first by someone else, so an
+    existing one that is not this user's 0700 folder is refused (``own_dir``)."""
     import tempfile
-    return private_dir(Path(tempfile.gettempdir()) / f"switchboard-run-{os.getuid()}")
+    return own_dir(Path(tempfile.gettempdir()) / f"switchboard-run-{os.getuid()}")

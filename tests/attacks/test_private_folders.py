@@ -1,0 +1,312 @@
+"""A second user who makes Switchboard's shared-place folders first gets nothing (issue 37.1).
+
+A home deep enough that its agent-tool socket path would not fit ``sun_path`` puts the
+socket in ``$TMPDIR/switchboard-run-UID/``. Another user who creates that folder first
+could swap the socket for their own and receive every agent's environment (the
+capability, API keys) and answer its tool calls. These tests perform the attack as a
+second uid would: the tests run as root, so the "other user" is a forked process that
+drops to uid 65534 (nobody) and makes the folder, binds a socket in it and listens; or
+the folder is made open to everybody (0777), or is a symbolic link planted in place.
+
+Each case is refused: the Python side in one line naming the folder and what to do
+(``own_dir`` / ``listen_private``), the compiled shim and the wake client by not
+connecting at all (the shim falls back to the full in-process server, so the agent
+keeps its tools). A person's own project folder is still accepted by ``private_dir``.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.model.files import FolderNotPrivate, check_own_dir, own_dir, private_dir
+from core.model.private_sockets import listen_private
+from core.providers import agent_tools
+from core.runtime import launcher
+
+OTHER_UID = 65534
+"""nobody: the second user of these attacks."""
+SECRET = "sk-attack-test-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def _as_root() -> None:
+    if os.getuid() != 0:
+        pytest.fail("these tests act as a second user (uid 65534) and must run as root, as "
+                    "the suite does in its container")
+
+
+@pytest.fixture
+def shared_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A sticky, world-writable folder standing in for ``$TMPDIR`` (/tmp itself is never
+    touched), made the process's temp folder for the test (after ``tmp_path`` exists,
+    which pytest makes under the temp folder too)."""
+    folder = Path(tempfile.mkdtemp(prefix="sb-shared-", dir="/tmp"))
+    os.chmod(folder, 0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def long_run_dir(tmp_path: Path) -> Path:
+    """A run folder deep enough that its socket goes to the per-user temp folder."""
+    run_dir = tmp_path / ("deep-home-" + "x" * 80) / "run"
+    assert len(os.fsencode(run_dir / agent_tools.SOCKET_NAME)) > agent_tools.MAX_SOCKET_PATH
+    return run_dir
+
+
+def run_folder(shared: Path) -> Path:
+    return shared / f"switchboard-run-{os.getuid()}"
+
+
+@dataclass
+class Attacker:
+    """A process running as uid 65534 that made ``folder`` and listens on ``sock``;
+    ``received()`` is everything any client sent it."""
+
+    pid: int
+    folder: Path
+    sock: Path
+    out_fd: int
+
+    def received(self, timeout: float) -> bytes:
+        chunks = []
+        while True:
+            ready, _, _ = select.select([self.out_fd], [], [], timeout)
+            if not ready:
+                break
+            chunk = os.read(self.out_fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def stop(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+        os.close(self.out_fd)
+
+
+def start_attacker(folder: Path, sock_name: str, *, answer: bytes = b"") -> Attacker:
+    """Fork a child that becomes uid 65534, makes ``folder`` (its own, 0755), binds
+    ``sock_name`` in it open to everybody, and relays what clients send to the parent;
+    each line it gets is answered with ``answer`` (a forged tool reply)."""
+    ready_r, ready_w = os.pipe()
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the other user
+        code = 0
+        try:
+            os.close(ready_r)
+            os.close(out_r)
+            os.setgroups([])
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            folder.mkdir(mode=0o755)
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(folder / sock_name))
+            os.chmod(folder / sock_name, 0o777)
+            server.listen(8)
+            os.write(ready_w, b"1")
+            while True:
+                conn, _ = server.accept()
+                while True:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    os.write(out_w, data)
+                    if answer and b"\n" in data:
+                        conn.sendall(answer)
+                conn.close()
+        except BaseException:  # noqa: BLE001 - the child must never return into pytest
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(ready_w)
+    os.close(out_w)
+    ready, _, _ = select.select([ready_r], [], [], 10)
+    assert ready and os.read(ready_r, 1) == b"1", "the attacker did not start"
+    os.close(ready_r)
+    info = os.lstat(folder)
+    assert info.st_uid == OTHER_UID  # the folder really is the other user's
+    return Attacker(pid, folder, folder / sock_name, out_r)
+
+
+# ---- the Python side: the folders are refused in one line -----------------------------
+
+
+def plant(kind: str, folder: Path, tmp_path: Path) -> None:
+    """Make ``folder`` the way an attack (or a careless earlier run) leaves it."""
+    if kind == "other_owner":
+        folder.mkdir(mode=0o755)
+        os.chown(folder, OTHER_UID, OTHER_UID)
+    elif kind == "open_mode":
+        folder.mkdir()
+        os.chmod(folder, 0o777)
+    elif kind == "symlink":
+        target = tmp_path / "elsewhere"
+        target.mkdir(mode=0o700)
+        os.chown(target, OTHER_UID, OTHER_UID)
+        folder.symlink_to(target)
+    else:
+        raise AssertionError(kind)
+
+
+WHAT = {"other_owner": f"belongs to uid {OTHER_UID}", "open_mode": "is open to other users",
+        "symlink": "is a symbolic link"}
+
+
+@pytest.mark.parametrize("kind", sorted(WHAT))
+def test_agent_socket_folder_planted_first_is_refused(kind: str, shared_tmp: Path,
+                                                      tmp_path: Path) -> None:
+    folder = run_folder(shared_tmp)
+    plant(kind, folder, tmp_path)
+    with pytest.raises(FolderNotPrivate) as refused:
+        agent_tools.socket_path(long_run_dir(tmp_path))
+    message = refused.value.message
+    assert str(folder) in message and WHAT[kind] in message
+    assert "\n" not in message and "nothing was changed" in message
+    assert refused.value.exit_code == 3
+    # nothing was put in the planted folder
+    if kind != "symlink":
+        assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", sorted(WHAT))
+def test_engine_tmp_planted_first_is_refused(kind: str, shared_tmp: Path,
+                                             tmp_path: Path) -> None:
+    folder = run_folder(shared_tmp)
+    plant(kind, folder, tmp_path)
+    with pytest.raises(FolderNotPrivate, match=WHAT[kind]):
+        launcher.engine_tmp()
+
+
+def test_own_folder_is_made_private_and_reused(shared_tmp: Path, tmp_path: Path) -> None:
+    """No attack: the folder is made 0700 and this user's, and used again next time."""
+    path = agent_tools.socket_path(long_run_dir(tmp_path))
+    folder = path.parent
+    assert folder == run_folder(shared_tmp)
+    info = os.lstat(folder)
+    assert info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
+    assert agent_tools.socket_path(long_run_dir(tmp_path)) == path
+    assert launcher.engine_tmp() == folder
+
+
+def test_a_persons_project_folder_is_still_accepted(tmp_path: Path) -> None:
+    """``private_dir`` keeps existing folders as they are (a project shared with a team);
+    only Switchboard's own folders go through ``own_dir``."""
+    project = tmp_path / "project"
+    project.mkdir()
+    os.chmod(project, 0o775)
+    os.chown(project, OTHER_UID, OTHER_UID)
+    assert private_dir(project) == project
+    assert stat.S_IMODE(project.stat().st_mode) == 0o775
+    with pytest.raises(FolderNotPrivate):
+        check_own_dir(project)
+    created = own_dir(tmp_path / "made" / "here")
+    assert stat.S_IMODE(created.stat().st_mode) == 0o700
+
+
+def test_host_socket_is_not_made_in_a_folder_someone_else_made(shared_tmp: Path) -> None:
+    """The host server (``listen_private``) refuses to bind in the other user's folder, and
+    in a folder open to everybody, instead of replacing what is there."""
+    attacker = start_attacker(run_folder(shared_tmp), "mcp-x.sock")
+    try:
+        with pytest.raises(FolderNotPrivate, match=f"belongs to uid {OTHER_UID}"):
+            listen_private(attacker.sock, 4)
+        assert stat.S_ISSOCK(os.lstat(attacker.sock).st_mode)  # theirs, not replaced
+    finally:
+        attacker.stop()
+    open_folder = shared_tmp / "open"
+    open_folder.mkdir()
+    os.chmod(open_folder, 0o777)
+    with pytest.raises(FolderNotPrivate, match="open to other users"):
+        listen_private(open_folder / "s.sock", 4)
+    assert list(open_folder.iterdir()) == []
+
+
+# ---- the clients: nothing is sent to the other user's socket --------------------------
+
+
+def shim(tmp_path: Path) -> Path:
+    binary = agent_tools.shim_binary(tmp_path / "run")
+    assert binary is not None, "the shim could not be built (make setup installs cc)"
+    return binary
+
+
+FALLBACK = [sys.executable, "-c", "import sys; sys.stdin.read(); print('FULL SERVER')"]
+HELLO = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+
+def run_shim(binary: Path, sock: Path) -> subprocess.CompletedProcess[bytes]:
+    env = {"PATH": os.environ.get("PATH", ""), "SWITCHBOARD_CAPABILITY": SECRET,
+           "ANTHROPIC_API_KEY": SECRET}
+    return subprocess.run([str(binary), str(sock), *FALLBACK], input=HELLO, env=env,
+                          capture_output=True, timeout=60)
+
+
+def test_shim_sends_nothing_to_a_socket_in_another_users_folder(shared_tmp: Path,
+                                                               tmp_path: Path) -> None:
+    """The attack end to end: the other user made the folder and listens; an agent's shim
+    is given that socket. It must not connect (its first line is the whole environment)
+    and must fall back to the full server."""
+    binary = shim(tmp_path)
+    forged = b'{"jsonrpc":"2.0","id":1,"result":{"forged":true}}\n'
+    attacker = start_attacker(run_folder(shared_tmp), "mcp-x.sock", answer=forged)
+    try:
+        done = run_shim(binary, attacker.sock)
+        received = attacker.received(1.0)
+    finally:
+        attacker.stop()
+    assert SECRET.encode() not in received and received == b""
+    assert b"forged" not in done.stdout
+    assert b"FULL SERVER" in done.stdout
+    assert b"not in a private folder of this user" in done.stderr
+
+
+def test_shim_refuses_a_socket_served_by_another_user(tmp_path: Path,
+                                                      shared_tmp: Path) -> None:
+    """A socket swapped into this user's own 0700 folder (the folder check passes) but
+    listened on by another user: the shim checks the listener's uid and sends nothing."""
+    binary = shim(tmp_path)
+    attacker = start_attacker(shared_tmp / "theirs", "mcp-x.sock")
+    mine = own_dir(shared_tmp / "mine")
+    swapped = mine / "mcp-x.sock"
+    os.rename(attacker.sock, swapped)  # the listening socket now sits in our folder
+    try:
+        done = run_shim(binary, swapped)
+        received = attacker.received(1.0)
+    finally:
+        attacker.stop()
+    assert received == b""
+    assert b"FULL SERVER" in done.stdout
+    assert b"served by another user" in done.stderr
+
+
+def test_wake_client_hands_no_terminal_to_another_users_socket(shared_tmp: Path) -> None:
+    """The wake client sends its terminal fds and environment to the warm server; in a
+    folder the other user made it must not connect (it starts cold instead)."""
+    from core.memory import wake_client
+
+    attacker = start_attacker(shared_tmp / "navigators", "warm.sock")
+    try:
+        assert wake_client._handoff(str(attacker.sock), ["navigator"]) is None
+        received = attacker.received(1.0)
+    finally:
+        attacker.stop()
+    assert received == b""
