@@ -25,6 +25,14 @@ An agent that cannot be resumed keeps its recovery open, its sentence rewritten
 to say why (``storage.operations.fleet``); `n` on the frame, or a later restore
 once the cause is fixed, runs it and closes the recovery.
 
+One restore at a time per home: ``restore_fleet`` holds an ``flock`` on
+``run/restore.lock`` for the whole run. A second restore started meanwhile (two
+terminals, bare `switchboard` typed twice) waits for the first, up to
+``RESTORE_WAIT_S``, and only then reads its plan, so it finds the fleet the first
+one rebuilt and changes nothing. Run side by side, the two would each rebuild and
+resume the same views and agents: a different frame ended in main and a false
+"could not resume" recovery stayed open for a live agent (issue 37.7).
+
 Idempotent by construction: a second run finds every view on the live server and
 no open ``server_restarted`` agent recovery, so it changes nothing and types
 nothing (a restore never types into an agent: a resumed agent gets no prompt).
@@ -32,9 +40,13 @@ nothing (a restore never types into an agent: a resumed agent gets no prompt).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -46,13 +58,28 @@ from core.model.enums import (
     ViewMode,
 )
 from core.model.errors import SwitchboardError
+from core.model.files import PRIVATE_FILE_MODE, own_dir
 from storage.connection import write_transaction
 from storage.operations import fleet as fleet_ops
 from storage.operations import servers as servers_ops
 from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
+    from core.config.home import Home
     from core.engine.engine import Engine
+
+RESTORE_LOCK = "restore.lock"
+"""In the home's run folder: held (``flock``) by the one restore running; it names its pid."""
+RESTORE_WAIT_S = 300.0
+"""How long a second restore waits for the first. A restore resumes agents one after
+another (a few seconds each), so a large fleet takes minutes, not hours."""
+_LOCK_POLL_S = 0.1
+
+
+class RestoreRunning(SwitchboardError):
+    """Another restore of this home held the lock for longer than the wait; nothing ran."""
+
+    code = "restore_running"
 
 
 class ViewOutcome(StrEnum):
@@ -102,6 +129,9 @@ class AgentReport:
 class RestoreReport:
     views: tuple[ViewReport, ...]
     agents: tuple[AgentReport, ...]
+    waited: bool = False
+    """Another restore of this home was running: this one waited for it to end, then
+    read the fleet afresh (so it finds the views and agents that one brought back)."""
 
     @property
     def changed(self) -> bool:
@@ -193,8 +223,62 @@ def _project_name(engine: Engine, project_id: str) -> str:
 # --------------------------------------------------------------------------- restoring
 
 
-def restore_fleet(engine: Engine, request_id: str) -> RestoreReport:
-    """Reopen every view that was open and resume every agent that was live (module doc)."""
+@contextlib.contextmanager
+def one_restore(home: Home, *, wait_s: float = RESTORE_WAIT_S,
+                on_wait: Callable[[], None] | None = None) -> Iterator[bool]:
+    """Hold this home's restore lock for the block; yields whether it had to wait.
+
+    ``on_wait`` is called once when another restore holds the lock (the command says
+    so on stderr). Still held after ``wait_s``: ``RestoreRunning``, nothing done. The
+    lock is an ``flock``: a restore that dies lets go at once, no stale lock file."""
+    path = own_dir(home.run_dir) / RESTORE_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                 PRIVATE_FILE_MODE)
+    try:
+        waited = False
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not waited and on_wait is not None:
+                    on_wait()
+                waited = True
+                if time.monotonic() >= deadline:
+                    raise RestoreRunning(
+                        f"another `switchboard restore` of this home (pid {_holder(fd)}) "
+                        f"is still running after {wait_s:.0f} s; let it finish, then run "
+                        "`switchboard restore` again if anything is left (nothing was "
+                        "changed)") from None
+                time.sleep(_LOCK_POLL_S)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield waited
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """The pid the running restore wrote in the lock file ("unknown" when unreadable)."""
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return text if text.isdigit() else "unknown"
+
+
+def restore_fleet(engine: Engine, request_id: str, *, wait_s: float = RESTORE_WAIT_S,
+                  on_wait: Callable[[], None] | None = None) -> RestoreReport:
+    """Reopen every view that was open and resume every agent that was live (module doc),
+    one restore per home at a time (``one_restore``); the plan is read once the lock is
+    held, never before."""
+    with one_restore(engine.require_home(), wait_s=wait_s, on_wait=on_wait) as waited:
+        report = _restore_fleet(engine, request_id)
+    return replace(report, waited=waited)
+
+
+def _restore_fleet(engine: Engine, request_id: str) -> RestoreReport:
     plans = _view_plans(engine)
     view_reports = [_reopen(engine, request_id, plan) for plan in plans]
     if not any(plan.stale for plan in plans):
@@ -338,6 +422,8 @@ def _restore_mode_and_zoom(engine: Engine, request_id: str, plan: _ViewPlan) -> 
 
 def summary_lines(report: RestoreReport) -> Iterable[str]:
     """The report as short lines for a person (titles spelled out by the caller's printer)."""
+    if report.waited:
+        yield "another `switchboard restore` of this home was running: this one waited for it"
     if not report.views:
         yield "nothing to restore: no view was open"
         return

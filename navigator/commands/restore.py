@@ -42,14 +42,20 @@ def needs_restore() -> bool:
 
 
 def _restore(args: argparse.Namespace) -> int:
+    import sys
+
     from core.context.requests import new_request_id
     from core.engine.open import open_engine
-    from core.fleet.restore import restore_fleet, summary_lines
-    from navigator.commands.output import emit
+    from core.fleet.restore import RESTORE_WAIT_S, restore_fleet, summary_lines
+    from navigator.commands.output import emit, say
+
+    def waiting() -> None:
+        say(f"another `switchboard restore` of this home is running; waiting for it (up to "
+            f"{RESTORE_WAIT_S:.0f} s)", file=sys.stderr)
 
     engine = open_engine(with_stage=True)
     engine.require_stage()
-    report = restore_fleet(engine, new_request_id())
+    report = restore_fleet(engine, new_request_id(), on_wait=waiting)
     engine.conn.close()
     emit(report, as_json=args.json, text="\n".join(summary_lines(report)))
     if args.open:
