@@ -22,20 +22,38 @@ So the module holds both halves, used everywhere instead of local variants:
 from __future__ import annotations
 
 import re
+import unicodedata
 from enum import StrEnum
 
 from core.model.errors import SwitchboardError
 
+# The other invisible format characters (Unicode category Cf, besides the bidi
+# controls above): zero-width space/joiners, LRM/RLM, word joiner, the BOM, soft
+# hyphen, invisible operators, interlinear annotation, tag characters (invisible
+# ASCII, a known way to hide instructions from a reader). They print as nothing, so
+# two names that look alike differ, or text a person reads hides text an agent
+# reads; refused and spelled out like the bidi controls (issue 37.10). A test
+# checks this covers every Cf character of the running Python. Emoji sequences
+# joined by U+200D are refused too: a title or brief never needs one.
+INVISIBLE_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+_INVISIBLE = re.compile(f"[{INVISIBLE_FORMAT}]")
 # C0 controls (including TAB, LF, CR), DEL, C1 controls, lone surrogates (an
 # undecodable byte kept by surrogateescape), bidi embeddings/overrides/isolates
-# (Trojan-Source style reordering) and the Unicode line/paragraph separators
-# that some terminals treat as newlines.
+# (Trojan-Source style reordering), the Unicode line/paragraph separators
+# that some terminals treat as newlines, and the invisible format characters.
 UNSAFE_CHARS = re.compile(
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\u2028\u2029"
+    f"{INVISIBLE_FORMAT}]"
 )
 # The same set minus newline and tab: what a multi-line text may not hold.
 UNSAFE_IN_BLOCK = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\u2028\u2029"
+    f"{INVISIBLE_FORMAT}]"
 )
 
 _C0_NAMES = (
@@ -88,7 +106,8 @@ def describe_char(ch: str) -> str:
     elif 0xD800 <= code <= 0xDFFF:
         name = "an undecodable byte" if code >= 0xDC80 else "a lone surrogate"
     else:
-        name = _OTHER_NAMES.get(code)
+        name = _OTHER_NAMES.get(code) or (unicodedata.name(ch, None)
+                                          if _INVISIBLE.match(ch) else None)
     return f"U+{code:04X}" + (f" ({name})" if name else "")
 
 
@@ -103,7 +122,9 @@ def unsafe_reason(what: str, value: str, shape: TextShape) -> str | None:
         return None
     advice = ("use printable text on one line" if shape is TextShape.LINE
               else "use printable text (newlines and tabs are kept)")
-    return (f"{what} holds a control character {describe_char(value[index])} "
+    kind = ("an invisible format character" if _INVISIBLE.match(value[index])
+            else "a control character")
+    return (f"{what} holds {kind} {describe_char(value[index])} "
             f"at position {index + 1}; {advice}")
 
 
@@ -121,7 +142,11 @@ def _escape(ch: str) -> str:
     if short is not None:
         return short
     code = ord(ch)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    # Beyond the BMP (tag characters): eight digits, as Python spells it; four digits
+    # and the rest (``\\ue0041``) would read as another character and a digit.
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def shown(value: object) -> str:
