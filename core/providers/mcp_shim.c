@@ -15,7 +15,9 @@
  * A connection lost before the answer: reconnect (starting the server again)
  * and send the same line again, a few times. When nothing works, exec the rest
  * of argv (`switchboard mcp`, the full in-process server) so the agent keeps
- * its tools; the lines already answered are not replayed, the client goes on.
+ * its tools; the line in flight and any read after it are handed to that server
+ * (an unlinked file named by SWITCHBOARD_MCP_REPLAY_FD) and answered there; the
+ * lines already answered are not replayed, the client goes on.
  * The argv keeps `navigator.cli mcp` on this process's command line: the
  * UserPromptSubmit wait of a Claude launch finds its server by it (pgrep -f).
  *
@@ -36,6 +38,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -218,8 +221,50 @@ static int exchange(const char *line, size_t n, struct buf *reply) {
     }
 }
 
+/* The lines this process has read and not answered: the one in flight and what
+ * stdin gave after it in the same read. Handed to the full server on fallback. */
+static const char *inflight, *unsent;
+static size_t inflight_len, unsent_len;
+
+/* A new private file that no path names (a memfd on Linux, so even a read-only
+ * disk has one), inherited across exec; -1 if none could be made. */
+static int replay_file(void) {
+#ifdef SYS_memfd_create
+    int fd = (int)syscall(SYS_memfd_create, "sb-mcp-replay", 0);
+    if (fd >= 0) return fd;
+#endif
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
+    const char *slash = strrchr(sock_path, '/');
+    int dir_len = slash ? (int)(slash - sock_path) : 1;
+    snprintf(path, sizeof path, "%.*s/.sb-mcp-replay-XXXXXX", dir_len,
+             slash ? sock_path : ".");
+    int fd2 = mkstemp(path);  /* 0600, created anew (O_EXCL) */
+    if (fd2 >= 0) unlink(path);
+    return fd2;
+}
+
+/* Give the unanswered lines to the full server: it reads the file named by
+ * SWITCHBOARD_MCP_REPLAY_FD before its stdin (core.agent.mcp_server.serve), so the
+ * request in flight is answered, not lost. */
+static void hand_over(void) {
+    if (!inflight_len && !unsent_len) return;
+    int fd = replay_file();
+    if (fd >= 0 && write_all(fd, inflight, inflight_len) == 0 &&
+        write_all(fd, unsent, unsent_len) == 0 && lseek(fd, 0, SEEK_SET) == 0) {
+        char number[16];
+        snprintf(number, sizeof number, "%d", fd);
+        setenv("SWITCHBOARD_MCP_REPLAY_FD", number, 1);
+        return;
+    }
+    fprintf(stderr, "switchboard mcp shim: %zu bytes of requests could not be handed to "
+            "the full server; the client will not get their answers\n",
+            inflight_len + unsent_len);
+    if (fd >= 0) close(fd);
+}
+
 static void give_up(void) {
     drop_conn();
+    hand_over();
     execv(fallback_argv[0], fallback_argv);
     perror("switchboard mcp shim: no agent-tool server");
     exit(69);
@@ -277,7 +322,12 @@ int main(int argc, char **argv) {
                     size_t i = 0;
                     while (i < line.len && (line.data[i] == ' ' || line.data[i] == '\t' ||
                                             line.data[i] == '\r' || line.data[i] == '\n')) i++;
-                    if (i < line.len) forward(line.data, line.len);
+                    if (i < line.len) {
+                        inflight = line.data; inflight_len = line.len;
+                        unsent = nl + 1; unsent_len = (size_t)(end - nl - 1);
+                        forward(line.data, line.len);
+                        inflight_len = unsent_len = 0;
+                    }
                     line.len = 0;
                 }
             }
@@ -285,7 +335,11 @@ int main(int argc, char **argv) {
         }
     }
     /* A last line without its newline is still one message (as readline() gives it). */
-    if (line.len && !skipping) { put(&line, "\n", 1); forward(line.data, line.len); }
+    if (line.len && !skipping) {
+        put(&line, "\n", 1);
+        inflight = line.data; inflight_len = line.len;
+        forward(line.data, line.len);
+    }
     drop_conn();
     return 0;
 }
