@@ -8,8 +8,10 @@ the others.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -51,8 +53,53 @@ def _registry(home: Home) -> tuple[list[Finding], Engine | None]:
         return [Finding("registry", Verdict.FAIL, f"cannot open the registry: {exc}",
                         "check the file permissions under the Switchboard home")], None
     projects = engine.conn.execute("SELECT COUNT(*) FROM projects").fetchone()[0]
-    return [Finding("registry", Verdict.OK,
-                    f"generation {engine.generation_id}, {projects} project(s)")], engine
+    summary = f"generation {engine.generation_id}, {projects} project(s)"
+    unwritable = _registry_unwritable(home, engine.generation_id)
+    if unwritable is not None:
+        detail, fix = unwritable
+        return [Finding("registry", Verdict.FAIL, f"{summary}, but {detail}", fix)], engine
+    return [Finding("registry", Verdict.OK, summary)], engine
+
+
+def _registry_unwritable(home: Home, generation_id: str) -> tuple[str, str] | None:
+    """Why the registry could be read but not written, with what to do; None when it can.
+
+    An immutable file (``chattr +i``), a read-only file or folder or file system reads
+    like a healthy registry: SQLite opens such a file read-only without a word, and only
+    the first command that changes something fails. Asked with ``access(W_OK)``, which
+    the kernel answers for the immutable flag and read-only mounts too (root included),
+    so nothing is written. The folders count as well: SQLite makes its -wal/-shm files
+    beside the registry, and a new generation's pointer is written in ``state/``.
+    """
+    path = home.registry_path(generation_id)
+    parts = [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")),
+             path.parent, home.state_dir]
+    for part in parts:
+        try:
+            info = os.stat(part)
+        except FileNotFoundError:
+            continue  # no -wal yet: SQLite makes it in the folder, checked below
+        folder = stat.S_ISDIR(info.st_mode)
+        if os.access(part, os.W_OK | (os.X_OK if folder else 0)):
+            continue
+        what = "folder" if folder else "file"
+        if os.statvfs(part).f_flag & os.ST_RDONLY:
+            return (f"the registry {what} {part} is on a read-only file system, so every "
+                    "command that changes anything fails",
+                    "remount it writable (or point SWITCHBOARD_HOME at a writable home), "
+                    "then run `switchboard doctor` again")
+        if info.st_uid != os.getuid() or not info.st_mode & stat.S_IWUSR:
+            return (f"the registry {what} {part} cannot be written (owner uid {info.st_uid}, "
+                    f"mode {stat.S_IMODE(info.st_mode):04o}), so every command that changes "
+                    "anything fails",
+                    f"make it yours and writable (`chmod u+w{',x' if folder else ''} {part}`, "
+                    "as its owner), then run `switchboard doctor` again")
+        return (f"the registry {what} {part} cannot be written although its mode allows "
+                "it: it is marked immutable (chattr +i) or a security policy forbids it, so "
+                "every command that changes anything fails",
+                f"see `lsattr -d {part}`; `sudo chattr -i {part}` lifts the immutable flag; "
+                "then run `switchboard doctor` again")
+    return None
 
 
 def _broker(home: Home) -> Finding:
