@@ -93,6 +93,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             raise
         module.register(sub)
     from navigator.commands.help_texts import fill_help
+    from navigator.commands.names import mark_named_arguments
+
+    mark_named_arguments(parser)
 
     fill_help(parser)
     return parser
@@ -151,7 +154,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    return _run(handler, args)
+    from navigator.commands.names import resolving
+
+    return _run(resolving(handler), args)  # FRAME, VIEW, PROJECT: names become ids
 
 
 def _undecodable_argument(args: list[str]) -> SwitchboardError | None:

@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from core.state.names import NameKind
+from navigator.commands.names import PATH_METAVARS, name_kind
 
 ROOT = "sb"
 """The command path's first word in the scripts (a word no subcommand is named)."""
 FREE = "-"
 FILES = "files"
-PATH_METAVARS = frozenset({"PATH", "DIR", "FILE"})
 
 
 class Shell(StrEnum):
@@ -97,25 +96,8 @@ def _values(action: argparse.Action, path: tuple[str, ...]) -> str:
         return "=" + ",".join(str(choice) for choice in action.choices)
     if action.type is Path or action.metavar in PATH_METAVARS:
         return FILES
-    kind = _name_kind(action, path)
+    kind = name_kind(action, path)
     return f"@{kind.value}" if kind is not None else FREE
-
-
-def _name_kind(action: argparse.Action, path: tuple[str, ...]) -> NameKind | None:
-    """What a value names, from the argument's name: the CLI's arguments are named
-    for what they take (``project``, ``frame_id``, ``view_id``, ``MEMBER``)."""
-    dest = action.dest
-    if path[:1] == ("remote",):
-        return None  # a remote host's projects are not in this registry
-    if dest == "project":
-        return NameKind.PROJECT
-    if dest in ("frame_id", "frame"):
-        return NameKind.FRAME
-    if dest in ("view_id", "view"):
-        return NameKind.VIEW
-    if action.metavar == "MEMBER" or dest in ("member", "member_id", "sender", "recipient"):
-        return NameKind.MEMBER
-    return None
 
 
 def _one_line(text: str | None) -> str:

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core.config.naming import Named, resolve
 from core.model.defaults import HOLDING_SESSION, NAVIGATOR_WIDTH, VIEW_SESSION
 from core.model.enums import (
     CompleteReturnPolicy,
@@ -265,13 +266,11 @@ class Config:
         )
 
     def project_id_for(self, name_or_id: str) -> str:
-        """The id of the project a person named by id or name; NotFound lists the
-        known names (the CLI's ``--project`` and ``project enter`` take either)."""
-        for project in self.projects:
-            if name_or_id in (project.project_id, project.name):
-                return project.project_id
-        names = ", ".join(p.name for p in self.projects) or "none configured"
-        raise NotFound(f"unknown project {name_or_id!r} (known: {names}); add it to the config")
+        """The id of the project a person named by name, id prefix or id
+        (``core.config.naming``'s rules, as every command taking a project): NotFound
+        lists the known names, AmbiguousName the candidates."""
+        return resolve(name_or_id, [Named(p.project_id, p.name) for p in self.projects],
+                       what="project", listing="switchboard project list").id
 
     def checkout(self, checkout_id: str) -> CheckoutConfig:
         for checkout in self.checkouts:

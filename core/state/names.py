@@ -9,14 +9,17 @@ never prints an error into the command line being typed.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from core.config.naming import Named, resolve
 from core.model.errors import SwitchboardError
 from core.model.text import first_unsafe_char, shown
 
 if TYPE_CHECKING:
+    from core.config.config import Config
     from core.config.home import Home
 
 #: Words every member argument accepts besides a frame title (core.broker.membership).
@@ -29,11 +32,12 @@ class NameKind(StrEnum):
     PROJECT = "projects"
     """Project names (every command taking a project also takes its id)."""
     FRAME = "frames"
-    """Frame ids (what ``frame show|start|...`` take), described by their titles."""
+    """Frame titles (``project/title`` where a title repeats), described by project, role,
+    state and id: what ``frame show|start|...`` take."""
     MEMBER = "members"
     """Open frames' titles and the member words: what ``message --to`` and ``member`` take."""
     VIEW = "views"
-    """Live view ids, described by their project's name."""
+    """Live views by their project's name, described by their id."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,26 @@ def registry_names(home: Home, kind: NameKind) -> list[NameEntry]:
 
 
 def _frames(conn: sqlite3.Connection) -> list[NameEntry]:
+    """Each frame by the shortest spelling that names it alone (``resolve_name``'s
+    rules): its title, else ``project/title``, else its id; open frames first."""
     rows = conn.execute(
         "SELECT f.frame_id, f.title, f.role, f.lifecycle_state, p.name FROM frames f"
         " JOIN projects p USING (project_id)"
-        " ORDER BY f.lifecycle_state <> 'open', p.name, f.created_at")
-    return [NameEntry(frame_id, f"{title} ({project} {role}, {state})")
-            for frame_id, title, role, state, project in rows]
+        " ORDER BY f.lifecycle_state <> 'open', p.name, f.created_at").fetchall()
+    titles = Counter(title.casefold() for _, title, _, _, _ in rows)
+    scoped = Counter(f"{project}/{title}".casefold() for _, title, _, _, project in rows)
+    found = []
+    for frame_id, title, role, state, project in rows:
+        what = f"{project} {role}, {state}"
+        if first_unsafe_char(f"{project}/{title}") is not None:
+            found.append(NameEntry(frame_id, f"{title} ({what})"))  # typed, it names nothing
+        elif titles[title.casefold()] == 1 and "/" not in title:
+            found.append(NameEntry(title, f"{what}, {frame_id[:8]}"))
+        elif scoped[f"{project}/{title}".casefold()] == 1:
+            found.append(NameEntry(f"{project}/{title}", f"{what}, {frame_id[:8]}"))
+        else:
+            found.append(NameEntry(frame_id, f"{title} ({what})"))
+    return found
 
 
 def _members(conn: sqlite3.Connection) -> list[NameEntry]:
@@ -87,10 +105,51 @@ def _members(conn: sqlite3.Connection) -> list[NameEntry]:
 
 
 def _views(conn: sqlite3.Connection) -> list[NameEntry]:
+    """Live views by their project's name (one live view per project)."""
     rows = conn.execute(
         "SELECT v.view_id, p.name FROM user_views v LEFT JOIN projects p USING (project_id)"
         " WHERE v.state <> 'retired' ORDER BY p.name")
-    return [NameEntry(view_id, f"view of {project or 'no project'}") for view_id, project in rows]
+    return [NameEntry(project or view_id, f"view {view_id[:8]}") for view_id, project in rows]
 
 
 _QUERIES = {NameKind.FRAME: _frames, NameKind.MEMBER: _members, NameKind.VIEW: _views}
+
+
+# ----------------------------------------------------------------- resolving a name
+
+
+def frame_candidates(conn: sqlite3.Connection) -> list[Named]:
+    """Every frame, named by its title within its project."""
+    rows = conn.execute(
+        "SELECT f.frame_id, f.title, p.name, f.role, f.lifecycle_state FROM frames f"
+        " JOIN projects p USING (project_id) ORDER BY p.name, f.created_at, f.frame_id")
+    return [Named(frame_id, title, project, f"{state} {role}")
+            for frame_id, title, project, role, state in rows]
+
+
+def view_candidates(conn: sqlite3.Connection) -> list[Named]:
+    """Every view; a live one is named by its project (one live view per project), a
+    retired one only by its id."""
+    rows = conn.execute(
+        "SELECT v.view_id, p.name, v.state FROM user_views v"
+        " LEFT JOIN projects p USING (project_id) ORDER BY p.name, v.view_id")
+    return [Named(view_id, (project or "") if state != "retired" else "", note=state)
+            for view_id, project, state in rows]
+
+
+RESOLVED_KINDS = frozenset({NameKind.FRAME, NameKind.VIEW, NameKind.PROJECT})
+"""The kinds ``resolve_name`` turns into ids (members are the broker's to resolve)."""
+
+
+def resolve_name(conn: sqlite3.Connection, config: Config, kind: NameKind, text: str) -> str:
+    """The id of the frame, view or project ``text`` names (``core.config.naming``'s
+    rules); NotFound or AmbiguousName in one line otherwise."""
+    if kind is NameKind.PROJECT:
+        return config.project_id_for(text)  # the config's projects, by the same rules
+    if kind is NameKind.FRAME:
+        return resolve(text, frame_candidates(conn), what="frame",
+                       listing="switchboard frame list").id
+    if kind is NameKind.VIEW:
+        return resolve(text, view_candidates(conn), what="view",
+                       listing="switchboard view list").id
+    raise ValueError(f"{kind.value} are not resolved to an id")

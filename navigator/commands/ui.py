@@ -57,6 +57,19 @@ def _run(args: argparse.Namespace) -> int:
         # The tmux stage is optional for browsing; keys that move panes then
         # only change the registry, which the CLI would do as well.
         client = EngineClient.open(with_stage=False)
+    if args.view_id:
+        # A view of another home (its id copied, or $SWITCHBOARD_VIEW_ID from a pane of
+        # another home) is refused before the screen is taken, never swapped for another.
+        from core.state.names import NameKind
+        from navigator.commands.names import resolve_one
+
+        engine = client.engine
+        try:
+            args.view_id = resolve_one(engine.conn, engine.config, client.home.root,
+                                       NameKind.VIEW, args.view_id)
+        except BaseException:
+            client.shutdown()
+            raise
     SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll,
                    wake_on_change=True, follow_remotes=True, browser=args.browser).run()
     return 0

@@ -104,10 +104,12 @@ def test_bash_completes_commands_options_and_registry_names(
     assert _bash(script, registry, "member", "capture", "Wr") == ["Write\\ the\\ parser"]
     members = _bash(script, registry, "message", "send", "--to", "")
     assert {"Write\\ the\\ parser", "alpha", "person", "parent"} <= set(members)
-    # frame and view ids where ids go: `view focus VIEW FRAME`
-    assert _bash(script, registry, "view", "focus", "") == [registry.view_id]
-    assert set(_bash(script, registry, "view", "focus", registry.view_id, "")) == {
-        registry.workspace_id, registry.task_id}
+    # frame and view names where frames and views go (issue 40): `view focus VIEW FRAME`,
+    # a view by its project's name, a frame by its title
+    assert _bash(script, registry, "view", "focus", "") == ["alpha"]
+    assert set(_bash(script, registry, "view", "focus", "alpha", "")) == {
+        "alpha", "Write\\ the\\ parser"}
+    assert _bash(script, registry, "frame", "show", "Wr") == ["Write\\ the\\ parser"]
     # free text is never completed with names
     assert _bash(script, registry, "frame", "push", registry.task_id, "--title", "") == []
 
@@ -124,6 +126,7 @@ def test_fish_completes_through_its_own_complete(registry: Registry, tmp_path: P
 
     assert {"frame", "completion", "doctor"} <= set(fish("switchboard "))
     assert fish("switchboard member capture Wr") == ["Write the parser"]
+    assert fish("switchboard frame diff Wr") == ["Write the parser"]  # a frame by its title
     assert fish("switchboard frame list --project ") == ["alpha", "beta"]
     assert fish("switchboard completion ") == ["bash", "fish", "zsh"]
     assert "--json" in fish("switchboard doctor -")
@@ -159,7 +162,8 @@ def test_names_are_read_only_fast_and_silent_without_a_home(
                           env=_env(registry), capture_output=True, text=True, timeout=60)
     elapsed = time.monotonic() - start
     assert done.returncode == 0, done.stderr
-    assert f"{registry.task_id}\tWrite the parser (alpha task, open)" in done.stdout.splitlines()
+    assert (f"Write the parser\talpha task, open, {registry.task_id[:8]}"
+            in done.stdout.splitlines())
     assert registry_file.stat().st_mtime_ns == before
     assert elapsed < 2.0, f"a TAB waited {elapsed:.2f} s for names"
     nowhere = {**_env(registry), "SWITCHBOARD_HOME": str(tmp_path / "none"),
