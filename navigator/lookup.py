@@ -7,37 +7,75 @@ derive presentation fields (core does that).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
-from core.state.state_types import FrameSummary, NavigatorState, ProjectRow, ViewRow
+from core.state.state_types import (
+    FrameSummary,
+    NavigatorState,
+    ProjectRow,
+    ViewRow,
+    split_row_key,
+)
+
+_Row = TypeVar("_Row")
 
 
 def live_views(state: NavigatorState | None) -> tuple[ViewRow, ...]:
     return tuple(v for v in state.views if v.state != "retired") if state else ()
 
 
+def _pick(state: NavigatorState, key: str | None, rows: Iterable[_Row],
+          entity_id: Callable[[_Row], str | None], host_id: Callable[[_Row], str]) -> _Row | None:
+    """The row ``key`` names (a ``row_key``): ``HOST/ID`` only on that host; a bare id
+    on this host first, else on the first host that has it. Ids are unique per host
+    only, so a remote row reusing a local id never shadows the local one."""
+    if key is None:
+        return None
+    host, wanted = split_row_key(key)
+    found: _Row | None = None
+    for row in rows:
+        if entity_id(row) != wanted:
+            continue
+        owner = host_id(row)
+        if host is not None and owner != host:
+            continue
+        if host is not None or owner == state.local_host_id:
+            return row
+        if found is None:
+            found = row
+    return found
+
+
 def view_by_id(state: NavigatorState | None, view_id: str | None) -> ViewRow | None:
-    return next((v for v in live_views(state) if v.view_id == view_id), None)
+    """The live view a key names (a bare view id or a ``row_key``)."""
+    if state is None:
+        return None
+    return _pick(state, view_id, live_views(state), lambda v: v.view_id, lambda v: v.host_id)
 
 
 def view_of_project(state: NavigatorState | None, project_id: str | None) -> ViewRow | None:
     """One live view per project (the contract's one_live_view_per_project)."""
-    return next((v for v in live_views(state) if v.active_project_id == project_id), None)
+    if state is None:
+        return None
+    return _pick(state, project_id, live_views(state), lambda v: v.active_project_id,
+                 lambda v: v.host_id)
 
 
 def project_by_id(state: NavigatorState | None, project_id: str | None) -> ProjectRow | None:
-    projects = state.projects if state is not None else ()
-    return next((p for p in projects if p.project_id == project_id), None)
+    if state is None:
+        return None
+    return _pick(state, project_id, state.projects, lambda p: p.project_id,
+                 lambda p: p.host_id)
 
 
 def frame_with_project(state: NavigatorState | None, frame_id: str | None
                        ) -> tuple[FrameSummary, ProjectRow] | None:
     if state is None or frame_id is None:
         return None
-    for project in state.projects:
-        for frame in project.frames:
-            if frame.frame_id == frame_id:
-                return frame, project
-    return None
+    pairs = ((frame, project) for project in state.projects for frame in project.frames)
+    return _pick(state, frame_id, pairs, lambda pair: pair[0].frame_id,
+                 lambda pair: pair[1].host_id)
 
 
 def frame_by_id(state: NavigatorState | None, frame_id: str | None) -> FrameSummary | None:
@@ -59,11 +97,14 @@ def humanize(text: str, state: NavigatorState | None) -> str:
     shortened to its first 8 characters (still enough to find it in the CLI)."""
     names: dict[str, str] = {}
     if state is not None:
-        for project in state.projects:
-            names[project.project_id] = project.name
+        # This host's rows first: an engine message names this host's ids, and another
+        # host's row reusing one never renames it.
+        local = state.local_host_id
+        for project in sorted(state.projects, key=lambda p: p.host_id != local):
+            names.setdefault(project.project_id, project.name)
             for frame in project.frames:
-                names[frame.frame_id] = frame.title
-        for view in state.views:
+                names.setdefault(frame.frame_id, frame.title)
+        for view in sorted(state.views, key=lambda v: v.host_id != local):
             names.setdefault(view.view_id, view.title)
 
     def name(match: re.Match[str]) -> str:

@@ -35,8 +35,9 @@ class PlacesProvider(Provider):
         app: Navigable = self.app  # type: ignore[assignment]
         state = app.navigator_state
         names = dict(app.configured_project_names())
-        if state is not None:
-            names.update({p.project_id: p.name for p in state.projects})
+        if state is not None:  # keyed by row key: two hosts' equal ids stay two places
+            names.update({state.row_key(p.host_id, p.project_id): p.name
+                          for p in state.projects})
         for project_id, name in sorted(names.items(), key=lambda item: item[1].casefold()):
             yield (f"Enter project {name}", "show this project in its view",
                    partial(app.request_enter_project, project_id, name))
@@ -47,7 +48,8 @@ class PlacesProvider(Provider):
                 if frame.lifecycle_state != "open":
                     continue
                 yield (f"Focus frame {frame.title}", f"{frame.role} in {project.name}",
-                       partial(app.request_focus_frame, frame.frame_id, project.project_id))
+                       partial(app.request_focus_frame, frame.frame_id,
+                               state.row_key(project.host_id, project.project_id)))
 
     async def discover(self) -> Hits:
         for text, help_text, command in self._places():

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from core.config.config import Config, RemoteConfig
 from core.config.home import Home
-from core.model.errors import NotFound
+from core.model.errors import NotFound, SwitchboardError
 from core.remote.channel import RemoteReply, run_request
 
 
@@ -38,6 +38,23 @@ class RemoteActions:
             raise NotFound(f"host {host_id} is not a configured remote; add it under "
                            "[[remotes]]", code="remote_unknown")
         return remote
+
+    def prune(self) -> int:
+        """Delete the cached state of remotes no longer configured; best effort (a busy
+        registry is pruned by the next start), returns how many rows went."""
+        from core.context.session import open_reader
+        from core.state.remotes import prune_unconfigured
+
+        try:
+            reader = open_reader(self.home)
+        except SwitchboardError:
+            return 0
+        try:
+            return prune_unconfigured(reader.conn, reader.config.remotes)
+        except SwitchboardError:
+            return 0
+        finally:
+            reader.conn.close()
 
     def focus(self, host_id: str, view_id: str, frame_id: str) -> RemoteReply:
         return run_request(self.remote(host_id), self.home,
@@ -56,9 +73,12 @@ class RemoteActions:
                            ["frame", "answer", frame_id, "--yes" if yes else "--no"])
 
     def follow(self) -> list[tuple[str, int]]:
-        """Keep every configured remote followed while this process lives."""
+        """Keep every configured remote followed while this process lives, after
+        dropping the cached state of remotes no longer configured (a removed entry's
+        rows would otherwise stay in the tmux status counts for good)."""
         from core.remote.interest import ensure_followers, hold_interest
 
+        self.prune()
         if not self.config.remotes:
             return []
         hold_interest(self.home)  # the descriptor stays open: the lock lives with us

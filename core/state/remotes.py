@@ -11,8 +11,9 @@ operation reads them.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -121,3 +122,34 @@ def hosts_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[CachedHost]:
         hosts.append(CachedHost(row["remote_name"], state, row["observed_at"],
                                 row["reachability"], row["bounded_error"]))
     return hosts
+
+
+def configured_hosts(hosts: Iterable[CachedHost], remotes: Sequence[RemoteConfig],
+                     local_host_id: str) -> list[CachedHost]:
+    """The cached hosts a navigator shows: only a row of a remote still configured under
+    the same name and host id, never one speaking for this host, and one row per host.
+
+    A row left by a removed (or renamed) remote is no longer anyone's evidence; until
+    ``prune_unconfigured`` deletes it, it is simply not shown, so it can never clash
+    with the host a renamed entry now fetches."""
+    wanted = {remote.name: remote.host_id for remote in remotes}
+    seen: set[str] = set()
+    shown: list[CachedHost] = []
+    for cached in hosts:
+        host_id = cached.state.host.host_id
+        if host_id == local_host_id or wanted.get(cached.remote_name) != host_id \
+                or host_id in seen:
+            continue
+        seen.add(host_id)
+        shown.append(cached)
+    return shown
+
+
+def prune_unconfigured(conn: sqlite3.Connection, remotes: Sequence[RemoteConfig]) -> int:
+    """Delete the cached state of every remote no longer configured (by name and host
+    id); returns how many rows went. Run where a home starts following its remotes
+    (``RemoteActions.follow``, the navigator's start) and by a follower whose remote
+    was removed: removing a ``[[remotes]]`` entry removes what it left behind."""
+    with write_transaction(conn) as tx:
+        return remotes_ops.drop_unconfigured(
+            tx, [(remote.name, remote.host_id) for remote in remotes])

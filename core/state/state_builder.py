@@ -26,7 +26,7 @@ from core.providers.checks import (
     STALE_WORKING_AFTER_MS,
     effective_activity,
 )
-from core.state.remotes import CACHED_HOSTS_SQL, hosts_from_rows
+from core.state.remotes import CACHED_HOSTS_SQL, configured_hosts, hosts_from_rows
 from core.state.state_types import (
     BreadcrumbItem,
     FrameSummary,
@@ -321,9 +321,8 @@ def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
                      reachability=Reachability.ONLINE, observed_at=now)]
     all_views, all_projects, all_recoveries = (list(views), list(sorted_projects),
                                                list(recoveries))
-    for cached in hosts_from_rows(rows.remote_hosts):
-        if cached.state.host.host_id == host_id:
-            continue  # a remote can never speak for the local host
+    for cached in configured_hosts(hosts_from_rows(rows.remote_hosts), engine.config.remotes,
+                                   host_id):
         host_row, r_views, r_projects, r_recoveries = _remote_rows(cached, now)
         hosts.append(host_row)
         all_views.extend(r_views)

@@ -636,8 +636,19 @@ class NavigatorState(Record):
     def host_row(self, host_id: str) -> HostRow | None:
         return next((row for row in self.hosts if row.host_id == host_id), None)
 
+    def row_key(self, host_id: str, entity_id: str) -> str:
+        """The key a frontend names one of this envelope's rows by (see ``row_key``)."""
+        return row_key(host_id, entity_id, self.local_host_id)
+
     def validate(self) -> None:
-        """References resolve, ids are unique, and the local host carries the top generation."""
+        """References resolve, ids are unique per host, and the local host carries the
+        top generation.
+
+        Entity ids are unique within their owner host only: every host mints its own,
+        and two hosts may hold equal ones (demo homes share a fixed project id; a
+        remote may reuse this host's ids on purpose). So each row is known by
+        (host id, entity id), and a reference resolves on the row's own host.
+        """
         hosts = {row.host_id: row for row in self.hosts}
         _unique(self.hosts, "host_id", "$.hosts", "hostId")
         local = hosts.get(self.local_host_id)
@@ -649,41 +660,83 @@ class NavigatorState(Record):
             raise _fail(f"$.hosts[{index}].generationId",
                         "must equal the top-level generationId for the local host")
 
-        projects = {row.project_id: row for row in self.projects}
-        _unique(self.projects, "project_id", "$.projects", "projectId")
-        frame_project: dict[str, str] = {}
+        projects = {(row.host_id, row.project_id): row for row in self.projects}
+        _unique_on_host(self.projects, "project_id", "$.projects", "projectId")
+        frame_project: dict[tuple[str, str], str] = {}
         for i, project in enumerate(self.projects):
             p = f"$.projects[{i}]"
             _ref(project.host_id, hosts, f"{p}.hostId", "host")
             own = _unique(project.frames, "frame_id", f"{p}.frames", "frameId")
             for j, frame in enumerate(project.frames):
-                if frame.frame_id in frame_project:
+                key = (project.host_id, frame.frame_id)
+                if key in frame_project:
                     raise _fail(f"{p}.frames[{j}].frameId",
-                                f"duplicates a frame of project {frame_project[frame.frame_id]}")
-                frame_project[frame.frame_id] = project.project_id
+                                f"duplicates a frame of project {frame_project[key]}")
+                frame_project[key] = project.project_id
                 _ref(frame.parent_frame_id, own, f"{p}.frames[{j}].parentFrameId",
                      "frame of this project")
 
-        _unique(self.views, "view_id", "$.views", "viewId")
+        _unique_on_host(self.views, "view_id", "$.views", "viewId")
         for i, view in enumerate(self.views):
             p = f"$.views[{i}]"
             _ref(view.host_id, hosts, f"{p}.hostId", "host")
-            _ref(view.active_project_id, projects, f"{p}.activeProjectId", "project")
-            _ref(view.active_frame_id, frame_project, f"{p}.activeFrameId", "frame")
+            _ref_on_host(view.host_id, view.active_project_id, projects,
+                         f"{p}.activeProjectId", "project")
+            _ref_on_host(view.host_id, view.active_frame_id, frame_project,
+                         f"{p}.activeFrameId", "frame")
             if (view.active_frame_id is not None and view.active_project_id is not None
-                    and frame_project[view.active_frame_id] != view.active_project_id):
+                    and frame_project[(view.host_id, view.active_frame_id)]
+                    != view.active_project_id):
                 raise _fail(f"{p}.activeFrameId", "must be a frame of activeProjectId")
-            if (view.active_project_id is not None
-                    and projects[view.active_project_id].host_id != view.host_id):
-                raise _fail(f"{p}.activeProjectId", "must be a project of the view's host")
             for j, crumb in enumerate(view.breadcrumb):
-                _ref(crumb.frame_id, frame_project, f"{p}.breadcrumb[{j}].frameId", "frame")
+                _ref_on_host(view.host_id, crumb.frame_id, frame_project,
+                             f"{p}.breadcrumb[{j}].frameId", "frame")
 
-        _unique(self.recoveries, "recovery_id", "$.recoveries", "recoveryId")
+        _unique_on_host(self.recoveries, "recovery_id", "$.recoveries", "recoveryId")
         for i, recovery in enumerate(self.recoveries):
             _ref(recovery.host_id, hosts, f"$.recoveries[{i}].hostId", "host")
         for i, warning in enumerate(self.warnings):
             _ref(warning.host_id, hosts, f"$.warnings[{i}].hostId", "host")
+
+
+ROW_KEY_SEPARATOR = "/"
+"""Between the host id and the entity id of another host's row key (never in a UUID)."""
+
+
+def row_key(host_id: str, entity_id: str, local_host_id: str) -> str:
+    """The one string a frontend names a NavigatorState row by (a widget's option id,
+    a tree node's key): the entity id for this host's rows, ``HOST/ID`` for any other
+    host's. Ids are unique per host only, so a cached remote row that reuses a local
+    id (or another remote's) still gets a key of its own and can never collide with
+    one, while this host's keys stay the bare ids saved UI state already holds."""
+    if host_id == local_host_id:
+        return entity_id
+    return f"{host_id}{ROW_KEY_SEPARATOR}{entity_id}"
+
+
+def split_row_key(key: str) -> tuple[str | None, str]:
+    """(host id or None for a bare id, entity id) of a ``row_key``."""
+    host_id, separator, entity_id = key.rpartition(ROW_KEY_SEPARATOR)
+    return (host_id, entity_id) if separator else (None, key)
+
+
+def _unique_on_host(rows: tuple[Any, ...], attr: str, array_path: str, key: str) -> None:
+    """No two rows of one host share an id (other hosts may hold the same id)."""
+    seen: set[tuple[str, str]] = set()
+    for index, row in enumerate(rows):
+        value = (row.host_id, getattr(row, attr))
+        if value in seen:
+            raise _fail(f"{array_path}[{index}].{key}",
+                        f"duplicates an earlier {key} of host {value[0]} ({value[1]})")
+        seen.add(value)
+
+
+def _ref_on_host(host_id: str, value: str | None, known: Container[tuple[str, str]],
+                 path: str, what: str) -> None:
+    """A reference resolves to a row of the referring row's own host."""
+    if value is not None and (host_id, value) not in known:
+        raise _fail(path, f"refers to {what} {value}, which is not a {what} of host "
+                          f"{host_id} in this envelope")
 
 
 # --------------------------------------------------------------------------- PresentationDirective
@@ -750,5 +803,6 @@ __all__ = [
     "HostProjectRepository", "HostRecovery", "HostRepository", "HostRow", "HostSession",
     "HostState", "HostSurface", "HostTransition", "HostView", "HostWorkContext",
     "NavigatorState", "PresentationDirective", "ProjectRow", "RecoveryRow", "SessionSummary",
-    "StateWarning", "TruncatedArray", "Truncation", "ViewRow", "sorted_rows",
+    "StateWarning", "TruncatedArray", "Truncation", "ViewRow", "row_key", "sorted_rows",
+    "split_row_key",
 ]

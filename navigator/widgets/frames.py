@@ -25,7 +25,14 @@ from textual.widgets import Tree
 from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
 
-from core.state.state_types import FrameSummary, HostRow, NavigatorState, ProjectRow, ViewRow
+from core.state.state_types import (
+    FrameSummary,
+    HostRow,
+    NavigatorState,
+    ProjectRow,
+    ViewRow,
+    row_key,
+)
 from navigator.widgets.badges import (
     BADGE_COMPONENT_CLASSES,
     BADGES,
@@ -76,15 +83,23 @@ class _Spec:
 
 
 def project_key(project_id: str) -> str:
+    """A project node's key from the project's row key (``NavigatorState.row_key``)."""
     return f"project:{project_id}"
 
 
 def frame_key(frame_id: str) -> str:
+    """A frame node's key from the frame's row key: a bare id on this host, ``HOST/ID``
+    on another, so two hosts' equal ids never share a node."""
     return f"frame:{frame_id}"
 
 
 def history_key(project_id: str) -> str:
     return f"history:{project_id}"
+
+
+def _keyed(host_id: str, entity_id: str, local_host_id: str | None) -> str:
+    """A row's key; without a state (configured projects only) every row is local."""
+    return entity_id if local_host_id is None else row_key(host_id, entity_id, local_host_id)
 
 
 def frame_badge(frame: FrameSummary, host: HostRow | None, view: ViewRow | None) -> BadgeKind:
@@ -127,28 +142,33 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
     skips: one frame's badge change rebuilds one project, not a thousand frames.
     """
     needle = filter_text.strip().casefold()
-    view_of_project: dict[str, ViewRow] = {}
+    # Ids are unique per host only: a view shows a project of its own host.
+    view_of_project: dict[tuple[str, str], ViewRow] = {}
     if state is not None:
         for view in state.views:
             if view.state != "retired" and view.active_project_id:
-                view_of_project[view.active_project_id] = view
+                view_of_project[(view.host_id, view.active_project_id)] = view
     specs = []
     for project in projects:
         host = state.host_row(project.host_id) if state is not None else None
         remote = state is not None and project.host_id != state.local_host_id
-        shown_in = view_of_project.get(project.project_id)
+        local_host_id = state.local_host_id if state is not None else None
+        key = _keyed(project.host_id, project.project_id, local_host_id)
+        shown_in = view_of_project.get((project.host_id, project.project_id))
         # host.observed_at moves on every build; only what the subtree shows counts
         host_shown = (host.display_name, host.stale, host.reachability) if host else None
+        # changed files are this host's: another host's frame never overlaps them
         marked = conflicted.intersection(f.frame_id for f in project.frames) \
-            if conflicted else frozenset()
+            if conflicted and not remote else frozenset()
         inputs = (project, host_shown, shown_in, needle, remote, marked)
-        cached = cache.get(project.project_id) if cache is not None else None
+        cached = cache.get(key) if cache is not None else None
         if cached is not None and cached[0] == inputs:
             spec = cached[1]
         else:
-            spec = _project_spec(project, host, shown_in, needle, remote, marked)
+            spec = _project_spec(project, host, shown_in, needle, remote, marked,
+                                 local_host_id=local_host_id)
             if cache is not None:
-                cache[project.project_id] = (inputs, spec)
+                cache[key] = (inputs, spec)
         if spec is not None:
             specs.append(spec)
     return specs
@@ -156,8 +176,14 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
 
 def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | None,
                   needle: str, remote: bool,
-                  conflicted: frozenset[str] = frozenset()) -> _Spec | None:
-    """One project's subtree: open frames by parent, then a History node of closed ones."""
+                  conflicted: frozenset[str] = frozenset(), *,
+                  local_host_id: str | None = None) -> _Spec | None:
+    """One project's subtree: open frames by parent, then a History node of closed ones.
+
+    Node keys and ``NodeRef.project_id`` are row keys (``row_key``: the id on this
+    host, ``HOST/ID`` on another), so a remote project or frame reusing a local id
+    gets nodes of its own and a key names the row on its own host."""
+    project_ref = _keyed(project.host_id, project.project_id, local_host_id)
     live = [f for f in project.frames if f.lifecycle_state != "closed"]
     closed = sorted((f for f in project.frames if f.lifecycle_state == "closed"),
                     key=_title_order)
@@ -171,7 +197,8 @@ def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | Non
     project_matches = not needle or needle in project.name.casefold()
 
     def ref_for(frame: FrameSummary) -> NodeRef:
-        return NodeRef(NodeKind.FRAME, frame_key(frame.frame_id), project.project_id,
+        return NodeRef(NodeKind.FRAME, frame_key(_keyed(project.host_id, frame.frame_id,
+                                                       local_host_id)), project_ref,
                        project.name, frame, frame_badge(frame, host, view),
                        view is not None and view.active_frame_id == frame.frame_id,
                        frame.frame_id in conflicted and frame.lifecycle_state != "closed")
@@ -188,14 +215,14 @@ def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | Non
                if project_matches or needle in f.title.casefold()]
     if history:
         children.append(_Spec(
-            NodeRef(NodeKind.HISTORY, history_key(project.project_id), project.project_id,
+            NodeRef(NodeKind.HISTORY, history_key(project_ref), project_ref,
                     project.name), f"History ({len(history)})", tuple(history)))
     if not children and not project_matches:
         return None
     label = project.name if not live else f"{project.name}  {len(live)} open"
     if remote and host is not None:
         label += f"  @{host.display_name}"
-    return _Spec(NodeRef(NodeKind.PROJECT, project_key(project.project_id), project.project_id,
+    return _Spec(NodeRef(NodeKind.PROJECT, project_key(project_ref), project_ref,
                          project.name), label, tuple(children))
 
 
@@ -271,9 +298,9 @@ class FrameTree(Tree[NodeRef]):
     def _projects(self) -> list[ProjectRow]:
         state = self.navigator_state
         present = list(state.projects) if state is not None else []
-        known = {p.project_id for p in present}
-        present += [p for p in self._extra_projects if p.project_id not in known]
-        return sorted(present, key=lambda p: (p.name.casefold(), p.project_id))
+        known = {(p.host_id, p.project_id) for p in present}
+        present += [p for p in self._extra_projects if (p.host_id, p.project_id) not in known]
+        return sorted(present, key=lambda p: (p.name.casefold(), p.project_id, p.host_id))
 
     def watch_navigator_state(self) -> None:
         self._reconcile()
@@ -374,8 +401,9 @@ class FrameTree(Tree[NodeRef]):
                 label.append(" ◂")
             if ref.conflict:
                 label.append(f" {CONFLICT_MARK}", style="bold")
-            if ref.frame_id in self._usage:
-                label.append(f"  {self._usage[ref.frame_id]}", style="dim")
+            usage = self._usage_of(ref)
+            if usage is not None:
+                label.append(f"  {usage}", style="dim")
             if component:
                 label.stylize(self.get_component_rich_style(component, partial=True))
         label.stylize(style)
@@ -400,9 +428,17 @@ class FrameTree(Tree[NodeRef]):
             width += 2
         if ref is not None and ref.conflict:
             width += 1 + cell_len(CONFLICT_MARK)
-        if ref is not None and ref.frame_id in self._usage:
-            width += 2 + cell_len(self._usage[ref.frame_id])
+        usage = self._usage_of(ref) if ref is not None else None
+        if usage is not None:
+            width += 2 + cell_len(usage)
         return width
+
+    def _usage_of(self, ref: NodeRef) -> str | None:
+        """A frame's usage figure; only this host's frames have one (another host's
+        frame may reuse a local id, and its node key is then ``HOST/ID``)."""
+        if ref.frame is None or ref.key != frame_key(ref.frame.frame_id):
+            return None
+        return self._usage.get(ref.frame.frame_id)
 
     # ------------------------------------------------------------------ selection
 

@@ -23,7 +23,13 @@ from textual.reactive import reactive
 from textual.widgets import OptionList
 
 from core.apps.client import SubjectPlace
-from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
+from core.state.state_types import (
+    FrameSummary,
+    NavigatorState,
+    RecoveryRow,
+    ViewRow,
+    split_row_key,
+)
 from navigator.targeting import recovery_about, recovery_target, remote_refusal
 from navigator.widgets.rows import Row, RowList
 
@@ -138,23 +144,57 @@ class RecoveryList(RowList):
             prompt.append("\n" + recovery.explanation,
                           style=self.get_component_rich_style("recovery--explanation",
                                                               partial=True))
-            rows.append(Row(recovery.recovery_id, prompt))
+            rows.append(Row(self._key(recovery), prompt))
         count = len(rows)
         self.show_title(f"Recoveries ({count})" if count else "Recoveries")
         self.set_class(count > 0, "-has-recoveries")
         self.sync_rows(rows)
         self._sync_bindings()
 
-    def recovery(self, recovery_id: str | None) -> RecoveryRow | None:
-        return next((r for r in self.open_recoveries if r.recovery_id == recovery_id), None)
+    def _key(self, recovery: RecoveryRow) -> str:
+        """The row's key: the recovery id on this host, ``HOST/ID`` on another (ids are
+        unique per host only, and a remote may reuse a local one)."""
+        state = self.navigator_state
+        return recovery.recovery_id if state is None \
+            else state.row_key(recovery.host_id, recovery.recovery_id)
 
-    def intent_for(self, recovery: RecoveryRow) -> Message:
-        """What enter means for this row: run it, go and look, or explain."""
+    def recovery(self, recovery_id: str | None) -> RecoveryRow | None:
+        """The open recovery a row key names: ``HOST/ID`` only on that host, a bare id on
+        this host (never another host's row that reuses it)."""
+        state = self.navigator_state
+        if recovery_id is None or state is None:
+            return None
+        host_id, wanted = split_row_key(recovery_id)
+        host_id = host_id or state.local_host_id
+        return next((r for r in self.open_recoveries
+                     if r.recovery_id == wanted and r.host_id == host_id), None)
+
+    def intent_for(self, recovery: RecoveryRow) -> Message | None:
+        """What enter means for this row: run it, go and look, or explain. Running one
+        is for this host's engine only: another host's row gets None (and says why),
+        so a cached row reusing a local recovery's id can never run the local one."""
         if recovery.actionability == "safe_auto":
+            refusal = remote_refusal(self.navigator_state, recovery.host_id)
+            if refusal is not None:
+                self.notify(refusal.text, severity="warning", markup=False)
+                return None
             return self.RecoverRequested(recovery.recovery_id)
         if recovery.actionability == "open_view":
-            return self.GoToRequested(recovery.recovery_id)
-        return self.ExplainRequested(recovery.recovery_id)
+            return self.GoToRequested(self._key(recovery))
+        return self.ExplainRequested(self._key(recovery))
+
+    def _post_intent(self, recovery: RecoveryRow) -> None:
+        intent = self.intent_for(recovery)
+        if intent is not None:
+            self.post_message(intent)
+
+    def _dismiss(self, recovery: RecoveryRow) -> None:
+        """Dismissing is this host's engine's too (see ``intent_for``)."""
+        refusal = remote_refusal(self.navigator_state, recovery.host_id)
+        if refusal is not None:
+            self.notify(refusal.text, severity="warning", markup=False)
+            return
+        self.post_message(self.DismissRequested(recovery.recovery_id))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action != "activate":
@@ -168,7 +208,7 @@ class RecoveryList(RowList):
     def action_activate(self, actionability: str) -> None:
         recovery = self.selected_recovery
         if recovery is not None:
-            self.post_message(self.intent_for(recovery))
+            self._post_intent(recovery)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._sync_bindings()  # the footer's enter follows the row; the app sees it too
@@ -177,12 +217,12 @@ class RecoveryList(RowList):
         event.stop()  # a click on a row: the same as enter
         recovery = self.recovery(event.option.id)
         if recovery is not None:
-            self.post_message(self.intent_for(recovery))
+            self._post_intent(recovery)
 
     def action_dismiss_recovery(self) -> None:
-        key = self.highlighted_key
-        if key is not None:
-            self.post_message(self.DismissRequested(key))
+        recovery = self.selected_recovery
+        if recovery is not None:
+            self._dismiss(recovery)
 
     # ------------------------------------------------------------------ go and look
 
@@ -261,11 +301,11 @@ class RecoveryList(RowList):
             self.notify("No recovery selected: open recoveries are listed in the "
                         "Recoveries panel.", severity="warning", markup=False)
             return
-        self.post_message(self.intent_for(recovery))
+        self._post_intent(recovery)
 
     def dismiss_selected(self) -> None:
         recovery = self.selected_recovery
         if recovery is None:
             self.notify("No recovery selected.", severity="warning", markup=False)
             return
-        self.post_message(self.DismissRequested(recovery.recovery_id))
+        self._dismiss(recovery)

@@ -11,6 +11,7 @@ from textual.reactive import reactive
 from textual.widgets import OptionList
 
 from core.state.state_types import FrameSummary, HostRow, NavigatorState, ViewRow
+from navigator.lookup import view_by_id
 from navigator.widgets.badges import (
     BADGE_COMPONENT_CLASSES,
     BadgeKind,
@@ -59,7 +60,8 @@ class ViewList(RowList):
 
     @dataclass
     class EnterRequested(Message):
-        """Show this view's project (the engine routes to its frame)."""
+        """Show this view's project (the engine routes to its frame). Both are row keys
+        (``NavigatorState.row_key``): the ids on this host, ``HOST/ID`` on another."""
 
         view_id: str
         project_id: str | None
@@ -75,7 +77,8 @@ class ViewList(RowList):
         return state.views if state is not None else ()
 
     def view(self, view_id: str | None) -> ViewRow | None:
-        return next((v for v in self.views if v.view_id == view_id), None)
+        """The live view a row key (or a bare view id) names."""
+        return view_by_id(self.navigator_state, view_id)
 
     def watch_navigator_state(self) -> None:
         self._render_rows()
@@ -93,26 +96,29 @@ class ViewList(RowList):
         if state is None or not self.is_mounted:
             return
         rows = []
-        shown = {view.active_frame_id for view in state.views}
-        active = {frame.frame_id: frame for project in state.projects
-                  for frame in project.frames if frame.frame_id in shown}
+        # Ids are unique per host only: rows are keyed (and frames found) by both.
+        shown = {(view.host_id, view.active_frame_id) for view in state.views}
+        active = {(project.host_id, frame.frame_id): frame for project in state.projects
+                  for frame in project.frames if (project.host_id, frame.frame_id) in shown}
+        current_view = view_by_id(state, self.current_view_id)
         cache: dict[str, tuple[tuple[object, ...], Text]] = {}
         for view in state.views:
             if view.state == "retired":
                 continue
+            key = state.row_key(view.host_id, view.view_id)
             host = state.host_row(view.host_id)
-            badge = view_badge(view, host, active.get(view.active_frame_id or ""))
+            badge = view_badge(view, host, active.get((view.host_id, view.active_frame_id or "")))
             crumbs = view.breadcrumb
             title = view.title or "(untitled view)"
             if len(crumbs) > 1:
                 title = f"{crumbs[0].title} › {title}"
-            current = view.view_id == self.current_view_id
+            current = view is current_view
             looks = (badge, title, view.mode, current)
-            cached = self._prompt_cache.get(view.view_id)
+            cached = self._prompt_cache.get(key)
             prompt = cached[1] if cached is not None and cached[0] == looks else \
                 self._prompt(badge, title, view.mode, current)
-            cache[view.view_id] = (looks, prompt)
-            rows.append(Row(view.view_id, prompt))
+            cache[key] = (looks, prompt)
+            rows.append(Row(key, prompt))
         self._prompt_cache = cache
         self.sync_rows(rows)
 
@@ -129,6 +135,10 @@ class ViewList(RowList):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
+        state = self.navigator_state
         view = self.view(event.option.id)
-        if view is not None:
-            self.post_message(self.EnterRequested(view.view_id, view.active_project_id))
+        if view is not None and state is not None:
+            project = state.row_key(view.host_id, view.active_project_id) \
+                if view.active_project_id is not None else None
+            self.post_message(self.EnterRequested(state.row_key(view.host_id, view.view_id),
+                                                  project))

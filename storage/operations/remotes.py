@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 
 from core.model.digest import sha256_hex
 
@@ -35,3 +37,15 @@ def mark_offline(conn: sqlite3.Connection, remote_name: str, error: str, now: in
         "UPDATE host_state_cache SET last_attempt_at = ?, reachability = 'offline',"
         " bounded_error = ? WHERE remote_name = ?", (now, error[:MAX_ERROR_CHARS], remote_name))
     return cur.rowcount == 1
+
+
+def drop_unconfigured(conn: sqlite3.Connection, configured: Sequence[tuple[str, str]]) -> int:
+    """Delete the cached state of every remote not in ``configured`` ((name, host id)
+    pairs): a removed ``[[remotes]]`` entry, or one whose host id changed, leaves no
+    evidence behind. Returns how many rows were deleted."""
+    wanted = json.dumps([[name, host_id] for name, host_id in configured])
+    cur = conn.execute(
+        "DELETE FROM host_state_cache WHERE NOT EXISTS (SELECT 1 FROM json_each(?) w"
+        " WHERE w.value ->> 0 = host_state_cache.remote_name"
+        " AND w.value ->> 1 = host_state_cache.host_id)", (wanted,))
+    return cur.rowcount

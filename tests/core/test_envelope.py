@@ -618,7 +618,7 @@ NAVIGATOR_REFERENCES = [
     ("projects.0.frames.1.parentFrameId", REMOTE_FRAME), ("recoveries.0.hostId", MISSING_ID),
     ("warnings.0.hostId", MISSING_ID), ("views.0.activeFrameId", REMOTE_FRAME),
     ("hosts.0.generationId", REMOTE_GEN), ("hosts.1.hostId", HOST),
-    ("projects.1.frames.0.frameId", TASK),
+    ("projects.0.frames.1.frameId", WORKSPACE),  # one host repeating a frame id
 ]
 
 
@@ -628,6 +628,19 @@ def test_navigator_state_invalid_references_name_their_path(dotted: str, value: 
     _set(obj, dotted, value)
     message = _reject(obj, NavigatorState)
     assert message.startswith(_json_path(dotted) + ":"), message
+
+
+@pytest.mark.parametrize("dotted", ["projects.1.frames.0.frameId", "projects.1.projectId",
+                                    "views.1.viewId"])
+def test_another_host_may_reuse_this_hosts_ids(dotted: str) -> None:
+    """Ids are unique per host (issue 37 item 5): a remote's rows reusing local ids are
+    still a valid envelope, each known by (host id, entity id)."""
+    obj = _obj("navigator")
+    local = {"projects.1.frames.0.frameId": TASK, "projects.1.projectId": PROJECT,
+             "views.1.viewId": VIEW}[dotted]
+    _set(obj, dotted, local)
+    decoded = decode_checked(json.dumps(obj).encode(), schema=NavigatorState)
+    assert decoded.local_host_id == HOST
 
 
 @pytest.mark.parametrize(
