@@ -66,8 +66,9 @@ def test_the_served_navigator_in_chromium_acts_and_refuses_without_its_token(
                     assert "needs its token" in await response.text()
             async with plain.get(url) as response:
                 assert response.status == 200
-                assert response.cookies["sb_serve_token"]["httponly"]
-                assert response.cookies["sb_serve_token"]["samesite"] == "Strict"
+                cookie = response.cookies[f"sb_serve_token_{urlsplit(url).port}"]
+                assert cookie["httponly"]
+                assert cookie["samesite"] == "Strict"
             # a websocket from another origin is refused even with the token
             async with plain.get(f"{base}/ws?token={token}",
                                  headers={"Origin": "http://evil.example"}) as response:
