@@ -79,7 +79,6 @@ from navigator.widgets.too_small import TooSmallNotice
 from navigator.widgets.views import ViewList
 
 if TYPE_CHECKING:  # the client imports these where it calls them; so does the app
-    from textual.driver import Driver
     from textual.timer import Timer
 
     from core.evidence.store import SessionDetail
@@ -174,19 +173,6 @@ class SwitchboardApp(App[None]):
                 and self._first_keys.hold(event)):
             return
         await super().on_event(event)
-
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's Linux driver, minus its input thread's ten wake-ups a second (see
-        ``navigator.driver``); any other platform, or a driver named in the environment,
-        is Textual's choice."""
-        chosen = super().get_driver_class()
-        from textual.drivers.linux_driver import LinuxDriver
-
-        if chosen is LinuxDriver:
-            from navigator.driver import QuietLinuxDriver
-
-            return QuietLinuxDriver
-        return chosen
 
     def run(self, *args: Any, **kwargs: Any) -> None:
         """Run in this terminal, at the size its pty reports.

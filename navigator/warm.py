@@ -61,7 +61,6 @@ def preload() -> None:
     import core.apps.client  # noqa: F401
     import navigator.app
     import navigator.cli
-    import navigator.driver  # noqa: F401
 
     navigator.cli.build_parser("ui")
 
