@@ -20,6 +20,7 @@ and ``navigator_pane``.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import uuid
@@ -79,6 +80,17 @@ def socket_path_for(ctx: Context, home: Home) -> str:
     return ctx.config.tmux.socket_path or str(home.root / "tmux.sock")
 
 
+def is_private_socket(ctx: Context, socket_path: str) -> bool:
+    """Whether the server on ``socket_path`` is Switchboard's own: the socket lies in
+    the Switchboard home (the default when the config names none, and the demo's).
+    A server named by ``init`` inside tmux or ``--tmux-socket`` is the person's: its
+    options are theirs (``core.tmux.topology.PRIVATE_SERVER_OPTIONS``)."""
+    home = getattr(ctx, "home", None)
+    if home is not None:
+        return os.path.dirname(os.path.abspath(socket_path)) == os.path.abspath(home.root)
+    return ctx.config.tmux.socket_path is None
+
+
 class TmuxStage:
     """Physical effects for one engine on one tmux socket.
 
@@ -97,7 +109,8 @@ class TmuxStage:
         self.placeholder_command: list[str] = [sys.executable, "-m", "core.model.placeholder"]
         self.servers = ServerBindings(self.runner,
                                       holding_session=ctx.config.tmux.holding_session,
-                                      navigator_width=ctx.config.tmux.navigator_width)
+                                      navigator_width=ctx.config.tmux.navigator_width,
+                                      private=is_private_socket(ctx, socket_path))
 
     @property
     def invocations(self) -> int:

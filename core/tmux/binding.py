@@ -26,10 +26,12 @@ class ServerBindings:
     """The live adapter and the adapters of recorded servers, on one runner."""
 
     def __init__(self, runner: TmuxRunner, *, holding_session: str,
-                 navigator_width: int) -> None:
+                 navigator_width: int, private: bool = False) -> None:
         self.runner = runner
         self.holding_session = holding_session
         self.navigator_width = navigator_width
+        self.server_options = topology.PRIVATE_SERVER_OPTIONS if private else ()
+        """Set with the holding session: only on a server that is Switchboard's own."""
         self.live: TmuxAdapter | None = None
         self._holding_checked: ServerIdentity | None = None
         self._recorded: dict[str, TmuxAdapter] = {}
@@ -45,12 +47,14 @@ class ServerBindings:
             except TmuxUnavailable:
                 private_dir(Path(self.runner.socket_path).parent)
                 topology.ensure_holding_session(self.runner,
-                                                holding_session=self.holding_session)
+                                                holding_session=self.holding_session,
+                                                server_options=self.server_options)
                 live = read_identity(self.runner)
                 self._holding_checked = live
         if self._holding_checked != live:
             topology.ensure_holding_session(self.runner, live,
-                                            holding_session=self.holding_session)
+                                            holding_session=self.holding_session,
+                                            server_options=self.server_options)
             self._holding_checked = live
         self.adopt(live)
         return live

@@ -259,12 +259,23 @@ def _require_ok(result: str | None, what: str) -> None:
         raise TmuxCommandFailed(f"tmux did not report the outcome of {what}; reconcile the view.")
 
 
+PRIVATE_SERVER_OPTIONS: tuple[tuple[str, str], ...] = (("escape-time", "10"),)
+"""Server options of a tmux server that is Switchboard's own (the home's socket).
+
+tmux waits ``escape-time`` (500 ms by default) after an Escape to tell the key from
+the start of an escape sequence, so Escape then a key within that time reached the
+navigator as one Alt+key and the Escape was lost. 10 ms is far longer than a local
+terminal takes to send a sequence's bytes. Never set on a person's own server
+(``init`` inside tmux): there their own setting stands."""
+
+
 def ensure_holding_session(
     runner: TmuxRunner,
     expected: ServerIdentity | None = None,
     *,
     holding_session: str = HOLDING_SESSION,
     size: tuple[int, int] = HOLDING_SIZE,
+    server_options: Sequence[tuple[str, str]] = (),
 ) -> bool:
     """Create the hidden holding session unless it exists; True if created.
 
@@ -272,12 +283,14 @@ def ensure_holding_session(
     session is tagged `@sb_holding` (guards and snapshots recognise it by the
     tag), has `destroy-unattached off` since no client ever attaches, and an
     input-disabled anchor pane so it survives having nothing parked. An
-    existing session of that name is (re)tagged, idempotently.
+    existing session of that name is (re)tagged, idempotently. ``server_options``
+    (``PRIVATE_SERVER_OPTIONS`` on Switchboard's own server) are set in the same batch.
     """
     width, height = size
     session = _session(holding_session)
     anchor = f"{session}=sb-anchor"
     settings: list[TmuxCommand] = [
+        *(("set-option", "-s", name, value) for name, value in server_options),
         ("set-option", "-t", session, OPT_HOLDING, "1"),
         ("set-option", "-t", session, "destroy-unattached", "off"),
         ("set-option", "-t", session, "default-size", f"{width}x{height}"),
