@@ -39,10 +39,11 @@ def socket_path(run_dir: Path) -> Path:
 
     The per-user temp folder is shared ground (``$TMPDIR``): another user could make
     it first and swap the socket, receiving every agent's environment. ``own_dir``
-    refuses it then, in one line naming the folder, instead of using it."""
+    refuses it then, in one line naming the folder, instead of using it; the home's
+    run folder is checked the same way (the shim and the host refuse any other)."""
     path = run_dir / SOCKET_NAME
     if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
-        return path
+        return own_dir(run_dir) / SOCKET_NAME
     digest = hashlib.sha256(os.fsencode(run_dir)).hexdigest()[:16]
     folder = own_dir(Path(tempfile.gettempdir()) / f"switchboard-run-{os.getuid()}")
     return folder / f"mcp-{digest}.sock"

@@ -196,6 +196,18 @@ def test_engine_tmp_planted_first_is_refused(kind: str, shared_tmp: Path,
         launcher.engine_tmp()
 
 
+def test_a_run_folder_open_to_others_is_refused_for_the_socket(tmp_path: Path) -> None:
+    """A short home keeps the socket in its run folder: that folder is checked the same
+    way (group/world access, another owner), before the launch names the socket."""
+    run_dir = tmp_path / "h" / "run"
+    run_dir.mkdir(parents=True)
+    os.chmod(run_dir, 0o777)
+    with pytest.raises(FolderNotPrivate, match=f"{run_dir} is open to other users"):
+        agent_tools.socket_path(run_dir)
+    os.chmod(run_dir, 0o700)
+    assert agent_tools.socket_path(run_dir) == run_dir / agent_tools.SOCKET_NAME
+
+
 def test_own_folder_is_made_private_and_reused(shared_tmp: Path, tmp_path: Path) -> None:
     """No attack: the folder is made 0700 and this user's, and used again next time."""
     path = agent_tools.socket_path(long_run_dir(tmp_path))
