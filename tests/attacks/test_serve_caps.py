@@ -366,3 +366,32 @@ def test_the_page_and_its_assets_are_all_this_servers(served: Served) -> None:
                     assert "Index of" not in text and ".ttf" not in text, folder
 
     asyncio.run(run())
+
+
+def test_a_tab_navigator_honours_sigterm_and_one_that_hangs_dies_with_its_tab(
+        served: Served) -> None:
+    """A navigator that no longer answers (SIGSTOP stands in for one stuck drawing a
+    huge screen) is killed when its tab closes; one sent SIGTERM ends by itself."""
+    async def run() -> tuple[int, int]:
+        async with _session() as session:
+            sockets = [await session.ws_connect(served.ws()) for _ in range(2)]
+            for ws in sockets:
+                assert await _quiet(ws, 60)
+            stuck, asked = _tabs_of(served, 2)
+            os.kill(asked, signal.SIGTERM)
+            assert retry_until(lambda: not _alive(asked), 10), _stat(asked)
+            # whichever socket was the stuck one's: close both tabs' sockets
+            os.kill(stuck, signal.SIGSTOP)
+            for ws in sockets:
+                await ws.close()
+            def stuck_gone() -> bool:
+                return not (_alive(stuck) or _group_alive(stuck))
+
+            assert await asyncio.get_running_loop().run_in_executor(
+                None, retry_until, stuck_gone, 10), _stat(stuck)
+            async with session.get(served.url) as response:  # serve carries on
+                assert response.status == 200
+            return stuck, asked
+
+    asyncio.run(run())
+    assert _children(served.process.pid) == []
