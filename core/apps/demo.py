@@ -85,19 +85,14 @@ def build(root: Path) -> DemoSession:
         init_registry(home, template=template)
     engine = open_engine(home, with_stage=True)
     route = engine.project_enter(new_request_id(), "demo")
-    frames = engine.conn.execute("SELECT COUNT(*) FROM frames").fetchone()[0]
-    if frames == 1:
+    titles = _task_titles(engine)
+    if not titles:
         engine.frame_start(new_request_id(), route.frame_id)
-        _wait_ready(engine, route.frame_id)
-        first = engine.frame_push(new_request_id(), route.frame_id, "Write the parser",
-                                  "Write a tokenizer and parser for the config format.")
-        _wait_ready(engine, first.target_frame_id)
-        engine.frame_back(new_request_id(), route.view_id)
-        engine.frame_push(new_request_id(), route.frame_id, "Add tests",
-                          "Add property tests for the parser's round trip.")
     else:
         from core.reconcile.reconcile import reconcile
         reconcile(engine)
+    if len(titles) < len(DEMO_TASKS):
+        _start_seeder(root)
     view = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
                                (route.view_id,)).fetchone()
     # Quoted for pasting: a home path may hold spaces, quotes or `$(...)`.
@@ -105,7 +100,71 @@ def build(root: Path) -> DemoSession:
     return DemoSession(root, socket, route.view_id, view["tmux_window_id"], attach)
 
 
-def _wait_ready(engine: Engine, frame_id: str, timeout: float = 10.0) -> None:
+DEMO_TASKS = (("Write the parser", "Write a tokenizer and parser for the config format."),
+              ("Add tests", "Add property tests for the parser's round trip."))
+"""The demo's two tasks, pushed from the workspace in this order (the second stays shown)."""
+
+SEED_LOG = "demo-seed.log"
+
+
+def _task_titles(engine: Engine) -> set[str]:
+    rows = engine.conn.execute("SELECT title FROM frames WHERE role = 'task'").fetchall()
+    return {row[0] for row in rows}
+
+
+def _start_seeder(root: Path) -> None:
+    """Push the demo's tasks in a process of its own, so the person attaches at once.
+
+    Each push waits for the new task's agent to claim its brief (a few seconds with
+    the fake agent) before the next transition may run; done in ``build`` that kept
+    a newcomer in front of a blank terminal for over ten seconds. The navigator
+    shows the workspace at once and each task as it starts. A seeder that is
+    already running (a second ``switchboard demo``) holds the lock and this one
+    leaves at once; one stopped halfway is resumed by the next ``switchboard demo``.
+    """
+    import subprocess
+
+    log = os.open(root / SEED_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        subprocess.Popen([sys.executable, "-m", "core.apps.demo", "seed", str(root)],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True, close_fds=True)
+    finally:
+        os.close(log)
+
+
+def seed(root: Path) -> None:
+    """Push each demo task that does not exist yet, waiting for its claim in between."""
+    import fcntl
+
+    from core.engine.open import open_engine
+
+    lock = os.open(root / (SEED_LOG + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        return
+    os.environ["SWITCHBOARD_HOME"] = str(root)
+    os.environ["SWITCHBOARD_CONFIG"] = str(root / "config.toml")
+    engine = open_engine(Home(root=root, config_path=root / "config.toml"), with_stage=True)
+    workspace = engine.conn.execute(
+        "SELECT frame_id FROM frames WHERE role = 'workspace' AND project_id = ?",
+        (DEMO_PROJECT_ID,)).fetchone()[0]
+    view = engine.conn.execute("SELECT view_id FROM frame_placements WHERE frame_id = ?",
+                               (workspace,)).fetchone()[0]
+    for index, (title, brief) in enumerate(DEMO_TASKS):
+        if title in _task_titles(engine):
+            continue
+        _wait_ready(engine, workspace)
+        pushed = engine.frame_push(new_request_id(), workspace, title, brief)
+        _wait_ready(engine, pushed.target_frame_id)
+        if index < len(DEMO_TASKS) - 1:
+            engine.frame_back(new_request_id(), view)
+
+
+def _wait_ready(engine: Engine, frame_id: str, timeout: float = 30.0) -> None:
+    """Until the frame's agent is ready (its claim turn ended), or ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         row = engine.conn.execute(
@@ -152,3 +211,8 @@ def stop(root: Path, *, reset: bool = False) -> DemoStopped:
         shutil.rmtree(root)
         removed = True
     return DemoStopped(home=root, server_was_running=running, removed=removed)
+
+
+if __name__ == "__main__":  # python -m core.apps.demo seed HOME (started by build)
+    if len(sys.argv) == 3 and sys.argv[1] == "seed":
+        seed(Path(sys.argv[2]))
