@@ -182,10 +182,51 @@ def _tmux(engine: Engine) -> Finding:
 
 
 # The package managers a person may have, most specific first: the hint names the one found.
-_TMUX_INSTALLS = (("apt-get", "sudo apt-get install tmux"), ("dnf", "sudo dnf install tmux"),
-                  ("pacman", "sudo pacman -S tmux"), ("zypper", "sudo zypper install tmux"),
-                  ("apk", "sudo apk add tmux"), ("brew", "brew install tmux"),
-                  ("port", "sudo port install tmux"))
+_TMUX_INSTALLS = (("apt-get", "apt-get install tmux"), ("dnf", "dnf install tmux"),
+                  ("yum", "yum install tmux"), ("pacman", "pacman -S tmux"),
+                  ("zypper", "zypper install tmux"), ("apk", "apk add tmux"),
+                  ("brew", "brew install tmux"), ("port", "port install tmux"))
+_AS_THE_USER = frozenset({"brew"})
+"""Managers that install as the person (Homebrew refuses root); the others need root."""
+_SYSTEM_DIRS = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin",
+                "/opt/homebrew/bin", "/opt/local/bin")
+"""Where package managers live when PATH leaves them out (a tool install's or a service's
+minimal PATH, Homebrew not yet in a shell's profile)."""
+_OS_MANAGERS = {"debian": "apt-get", "ubuntu": "apt-get", "fedora": "dnf", "rhel": "dnf",
+                "centos": "dnf", "arch": "pacman", "opensuse": "zypper", "suse": "zypper",
+                "alpine": "apk", "macos": "brew"}
+"""The system's own manager by os-release ``ID``/``ID_LIKE`` when none is found on disk."""
+_COMMON_INSTALLS = ("Debian/Ubuntu: `sudo apt-get install tmux`, Fedora: `sudo dnf install "
+                    "tmux`, Arch: `sudo pacman -S tmux`, macOS: `brew install tmux`")
+
+
+def _os_ids() -> list[str]:
+    """This system's os-release ``ID`` and ``ID_LIKE`` words (``macos`` on a Mac)."""
+    import platform
+    import sys
+
+    if sys.platform == "darwin":
+        return ["macos"]
+    try:
+        release = platform.freedesktop_os_release()
+    except OSError:
+        return []
+    return [release.get("ID", ""), *release.get("ID_LIKE", "").split()]
+
+
+def tmux_install_command() -> str | None:
+    """The exact command that installs tmux here: the first package manager on PATH, else
+    in the usual system folders, else the one this system's os-release names; with
+    ``sudo`` unless it runs as root (or the manager installs as the person)."""
+    managers = dict(_TMUX_INSTALLS)
+    found = next((tool for tool in managers if shutil.which(tool)), None) \
+        or next((tool for tool in managers
+                 if shutil.which(tool, path=os.pathsep.join(_SYSTEM_DIRS))), None) \
+        or next((_OS_MANAGERS[i] for i in _os_ids() if i in _OS_MANAGERS), None)
+    if found is None:
+        return None
+    root = getattr(os, "geteuid", lambda: -1)() == 0
+    return managers[found] if root or found in _AS_THE_USER else f"sudo {managers[found]}"
 
 
 def _tmux_missing() -> Finding | None:
@@ -193,8 +234,8 @@ def _tmux_missing() -> Finding | None:
     it: a missing binary says how this machine installs it."""
     if shutil.which("tmux") is not None:
         return None
-    command = next((command for tool, command in _TMUX_INSTALLS if shutil.which(tool)), None)
-    how = f"`{command}`" if command else "your package manager (e.g. apt, dnf, pacman, brew)"
+    command = tmux_install_command()
+    how = f"`{command}`" if command else f"this system's package manager ({_COMMON_INSTALLS})"
     return Finding("tmux", Verdict.FAIL, "tmux is not on PATH; Switchboard runs every view "
                                          "in tmux and needs nothing else besides Python",
                    f"install tmux 3.2 or newer with {how}, then run `switchboard doctor` again")

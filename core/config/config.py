@@ -212,6 +212,11 @@ class LimitsConfig:
     auto_resume: bool = setting("boolean", default=False)
 
 
+INIT_EVIDENCE_DAYS = 30
+"""``[retention] evidence_days`` in the config a first ``switchboard init`` writes: the
+age ``switchboard prune`` uses when not told one (it only runs when asked)."""
+
+
 @dataclass(frozen=True)
 class RetentionConfig:
     """How long closed frames' session evidence is kept (`switchboard prune`); None

@@ -12,7 +12,15 @@ import socket
 import sqlite3
 from dataclasses import dataclass, replace
 
-from core.config.config import Config, default_config, load_config, parse_config, render_config
+from core.config.config import (
+    INIT_EVIDENCE_DAYS,
+    Config,
+    RetentionConfig,
+    default_config,
+    load_config,
+    parse_config,
+    render_config,
+)
 from core.config.home import Home
 from core.model.errors import RegistryUnavailable, SwitchboardError
 from core.model.files import write_private
@@ -86,6 +94,9 @@ def _publish(home: Home, template: Config | None, clock: Clock, ids: IdSource,
     if template is None:
         config = default_config(generation_id=generation_id, host_id=ids.new_id(),
                                 display_name=socket.gethostname()[:128] or "localhost")
+        # A first config says how long closed frames' evidence is kept, so `prune`
+        # works as written; one a person wrote keeps what it says.
+        config = replace(config, retention=RetentionConfig(evidence_days=INIT_EVIDENCE_DAYS))
     else:
         config = template.with_generation(generation_id)
     if tmux_socket and config.tmux.socket_path is None:

@@ -48,10 +48,15 @@ def _add(args: argparse.Namespace) -> int:
 
     added = add_project(Home.from_env(), args.path or Path.cwd(), name=args.name,
                         provider=Provider(args.provider) if args.provider else None)
+    # Not a git repository: the folder itself is the project (README), said so here
+    # since what needs git (diff review, conflicts, worktrees) would only say it later.
+    plain = (f"note: {added.root} is not in a git repository, so the folder itself is the "
+             "project; diff review, conflicts and worktrees need git (`git init` there)\n"
+             if added.repository_id is None else "")
     emit(added, as_json=args.json,
          text=f"added project {added.name!r} ({added.root}) to {added.config_path}\n"
-              f"next: {command('open', names=(added.name,))} (or run `switchboard` in "
-              "that folder)")
+              f"{plain}next: {command('open', names=(added.name,))} (or run `switchboard` "
+              "in that folder)")
     return 0
 
 

@@ -70,6 +70,29 @@ def _run(args: argparse.Namespace) -> int:
         except BaseException:
             client.shutdown()
             raise
-    SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll,
-                   wake_on_change=True, follow_remotes=True, browser=args.browser).run()
+    app = SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll,
+                         wake_on_change=True, follow_remotes=True, browser=args.browser)
+    app.run()
+    if app.return_code in (0, None) and args.view_id and not args.browser \
+            and os.environ.get("TMUX"):
+        say_how_to_return()
     return 0
+
+
+RETURN_HINT = ("\nThe navigator was closed (ctrl+q).\n"
+               "prefix S brings it back here;\n"
+               "`switchboard` in a shell opens\n"
+               "the view again.\n")
+"""What a view's navigator pane shows after the person quits it: the pane stays
+(remain-on-exit, so the view keeps its shape) and tmux adds "Pane is dead" below.
+Short lines: the pane is about 40 columns wide."""
+
+
+def say_how_to_return() -> None:
+    """Leave ``RETURN_HINT`` on the pane's screen. A pane that is already gone (the
+    navigator was parked or its pane killed) has no screen to write to."""
+    try:
+        sys.stdout.write(RETURN_HINT)
+        sys.stdout.flush()
+    except OSError:
+        pass
