@@ -5,7 +5,8 @@ a real registry) and performs the attack through a plain HTTP/websocket client:
 a 20000 x 20000 tab and a 30000 x 30000 resize (the drawn terminal must stay at
 500 x 200), a ninth tab (refused, with a page that says why), ``kill -9`` of serve
 (every tab's navigator must end within seconds), SIGINT and SIGTERM (serve stops
-at once, its tabs with it, without asyncio's "loop is closed" noise), a port
+at once, its tabs with it, without asyncio's "loop is closed" noise), a tab's
+navigator sent SIGTERM or stuck (SIGSTOP) when its tab closes, a port
 already in use (one line, no traceback), the static folder's listing, the cookie's
 name, and the page: every URL it or its assets reference is this server's.
 """
