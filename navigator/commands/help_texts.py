@@ -26,13 +26,15 @@ _BY_COMMAND: dict[str, str] = {
 _BY_NAME: dict[str, str] = {
     "json": "print JSON instead of text",
     "request_id": "a UUID naming this request: retrying with the same one is harmless",
-    "view_id": "the view's id (`switchboard view list`)",
-    "frame_id": "the frame's id (`switchboard frame list`)",
+    "view_id": "the view: its project's name, an id prefix or its id (`switchboard view "
+               "list`)",
+    "frame_id": "the frame: its title (PROJECT/TITLE where titles repeat), an id prefix or "
+                "its id (`switchboard frame list`)",
     "recovery_id": "the recovery's id (`switchboard recovery list`)",
     "work_context_id": "the work context's id (`switchboard context list`)",
     "message_id": "the message's id",
     "id": "the message's id",
-    "project": "the project's name or id",
+    "project": "the project's name, an id prefix or its id",
     "provider": "claude or codex",
     "title": "the task's title (one line)",
     "brief": "what the task's agent starts from",
