@@ -26,7 +26,7 @@ from core.config.capabilities import (
 )
 from core.model.enums import LaunchAction, PlacementState, Provider, RuntimePresence
 from core.model.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
-from core.model.files import own_dir
+from core.model.files import FolderNotPrivate, own_dir
 from core.model.tool_schemas import TOOLS as MCP_TOOLS
 from core.providers.base import LaunchInputs, McpServer
 from core.providers.checks import check_provider
@@ -132,8 +132,14 @@ def run(ctx: Context, launch_id: str, *, present: bool = True,
     ctx.fault_point("after_authorize")
     session = sessions_ops.get_session(conn, launch["session_key"])
     provider = Provider(launch["provider"])
-    argv, env = _plan(ctx, provider, LaunchAction(launch["action"]), session,
-                      CONTROL_TEMPLATE if initial_prompt_for else None, launch_id=launch_id)
+    try:
+        argv, env = _plan(ctx, provider, LaunchAction(launch["action"]), session,
+                          CONTROL_TEMPLATE if initial_prompt_for else None,
+                          launch_id=launch_id)
+    except FolderNotPrivate as exc:
+        # A run or socket folder someone else could reach: no pane, the start undone.
+        _roll_back_bundle(ctx, launch_id, f"{exc.code}: {exc.message}")
+        raise
     env.update({ENV_CAPABILITY: raw, ENV_GENERATION: ctx.generation_id,
                 "SWITCHBOARD_TMUX_SOCKET": stage.socket_path})
     env.update(launch_home_env(ctx))

@@ -35,6 +35,7 @@ from core.model.files import FolderNotPrivate, check_own_dir, own_dir, private_d
 from core.model.private_sockets import listen_private
 from core.providers import agent_tools
 from core.runtime import launcher
+from tests.core.test_cli import cli  # noqa: F401 - the fixture
 
 OTHER_UID = 65534
 """nobody: the second user of these attacks."""
@@ -206,6 +207,35 @@ def test_a_run_folder_open_to_others_is_refused_for_the_socket(tmp_path: Path) -
         agent_tools.socket_path(run_dir)
     os.chmod(run_dir, 0o700)
     assert agent_tools.socket_path(run_dir) == run_dir / agent_tools.SOCKET_NAME
+
+
+def test_a_launch_into_a_planted_socket_folder_is_refused_and_undone(
+        cli, sb_home: Path, shared_tmp: Path, tmp_path: Path) -> None:  # noqa: F811
+    """The attack through a real launch (`switchboard frame start` on the workspace):
+    the agent-tool socket's folder was made by the other user (and the home's run
+    folder opened to all, so the socket lands in a planted folder whichever place its
+    path length picks). The launch is refused in one line naming the folder, no agent
+    runs, and the start is undone: once the folder is put right, the same command
+    starts the agent."""
+    route = cli("project", "enter", "alpha", "--json")
+    before = cli("frame", "show", route["frame_id"], "--json")
+    assert before["placement_state"] == "stopped_affinity"
+    plant("other_owner", run_folder(shared_tmp), tmp_path)
+    (sb_home / "run").mkdir(exist_ok=True)
+    os.chmod(sb_home / "run", 0o777)
+    said = cli("frame", "start", route["frame_id"], expect=3)
+    assert said.count("\n") == 1 and "folder_not_private" in said, said
+    assert "is open to other users" in said or f"belongs to uid {OTHER_UID}" in said
+    assert list(run_folder(shared_tmp).iterdir()) == []
+    assert cli("frame", "show", route["frame_id"], "--json") == before  # the start undone
+
+    os.rmdir(run_folder(shared_tmp))
+    os.chmod(sb_home / "run", 0o700)
+    started = cli("frame", "start", route["frame_id"], "--json")
+    assert started["frame_id"] == route["frame_id"]
+    after = cli("frame", "show", route["frame_id"], "--json")
+    assert after["placement_state"] == "active"
+    assert after["current_session_key"] == started["session_key"]
 
 
 def test_own_folder_is_made_private_and_reused(shared_tmp: Path, tmp_path: Path) -> None:
