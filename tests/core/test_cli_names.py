@@ -119,3 +119,30 @@ def test_ui_refuses_a_view_of_another_home(home: Home, tmp_path: Path) -> None:
              "SWITCHBOARD_CONFIG": str(home.root / "config.toml"),
              "SWITCHBOARD_VIEW_ID": other.view_id})
     assert env_refused.returncode == 2 and "unknown view" in env_refused.stderr
+
+
+def test_every_command_taking_a_frame_view_or_project_resolves_names() -> None:
+    """The rule is read off the parser, so a new command is covered by naming its argument
+    as the others do; this lists what must be covered today and what must not be."""
+    from navigator.cli import build_parser
+    from navigator.commands.names import NAMED_ATTRIBUTE, _parsers
+
+    marked = {" ".join(path): dict(child.get_default(NAMED_ATTRIBUTE) or ())
+              for path, child in _parsers(build_parser())}
+    for command in ("show", "start", "stop", "push", "complete", "close", "reopen", "diff",
+                    "switch-provider", "message", "answer"):
+        assert marked[f"frame {command}"] == {"frame_id": "frames"}, command
+    for command in ("show", "mode", "retire"):
+        assert marked[f"view {command}"] == {"view_id": "views"}, command
+    assert marked["view focus"] == {"view_id": "views", "frame_id": "frames"}
+    assert marked["frame back"] == {"view_id": "views"}
+    assert marked["transition cancel"] == {"view": "views"}
+    assert marked["session show"] == {"frame_id": "frames"}
+    assert marked["context resolve"] == {"foreground": "frames"}
+    for command in ("open", "project enter", "view open", "view enter", "frame list",
+                    "worktree add", "worktree remove", "search", "usage"):
+        assert marked[command] == {"project": "projects"}, command
+    # not this registry's rows, or not a name at all: left as typed
+    assert not any(marked[path] for path in marked if path.startswith("remote"))
+    assert not marked["attention"] and not marked["ui"]  # ui resolves on its own connection
+    assert not any("project" in marked[path] for path in marked if path.startswith("hooks"))
