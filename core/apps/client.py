@@ -118,6 +118,8 @@ class EngineClient:
     """The navigator's aiosqlite reads (``state_async``), made on the first one."""
     _registry_file: tuple[str, Path] | None = field(default=None, repr=False, compare=False)
     """(generation, file) of the registry ``state_async`` reads."""
+    _segment: str | None = field(default=None, repr=False, compare=False)
+    """The attention segment this client last put in the status line (None: not yet)."""
 
     @classmethod
     def open(cls, home: Home | None = None, *, with_stage: bool = True) -> EngineClient:
@@ -310,7 +312,27 @@ class EngineClient:
 
     def stop(self, frame_id: str) -> FrameResult:
         with self._lock:
-            return self._acting.frame_stop(new_request_id(), frame_id)
+            stopped = self._acting.frame_stop(new_request_id(), frame_id)
+        self.refresh_attention_segment()
+        return stopped
+
+    def refresh_attention_segment(self) -> None:
+        """Put the live counts into the status line when they moved without a hook.
+
+        Hooks publish the segment as an agent's activity changes; an agent stopped,
+        killed or found gone by reconcile sends none, and the status line went on
+        reading "✓ 2 ready" for an agent that no longer ran. One SELECT, and one
+        detached ``tmux set-option`` only when the text differs from the last one
+        this client set (the first turn always sets it)."""
+        from core.config.config import views_socket
+        from core.hooks.attention_counts import read_counts, spawn_segment
+
+        socket = views_socket(self.engine.config, self.home.root)
+        with self._lock:
+            segment = read_counts(self.engine.conn).segment()
+        if segment != self._segment:
+            spawn_segment(socket, segment)
+            self._segment = segment
 
     def switch_provider(self, frame_id: str, to: Provider) -> SwitchResult:
         """Move the frame's task to the other provider (``core.usage.switch_provider``)."""
@@ -411,6 +433,7 @@ class EngineClient:
             finally:  # hooks leave the registry's checkpoints to this turn, even a failed one
                 with self._lock:
                     checkpoint_wal(self.engine.conn)
+                self.refresh_attention_segment()
                 # Last: it may park this very navigator (core.memory.turn).
                 from core.memory.turn import park_unseen
 

@@ -171,15 +171,17 @@ class MemoryConfig:
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    """How an agent that needs the person reaches them outside its view (each on by default).
+    """How an agent that needs the person reaches them outside its view.
 
     ``status_line`` puts the counts into tmux's status-right (only where the person
     kept tmux's default); the others fire when an agent that is not being looked at
-    needs input or finishes a turn.
+    needs input or finishes a turn. ``message`` (a 4 s tmux message on each client)
+    is off by default: while a message is up, tmux 3.3a redraws no pane on that
+    client, so the person's own typing and the navigator's badges showed ~4 s late.
     """
 
     status_line: bool = setting("boolean", default=True)
-    message: bool = setting("boolean", default=True)
+    message: bool = setting("boolean", default=False)
     bell: bool = setting("boolean", default=True)
     desktop: bool = setting("boolean", default=True)
 

@@ -193,3 +193,53 @@ def test_a_burst_of_turn_ends_nudges_each_client_once(live, tmp_path: Path) -> N
     # another kind about the same frame is news: it is not held back
     out = _publish(tmp_path, "--frame", route.frame_id, "--event", "needs_input")
     assert "; nudged /dev/" in out, out
+
+
+def test_stopping_an_agent_takes_it_out_of_the_status_line(live, tmp_path: Path,
+                                                           tmux_socket: Path) -> None:
+    """A stop sends no hook: the client that stops it puts the new counts in (issue 40.7);
+    so does the host's reconcile turn for an agent that went away by itself."""
+    from core.apps.client import EngineClient
+    from core.config.home import Home
+
+    engine, route, _ = live
+    assert retry_until(lambda: "✓ 1 ready" in tmux(tmux_socket, "show-options", "-gqv",
+                                                    "@sb_attention"), 20)
+    client = EngineClient.open(Home(root=tmp_path, config_path=tmp_path / "config.toml"))
+    client.stop(route.frame_id)
+    assert retry_until(lambda: "ready" not in tmux(tmux_socket, "show-options", "-gqv",
+                                                   "@sb_attention"), 10), \
+        tmux(tmux_socket, "show-options", "-gqv", "@sb_attention")
+    # an agent back to ready, then its process killed outside Switchboard: the turn sees it
+    engine.frame_start(new_request_id(), route.frame_id)
+    main = engine.conn.execute("SELECT main_pane_id FROM user_views").fetchone()[0]
+    type_line(tmux_socket, main, "hello")
+    assert retry_until(lambda: "✓ 1 ready" in tmux(tmux_socket, "show-options", "-gqv",
+                                                    "@sb_attention"), 30)
+    pid = tmux(tmux_socket, "display-message", "-p", "-t", main, "#{pane_pid}").strip()
+    os.kill(int(pid), 9)
+    assert retry_until(lambda: client.reconcile_if_due(0.0) is not None
+                       and "ready" not in tmux(tmux_socket, "show-options", "-gqv",
+                                               "@sb_attention"), 30), \
+        tmux(tmux_socket, "show-options", "-gqv", "@sb_attention")
+
+
+def test_no_tmux_message_by_default(live, tmp_path: Path, tmux_socket: Path) -> None:
+    """A tmux message stops the client's pane redraws while it is up (tmux 3.3a: the
+    badge came 4.3 s late and typed text 4.0 s late): by default a nudge is the bell,
+    the desktop notification and the status line only (issue 40.10)."""
+    engine, route, client = live
+    engine.frame_push(new_request_id(), route.frame_id, "Tests", "Write tests.")
+    assert retry_until(lambda: client.read(0.05) is not None and engine.conn.execute(
+        "SELECT state FROM view_transitions WHERE kind = 'push'").fetchone()[0]
+        == "completed", 30)
+    client.read(0.5)
+    client.output = b""
+    out = _publish(tmp_path, "--frame", route.frame_id, "--event", "needs_input")
+    assert "; nudged /dev/" in out, out
+    assert retry_until(lambda: b"]9;Switchboard: alpha / alpha needs input" in client.read(), 15)
+    client.read(0.5)
+    # the nudge's text reached the terminal as OSC only, never drawn in the status line
+    drawn = client.output.replace(b"]9;Switchboard: alpha / alpha needs input", b"").replace(
+        b"]777;notify;Switchboard;Switchboard: alpha / alpha needs input", b"")
+    assert b"alpha needs input" not in drawn
