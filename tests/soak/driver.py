@@ -377,7 +377,10 @@ class Soak:
     def _nav_restart(self, view: str) -> None:
         pid = self._navigator_pid(view)
         if pid is not None:
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it parked itself (or exited) between the read and the kill
 
     def _park(self, view: str) -> None:
         """Park the view's navigator now (what the reconcile turn does to an unseen one)."""
