@@ -102,25 +102,28 @@ def test_two_restores_at_once_one_acts_and_the_other_waits(tmp_path: Path,
 
 
 def test_a_restore_held_too_long_is_refused_in_one_line(tmp_path: Path) -> None:
-    """The wait is bounded: a restore still running after it is named, nothing runs."""
+    """The wait is bounded: while this process holds the lock, another process's restore
+    gives up after its wait with one line naming this pid, and runs nothing."""
     home = Home(root=tmp_path / "home", config_path=tmp_path / "home" / "config.toml")
-    calls: list[str] = []
+    script = ("from pathlib import Path\n"
+              "from core.config.home import Home\n"
+              "from core.fleet.restore import RestoreRunning, one_restore\n"
+              f"home = Home(root=Path({str(home.root)!r}), "
+              f"config_path=Path({str(home.config_path)!r}))\n"
+              "try:\n"
+              "    with one_restore(home, wait_s=0.3):\n"
+              "        print('ran')\n"
+              "except RestoreRunning as exc:\n"
+              "    print(exc.message)\n")
     with one_restore(home) as waited:
         assert waited is False
-        holder = subprocess.run(  # another process asks while this one holds the lock
-            [sys.executable, "-c",
-             "import sys\nfrom pathlib import Path\nfrom core.config.home import Home\n"
-             "from core.fleet.restore import RestoreRunning, one_restore\n"
-             f"home = Home(root=Path({str(home.root)!r}), "
-             f"config_path=Path({str(home.config_path)!r}))\n"
-             "try:\n    with one_restore(home, wait_s=0.3):\n        print('ran')\n"
-             "except RestoreRunning as exc:\n    print(exc.message)\n"],
-            capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[2])
-        calls.append(holder.stdout)
-    [said] = calls
+        waiter = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                text=True, timeout=60, cwd=Path(__file__).parents[2])
+    said = waiter.stdout
+    assert waiter.returncode == 0, waiter.stderr
     assert said.count("\n") == 1 and "ran" not in said.split()
-    assert f"(pid {os.getpid()})" in said and "is still running" in said
+    assert f"(pid {os.getpid()})" in said and "is still running after 0 s" in said
     assert "nothing was changed" in said
+    assert RestoreRunning.code == "restore_running"
     with one_restore(home, wait_s=0.0) as waited:  # let go: the next one runs at once
         assert waited is False
-    assert RestoreRunning.code == "restore_running"
