@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -202,6 +203,8 @@ def test_unread_answers_past_the_cap_drop_only_that_client(host: HostProcess) ->
         assert other.ping_seconds(1) < PING_LIMIT_S
         sender.join(20)
         assert f"it left more than {OUTBOUND_MAX_BYTES} bytes of answers unread" in host.log()
+        assert stat.S_IMODE(log_path(host.path).stat().st_mode) == 0o600
+        assert len(host.log().splitlines()) == 1  # one line, naming the reason
         assert hog.closed_by_host(10)
         assert host.proc.poll() is None
     finally:
