@@ -461,12 +461,13 @@ def changes_since(path: str, base_ref: str | None) -> str | None:
     attempt started); None when there is no base or no repository to ask."""
     import subprocess
 
+    from core.model.git import run_git
+
     if not base_ref or not Path(path).is_dir():
         return None
     try:
-        done = subprocess.run(["git", "-C", path, "diff", "--stat", "--no-color", base_ref],
-                              capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
-                              check=False, stdin=subprocess.DEVNULL)
+        done = run_git(path, "diff", "--stat", "--no-color", base_ref, timeout=GIT_TIMEOUT_S,
+                       text=True)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:

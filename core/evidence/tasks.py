@@ -38,12 +38,14 @@ GIT_TIMEOUT_S = 5.0
 
 
 def git(path: Path, *args: str) -> str | None:
-    """One git read in ``path``; None when it is not a repository or git fails."""
+    """One git read in ``path``; None when it is not a repository or git fails. Run with
+    the checkout's fsmonitor, filters and hooks off (``core.model.git``)."""
     import subprocess
 
+    from core.model.git import run_git
+
     try:
-        done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+        done = run_git(path, *args, timeout=GIT_TIMEOUT_S, text=True)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None

@@ -29,6 +29,7 @@ from core.config.config import (
 from core.config.home import Home
 from core.model.enums import Provider
 from core.model.errors import ConfigError, Conflict
+from core.model.git import run_git
 from core.model.text import TextShape, unsafe_reason
 
 GIT_TIMEOUT_S = 10.0
@@ -71,8 +72,7 @@ def find_checkout(path: Path) -> Checkout:
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S)
+        done = run_git(cwd, *args, timeout=GIT_TIMEOUT_S, text=True)
     except (OSError, subprocess.TimeoutExpired):
         return None
     out = done.stdout.strip()

@@ -21,6 +21,7 @@ from core.config.config import Config, ProjectConfig, load_config
 from core.config.home import Home
 from core.install.project_add import AddedProject, add_project, find_checkout, remove_project
 from core.model.errors import ConfigError, Conflict, NotFound
+from core.model.git import run_git
 
 GIT_TIMEOUT_S = 60.0
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -141,9 +142,10 @@ def _project(config: Config, name_or_id: str) -> ProjectConfig:
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """git with the checkout's hooks, filters and fsmonitor off (``core.model.git``):
+    ``worktree add`` would otherwise run its post-checkout hook and smudge filters."""
     try:
-        return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S)
+        return run_git(cwd, *args, timeout=GIT_TIMEOUT_S, text=True)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(["git", *args], 1, "", str(exc))
 

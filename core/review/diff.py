@@ -10,12 +10,16 @@ and ``switchboard frame diff`` both render this model.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from core.model.git import run_git
 from core.review.model import ReviewComment
 
 GIT_TIMEOUT_S = 20.0
@@ -95,11 +99,10 @@ class FrameDiff:
 
 def git(cwd: str | Path, *args: str, timeout: float = GIT_TIMEOUT_S
         ) -> subprocess.CompletedProcess[bytes]:
-    """One git call, output as bytes (paths and contents are not always UTF-8)."""
+    """One git call, output as bytes (paths and contents are not always UTF-8), with the
+    checkout's own code-running settings off (``core.model.git``)."""
     try:
-        return subprocess.run(["git", "-C", str(cwd), "-c", "core.quotePath=false", *args],
-                              capture_output=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL)
+        return run_git(cwd, *args, timeout=timeout, config=(("core.quotePath", "false"),))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(["git", *args], 1, b"", str(exc).encode())
 
@@ -141,8 +144,7 @@ def changed_files(checkout: str, base: str) -> tuple[str, ...]:
 
 def read_diff(checkout: str, base: str) -> tuple[list[FileDiff], bool]:
     """Parsed ``git diff BASE`` plus untracked files; (files, truncated)."""
-    done = git(checkout, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M",
-               "-U3", base, "--")
+    done = git(checkout, "diff", "--no-color", "-M", "-U3", base, "--")
     raw = done.stdout if done.returncode == 0 else b""
     truncated = len(raw) > MAX_DIFF_BYTES
     files = parse_diff(_decode(raw[:MAX_DIFF_BYTES]))
@@ -156,15 +158,87 @@ def read_diff(checkout: str, base: str) -> tuple[list[FileDiff], bool]:
     return files, truncated
 
 
+class EntryKind(StrEnum):
+    """What a path in the checkout is, seen without following it."""
+
+    FILE = "file"
+    SYMLINK = "symlink"
+    OTHER = "other"  # a FIFO, socket, device or folder: nothing to read
+
+
+@dataclass(frozen=True)
+class CheckoutEntry:
+    """A checkout path as git sees it: a regular file's first bytes, or a symlink's target
+    (git stores a link as its target path and never follows it)."""
+
+    kind: EntryKind
+    data: bytes = b""
+    cut: bool = False  # the file holds more than the limit
+
+
+def read_entry(checkout: str | Path, path: str, limit: int) -> CheckoutEntry:
+    """``path`` (relative, ``/``-separated, as git prints it) inside ``checkout``, without
+    following any symlink in it and without blocking.
+
+    The agent owns the checkout: an untracked ``link -> /etc/shadow`` must show as a
+    link, not as the file's contents, and a FIFO must not hang the reader. Each folder
+    on the way is opened ``O_NOFOLLOW`` from the one before (no swapped-in folder link
+    between git's listing and this read), the leaf ``O_NOFOLLOW|O_NONBLOCK``, and only
+    a regular file (``fstat``) is read, at most ``limit`` bytes. Raises ``OSError``
+    when the path is gone, unreadable or not a path inside the checkout.
+    """
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise OSError(errno.EINVAL, "not a path inside the checkout", path)
+    folder = os.open(checkout, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        try:
+            handle = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                             | os.O_NOCTTY, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EMLINK):  # EMLINK: the BSDs' answer
+                raise
+            target = os.readlink(parts[-1], dir_fd=folder)
+            return CheckoutEntry(EntryKind.SYMLINK, os.fsencode(target))
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                return CheckoutEntry(EntryKind.OTHER)
+            chunks: list[bytes] = []
+            left = limit + 1
+            while left > 0:
+                chunk = os.read(handle, min(left, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        finally:
+            os.close(handle)
+    finally:
+        os.close(folder)
+    data = b"".join(chunks)
+    return CheckoutEntry(EntryKind.FILE, data[:limit], cut=len(data) > limit)
+
+
 def _untracked(root: Path, path: str) -> FileDiff:
     try:
-        with (root / path).open("rb") as handle:
-            data = handle.read(MAX_UNTRACKED_BYTES + 1)
+        entry = read_entry(root, path, MAX_UNTRACKED_BYTES)
     except OSError:
         return FileDiff(path, None, FileStatus.UNTRACKED, 0, 0)
+    if entry.kind is EntryKind.OTHER:
+        return FileDiff(path, None, FileStatus.UNTRACKED, 0, 0)
+    if entry.kind is EntryKind.SYMLINK:
+        line = DiffLine(LineKind.ADDED, _decode(entry.data), None, 1)
+        hunk = Hunk("@@ -0,0 +1 @@ (new symlink, not yet tracked)", 0, 1,
+                    (line, DiffLine(LineKind.NOTE, "No newline at end of file", None, None)))
+        return FileDiff(path, None, FileStatus.UNTRACKED, 1, 0, hunks=(hunk,))
+    data = entry.data
     if b"\0" in data[:8192]:
         return FileDiff(path, None, FileStatus.UNTRACKED, 0, 0, binary=True)
-    lines = _decode(data[:MAX_UNTRACKED_BYTES]).splitlines()
+    lines = _decode(data).splitlines()
     body = tuple(DiffLine(LineKind.ADDED, text, None, n) for n, text in enumerate(lines, 1))
     hunk = Hunk(f"@@ -0,0 +1,{len(lines)} @@ (new file, not yet tracked)", 0, 1, body)
     return FileDiff(path, None, FileStatus.UNTRACKED, len(lines), 0,
@@ -307,21 +381,41 @@ def parse_diff(text: str) -> list[FileDiff]:
     return files
 
 
+_QUOTED = {"\n": "\\n", "\t": "\\t", '"': '\\"', "\\": "\\\\", "\a": "\\a",
+           "\b": "\\b", "\f": "\\f", "\r": "\\r", "\v": "\\v"}
+
+
+def quote_path(name: str) -> str:
+    """``name`` as git prints a path (``core.quotePath=false``): in double quotes with C
+    escapes when it holds a quote, a backslash or a control character, else as it is.
+
+    A file name is the agent's to choose: printed raw, a newline in it could start a
+    line that looks like a diff header or a stat row. ``_unquote`` reads it back.
+    """
+    if not any(ch in '"\\' or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+        return name
+    body = "".join(_QUOTED.get(ch) or (f"\\{ord(ch):03o}" if ord(ch) < 0x20 or ord(ch) == 0x7F
+                                       else ch) for ch in name)
+    return f'"{body}"'
+
+
 def patch_text(diff: FrameDiff, path: str | None = None) -> str:
-    """The change as unified diff text again (for ``$PAGER`` and ``--json`` readers)."""
+    """The change as unified diff text again (for ``$PAGER`` and ``--json`` readers); file
+    names quoted as git quotes them."""
     out: list[str] = []
     for file in diff.files:
         if path is not None and file.path != path:
             continue
         old = file.old_path or file.path
-        out.append(f"diff --git a/{old} b/{file.path}")
+        old_a, new_b = quote_path(f"a/{old}"), quote_path(f"b/{file.path}")
+        out.append(f"diff --git {old_a} {new_b}")
         if file.binary:
-            out.append(f"Binary file {file.path} ({file.status.value})")
+            out.append(f"Binary file {quote_path(file.path)} ({file.status.value})")
             continue
         out.append("--- /dev/null" if file.status in (FileStatus.ADDED, FileStatus.UNTRACKED)
-                   else f"--- a/{old}")
+                   else f"--- {old_a}")
         out.append("+++ /dev/null" if file.status is FileStatus.DELETED
-                   else f"+++ b/{file.path}")
+                   else f"+++ {new_b}")
         for hunk in file.hunks:
             out.append(hunk.header)
             for line in hunk.lines:

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import difflib
+import errno
 import sqlite3
 import time
 from dataclasses import dataclass, replace
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from core.model.errors import NotFound, SwitchboardError
 from core.model.text import TextShape, refuse_unsafe, shown
-from core.review.diff import FrameDiff, read_diff, resolve_base
+from core.review.diff import EntryKind, FrameDiff, read_diff, read_entry, resolve_base
 from core.review.frames import FramePlace, frame_place, recorded_base
 from core.review.model import ReviewComment
 
@@ -45,6 +46,8 @@ class ReviewRefused(SwitchboardError):
     code = "review_refused"
 
 REVIEW_PREFIX = "review:"
+#: A commented file is read (and its snapshot kept) up to this size; larger is refused.
+MAX_REVIEWED_FILE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,18 @@ def _file_in(checkout: str, path: str) -> Path:
     return Path(checkout) / path
 
 
+def checkout_bytes(checkout: str, path: str) -> bytes:
+    """What git diffs at ``path``: a regular file's bytes or a symlink's target, read
+    without following a link or blocking on a FIFO (``read_entry``); ``OSError`` for
+    anything else, a missing path or a file over ``MAX_REVIEWED_FILE_BYTES``."""
+    entry = read_entry(checkout, path, MAX_REVIEWED_FILE_BYTES)
+    if entry.kind is EntryKind.OTHER:
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    if entry.cut:
+        raise OSError(errno.EFBIG, f"larger than {MAX_REVIEWED_FILE_BYTES} bytes", path)
+    return entry.data
+
+
 def add_comment(home: Home, conn: sqlite3.Connection, frame_id: str, path: str, line: int,
                 text: str) -> ReviewComment:
     """A draft comment on ``path:line`` (the line as the file has it now)."""
@@ -124,9 +139,9 @@ def add_comment(home: Home, conn: sqlite3.Connection, frame_id: str, path: str, 
     refuse_unsafe("comment", text, TextShape.LINE)
     refuse_unsafe("path", path, TextShape.LINE)
     place = frame_place(conn, frame_id)
-    file = _file_in(place.checkout, path)
+    _file_in(place.checkout, path)
     try:
-        data = file.read_bytes()
+        data = checkout_bytes(place.checkout, path)
     except OSError as exc:
         raise NotFound(f"{shown(path)} is not in the checkout {place.checkout} now "
                        f"({exc.strerror}); comment on a line that exists (+ or context)",
@@ -214,7 +229,7 @@ def resolve_comments(home: Home, frame_id: str, checkout: str) -> int:
     done = []
     for comment, snapshot in waiting:
         try:
-            current = (Path(checkout) / comment.path).read_bytes()
+            current = checkout_bytes(checkout, comment.path)
         except OSError:
             done.append(comment.comment_id)  # the file is gone: the line surely changed
             continue

@@ -38,7 +38,7 @@ def _home():
 
 def _diff(args: argparse.Namespace) -> int:
     from core.review.client import ReviewClient
-    from core.review.diff import patch_text
+    from core.review.diff import patch_text, quote_path
 
     def no_send(frame_id: str, text: str):
         raise AssertionError("frame diff sends nothing")
@@ -56,8 +56,8 @@ def _diff(args: argparse.Namespace) -> int:
         width = max((len(f"+{f.added}") for f in diff.files), default=2)
         for file in diff.files:
             what = "binary" if file.binary else f"{'+' + str(file.added):>{width}} -{file.removed}"
-            rename = f" (from {file.old_path})" if file.old_path else ""
-            lines.append(f"  {what}  {file.path}{rename}  {file.status.value}")
+            rename = f" (from {quote_path(file.old_path)})" if file.old_path else ""
+            lines.append(f"  {what}  {quote_path(file.path)}{rename}  {file.status.value}")
     else:
         lines.append(patch_text(diff).rstrip("\n"))
     for comment in diff.comments:

@@ -241,19 +241,24 @@ class DiffScreen(ModalScreen[None]):
         self.run_worker(run, thread=True, group="review", exit_on_error=False)
 
     def action_open_external(self) -> None:
-        """git difftool when the person set one (diff.tool), else the patch in $PAGER."""
+        """git difftool when the person set one in their global config (diff.tool), else
+        the patch in $PAGER. The checkout's own config never chooses or defines the tool:
+        the agent can write it (``core.model.git.difftool_call``)."""
+        from core.model.git import difftool_call, person_difftool
+
         diff = self.diff
         if diff.base_ref is None:
             self.notify("Nothing to open: " + (diff.problem or "no diff"), severity="warning",
                         markup=False)
             return
-        if _difftool_configured(diff.checkout):
+        tool = person_difftool()
+        if tool is not None:
             from textual.app import SuspendNotSupported
 
+            call = difftool_call(diff.checkout, diff.base_ref, tool)
             try:
                 with self.app.suspend():
-                    subprocess.run(["git", "-C", diff.checkout, "difftool", "--no-prompt",
-                                    diff.base_ref, "--"], check=False)
+                    subprocess.run(list(call.argv), env=call.env, check=False)
             except (SuspendNotSupported, OSError) as exc:
                 self.notify(f"Could not hand over to git difftool ({exc}).", severity="error",
                             markup=False)
@@ -269,11 +274,3 @@ class DiffScreen(ModalScreen[None]):
     def action_close(self) -> None:
         self.dismiss(None)
 
-
-def _difftool_configured(checkout: str) -> bool:
-    try:
-        done = subprocess.run(["git", "-C", checkout, "config", "--get", "diff.tool"],
-                              capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0 and bool(done.stdout.strip())
