@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import stat
 import subprocess
@@ -377,3 +378,34 @@ def test_a_request_in_flight_survives_the_fall_back_to_the_full_server(
         shim.close()
         swallower.join(5)
         listener.close()
+
+
+def test_the_full_server_reads_the_handed_over_lines_first_and_only_a_private_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` answers what the shim handed over before stdin, drops the variable (no
+    tool's process inherits it), and ignores a variable naming anything but a regular
+    file (a pipe here: it would otherwise read the agent's own input out of order)."""
+    import io
+
+    from core.agent.mcp_server import ENV_REPLAY_FD, serve
+
+    handed = tmp_path / "handed"
+    handed.write_bytes(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0",')
+    fd = os.open(handed, os.O_RDONLY)
+    monkeypatch.setenv(ENV_REPLAY_FD, str(fd))
+    out = io.BytesIO()
+    serve(io.BytesIO(b'"id":2,"method":"ping"}\n'), out, ready_file="")
+    assert [json.loads(line)["id"] for line in out.getvalue().splitlines()] == [1, 2]
+    assert ENV_REPLAY_FD not in os.environ
+    with pytest.raises(OSError):
+        os.fstat(fd)  # read and closed
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+    monkeypatch.setenv(ENV_REPLAY_FD, str(read_end))
+    out = io.BytesIO()
+    serve(io.BytesIO(b'{"jsonrpc":"2.0","id":4,"method":"ping"}\n'), out, ready_file="")
+    assert [json.loads(line)["id"] for line in out.getvalue().splitlines()] == [4]
+    assert ENV_REPLAY_FD not in os.environ
+    os.close(read_end)
+    os.close(write_end)
