@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from core.apps.client import EngineClient
 from core.model.errors import SwitchboardError
-from core.state.change_watch import ChangeWatch
+from core.platform.file_watch import ChangeWatch
 from core.state.state_types import NavigatorState
 from navigator.jobs import Group, Job, problem_text
 from navigator.targeting import inbox_view_id

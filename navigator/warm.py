@@ -30,7 +30,6 @@ import io
 import os
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -123,9 +122,10 @@ def parse(message: bytes) -> tuple[str, list[str], dict[str, str]] | None:
 
 
 def _same_user(conn: socket.socket) -> bool:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid == os.getuid()
+    """The client is this user (the kernel's word, ``core.platform.peer``)."""
+    from core.platform.peer import peer_uid
+
+    return peer_uid(conn) == os.getuid()
 
 
 def _run_child(conn: socket.socket, cwd: str, args: list[str], env: dict[str, str]) -> None:

@@ -29,8 +29,8 @@ VOCABULARY = ("core.model.enums", "core.model.errors", "core.model.machines",
               "core.model.private_sockets", "core.model.git")
 """The leaf vocabulary: storage may import these from core, and nothing else."""
 
-LAYERS = ("model", "config", "providers", "tmux", "evidence", "install", "context", "broker",
-          "runtime", "reconcile", "state", "engine", "agent", "hooks", "usage", "review",
+LAYERS = ("platform", "model", "config", "providers", "tmux", "evidence", "install", "context",
+          "broker", "runtime", "reconcile", "state", "engine", "agent", "hooks", "usage", "review",
           "fleet", "memory", "remote", "apps")
 """Core's folders from the bottom up: a module may import its own folder and the folders
 before it, never one after (README's "Layers" section draws the same order)."""
@@ -159,11 +159,28 @@ def test_storage_imports_only_the_vocabulary_from_core() -> None:
     assert not bad, "storage may import only VOCABULARY from core:\n" + "\n".join(bad)
 
 
+PLATFORM = "core.platform"
+"""Below the vocabulary: the OS-specific calls (``core/platform/``), which import no
+other project module."""
+
+
 def test_the_vocabulary_imports_only_itself() -> None:
+    """...and the platform package beneath it."""
     bad = [line for module in VOCABULARY
-           for line in _offending(module, lambda target: target in VOCABULARY)]
+           for line in _offending(module, lambda target: target in VOCABULARY
+                                  or target == PLATFORM or target.startswith(PLATFORM + "."))]
     assert not bad, "the vocabulary must not import the rest of the project:\n" + \
         "\n".join(bad)
+
+
+def test_the_platform_package_imports_nothing_of_the_project() -> None:
+    platform = [name for name in modules() if name == PLATFORM
+                or name.startswith(PLATFORM + ".")]
+    assert platform
+    bad = [line for module in platform
+           for line in _offending(module, lambda target: target == PLATFORM
+                                  or target.startswith(PLATFORM + "."))]
+    assert not bad, "core/platform must import no other project module:\n" + "\n".join(bad)
 
 
 def test_navigator_imports_no_storage() -> None:

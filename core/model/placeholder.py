@@ -13,6 +13,8 @@ import shutil
 import signal
 import sys
 
+from core.platform.commands import sleep_forever_argv
+
 
 def main() -> None:
     sys.stdout.write("\x1b[2J\x1b[H  No agent is running in this frame.\n\n"
@@ -21,7 +23,7 @@ def main() -> None:
     sleep = shutil.which("sleep")
     if sleep is not None:
         try:
-            os.execv(sleep, [sleep, "infinity"])
+            os.execv(sleep, sleep_forever_argv(sleep))
         except OSError:
             pass
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

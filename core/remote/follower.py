@@ -10,9 +10,19 @@ operation reads it. A refused document changes nothing shown; it is noted as the
 host's bounded error and the stream goes on (the next good document clears it).
 
 Liveness: the remote sends an empty line every couple of seconds while nothing
-changes. No line at all for ``OFFLINE_AFTER_S`` (or ssh ending) marks the host
+changes. Only a heartbeat or a complete document that validates and is stored
+counts as life: bytes of a document still arriving, or a refused one, do not (a
+stream stuck mid-document, or dripping a byte a second, would otherwise stay
+online for ever). ``OFFLINE_AFTER_S`` without life (or ssh ending) marks the host
 offline (the last good state stays, badged offline) and the follower reconnects
 with backoff (``BACKOFF_S``), for as long as anyone wants the host followed.
+
+Rate: what a host may send is metered (``_Allowance``): bytes read from its ssh
+(documents, heartbeats and its stderr alike) and documents decoded per second,
+each with a burst an honest host never exceeds (it builds at most four documents
+a second, ``core.remote.publish.MIN_GAP_S``). Beyond that the follower simply
+stops reading the pipe until the allowance refills, so a flood fills the pipe and
+blocks the sender instead of holding this process on a core.
 
 Who owns it: exactly one follower per host and home, held by an exclusive
 ``flock`` on its lock file (a second one exits at once), started on demand by
@@ -33,7 +43,6 @@ like a local one does, with the host's name in the message.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import os
 import select
@@ -51,6 +60,7 @@ from core.model.text import shown
 from core.remote.channel import control_path, follow_argv
 from core.remote.interest import anyone_interested, lock_path, open_lock
 from core.state.envelope import decode_checked, encode_canonical
+from core.state.remotes import prune_unconfigured
 from core.state.state_types import HostState
 from storage.connection import write_transaction
 from storage.operations import remote_follow as follow_ops
@@ -71,19 +81,78 @@ IDLE_EXIT_S = 5.0
 INTEREST_CHECK_S = 2.0
 #: The longest line read: a document larger than the envelope ceiling is refused.
 MAX_LINE_BYTES = 8 * 1024 * 1024 + 1
+#: Bytes a host may send per second, sustained (its documents, heartbeats and ssh's
+#: stderr together); up to one largest document at once after a quiet spell.
+BYTES_PER_S = 1024 * 1024
+#: Documents decoded per second, sustained, and the most at once (an honest host
+#: sends at most four a second: ``core.remote.publish.MIN_GAP_S``).
+DOCUMENTS_PER_S = 5.0
+DOCUMENT_BURST = 10.0
+#: The most read from a pipe in one call, and the least once the allowance is short
+#: (so a host held at its rate costs a few reads a second, not one per byte).
+READ_CHUNK = 1 << 20
+MIN_READ = 64 * 1024
 NOT_FOLLOWED = "not followed: no navigator is running on this host"
+
+
+# --------------------------------------------------------------------------- rate
+
+
+@dataclass
+class _Bucket:
+    """A token bucket: ``rate`` tokens a second, at most ``capacity`` saved up."""
+
+    rate: float
+    capacity: float
+    tokens: float
+    at: float
+
+    @classmethod
+    def full(cls, rate: float, capacity: float, now: float) -> _Bucket:
+        return cls(rate, capacity, capacity, now)
+
+    def available(self, now: float) -> float:
+        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        return self.tokens
+
+    def take(self, amount: float, now: float) -> None:
+        self.available(now)
+        self.tokens -= amount
+
+    def wait_for(self, amount: float, now: float) -> float:
+        """Seconds until ``amount`` tokens are there (0 when they are)."""
+        return max(0.0, (amount - self.available(now)) / self.rate)
+
+
+@dataclass
+class _Allowance:
+    """What one connection's host may still send: bytes and documents (see the module
+    docstring); the follower reads and decodes only within it."""
+
+    read: _Bucket
+    documents: _Bucket
+
+    @classmethod
+    def start(cls, now: float) -> _Allowance:
+        return cls(_Bucket.full(BYTES_PER_S, MAX_LINE_BYTES, now),
+                   _Bucket.full(DOCUMENTS_PER_S, DOCUMENT_BURST, now))
+
+    def readable(self, now: float) -> int:
+        """How many bytes may be read now (0: wait for ``MIN_READ`` to refill)."""
+        tokens = int(self.read.available(now))
+        return min(READ_CHUNK, tokens) if tokens >= MIN_READ else 0
 
 
 # --------------------------------------------------------------------------- the follower
 
 
 def _die_with_parent() -> None:
-    """ssh gets SIGTERM when the follower dies, however it dies (Linux prctl)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    """ssh gets SIGTERM when the follower dies, however it dies (``core.platform``;
+    on macOS ssh ends with its stdin, a pipe from the follower)."""
+    from core.platform.lifetime import die_with_parent
+
+    die_with_parent(signal.SIGTERM)
 
 
 @dataclass
@@ -147,6 +216,7 @@ class Follower:
             while True:
                 reader, remote = self._open()
                 if remote is None:
+                    prune_unconfigured(reader.conn, reader.config.remotes)
                     return 0
                 if not self.seeded:
                     self.frames = _Frames.of(self._cached_state(reader))
@@ -209,8 +279,13 @@ class Follower:
     # ---- one connection
 
     def _connect(self, reader: RegistryReader, remote: RemoteConfig) -> bool:
-        """One ssh session until silence, its end, or no interest; True when it delivered
-        at least one good document."""
+        """One ssh session until it shows no life, ends, or nobody is interested; True
+        when it delivered at least one good document.
+
+        Life is a heartbeat or a stored document (never a partial or refused one);
+        the first document must come within ``CONNECT_TIMEOUT_S`` of the start, then
+        life within every ``OFFLINE_AFTER_S``. Reads and decodes stay within the
+        host's ``_Allowance``: past it, the pipe is left full until it refills."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(control_path(self.home, remote))  # ours (we hold the lock)
         try:
@@ -227,33 +302,49 @@ class Follower:
         buffer = b""
         errors = b""
         delivered = False
-        last_line = time.monotonic()
-        last_interest = last_line
-        fds = [out_fd, err_fd]
+        alive_at = time.monotonic()
+        last_interest = alive_at
+        allowance = _Allowance.start(alive_at)
+        err_open = True
         try:
             while True:
                 now = time.monotonic()
                 silence = OFFLINE_AFTER_S if delivered else CONNECT_TIMEOUT_S
-                if now - last_line >= silence:
+                if now - alive_at >= silence:
+                    what = "a heartbeat or a valid document" if delivered else "a valid document"
                     self._mark(reader, remote, f"no word from {remote.name} for "
-                                               f"{silence:.0f} s")
+                                               f"{silence:.0f} s ({what})")
                     return delivered
                 if now - last_interest >= INTEREST_CHECK_S:
                     last_interest = now
                     if not self.keep and not anyone_interested(self.home) \
                             and not self._wanted():
                         return delivered
-                ready, _, _ = select.select(fds, [], [], min(
-                    silence - (now - last_line), INTEREST_CHECK_S))
+                buffer, heard, stored = self._lines(reader, remote, buffer, allowance, now)
+                delivered = delivered or stored
+                if heard and delivered:  # before the first document, only one counts
+                    alive_at = time.monotonic()
+                pending = b"\n" in buffer  # a line waits for the document allowance
+                readable = allowance.readable(now)
+                fds = [fd for fd, want in ((out_fd, not pending), (err_fd, err_open))
+                       if want and readable > 0]
+                wait = min(silence - (now - alive_at), INTEREST_CHECK_S)
+                if pending:
+                    wait = min(wait, allowance.documents.wait_for(1.0, now))
+                if readable <= 0:
+                    wait = min(wait, allowance.read.wait_for(MIN_READ, now))
+                ready, _, _ = select.select(fds, [], [], max(wait, 0.0))
                 if err_fd in ready:
-                    chunk = _read(err_fd)
+                    chunk = _read(err_fd, readable)
                     if chunk:
+                        allowance.read.take(len(chunk), time.monotonic())
                         errors = (errors + chunk)[-4096:]
+                        readable = allowance.readable(time.monotonic())
                     elif chunk == b"":
-                        fds = [fd for fd in fds if fd != err_fd]
-                if out_fd not in ready:
+                        err_open = False
+                if out_fd not in ready or readable <= 0:
                     continue
-                chunk = _read(out_fd)
+                chunk = _read(out_fd, readable)
                 if chunk is None:
                     continue
                 if not chunk:
@@ -262,18 +353,34 @@ class Follower:
                     self._mark(reader, remote, f"ssh to {remote.name} ended ({code})"
                                                + (f": {tail[0][:200]}" if tail[0] else ""))
                     return delivered
+                allowance.read.take(len(chunk), time.monotonic())
                 buffer += chunk
-                last_line = time.monotonic()
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        delivered = self._document(reader, remote, line.strip()) or delivered
-                if len(buffer) > MAX_LINE_BYTES:
+                if len(buffer) > MAX_LINE_BYTES and b"\n" not in buffer:
                     self._refuse(reader, remote, "a document larger than 8 MiB; "
                                                  "reconnecting")
                     return delivered
         finally:
             self._kill()
+
+    def _lines(self, reader: RegistryReader, remote: RemoteConfig, buffer: bytes,
+               allowance: _Allowance, now: float) -> tuple[bytes, bool, bool]:
+        """Take the complete lines of ``buffer`` the allowance permits: (what is left,
+        whether a heartbeat or a stored document came, whether a document was stored).
+        Blank lines are heartbeats, consumed together however many arrive at once."""
+        heard = stored = False
+        while buffer:
+            head = buffer.lstrip(b" \t\r\n")
+            if len(head) != len(buffer):
+                heard = heard or b"\n" in buffer[:len(buffer) - len(head)]
+                buffer = head
+            end = buffer.find(b"\n")
+            if end < 0 or allowance.documents.available(now) < 1.0:
+                break
+            allowance.documents.take(1.0, now)
+            line, buffer = buffer[:end].strip(), buffer[end + 1:]
+            if self._document(reader, remote, line):
+                heard = stored = True
+        return buffer, heard, stored
 
     def _kill(self) -> None:
         proc, self.proc = self.proc, None
@@ -372,10 +479,11 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def _read(fd: int) -> bytes | None:
-    """What the pipe holds: bytes, b"" at its end, None when nothing is there yet."""
+def _read(fd: int, limit: int = READ_CHUNK) -> bytes | None:
+    """What the pipe holds, at most ``limit`` bytes: bytes, b"" at its end, None when
+    nothing is there yet."""
     try:
-        return os.read(fd, 1 << 20)
+        return os.read(fd, max(1, limit))
     except BlockingIOError:
         return None
     except OSError:

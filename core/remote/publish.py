@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from core.context.reader import RegistryReader
-from core.state.change_watch import ChangeWatch
+from core.platform.file_watch import ChangeWatch
 from core.state.envelope import encode_canonical
 from core.state.state_builder import build_host_state
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.state.change_watch import ChangeWatch
+from core.platform.file_watch import ChangeWatch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
 

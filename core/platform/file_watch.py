@@ -1,4 +1,4 @@
-"""Wake on a registry or broker commit instead of polling for one (Linux inotify).
+"""Wake on a registry or broker commit instead of polling for one (Linux: inotify).
 
 A navigator used to stat the registry's files four times a second; with 20
 views that polling alone was a steady share of a core while nothing changed.
@@ -6,9 +6,9 @@ Here the kernel tells us when a watched file is written, created, replaced or
 removed: the directories holding the files are watched (a WAL file comes and
 goes, a registry reset swaps the generation's pointer) and only events that
 name one of the files count. ctypes on libc, no dependency; where inotify is
-missing (not Linux, a sandbox, out of watches) ``ChangeWatch.open`` gives None
-and the caller keeps polling. SQLite writes ``-shm`` through mmap, which
-inotify never reports, so it is not among the files; every commit appends to
+missing (macOS, a sandbox, out of watches) ``ChangeWatch.open`` gives None
+and the caller keeps polling (a stat of the files). SQLite writes ``-shm``
+through mmap, which inotify never reports, so it is not among the files; every commit appends to
 ``-wal`` (or, after a checkpoint, writes the database file) anyway.
 """
 
@@ -17,9 +17,10 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from core.platform import LINUX, system_name
 
 IN_MODIFY = 0x002
 IN_CLOSE_WRITE = 0x008
@@ -44,10 +45,11 @@ class ChangeWatch:
     _names: dict[int, frozenset[bytes]]
 
     @classmethod
-    def open(cls, files: Iterable[str]) -> ChangeWatch | None:
-        """A watch on ``files`` (absolute paths), or None where inotify is unavailable."""
+    def open(cls, files: Iterable[str], system: str | None = None) -> ChangeWatch | None:
+        """A watch on ``files`` (absolute paths), or None where inotify is unavailable
+        (``system``: ``sys.platform`` unless a test names another)."""
         files = tuple(files)
-        libc = _libc()
+        libc = _libc() if system_name(system) == LINUX else None
         if libc is None:
             return None
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
@@ -104,7 +106,7 @@ def _libc() -> ctypes.CDLL | None:
     """libc with the inotify calls, looked up once; None off Linux or without them."""
     if not _LIBC:
         found = None
-        if sys.platform.startswith("linux"):
+        if system_name() == LINUX:
             try:
                 lib = ctypes.CDLL(None, use_errno=True)  # the running libc; no ldconfig run
                 lib.inotify_init1.argtypes = [ctypes.c_int]

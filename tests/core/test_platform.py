@@ -1,0 +1,155 @@
+"""core/platform holds every OS-specific call, and each macOS branch runs here too (issue 38.4)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.platform import system_name
+from core.platform.commands import sleep_forever_argv
+from core.platform.file_watch import ChangeWatch
+from core.platform.lifetime import die_with_parent
+from core.platform.peer import LOCAL_PEERCRED, SOL_LOCAL, peer_uid
+from tests.waiting import retry_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FORBIDDEN_NAMES = {"SO_PEERCRED", "LOCAL_PEERCRED", "prctl", "SOCK_CLOEXEC", "inotify_init1",
+                   "inotify_add_watch", "memfd_create", "PR_SET_PDEATHSIG"}
+FORBIDDEN_TEXT = ("/proc/", "SO_PEERCRED", "SOCK_CLOEXEC", "prctl", "memfd")
+
+
+def _violations(path: Path) -> list[str]:
+    """Names and string constants (docstrings aside) that belong in core/platform."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else \
+            node.attr if isinstance(node, ast.Attribute) else None
+        if name in FORBIDDEN_NAMES:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings:
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} {text!r}"
+                      for text in FORBIDDEN_TEXT if text in node.value]
+    return found
+
+
+def test_nothing_outside_core_platform_makes_an_os_specific_call() -> None:
+    platform = ROOT / "core" / "platform"
+    found = [v for package in ("core", "navigator", "storage")
+             for path in sorted((ROOT / package).rglob("*.py"))
+             if platform not in path.parents for v in _violations(path)]
+    assert found == []
+
+
+def test_the_boundary_check_finds_what_it_forbids(tmp_path: Path) -> None:
+    """The check itself: a module naming /proc or SO_PEERCRED in code is caught, the
+    same words in a docstring are not."""
+    sample = ROOT / "core" / "_platform_sample_for_test.py"
+    sample.write_text('"""Reads /proc/self and SO_PEERCRED, in words only."""\n'
+                      'import socket\n'
+                      'x = socket.SO_PEERCRED\n'
+                      'y = open("/proc/self/status")\n')
+    try:
+        found = _violations(sample)
+    finally:
+        sample.unlink()
+    assert [f.split(" ", 1)[1] for f in found] == ["SO_PEERCRED", "'/proc/'"]
+
+
+def test_peer_uid_on_this_system() -> None:
+    left, right = socket.socketpair(socket.AF_UNIX)
+    try:
+        assert peer_uid(left) == os.getuid()
+    finally:
+        left.close()
+        right.close()
+
+
+class _MacSocket:
+    """Stands in for a macOS unix socket: it answers LOCAL_PEERCRED with a struct xucred."""
+
+    def __init__(self, uid: int, version: int = 0) -> None:
+        self.asked: list[tuple[int, int, int]] = []
+        self.raw = struct.pack("IIh16I", version, uid, 1, *([20] + [0] * 15))
+
+    def getsockopt(self, level: int, option: int, size: int) -> bytes:
+        self.asked.append((level, option, size))
+        return self.raw[:size]
+
+
+def test_peer_uid_macos_branch() -> None:
+    mac = _MacSocket(501)
+    assert peer_uid(mac, system="darwin") == 501  # type: ignore[arg-type]
+    assert mac.asked == [(SOL_LOCAL, LOCAL_PEERCRED, struct.calcsize("IIh16I"))]
+    assert peer_uid(_MacSocket(501, version=7), system="darwin") is None  # type: ignore[arg-type]
+    assert peer_uid(_MacSocket(0), system="sunos5") is None  # type: ignore[arg-type]
+
+
+def test_file_watch_is_inotify_on_linux_and_polling_on_macos(tmp_path: Path) -> None:
+    target = tmp_path / "registry.sqlite3"
+    target.write_text("")
+    assert ChangeWatch.open([str(target)], system="darwin") is None
+    if system_name() == "linux":
+        watch = ChangeWatch.open([str(target)])
+        assert watch is not None
+        try:
+            target.write_text("x")
+            assert retry_until(watch.drain, 5)
+        finally:
+            watch.close()
+
+
+def test_die_with_parent(tmp_path: Path) -> None:
+    """Linux: a child whose parent is killed -9 gets SIGTERM; macOS: reported as not set."""
+    assert die_with_parent(signal.SIGTERM, system="darwin") is False
+    if system_name() != "linux":
+        return
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "from core.platform.lifetime import die_with_parent\n"
+        "child = subprocess.Popen(['sleep', '60'], preexec_fn=die_with_parent)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n")], cwd=ROOT)
+    try:
+        assert retry_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 20)
+        child = int(pid_file.read_text())
+        parent.kill()
+        parent.wait()
+
+        def gone() -> bool:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                return True
+            # a zombie waiting for init to reap it is gone too
+            with open(f"/proc/{child}/stat") as stat:
+                return stat.read().split(")")[-1].split()[0] == "Z"
+
+        assert retry_until(gone, 10)
+    finally:
+        parent.kill()
+
+
+def test_sleep_forever_is_accepted_by_this_system_s_sleep() -> None:
+    """GNU and BSD sleep both take a 32-bit count ('infinity' is GNU's alone)."""
+    argv = sleep_forever_argv()
+    assert argv[1].isdigit() and int(argv[1]) < 2**31
+    proc = subprocess.Popen(argv)
+    try:
+        time.sleep(0.5)
+        assert proc.poll() is None  # still sleeping: the argument was taken
+    finally:
+        proc.kill()
+        proc.wait()
