@@ -108,9 +108,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     old_umask = set_private_umask()
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        finally:  # also after argparse's exit: here a closed reader is caught, not at exit
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
     finally:
         restore_umask(old_umask)
+
+
+SIGPIPE_EXIT = 128 + 13
+"""The exit status of a Unix tool a closed pipe stopped (128 + SIGPIPE)."""
+
+
+def _reader_gone() -> int:
+    """Whatever reads our output went away (``switchboard usage --json | head``): stop
+    quietly as a Unix tool does, with no traceback. Output still buffered is dropped
+    (stdout now points at the null device), so the interpreter's own flush at exit
+    cannot fail again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # no usable stdout at all: nothing left to protect
+        pass
+    return SIGPIPE_EXIT
 
 
 def _main(argv: Sequence[str] | None) -> int:

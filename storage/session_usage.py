@@ -108,3 +108,25 @@ def newest_turn(conn: sqlite3.Connection, session_id: str) -> UsageRow | None:
         " limit_message, limit_reset_at, ended_at FROM turn_usage WHERE session_id = ?"
         " ORDER BY ended_at DESC, rowid DESC LIMIT 1", (session_id,)).fetchone()
     return None if row is None else UsageRow(*tuple(row))
+
+
+def skipped_lines(conn: sqlite3.Connection, session_id: str | None = None) -> int:
+    """How many unreadable lines the usage reader skipped in the session's source files
+    (of the whole file when ``session_id`` is None): the ``bad_lines`` its cursors keep."""
+    if not has_usage_tables(conn):
+        return 0
+    sql = "SELECT state_json FROM usage_cursors"
+    args: tuple[str, ...] = ()
+    if session_id is not None:
+        sql += " WHERE session_id = ?"
+        args = (session_id,)
+    found = 0
+    for (text,) in conn.execute(sql, args):
+        try:
+            state = json.loads(text)
+        except ValueError:
+            continue
+        count = state.get("bad_lines") if isinstance(state, dict) else None
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            found += count
+    return found

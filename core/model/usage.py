@@ -85,6 +85,24 @@ class UsageBatch:
     limit: LimitHit | None = None
     offset: int = 0
     state: dict[str, object] = field(default_factory=dict)
+    bad_lines: int = 0
+    """Whole lines skipped because they could not be read (not JSON, nested too deep,
+    a count out of bounds, a field of the wrong type): counted, never fatal, so one
+    line a CLI (or anybody) wrote wrong never stops the lines after it being read."""
+    bad_reason: str | None = None
+    """Why the first skipped line of this read was skipped, for the reader's log."""
+
+    def skip(self, reason: str) -> None:
+        """Count one unreadable line (the first reason is kept)."""
+        self.bad_lines += 1
+        if self.bad_reason is None:
+            self.bad_reason = reason
+
+    def skip_all(self, other: UsageBatch) -> None:
+        """Count the lines another read of the same run skipped."""
+        self.bad_lines += other.bad_lines
+        if self.bad_reason is None:
+            self.bad_reason = other.bad_reason
 
     def add(self, model: str | None, tokens: Tokens, requests: int = 1) -> None:
         entry = self.per_model.setdefault(model, TurnUsage(model))

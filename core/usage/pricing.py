@@ -3,9 +3,20 @@
 An estimate, never a bill: the table is per model, in US dollars per million
 tokens, and every row carries the date its prices were read, shown beside the
 figure. A model no row matches has no cost (shown as ``?``), never a guess
-from another model. The defaults are the providers' published list prices on
-the date each row says; a person whose prices differ (a newer model, a
-discount, a different currency) writes their own rows, which come first.
+from another model. The defaults cover every model the tested CLI releases
+start with or offer in their model picker (``tests/realcli/drift.py`` names one
+that has no row); a person whose prices differ (a newer model, a discount, a
+different currency) writes their own rows, which come first.
+
+Where each default comes from (``docs/decisions.md``, "usage prices"): Claude
+models from the price tiers Claude Code 2.1.332 itself ships in its model
+catalog (the five-minute cache write is ``cache_write``); the older Claude and
+GPT-5 rows from the providers' published list prices; the GPT-5.x and GPT-6
+models Codex 0.166-0.171 offer have no price stated anywhere Switchboard could
+read, so they carry the GPT-5 family's published price until a person's own row
+or a newer default replaces it. Within a table an exact id beats a prefix, and
+prefixes are tried in order, so a longer prefix comes before the shorter one it
+extends (``claude-opus-5-5*`` before ``claude-opus-5*``).
 """
 
 from __future__ import annotations
@@ -16,18 +27,46 @@ from dataclasses import dataclass
 from core.config.config import PriceConfig
 from core.model.usage import Tokens
 
+CLAUDE_CATALOG = "2026-12-06"
+"""The day the Claude rows were read from Claude Code 2.1.332's model catalog."""
+GPT_FAMILY = "2026-12-06"
+"""The day the GPT-5.x/GPT-6 rows were given the GPT-5 family's published price."""
+
 DEFAULT_PRICES: tuple[PriceConfig, ...] = (
+    # Claude Code 2.1.332's catalog (tier names in its bundle: tier_4_20_cache_read_0_20 ...)
+    PriceConfig("claude-opus-5-5*", 4.0, 20.0, 0.2, 5.0, CLAUDE_CATALOG),
+    PriceConfig("claude-opus-5*", 5.0, 25.0, 0.5, 6.25, CLAUDE_CATALOG),
+    PriceConfig("claude-opus-4-5*", 5.0, 25.0, 0.5, 6.25, CLAUDE_CATALOG),
+    PriceConfig("claude-opus-4-6*", 5.0, 25.0, 0.5, 6.25, CLAUDE_CATALOG),
+    PriceConfig("claude-opus-4-7*", 5.0, 25.0, 0.5, 6.25, CLAUDE_CATALOG),
+    PriceConfig("claude-opus-4-8*", 5.0, 25.0, 0.5, 6.25, CLAUDE_CATALOG),
     PriceConfig("claude-opus-4*", 15.0, 75.0, 1.5, 18.75, "2025-08-05"),
+    PriceConfig("claude-sonnet-5-5*", 2.0, 10.0, 0.1, 2.5, CLAUDE_CATALOG),
+    PriceConfig("claude-sonnet-5*", 2.0, 10.0, 0.2, 2.5, CLAUDE_CATALOG),
     PriceConfig("claude-sonnet-4*", 3.0, 15.0, 0.3, 3.75, "2025-08-05"),
     PriceConfig("claude-3-7-sonnet*", 3.0, 15.0, 0.3, 3.75, "2025-08-05"),
+    PriceConfig("claude-3-5-sonnet*", 3.0, 15.0, 0.3, 3.75, CLAUDE_CATALOG),
+    PriceConfig("claude-haiku-5-5*", 0.1, 0.5, 0.01, 0.125, CLAUDE_CATALOG),
+    PriceConfig("claude-haiku-4-5*", 1.0, 5.0, 0.1, 1.25, CLAUDE_CATALOG),
     PriceConfig("claude-3-5-haiku*", 0.8, 4.0, 0.08, 1.0, "2025-08-05"),
+    PriceConfig("claude-fable-5-2*", 8.0, 40.0, 0.2, 10.0, CLAUDE_CATALOG),
+    PriceConfig("claude-fable-5-1*", 10.0, 50.0, 0.25, 12.5, CLAUDE_CATALOG),
+    PriceConfig("claude-fable-5*", 10.0, 50.0, 1.0, 12.5, CLAUDE_CATALOG),
+    PriceConfig("claude-mythos-5-2*", 8.0, 40.0, 0.2, 10.0, CLAUDE_CATALOG),
+    PriceConfig("claude-mythos-5-1*", 10.0, 50.0, 0.25, 12.5, CLAUDE_CATALOG),
+    PriceConfig("claude-mythos-5*", 10.0, 50.0, 1.0, 12.5, CLAUDE_CATALOG),
+    # OpenAI's published list prices
     PriceConfig("gpt-5-mini*", 0.25, 2.0, 0.025, 0.0, "2025-08-07"),
     PriceConfig("gpt-5-nano*", 0.05, 0.4, 0.005, 0.0, "2025-08-07"),
     PriceConfig("gpt-5", 1.25, 10.0, 0.125, 0.0, "2025-08-07"),
     PriceConfig("gpt-5-codex", 1.25, 10.0, 0.125, 0.0, "2025-09-15"),
     PriceConfig("gpt-4.1", 2.0, 8.0, 0.5, 0.0, "2025-04-14"),
+    # Codex 0.166-0.171's picker and default: no stated price; the GPT-5 family's
+    PriceConfig("gpt-5.*", 1.25, 10.0, 0.125, 0.0, GPT_FAMILY),
+    PriceConfig("gpt-6*", 1.25, 10.0, 0.125, 0.0, GPT_FAMILY),
 )
-"""Published list prices (USD per million tokens) on the date of each row."""
+"""Prices in US dollars per million tokens (input, output, cache read, cache write) on
+the date of each row."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from core.model.errors import RegistryUnavailable
 from core.model.usage import LimitKind, Tokens
 from core.usage.pricing import Priced, cost
 from storage import session_db
-from storage.session_usage import UsageRow, turn_usage
+from storage.session_usage import UsageRow, skipped_lines, turn_usage
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,9 @@ class Fleet:
 
     turns: list[Turn] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    skipped_lines: int = 0
+    """Lines of the CLIs' files the usage reader could not read and skipped (counted in
+    the cursors; the reader's log, ``run/usage-worker.log``, says which and why)."""
 
 
 def fleet_turns(root: Path, prices: Sequence[PriceConfig], *, project_id: str | None = None,
@@ -144,6 +147,7 @@ def fleet_turns(root: Path, prices: Sequence[PriceConfig], *, project_id: str | 
             if facts is None or (project_id is not None and facts[1] != project_id):
                 continue
             rows = turn_usage(conn, facts[0])
+            found.skipped_lines += skipped_lines(conn, facts[0])
         finally:
             conn.close()
         found.turns += [_turn(row, facts[0], facts[1], facts[2], prices) for row in rows
@@ -233,6 +237,7 @@ class Summary:
     total: Total
     turns: list[Turn]
     unreadable: list[str]
+    skipped_lines: int = 0
 
 
 def registry_names(conn: sqlite3.Connection) -> tuple[dict[str, str], dict[str, str]]:
@@ -261,7 +266,8 @@ def summarize(root: Path, conn: sqlite3.Connection, prices: Sequence[PriceConfig
     by_project: dict[str, Total] = {}
     for turn in fleet.turns:
         by_project.setdefault(projects.get(turn.project_id, turn.project_id), Total()).add(turn)
-    return Summary(agents, by_project, total(fleet.turns), fleet.turns, fleet.unreadable)
+    return Summary(agents, by_project, total(fleet.turns), fleet.turns, fleet.unreadable,
+                   fleet.skipped_lines)
 
 
 @dataclass(frozen=True)

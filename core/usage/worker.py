@@ -11,6 +11,12 @@ The source path is the one the provider's own hook payload names (Claude's
 ``transcript_path``, Codex's ``transcript_path``); it is read only when it is
 an absolute path to a regular ``.jsonl`` file, at most
 ``core.providers.usage_files.MAX_READ_BYTES`` a time.
+
+One bad line never stops the reading: a line that is not JSON, nests too deep, states
+a count out of bounds or a field of the wrong type is skipped by the provider's reader,
+a line longer than a read is skipped here unread, and either way the cursor moves past
+it, the cursor's state counts it (``switchboard usage`` shows the count) and the worker
+logs it (``run/usage-worker.log``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,13 +58,31 @@ def usable_source(path: str) -> bool:
         return False
 
 
+SKIPPING = "skipping_line"
+"""Cursor state: the read stopped inside a line longer than a read (the rest of it is
+skipped, unread, up to its newline)."""
+BAD_LINES = "bad_lines"
+"""Cursor state: how many unreadable lines of this file were skipped, in all
+(``storage.session_usage.skipped_lines`` sums them; ``switchboard usage`` shows it)."""
+MAX_STORED = 2**53
+"""A stored row's count never exceeds this (a float and a JSON reader keep it exact);
+a row sums at most a few reads of lines each bounded by ``MAX_TOKENS``."""
+READS_PER_RUN = 8
+"""Reads of ``MAX_READ_BYTES`` one run makes at most; a longer backlog is read next time."""
+LINE_SCAN_BYTES = 1024 * 1024
+
+
 def _rows(batch: UsageBatch, provider: str, turn_id: str | None) -> list[UsageRow]:
     from storage.session_db import iso
     from storage.session_usage import UsageRow
 
-    rows = [UsageRow(turn_id, provider, entry.model, entry.tokens.input, entry.tokens.output,
-                     entry.tokens.cache_read, entry.tokens.cache_write, entry.tokens.reasoning,
-                     entry.requests) for entry in batch.per_model.values()]
+    def bound(count: int) -> int:
+        return min(max(count, 0), MAX_STORED)
+
+    rows = [UsageRow(turn_id, provider, entry.model, bound(entry.tokens.input),
+                     bound(entry.tokens.output), bound(entry.tokens.cache_read),
+                     bound(entry.tokens.cache_write), bound(entry.tokens.reasoning),
+                     bound(entry.requests)) for entry in batch.per_model.values()]
     if batch.limit is not None:
         limit = batch.limit
         fields = (limit.kind.value, limit.message,
@@ -72,16 +96,90 @@ def _rows(batch: UsageBatch, provider: str, turn_id: str | None) -> list[UsageRo
     return rows
 
 
+def _line_end(handle: BinaryIO, start: int) -> int | None:
+    """Where the line running at ``start`` ends (just past its newline), found in
+    ``LINE_SCAN_BYTES`` steps so a huge line is never held whole; None when the file
+    ends first (the line is still being written, or was never ended)."""
+    handle.seek(start)
+    position = start
+    while chunk := handle.read(LINE_SCAN_BYTES):
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return position + newline + 1
+        position += len(chunk)
+    return None
+
+
+def _merge(into: UsageBatch, batch: UsageBatch) -> None:
+    """Add a later read's usage to ``into``; its limit (or its answers) decide the limit."""
+    for entry in batch.per_model.values():
+        into.add(entry.model, entry.tokens, entry.requests)
+    if batch.per_model or batch.limit is not None:
+        into.limit = batch.limit
+    into.skip_all(batch)
+    into.state = batch.state
+
+
+def read_file(source: str, offset: int, state: dict[str, object], now: int,
+              reader: Callable[[bytes, dict[str, Any], int], UsageBatch]
+              ) -> tuple[UsageBatch, int]:
+    """Read ``source`` from ``offset`` with the provider's reader; the batch (its state
+    carries ``SKIPPING`` and ``BAD_LINES``) and the offset to store.
+
+    Never held back by one line: an unreadable line is the reader's to skip and count,
+    and a line longer than a read (``MAX_READ_BYTES``) is skipped here without being
+    read into memory, also counted; a line still running at the end of the file is
+    skipped up to its newline on a later run."""
+    from core.model.usage import UsageBatch
+    from core.providers.usage_files import MAX_READ_BYTES
+
+    own = {key: state.get(key) for key in (SKIPPING, BAD_LINES)}
+    state = {k: v for k, v in state.items() if k not in own}
+    skipping = own[SKIPPING] is True
+    counted = own[BAD_LINES]
+    bad_before = counted if isinstance(counted, int) and counted >= 0 else 0
+    found = UsageBatch()
+    with open(source, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < offset:  # the file was replaced: read it from the start
+            offset, state, skipping = 0, {}, False
+        found.state = state
+        for _ in range(READS_PER_RUN):
+            if skipping:
+                end = _line_end(handle, offset)
+                if end is None:
+                    offset = size
+                    break
+                offset, skipping = end, False
+            handle.seek(offset)
+            data = handle.read(MAX_READ_BYTES)
+            if len(data) == MAX_READ_BYTES and b"\n" not in data:
+                found.skip(f"a line longer than {MAX_READ_BYTES} bytes at byte {offset}")
+                offset, skipping = offset + len(data), True
+                del data  # one read held at a time, never two
+                continue
+            batch = reader(data, dict(found.state), now)
+            _merge(found, batch)
+            offset += batch.offset
+            if len(data) < MAX_READ_BYTES:
+                break
+    found.state = {**found.state, BAD_LINES: bad_before + found.bad_lines}
+    if skipping:
+        found.state[SKIPPING] = True
+    return found, offset
+
+
 def read_usage(root: Path, session_key: str, provider: str, source: str,
                turn_id: str | None, now_ms: int | None = None,
-               mark: Callable[[str, UsageRow, int], object] | None = None) -> list[UsageRow]:
+               mark: Callable[[str, UsageRow, int], object] | None = None,
+               skipped: Callable[[int, str], object] | None = None) -> list[UsageRow]:
     """Read what ``source`` gained since the cursor into the session's evidence file;
     returns the rows stored (none when the file has no new whole line). ``mark``: what
     a Codex turn that ended on a limit does to the registry (the worker passes
-    ``mark_limited``)."""
+    ``mark_limited``). ``skipped``: told how many unreadable lines this read skipped and
+    why the first was (the worker logs it)."""
     from core.providers.adapters import get_adapter
     from core.providers.traits import traits
-    from core.providers.usage_files import MAX_READ_BYTES
     from storage import session_db
     from storage.session_usage import Advance, advance_usage
 
@@ -89,16 +187,12 @@ def read_usage(root: Path, session_key: str, provider: str, source: str,
         return []
     now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
     reader = get_adapter(provider).read_usage
+    bad: list[tuple[int, str]] = []
 
     def parse(offset: int, state: dict[str, object]) -> Advance:
-        with open(source, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size < offset:  # the file was replaced: read it from the start
-                offset, state = 0, {}
-            handle.seek(offset)
-            data = handle.read(MAX_READ_BYTES)
-        batch = reader(data, dict(state), now)
-        return Advance(_rows(batch, provider, turn_id), offset + batch.offset, batch.state)
+        batch, end = read_file(source, offset, state, now, reader)
+        bad[:] = [(batch.bad_lines, batch.bad_reason or "")] if batch.bad_lines else []
+        return Advance(_rows(batch, provider, turn_id), end, batch.state)
 
     path = session_db.session_db_path(root, session_key)
     conn = session_db.open_session_db(path, now_ms=now)
@@ -106,6 +200,8 @@ def read_usage(root: Path, session_key: str, provider: str, source: str,
         rows = advance_usage(conn, session_key, source, parse, session_db.iso(now))
     finally:
         conn.close()
+    if bad and skipped is not None:
+        skipped(*bad[0])
     if traits(provider).limits_only_in_usage_file and rows and rows[-1].limit_kind \
             and mark is not None:
         mark(session_key, rows[-1], now)
@@ -195,9 +291,18 @@ def main(argv: list[str]) -> int:
     session_key, provider, source, turn_id = argv[:4]
     home = Home.from_env()
 
+    def log_skipped(count: int, reason: str) -> None:
+        from core.model.text import shown
+
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        print(f"{stamp} session {session_key}: skipped {count} unreadable line(s) of"
+              f" {shown(source)} (first: {reason}); the lines after them were read",
+              file=sys.stderr)
+
     def read_all() -> list[UsageRow]:
         return read_usage(home.root, session_key, provider, source, turn_id or None,
-                          mark=lambda key, row, now: mark_limited(home, key, row, now))
+                          mark=lambda key, row, now: mark_limited(home, key, row, now),
+                          skipped=log_skipped)
 
     read_size = [-1]  # the file's size at the last read: a settling reader opens the
     # evidence file again only when the CLI's file grew

@@ -91,6 +91,7 @@ def _usage_document(summary: Summary, with_turns: bool = True) -> dict[str, obje
                    "limit": t.limit_kind.value if t.limit_kind else None,
                    "limit_reset_at": t.limit_reset_at} for t in summary.turns],
         "unreadable": summary.unreadable,
+        "skipped_lines": summary.skipped_lines,
     }
     if not with_turns:
         document.pop("turns")
@@ -123,6 +124,9 @@ def _usage_text(summary: Summary, with_turns: bool) -> str:
                   + (f" [limited: {turn.limit_kind.value}]" if turn.limit_kind else "")
                   for turn in summary.turns]
     lines += [f"unreadable: {shown(u)}" for u in summary.unreadable]
+    if summary.skipped_lines:
+        lines.append(f"skipped: {summary.skipped_lines} unreadable line(s) of the CLIs' files "
+                     "(not counted; run/usage-worker.log says which)")
     return "\n".join(lines) if summary.turns else "no usage recorded yet\n" + "\n".join(lines)
 
 

@@ -5,7 +5,10 @@ journeys) reads the ``--help`` of the oldest and newest tested releases and of
 the newest release the registry serves, and prints the options and subcommands
 added and removed. The verdict fails when an option Switchboard passes at
 launch is gone: that release cannot start Switchboard's agents as it builds
-them, whatever the journeys say.
+them, whatever the journeys say. It also names every model a release starts
+with or offers in its model picker that the default price table
+(``core.usage.pricing``) has no row for: ``switchboard usage`` would show
+its turns as ``?``.
 
 ``--record`` writes the newest tested release's surface to
 ``core/providers/cli_surfaces.py``, which ``switchboard doctor`` compares an
@@ -15,13 +18,16 @@ what the real CLI says.
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from core.model.enums import Provider
 from core.providers.contract import LAUNCH_OPTIONS, Surface, drift, read_surface
 from core.providers.window import TESTED, dotted
-from tests.realcli.install import ensure_cli, registry_latest
+from core.usage.pricing import price_for
+from tests.realcli.install import ensure_cli, install_folder, registry_latest
 
 RECORD = Path(__file__).resolve().parents[2] / "core" / "providers" / "cli_surfaces.py"
 
@@ -32,6 +38,82 @@ def surface(provider: Provider, version: str) -> Surface:
     if found is None:
         raise SystemExit(f"{provider.value} {version}: --help could not be read")
     return found
+
+
+# Claude Code's bundle: the picker of the CLI surface ("cc"), its default, and (releases
+# without a picker config, 2.1.197) the baked-in catalog's model ids.
+_CLAUDE_PICKER = re.compile(rb'model_selector_config:\[\{id:"cc",models:\[')
+_CLAUDE_PICKED = re.compile(rb'\{id:"(claude-[a-z0-9.-]+)",name:"')
+_CLAUDE_DEFAULT = re.compile(rb'model_selector_state:\[\{id:"cc",model:"(claude-[a-z0-9.-]+)"')
+_CLAUDE_CATALOG = re.compile(rb'\{id:"(claude-[a-z0-9.-]+)",family:"[a-z]+",display_name:')
+# Codex's binary: its model presets, JSON with a slug and a visibility ("list": in the picker)
+_CODEX_SLUG = re.compile(rb'"slug": "([a-z0-9.-]+)"')
+_CODEX_LISTED = re.compile(rb'"visibility": "list"')
+PICKER_SPAN = 40_000
+"""Bytes after the picker's start that hold its model list."""
+
+
+def offered_models(provider: Provider, program: bytes) -> set[str]:
+    """The model ids a CLI's program starts with or offers in its model picker."""
+    found: set[str] = set()
+    if provider is Provider.CLAUDE:
+        for start in _CLAUDE_PICKER.finditer(program):
+            span = program[start.end():start.end() + PICKER_SPAN]
+            span = span.split(b"provider_alias_targets")[0]
+            found.update(m.decode() for m in _CLAUDE_PICKED.findall(span))
+        found.update(m.decode() for m in _CLAUDE_DEFAULT.findall(program))
+        if not found:
+            found.update(m.decode() for m in _CLAUDE_CATALOG.findall(program))
+        return found
+    slugs = list(_CODEX_SLUG.finditer(program))
+    for here, after in zip(slugs, slugs[1:] + [None], strict=True):
+        end = after.start() if after is not None else here.end() + PICKER_SPAN
+        if _CODEX_LISTED.search(program, here.end(), end):
+            found.add(here.group(1).decode())
+    return found
+
+
+def unpriced(models: Iterable[str]) -> list[str]:
+    """The models the default price table has no row for."""
+    return sorted(model for model in models if price_for(model, ())[0] is None)
+
+
+def program_files(folder: Path) -> list[Path]:
+    """The large program files of an installed CLI (Claude Code's bundled executable,
+    Codex's native binary), each once though npm hard-links them."""
+    seen: set[tuple[int, int]] = set()
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink() or not path.is_file() or path.suffix in (".md", ".json", ".ts"):
+            continue
+        info = path.stat()
+        if info.st_size < 1_000_000 or (info.st_dev, info.st_ino) in seen:
+            continue
+        if path.name in ("claude", "claude.exe", "cli.js", "codex"):
+            seen.add((info.st_dev, info.st_ino))
+            found.append(path)
+    return found
+
+
+def release_models(provider: Provider, version: str) -> set[str]:
+    """What the installed release starts with or offers (installs it when missing)."""
+    ensure_cli(provider, version)
+    models: set[str] = set()
+    for path in program_files(install_folder(provider, version)):
+        with open(path, "rb") as handle:
+            models |= offered_models(provider, handle.read())
+    return models
+
+
+def price_lines(provider: Provider, version: str) -> list[str]:
+    """The report's lines on what a release offers and which of it has no price."""
+    models = release_models(provider, version)
+    missing = unpriced(models)
+    lines = [f"  models offered ({version}): {', '.join(sorted(models)) or 'none found'}"]
+    lines.append("  models without a price: " + (
+        f"{', '.join(missing)} (add rows to core/usage/pricing.py DEFAULT_PRICES)"
+        if missing else "none"))
+    return lines
 
 
 def report(provider: Provider, old: str, new: str) -> tuple[list[str], bool]:
@@ -46,6 +128,7 @@ def report(provider: Provider, old: str, new: str) -> tuple[list[str], bool]:
     gone = sorted(LAUNCH_OPTIONS[provider] - after.words)
     lines.append("  verdict: " + (f"BROKEN, Switchboard passes {', '.join(gone)}" if gone
                                   else "every option Switchboard passes is still there"))
+    lines += price_lines(provider, new)
     return lines, not gone
 
 
