@@ -16,7 +16,10 @@ PermissionDenied (auto mode's check, 2.1.197+)      working; its tool run ends f
 PreToolUse(tool_name=AskUserQuestion)               needs_input / question
 PermissionRequest                                   needs_input / permission
 Notification(permission_prompt)                     needs_input / permission
-Notification(elicitation*)                          needs_input / elicitation
+Notification(worker_permission_prompt)              needs_input / permission
+Notification(elicitation_dialog, _url_dialog)       needs_input / elicitation
+Notification(agent_needs_input), 2.1.332            needs_input / question
+Notification(agent_completed), 2.1.332              ready / provider_complete
 Notification(idle_prompt and anything else)         no change (see below)
 Stop, notify(agent-turn-complete)                   ready / turn_complete
 StopFailure(error=rate_limit), recorded 2.1.332     needs_input / usage_limit
@@ -31,6 +34,29 @@ prompt goes idle, usually after a Stop that already said ``ready``, and it is
 not a trusted turn end, so it must never make a pane eligible for a control
 turn. It is still surfaced (``HookEvent.idle_prompt``) as reconciliation
 evidence for a ``working`` that never got its Stop (interrupts, API errors).
+
+Every ``notification_type`` Claude Code 2.1.332 sends, read from its binary and, where
+marked, recorded (``tests/fixtures/hooks/claude-2.1.332.tsv``); ``docs/cli-versions.md``
+keeps the list:
+
+* ``permission_prompt`` (recorded): a tool waits for the person's yes.
+  ``worker_permission_prompt``: a teammate's tool waits for it, asked in this pane.
+* ``elicitation_dialog`` / ``elicitation_url_dialog``: an MCP server asks the person.
+  ``elicitation_response`` and ``elicitation_complete`` say such a question was
+  answered or closed: no change (they used to match a prefix and read as needs-input).
+* ``agent_needs_input`` (recorded): one of the CLI's own dialogs waits for the person
+  mid-turn ("Auto mode can't check actions in this session" behind a gateway, the
+  classifier billing notice, a cloud session's or a background agent's question). The
+  turn waits on it and no Stop comes until it is answered, so it is needs-input with
+  reason ``question`` (the CLI asks), as a dialog found on screen is; the hook is what
+  makes the dialog watch (``core.runtime.dialogs``) read the pane and quote it.
+* ``agent_completed``: a background session (``claude agents``, ``--bg``) finished.
+  Ready, reason ``provider_complete``: not a trusted turn end (no Stop, no prompt id
+  of a turn), so it never runs waiting transitions.
+* ``idle_prompt`` (recorded), ``auth_success``, ``auth_storage_failure``,
+  ``computer_use_exit``, ``plugin_notification``, ``push_notification``: no change.
+
+Codex sends no Notification event; its ``notify`` has only ``agent-turn-complete``.
 """
 
 from __future__ import annotations
@@ -135,11 +161,19 @@ _TABLES: dict[Provider, dict[str, _Outcome]] = {
     Provider.CODEX: dict(_COMMON),
 }
 _NO_CHANGE: _Outcome = (HookKind.OTHER, None, None, None)
+AGENT_NEEDS_INPUT = "agent_needs_input"
+"""Claude Code 2.1.332's Notification for its own dialog up mid-turn (a notice)."""
 LIMIT_ERRORS = frozenset({"rate_limit"})
 """Claude Code's StopFailure ``error`` for a turn that ended on a usage or rate limit."""
 _NOTIFICATION_OUTCOMES: dict[str, tuple[Activity, ActivityReason]] = {
     "permission_prompt": (Activity.NEEDS_INPUT, ActivityReason.PERMISSION),
+    "worker_permission_prompt": (Activity.NEEDS_INPUT, ActivityReason.PERMISSION),
+    "elicitation_dialog": (Activity.NEEDS_INPUT, ActivityReason.ELICITATION),
+    "elicitation_url_dialog": (Activity.NEEDS_INPUT, ActivityReason.ELICITATION),
+    AGENT_NEEDS_INPUT: (Activity.NEEDS_INPUT, ActivityReason.QUESTION),
+    "agent_completed": (Activity.READY, ActivityReason.PROVIDER_COMPLETE),
 }
+"""``notification_type`` -> activity; every other type changes nothing (module docstring)."""
 CODEX_NOTIFY_EVENT = "notify"
 CODEX_TURN_COMPLETE = "agent-turn-complete"
 
@@ -339,8 +373,6 @@ def parse_hook_document(provider: Provider | str, event: str,
         notification_type = _optional_str(document, "notification_type")
         if notification_type in _NOTIFICATION_OUTCOMES:
             activity, reason = _NOTIFICATION_OUTCOMES[notification_type]
-        elif notification_type is not None and notification_type.startswith("elicitation"):
-            activity, reason = Activity.NEEDS_INPUT, ActivityReason.ELICITATION
     elif kind is HookKind.TURN_STOPPED:
         flag = document.get("stop_hook_active", False)
         if not isinstance(flag, bool):

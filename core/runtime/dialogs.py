@@ -1,11 +1,15 @@
 """Panes that wait on their CLI's own dialog are needs-input, with the dialog's words.
 
-Only three kinds of pane are read, their bottom lines all in one tmux process
+Only four kinds of pane are read, their bottom lines all in one tmux process
 per turn (``core.tmux.screens``), parsed by ``core.providers.dialogs``: a pane
 already known to show a dialog (every turn, to see it answered); a fresh launch
 whose agent has not taken a first prompt (twice: 2 s and 10 s after its launch,
-when a start-up dialog would show); and a control turn no hook confirmed (3 s
-and 10 s after it was submitted). An idle fleet is never read. A dialog found
+when a start-up dialog would show); a control turn no hook confirmed (2 s
+and 10 s after it was submitted); and a session whose hook said its CLI asks the
+person (needs-input, reason ``question``: Claude Code 2.1.332's
+``Notification(agent_needs_input)`` for a notice it puts up mid-turn, or an
+AskUserQuestion), at the next turn and 2 s and 10 s after the hook. The hook is the
+trigger: nothing is polled, and an idle fleet is never read. A dialog found
 makes the session needs-input (reason ``question``: the CLI asks the person) and
 opens a ``provider_dialog`` recovery on the surface that quotes it; nothing is
 ever typed into it. When the dialog is gone the recovery resolves, and the
@@ -30,6 +34,10 @@ if TYPE_CHECKING:
 CHECKPOINTS_MS: tuple[int, ...] = (2_000, 10_000)
 """When a fresh launch (after its launch) or an unconfirmed control turn (after its
 submission) is read: once past each."""
+ASKED_CHECKPOINTS_MS: tuple[int, ...] = (0, 2_000, 10_000)
+"""When a session whose hook said its CLI asks the person is read, after that hook's
+write: at once (the notice is up when the hook runs), then as a launch is, in case
+it was drawn a moment later."""
 WATCH_MS = 120_000
 """Beyond this a launch or control turn is no longer read for a dialog."""
 
@@ -38,6 +46,9 @@ _OPEN_DIALOG = ("(SELECT r.recovery_id FROM recoveries r WHERE r.kind = 'provide
                 " AND r.state = 'open')")
 """The surface's open dialog recovery (``s`` is the surface row), or NULL."""
 
+_ASKED = "(ps.activity = 'needs_input' AND ps.activity_reason = 'question')"
+"""A hook (or this watch) said the session's CLI asks the person something."""
+
 _CANDIDATES = f"""
 SELECT s.surface_id, s.pane_id, s.session_key, {_OPEN_DIALOG} AS open_dialog,
        CASE WHEN ps.last_turn_id IS NULL AND ps.activity <> 'working'
@@ -45,7 +56,8 @@ SELECT s.surface_id, s.pane_id, s.session_key, {_OPEN_DIALOG} AS open_dialog,
             THEN l.created_at END AS fresh_since,
        (SELECT MAX(c.submitted_at) FROM control_turns c
          WHERE c.target_session_key = ps.session_key AND c.state = 'submitted')
-           AS unconfirmed_since
+           AS unconfirmed_since,
+       CASE WHEN {_ASKED} THEN ps.updated_at END AS asked_since
   FROM surfaces s
   JOIN provider_sessions ps ON ps.session_key = s.session_key
   JOIN launch_intents l ON l.launch_id = s.launch_id
@@ -53,13 +65,14 @@ SELECT s.surface_id, s.pane_id, s.session_key, {_OPEN_DIALOG} AS open_dialog,
    AND ({_OPEN_DIALOG} IS NOT NULL
         OR (l.created_at >= ? AND ps.last_turn_id IS NULL)
         OR EXISTS (SELECT 1 FROM control_turns c WHERE c.target_session_key = ps.session_key
-                    AND c.state = 'submitted' AND c.submitted_at >= ?))
+                    AND c.state = 'submitted' AND c.submitted_at >= ?)
+        OR ({_ASKED} AND ps.updated_at >= ?))
  ORDER BY s.created_at DESC
 """
 
 _reads: dict[tuple[str, int], int] = {}
-"""(surface, since) -> checkpoints already read, in this process: a reconcile holder
-reads each launch or control turn at most once per checkpoint."""
+"""(surface:kind, since) -> checkpoints already read, in this process: a reconcile
+holder reads each launch, control turn or hook's ask at most once per checkpoint."""
 
 
 def _due(row: sqlite3.Row, now: int) -> bool:
@@ -67,12 +80,14 @@ def _due(row: sqlite3.Row, now: int) -> bool:
     if row["open_dialog"] is not None:
         return True
     due = False
-    for since in (row["fresh_since"], row["unconfirmed_since"]):
+    for kind, since, marks in (("launch", row["fresh_since"], CHECKPOINTS_MS),
+                               ("control", row["unconfirmed_since"], CHECKPOINTS_MS),
+                               ("asked", row["asked_since"], ASKED_CHECKPOINTS_MS)):
         if since is None or now - since > WATCH_MS:
             continue
-        key = (row["surface_id"], since)
+        key = (f"{row['surface_id']}:{kind}", since)
         done = _reads.get(key, 0)
-        passed = sum(1 for mark in CHECKPOINTS_MS if now - since >= mark)
+        passed = sum(1 for mark in marks if now - since >= mark)
         if passed > done:
             _reads[key] = passed
             due = True
@@ -97,7 +112,7 @@ def watch_dialogs(ctx: Context, snap: ServerSnapshot | None, server_id: str | No
     stage = ctx.stage
     if stage is None or snap is None or server_id is None:
         return 0
-    rows = ctx.conn.execute(_CANDIDATES, (server_id, now - WATCH_MS,
+    rows = ctx.conn.execute(_CANDIDATES, (server_id, now - WATCH_MS, now - WATCH_MS,
                                           now - WATCH_MS)).fetchall()
     _forget(now)
     rows = [r for r in rows if snap.pane(r["pane_id"]) is not None and _due(r, now)]

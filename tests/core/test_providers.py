@@ -59,6 +59,9 @@ BY_EVENT: dict[str, Outcome] = {
 BY_NOTIFICATION_TYPE = {
     "permission_prompt": (HookKind.NOTIFICATION, *NEEDS_PERMISSION, None),
     "idle_prompt": (HookKind.NOTIFICATION, None, None, None),
+    # 2.1.332's notice mid-turn (every type: tests/core/test_notification_types.py)
+    "agent_needs_input": (HookKind.NOTIFICATION, Activity.NEEDS_INPUT, ActivityReason.QUESTION,
+                          None),
 }
 BY_NOTIFY_TYPE = {
     "agent-turn-complete": TURN_DONE,

@@ -19,7 +19,7 @@ machine, found by running it in a tmux pane and reading the screen:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 DUMMY_KEY = "sk-ant-api03-standin-" + "0" * 40
@@ -53,11 +53,18 @@ def seed_home(home: Path, trusted: Sequence[Path], version: str, *,
     return home
 
 
-def claude_command(binary: Path, home: Path, base_url: str) -> tuple[str, ...]:
+LOCAL_CHECK_ENV = {"CLAUDE_CODE_AUTO_MODE_SERVER": "0"}
+"""Auto mode without the service's own check (2.1.332): the CLI asks about each command
+in a side request instead, which the stand-in answers (``classifier_verdict``)."""
+
+
+def claude_command(binary: Path, home: Path, base_url: str,
+                   extra_env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The provider command: ``env`` sets the isolated world, then the real binary."""
     unset = [part for name in FOREIGN_ENV for part in ("-u", name)]
     assigns = [f"{k}={v}" for k, v in {"HOME": str(home), "ANTHROPIC_BASE_URL": base_url,
-                                       "ANTHROPIC_API_KEY": DUMMY_KEY, **QUIET_ENV}.items()]
+                                       "ANTHROPIC_API_KEY": DUMMY_KEY, **QUIET_ENV,
+                                       **(extra_env or {})}.items()]
     return ("env", *unset, *assigns, str(binary))
 
 

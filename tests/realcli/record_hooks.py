@@ -7,7 +7,10 @@ newer ones it may use) whose command appends ``EVENT<TAB>payload`` to a file,
 and drives one short session as a person would: a prompt, a tool call that asks
 for permission and is approved, a turn end (for Claude Code then a turn the stand-in
 refuses with a rate limit, which ends on StopFailure), and for Claude Code a second session
-in auto mode whose risky command the service's check blocks, then exit. Paths
+in auto mode whose risky command the service's check blocks, a third without the
+service's check (a plain command the side request allows, the risky one it blocks), and
+a fourth behind a gateway that does not pass the check through, whose notice mid-turn
+(``Notification(agent_needs_input)``) the person answers with Enter, then exit. Paths
 are rewritten to ``/home/dev/...`` as in the first recordings, and the result is
 written to ``tests/fixtures/hooks/<cli>-<version>.tsv``; the tests replay every
 file there through the hook parser (``tests/core/test_providers.py``).
@@ -70,7 +73,9 @@ def _wait(check: Callable[[], bool], what: str, socket: Path) -> None:
         if check():
             return
         time.sleep(0.3)
-    raise SystemExit(f"timed out waiting for {what}:\n{_screen(socket)}")
+    panes = _tmux(socket, "list-panes", "-a", "-F", "#{pane_dead} #{pane_dead_status}")
+    raise SystemExit(f"timed out waiting for {what} (panes: {panes.strip()!r}):\n"
+                     f"{_screen(socket)}")
 
 
 def _type(socket: Path, text: str) -> None:
@@ -93,6 +98,17 @@ def _approve(socket: Path, question: str) -> None:
     _wait(gone, "the dialog to close", socket)
 
 
+def _start(socket: Path, project: Path, command: list[str]) -> None:
+    """A session of its own on a server of its own: the one before is gone first, and a
+    CLI that exits leaves its last words on screen."""
+    _tmux(socket, "kill-server")
+    deadline = time.monotonic() + 5
+    while socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _tmux(socket, "new-session", "-d", "-x", "150", "-y", "45", "-c", str(project), *command)
+    _tmux(socket, "set-option", "-g", "remain-on-exit", "on")
+
+
 def _events(out: Path) -> list[str]:
     if not out.exists():
         return []
@@ -101,7 +117,7 @@ def _events(out: Path) -> list[str]:
 
 def record_claude(version: str, work: Path, out: Path) -> None:
     from tests.realcli.anthropic_standin import AnthropicStandin
-    from tests.realcli.harness_claude import claude_command, seed_home
+    from tests.realcli.harness_claude import LOCAL_CHECK_ENV, claude_command, seed_home
 
     binary = ensure_cli(Provider.CLAUDE, version).binary
     project = work / "src" / "demo"
@@ -132,6 +148,38 @@ def record_claude(version: str, work: Path, out: Path) -> None:
         _wait(lambda: "auto mode on" in _screen(socket), "auto mode's prompt", socket)
         _type(socket, "RISKYTEST please")
         _wait(lambda: _events(out).count("Stop") >= 2, "the second Stop", socket)
+        _tmux(socket, "kill-server")
+        # a third in auto mode without the service's check: the CLI asks about each
+        # command in a side request, which allows the plain one and blocks the risky one
+        command = [*claude_command(binary, home, api.url, LOCAL_CHECK_ENV),
+                   "--settings", str(settings)]
+        _start(socket, project, [*command, "--permission-mode", "auto"])
+        _wait(lambda: "auto mode on" in _screen(socket), "auto mode's prompt", socket)
+        _type(socket, "PLAINTEST please")
+        _wait(lambda: _events(out).count("Stop") >= 3, "the plain command's Stop", socket)
+        _type(socket, "RISKYTEST please")
+        _wait(lambda: _events(out).count("Stop") >= 4, "the risky command's Stop", socket)
+        _tmux(socket, "kill-server")
+    # a fourth behind a gateway that does not pass the check through: a notice mid-turn,
+    # announced by Notification(agent_needs_input); Enter stays in auto mode, then the
+    # CLI asks the person about the command (No is focused, and No interrupts the turn
+    # without a Stop): Yes, and the command runs
+    with AnthropicStandin(refuses_check=True) as api:
+        command = [*claude_command(binary, home, api.url), "--settings", str(settings)]
+        _start(socket, project, [*command, "--permission-mode", "auto"])
+        _wait(lambda: "auto mode on" in _screen(socket), "auto mode's prompt", socket)
+        before = _events(out).count("Notification")
+        _type(socket, "PLAINTEST please")
+        # the CLI announces a dialog still up after some seconds (about 6): the person
+        # answers once it has, so the recording holds the announcement
+        _wait(lambda: _events(out).count("Notification") > before, "the notice's hook", socket)
+        _approve(socket, "Enter to stay in auto mode")
+        _wait(lambda: "Do you want to proceed?" in _screen(socket), "the question", socket)
+        _wait(lambda: _events(out).count("Notification") > before + 1, "the question's hook",
+              socket)
+        _tmux(socket, "send-keys", "Down")
+        _approve(socket, "Do you want to proceed?")
+        _wait(lambda: _events(out).count("Stop") >= 5, "the fifth Stop", socket)
         _tmux(socket, "kill-server")
 
 

@@ -21,6 +21,10 @@ code, so a LaunchPlan that runs here runs there. The fake's own options
 
 Per prompt: UserPromptSubmit; with "TOOLTEST" in the line PreToolUse,
 PermissionRequest (+ Notification permission_prompt for Claude), PostToolUse;
+with "NOTICETEST" (Claude) a command auto mode checks, behind the notice Claude Code
+2.1.332 puts up mid-turn for people behind a gateway: PreToolUse, Notification
+agent_needs_input, a full-screen notice that only Enter continues (typed text and
+pastes are lost, Esc cancels the call), then PostToolUse;
 a short reply; Stop (Codex: then ``notify`` agent-turn-complete) unless the
 line contains a ``--no-stop-on`` word. SessionStart at start; SessionEnd at
 exit (Claude only by default: Codex has no SessionEnd hook).
@@ -52,6 +56,12 @@ VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {versi
 DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
 DEFAULT_REPLY = "FAKE-OK: offline stand-in reply."
 TOOL_WORD = "TOOLTEST"
+NOTICE_WORD = "NOTICETEST"
+NOTICE_TITLE = ("We're changing auto mode to no longer charge for classifier requests in"
+                " Claude Code.")
+NOTICE_MESSAGE = "Auto mode has a classifier billing notice to acknowledge"
+"""The notice's words and its Notification's message in Claude Code 2.1.332."""
+NOTICE_HINT = "Enter to continue · Esc to cancel"
 HOOK_TIMEOUT_S = 30.0
 AGENT_TIMEOUT_S = 60.0
 PASTE_START = b"\x1b[200~"
@@ -463,8 +473,9 @@ class PromptReader:
                         self.write(text)
 
     def read_key(self) -> str | None:
-        """One key of a dialog: ``up``, ``down``, ``enter``, ``other``; a bracketed paste
-        is one ``other`` (dialogs refuse pastes); None at end of input."""
+        """One key of a dialog: ``up``, ``down``, ``enter``, ``escape`` (a lone Esc),
+        ``other``; a bracketed paste is one ``other`` (dialogs refuse pastes); None at
+        end of input."""
         if not self.pending:
             chunk = os.read(self.fd, 4096)
             if not chunk:
@@ -480,6 +491,9 @@ class PromptReader:
             if data.startswith(seq):
                 self.pending = data[len(seq):]
                 return key
+        if data == b"\x1b":
+            self.pending = b""
+            return "escape"
         step = _escape_length(data) if data.startswith(b"\x1b") else 1
         self.pending = data[step:]
         return "other"
@@ -517,6 +531,24 @@ def answer_dialog(reader: PromptReader, write: Callable[[str], None], title: str
         elif key == "enter":
             write("\x1b[2J\x1b[H")
             return STARTUP_OPTIONS[cursor]
+
+
+def show_notice(read_key: Callable[[], str | None], write: Callable[[str], None],
+                title: str) -> bool:
+    """A full-screen notice mid-turn: True once the person presses Enter, False on Esc
+    or when input ends. Any other key (typed text, a paste) is lost, as in the CLI."""
+    write("\x1b[2J\x1b[H" + "─" * 60 + "\r\n")
+    write(f"  {title}\r\n\r\n")
+    write("  Auto mode works for now, and its classifier requests are billed as before.\r\n")
+    write(f"\r\n  {NOTICE_HINT}\r\n")
+    while True:
+        key = read_key()
+        if key in (None, "escape"):
+            write("\x1b[2J\x1b[H")
+            return False
+        if key == "enter":
+            write("\x1b[2J\x1b[H")
+            return True
 
 
 def _escape_complete(data: bytes) -> bool:
@@ -558,6 +590,9 @@ class FakeAgent:
     """A dialog to show now that the turn has ended."""
     notice_next: str | None = None
     """``/notice TITLE``: the dialog to show after the next turn."""
+    read_key: Callable[[], str | None] | None = None
+    """Reads one key of a dialog (``PromptReader.read_key``); None without a terminal
+    (print mode), where the CLI has no surface for a notice and goes on."""
 
     def say(self, text: str) -> None:
         self.write(text + "\n")
@@ -568,6 +603,8 @@ class FakeAgent:
         stripped = prompt.strip()
         if TOOL_WORD in prompt:
             self._tooltest()
+        if NOTICE_WORD in prompt and self.session.provider == "claude":
+            self._noticed_tool()
         if stripped == CONTROL_TEMPLATE or CONTROL_TEMPLATE in added:
             # The fixed line typed in, or handed over as context: a model follows it.
             self._agent_tool("transition_claim", {}, show_instructions=True)
@@ -620,6 +657,25 @@ class FakeAgent:
         self.say("  ⎿ permission granted")
         self.hooks.fire("PostToolUse", self.session.tool_event(
             "PostToolUse", command, "fake tool call", tool_use_id), match="Bash")
+
+    def _noticed_tool(self) -> None:
+        """A command auto mode checks, with the notice Claude Code 2.1.332 shows before
+        the first checked action when its requests go through a gateway: the turn waits
+        on it (no Stop) until the person presses Enter; its hook is the only word of it."""
+        command = "python3 -c \"open('notice_ran', 'w')\""
+        tool_use_id = self.session.new_tool_use_id()
+        self.say(f"● Bash({command})")
+        self.hooks.fire("PreToolUse", self.session.tool_event(
+            "PreToolUse", command, "a checked command", tool_use_id), match="Bash")
+        if self.read_key is not None:
+            self.hooks.fire("Notification", self.session.notification(
+                NOTICE_MESSAGE, "agent_needs_input"))
+            if not show_notice(self.read_key, self.write, NOTICE_TITLE):
+                self.say("  ⎿ Cancelled at the classifier billing notice")
+                return
+        self.say("  ⎿ ran")
+        self.hooks.fire("PostToolUse", self.session.tool_event(
+            "PostToolUse", command, "a checked command", tool_use_id), match="Bash")
 
     def _read_messages(self) -> None:
         code, stdout, _ = self._agent_tool("message_poll", {})
@@ -922,6 +978,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 write(question)
                 return reader.read_line()
             agent.ask = ask
+            agent.read_key = reader.read_key
         try:
             agent.hooks.fire("SessionStart", session.session_start())
             if args.startup_dialog and not args.print_mode:
