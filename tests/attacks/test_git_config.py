@@ -246,3 +246,28 @@ def test_git_from_the_environment_is_not_taken(armed: World, markers: Path,
     files, _cut = read_diff(str(armed.alpha), base)
     assert planted(markers) == []
     assert "app.py" in {f.path for f in files}
+
+
+def test_every_git_call_goes_through_the_safe_builder() -> None:
+    """No module starts ``git`` itself: a new call site would skip every setting above.
+    An argv list that starts with the literal "git" and is handed to a process starter
+    is found by ``ast`` in the three packages; only ``core.model.git`` may hold one."""
+    import ast
+
+    starters = {"run", "Popen", "call", "check_call", "check_output", "posix_spawnp",
+                "execvp", "spawn_detached"}
+    found = []
+    for package in ("core", "navigator", "storage"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path == ROOT / "core" / "model" / "git.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if not isinstance(node, ast.Call) or not node.args:
+                    continue
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    node.func.id if isinstance(node.func, ast.Name) else ""
+                first = node.args[0]
+                if name in starters and isinstance(first, ast.List) and first.elts and \
+                        isinstance(first.elts[0], ast.Constant) and first.elts[0].value == "git":
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, "git started outside core.model.git:\n" + "\n".join(found)
