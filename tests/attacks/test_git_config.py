@@ -271,3 +271,36 @@ def test_every_git_call_goes_through_the_safe_builder() -> None:
                         isinstance(first.elts[0], ast.Constant) and first.elts[0].value == "git":
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not found, "git started outside core.model.git:\n" + "\n".join(found)
+
+
+async def test_o_on_the_diff_screen_runs_the_persons_tool_only(
+        armed: World, markers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key itself: ``o`` on the navigator's diff screen of the armed checkout. The
+    headless test driver cannot hand the terminal over, so ``suspend`` is a no-op here;
+    everything else (the screen, the git call, the tool) is real."""
+    from contextlib import nullcontext
+
+    from textual.app import App
+
+    from core.review.diff import FrameDiff, read_diff
+    from navigator.screens.diff import DiffScreen
+
+    base = git(armed.alpha, "rev-parse", "HEAD~1").strip()
+    files, _cut = read_diff(str(armed.alpha), base)
+    diff = FrameDiff("frame", "Armed", str(armed.alpha), base, tuple(files))
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text(
+        f'[diff]\n\ttool = mytool\n[difftool "mytool"]\n\tcmd = touch "{ran}/person-tool"\n')
+    monkeypatch.setattr(App, "suspend", lambda self: nullcontext())
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(DiffScreen(diff))
+
+    async with Host().run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("o")
+        await pilot.pause()
+    assert (ran / "person-tool").exists()
+    assert planted(markers) == []
