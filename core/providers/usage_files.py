@@ -111,6 +111,8 @@ def clean_text(value: object, limit: int) -> str | None:
     with nothing visible left."""
     if not isinstance(value, str):
         return None
+    if len(value) <= limit and value.isascii() and value.isprintable():
+        return value.strip() or None  # the usual model id: nothing to remove
     cut = value[:limit * 4]  # never scan a huge string whole
     kept = "".join(ch for ch in _INVISIBLE.sub("", cut.replace("\n", " ").replace("\t", " "))
                    if unicodedata.category(ch) != "Cf")

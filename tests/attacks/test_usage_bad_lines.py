@@ -254,6 +254,21 @@ def test_the_reader_never_raises_on_any_line_shape() -> None:
                        NOW)
 
 
+def test_the_worker_logs_the_skipped_line_and_succeeds(tmp_path: Path) -> None:
+    """The detached worker (what the Stop hook starts) says in its log which line it
+    skipped and why, and exits 0: the turn was read."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(CLAUDE_BAD["nested_past_the_recursion_limit"]
+                          + claude_line("m1", "claude-opus-5-5", 100, 10))
+    env = _switchboard(tmp_path / "home")
+    done = subprocess.run([sys.executable, "-m", "core.usage.worker", KEY, "claude",
+                           str(transcript), "p1"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "skipped 1 unreadable line(s)" in done.stderr
+    assert "line 1: nested too deep" in done.stderr and "Traceback" not in done.stderr
+
+
 # --------------------------------------------------------------------------- the CLI
 
 
