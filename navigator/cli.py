@@ -114,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if sys.stdout is not None:
                 sys.stdout.flush()
     except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # another pipe or socket broke: not ours to hide
         return _reader_gone()
     finally:
         restore_umask(old_umask)
@@ -121,6 +123,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 SIGPIPE_EXIT = 128 + 13
 """The exit status of a Unix tool a closed pipe stopped (128 + SIGPIPE)."""
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe or socket whose reader has closed it: it polls as an
+    error (Linux) or a hang-up (macOS). A file or terminal never does."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError, AttributeError):  # no stdout with a descriptor
+        return False
+    return any(mask & (select.POLLERR | select.POLLHUP) for _fd, mask in events)
 
 
 def _reader_gone() -> int:

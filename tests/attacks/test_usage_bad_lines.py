@@ -339,6 +339,21 @@ def test_any_command_into_a_closed_pipe_exits_quietly(
     assert done.returncode == 141
 
 
+def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(
+        monkeypatch: pytest.MonkeyPatch, sb_home: Path) -> None:
+    """Only a closed reader of stdout ends the command quietly; a broken socket or
+    child pipe inside a command is a failure and keeps its exception."""
+    import navigator.commands.usage
+    from navigator.cli import main
+
+    def broken(_args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(navigator.commands.usage, "_usage", broken)
+    with pytest.raises(BrokenPipeError):
+        main(["usage"])
+
+
 def test_usage_shows_the_skipped_lines(home_with_usage: tuple[Path, dict[str, str]]) -> None:
     _home, env = home_with_usage
     done = subprocess.run([sys.executable, "-m", "navigator.cli", "usage", "--json"],
