@@ -11,7 +11,9 @@ Kept free of other imports: the hook path uses it.
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 
@@ -38,3 +40,13 @@ def sqlite_uri(path: str | os.PathLike[str], **params: str | int) -> str:
     # An empty authority ("file://" then the absolute path) keeps a path that
     # starts with "//" from being read as a host name.
     return f"file://{encoded}" + (f"?{query}" if query else "")
+
+
+def open_uri(path: str | os.PathLike[str], mode: str, **connect: Any) -> sqlite3.Connection:
+    """``sqlite3.connect`` on exactly ``path`` (``mode``: ``ro`` or ``rw``, never created).
+
+    The one place outside ``storage.connection`` where a file is opened: the hook
+    path's lean reads (a few milliseconds, no diagnosis, no PRAGMAs) come here, so
+    every connection Switchboard makes is made in ``storage/``.
+    """
+    return sqlite3.connect(sqlite_uri(path, mode=mode), uri=True, **connect)

@@ -88,3 +88,25 @@ def test_the_simulators_have_one_product_user_the_demo() -> None:
     users = sorted(_relative(path) for path in _product_files()
                    if fake not in path.parents and "core.providers.fake" in path.read_text())
     assert users == ["core/apps/demo.py"]
+
+
+def test_every_sqlite_connection_is_opened_in_storage() -> None:
+    """``sqlite3.connect`` only in ``storage/`` (issue 38.5): the hook path's lean reads
+    go through ``storage.uri.open_uri``, so how a file is opened is decided in one layer."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    found = []
+    for package in ("core", "navigator"):
+        for path in sorted((root / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr == "connect" \
+                        and isinstance(node.func.value, ast.Name) \
+                        and node.func.value.id == "sqlite3":
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+                if isinstance(node, ast.ImportFrom) and node.module == "sqlite3" \
+                        and any(alias.name == "connect" for alias in node.names):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} (import)")
+    assert found == []

@@ -13,7 +13,7 @@ import sqlite3
 from typing import Any
 
 from core.model.errors import Conflict
-from storage.uri import sqlite_uri
+from storage.uri import open_uri
 
 MAX_ROWS = 100
 MAX_TEXT = 2000
@@ -51,7 +51,7 @@ def _pending_for(engine: Any, frame_id: str) -> int | None:
         return None
     from core.broker.kick import frame_description
 
-    conn = sqlite3.connect(sqlite_uri(home.broker_path, mode="ro"), uri=True, timeout=2)
+    conn = open_uri(home.broker_path, "ro", timeout=2)
     try:
         row = conn.execute(
             "SELECT COUNT(*) FROM messages ms JOIN members m ON m.member_id = ms.to_member_id"

@@ -14,7 +14,7 @@ import sys
 from contextlib import suppress
 from pathlib import Path
 
-from storage.uri import sqlite_uri
+from storage.uri import open_uri
 
 MANAGED_PREFIX = "switchboard-frame:"
 """Description prefix of a member that is a Switchboard-launched agent's frame."""
@@ -32,7 +32,7 @@ def pending_for_frame(broker_path: Path, frame_id: str) -> bool:
     if not broker_path.exists():
         return False
     try:
-        conn = sqlite3.connect(sqlite_uri(broker_path, mode="ro"), uri=True, timeout=0.5)
+        conn = open_uri(broker_path, "ro", timeout=0.5)
     except sqlite3.Error:
         return False
     try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.config.home import Home
 from core.model.digest import sha256_hex
-from storage.uri import sqlite_uri
+from storage.uri import open_uri
 
 if TYPE_CHECKING:
     from core.context.reader import RegistryReader
@@ -151,8 +151,7 @@ def _lean_connect(home: Home, generation_id: str,
     """
     path = home.registry_path(generation_id)
     try:
-        conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None,
-                               check_same_thread=False)
+        conn = open_uri(path, "rw", isolation_level=None, check_same_thread=False)
     except sqlite3.Error:
         return None
     try:

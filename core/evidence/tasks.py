@@ -120,14 +120,14 @@ def attempt_from_hook(home: Home, conn: sqlite3.Connection, facts: HookFacts, pr
                       now_ms: int) -> None:
     """The session's first hook: record it as an attempt (read-only registry look-up)."""
     from storage.session_lineage import has_attempt, record_attempt
-    from storage.uri import sqlite_uri
+    from storage.uri import open_uri
 
     if not facts.frame_id or has_attempt(conn, facts.session_key):
         return
     generation = home.read_current_generation()
     if not generation:
         return
-    registry = sqlite3.connect(sqlite_uri(home.registry_path(generation), mode="ro"), uri=True)
+    registry = open_uri(home.registry_path(generation), "ro")
     registry.row_factory = sqlite3.Row
     try:
         task = _task(registry, facts.frame_id)

@@ -85,14 +85,13 @@ def recorded_base(home: Home, session_keys: tuple[str, ...]) -> str | None:
 def open_registry(home: Home) -> sqlite3.Connection:
     """A read-only connection to the current registry (reads only; no engine needed)."""
     from core.model.errors import RegistryUnavailable
-    from storage.uri import sqlite_uri
+    from storage.uri import open_uri
 
     generation = home.read_current_generation()
     if not generation:
         raise RegistryUnavailable("no registry yet; run `switchboard init` first",
                                   code="registry_missing")
-    conn = sqlite3.connect(sqlite_uri(home.registry_path(generation), mode="ro"), uri=True,
-                           check_same_thread=False)
+    conn = open_uri(home.registry_path(generation), "ro", check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 2000")
     return conn
