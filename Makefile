@@ -7,13 +7,8 @@ STAMP := $(VENV)/.installed
 .PHONY: setup test demo bench screenshots lint realcli-latest dist
 
 $(STAMP): pyproject.toml
-	@# tmux is what users need; sshd, zsh, fish and chromium are for the tests (remotes,
-	@# completions, the served navigator in a real browser)
-	@command -v tmux >/dev/null 2>&1 && test -x /usr/sbin/sshd && command -v zsh >/dev/null 2>&1 \
-		&& command -v fish >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 \
-		|| (apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux openssh-server zsh fish \
-		chromium)
+	@# the system's packages with its own manager: apt on Debian, brew on macOS
+	sh scripts/system-packages.sh
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
@@ -21,9 +16,6 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -OO -m compileall -q -j 0 core navigator storage \
 		$$($(BIN)/python -c "import os, platformdirs, rich, textual, typing_extensions as t; \
 		print(*(os.path.dirname(m.__file__) for m in (platformdirs, rich, textual)), t.__file__)")
-	@# a C compiler builds the ~1 MB agent-tool shim (core/providers/mcp_shim.c) at first launch
-	@command -v cc >/dev/null 2>&1 || (apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev)
 	@touch $(STAMP)
 
 setup: $(STAMP)
