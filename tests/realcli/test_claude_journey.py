@@ -21,6 +21,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from core.providers.dialogs import find_dialog
 from storage.uri import sqlite_uri
 from tests.integration.journey_env import one, tmux
 from tests.realcli.anthropic_standin import (
+    PLAIN_COMMAND,
     RISKY_COMMAND,
     TOOLTEST_COMMAND,
     AnthropicStandin,
@@ -55,7 +57,13 @@ from tests.realcli.harness import (
     witness_only,
     xdg_home,
 )
-from tests.realcli.harness_claude import claude_command, seed_home, transcript, transcripts
+from tests.realcli.harness_claude import (
+    LOCAL_CHECK_ENV,
+    claude_command,
+    seed_home,
+    transcript,
+    transcripts,
+)
 from tests.realcli.install import RealCli, RealClis, newest
 from tests.waiting import retry_until
 
@@ -235,6 +243,36 @@ class World:
 def world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Path,
           claude_cli: RealCli, real_clis: RealClis,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    with _world(request, tmp_path, tmux_socket, claude_cli, real_clis, monkeypatch) as made:
+        yield made
+
+
+@pytest.fixture
+def local_check_world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Path,
+                      claude_cli: RealCli, real_clis: RealClis,
+                      monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """Auto mode without the service's own check: Claude Code asks about each command in
+    a side request, which the stand-in answers as the service does."""
+    with _world(request, tmp_path, tmux_socket, claude_cli, real_clis, monkeypatch,
+                extra_env=LOCAL_CHECK_ENV) as made:
+        yield made
+
+
+@pytest.fixture
+def gateway_world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Path,
+                  claude_cli: RealCli, real_clis: RealClis,
+                  monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """The stand-in as a gateway that does not pass the service's check through."""
+    with _world(request, tmp_path, tmux_socket, claude_cli, real_clis, monkeypatch,
+                refuses_check=True) as made:
+        yield made
+
+
+@contextmanager
+def _world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Path,
+           claude_cli: RealCli, real_clis: RealClis, monkeypatch: pytest.MonkeyPatch, *,
+           extra_env: dict[str, str] | None = None,
+           refuses_check: bool = False) -> Iterator[World]:
     # The default install layout, as a person has it: no SWITCHBOARD_HOME or
     # SWITCHBOARD_CONFIG anywhere, config in the XDG config dir, state in the XDG
     # state dir; the agents' hooks and MCP server must find both from their launch.
@@ -252,8 +290,8 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Path,
     first_run = request.node.get_closest_marker("first_run") is not None
     home = seed_home(tmp_path / "claude-home", [root / "src" / "alpha", root / "src" / "beta"],
                      claude_cli.version, nudge_seen=not first_run)
-    with AnthropicStandin() as api:
-        command = claude_command(claude_cli.binary, home, api.url)
+    with AnthropicStandin(refuses_check=refuses_check) as api:
+        command = claude_command(claude_cli.binary, home, api.url, extra_env)
         engine = make_real_engine(root, tmux_socket, {Provider.CLAUDE: command,
                                                       Provider.CODEX: (str(real_clis.codex),)},
                                   home=sb_home)
@@ -640,3 +678,148 @@ def _tool_statuses(home: Home, session_key: str) -> list[tuple[str, str]]:
         return [tuple(r) for r in conn.execute("SELECT tool_name, status FROM tool_runs")]
     finally:
         conn.close()
+
+
+def _reason(engine: Engine, frame_id: str) -> tuple | None:
+    return one(engine, "SELECT s.activity, s.activity_reason, s.updated_at FROM"
+                       " provider_sessions s JOIN frames f ON f.current_session_key ="
+                       " s.session_key WHERE f.frame_id = ?", frame_id)
+
+
+def _start_in_auto_mode(world: World) -> tuple[str, str]:
+    """A Claude frame whose person runs auto mode; (frame, pane) once it is at its prompt."""
+    world.set_settings_mode("auto")
+    route = world.engine.project_enter(new_request_id(), "alpha")
+    world.engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+    main = main_pane(world.engine)
+    assert retry_until(lambda: "auto mode on" in screen(world.socket, main), SLOW), \
+        screen(world.socket, main)
+    return route.frame_id, main
+
+
+def _watch_turn(world: World, frame_id: str, pane: str, command: str) -> tuple[set, set]:
+    """Every activity and every question on screen, sampled every 0.1 s, until the frame
+    is ready after ``command`` finished (its run is in the evidence)."""
+    home = xdg_home(world.root)
+    key = str(one(world.engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+                  frame_id)[0])
+    activities: set[str | None] = set()
+    questions: set[str] = set()
+
+    def finished() -> bool:
+        activities.add(activity(world.engine, frame_id))
+        text = screen(world.socket, pane)
+        questions.update(q for q in ("Do you want to proceed?", "Enter to stay in auto mode")
+                         if q in text)
+        return activity(world.engine, frame_id) == "ready" and \
+            [r.completed for r in command_runs(home, key, command)] == [True]
+    assert retry_until(finished, SLOW, interval=0.1), world.dump()
+    return activities, questions
+
+
+@pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
+                         ids=lambda v: f"claude-{v}")
+def test_a_plain_command_runs_in_auto_mode_without_a_question(
+        local_check_world: World) -> None:
+    """Auto mode's check, asked in a side request and answered as the service does,
+    lets a plain command through: no question on screen, never a needs-input badge."""
+    world = local_check_world
+    parent, main = _start_in_auto_mode(world)
+    type_prompt(world.socket, main, "PLAINTEST please")
+    activities, questions = _watch_turn(world, parent, main, PLAIN_COMMAND)
+    assert "needs_input" not in activities and not questions, (activities, questions)
+    world.assert_command_run(parent, PLAIN_COMMAND)
+    assert (world.project / "standin-plain.txt").read_text() == "plain"
+    # it was the side request that allowed it, once, with a grade the CLI read
+    assert world.api.journal.checks() == [(PLAIN_COMMAND, "<severity>4</severity>")]
+
+
+@pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
+                         ids=lambda v: f"claude-{v}")
+def test_the_check_blocks_a_risky_command_by_its_rule(local_check_world: World) -> None:
+    """The side request's answer, not its absence, blocks the risky command: Claude
+    names the rule in the pane (not "could not evaluate"), the run ends failed, and the
+    frame is never needs-input: the check decided, nobody is asked."""
+    world = local_check_world
+    parent, main = _start_in_auto_mode(world)
+    type_prompt(world.socket, main, "RISKYTEST please")
+    home = xdg_home(world.root)
+    key = str(one(world.engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+                  parent)[0])
+    activities: set[str | None] = set()
+
+    def blocked() -> bool:
+        activities.add(activity(world.engine, parent))
+        return activity(world.engine, parent) == "ready" and \
+            [(r.completed, r.outcome) for r in command_runs(home, key, RISKY_COMMAND)] == \
+            [(True, "failed")]
+    assert retry_until(blocked, SLOW, interval=0.1), evidence_dump(home, key) + world.dump()
+    text = _words(screen(world.socket, main))
+    assert "Blocked by auto mode" in text and "Auto mode: [Code from External]" in text, text
+    assert "could not evaluate" not in text
+    assert "needs_input" not in activities, activities
+    checks = world.api.journal.checks()
+    assert [command for command, _ in checks] == [RISKY_COMMAND, RISKY_COMMAND], checks
+    assert all("<category>Code From External</category>" in answer for _, answer in checks)
+    assert not (world.project / "install.sh").exists()
+
+
+@pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
+                         ids=lambda v: f"claude-{v}")
+def test_a_mid_turn_notice_is_needs_input_then_ready_after_the_persons_enter(
+        gateway_world: World) -> None:
+    """Behind a gateway that does not pass the service's check through, Claude Code
+    2.1.332 puts up a notice before the first checked command and, some seconds later,
+    announces it with Notification(agent_needs_input); the turn waits on it. That hook
+    alone makes the frame needs-input (within a second of it, no pane polled), the dialog
+    watch quotes the notice in a recovery, and the person's Enter lets the turn go on
+    (the CLI then asks about the command: Yes) to its Stop: ready, the recovery resolved."""
+    world = gateway_world
+    engine, socket = world.engine, world.socket
+    parent, main = _start_in_auto_mode(world)
+    client = EngineClient(engine=engine, home=xdg_home(world.root))
+    type_prompt(socket, main, "PLAINTEST please")
+    assert retry_until(lambda: "Enter to stay in auto mode" in screen(socket, main), SLOW), \
+        screen(socket, main)
+
+    seen: list[float] = []
+
+    def needs_input() -> bool:
+        row = _reason(engine, parent)
+        if row is not None and row[0] == "needs_input":
+            seen.append(time.time())
+            return True
+        return False
+    assert retry_until(needs_input, SLOW, interval=0.1), world.dump()
+    activity_now, reason, written_at = _reason(engine, parent) or ("", "", 0)
+    assert (activity_now, reason) == ("needs_input", "question")
+    assert seen[0] - written_at / 1000 <= 1.0, (seen[0], written_at)  # within 1 s of the hook
+    assert "Enter to stay in auto mode" in screen(socket, main)  # still up: no Stop came
+
+    def notice() -> tuple | None:
+        client.reconcile()
+        return one(engine, "SELECT bounded_explanation FROM recoveries"
+                           " WHERE kind = 'provider_dialog' AND state = 'open'")
+    assert retry_until(lambda: notice() is not None, SLOW), world.dump()
+    (words,) = notice() or ("",)
+    assert "Auto mode can't check actions in this session" in words, words
+
+    # the person: Enter (stay in auto mode); the CLI then asks about the command
+    def answered(question: str) -> bool:
+        if question not in screen(socket, main):
+            return True
+        tmux(socket, "send-keys", "-t", main, "Enter")
+        time.sleep(1.0)
+        return question not in screen(socket, main)
+    assert retry_until(lambda: answered("Enter to stay in auto mode"), SLOW), world.dump()
+    assert retry_until(lambda: "Do you want to proceed?" in screen(socket, main), SLOW)
+    tmux(socket, "send-keys", "-t", main, "Down")  # No is focused, and No interrupts
+    time.sleep(0.5)
+    assert retry_until(lambda: answered("Do you want to proceed?"), SLOW), world.dump()
+    world.wait_activity(parent, "ready")
+    assert (_reason(engine, parent) or ())[:2] == ("ready", "turn_complete")
+    world.assert_command_run(parent, PLAIN_COMMAND)
+    assert retry_until(lambda: notice() is None, SLOW), world.dump()
+    assert one(engine, "SELECT state FROM recoveries WHERE kind = 'provider_dialog'") == \
+        ("resolved",)
+    assert (_reason(engine, parent) or ())[:2] == ("ready", "turn_complete")
