@@ -75,6 +75,10 @@ MAX_TABS = 8
 #: Seconds a tab's navigator gets to quit when its tab closes or serve stops,
 #: before its process group is killed.
 STOP_GRACE = 3.0
+#: Seconds a tab's navigator may leave its input unread (its stdin pipe full) before
+#: the tab is ended as stuck: Textual reads stdin on a thread of its own, so a live
+#: navigator drains it at once even while it draws.
+INPUT_TIMEOUT = 5.0
 #: The font size the page may ask xterm.js for (``?fontsize=``), in pixels.
 FONT_SIZES = (8, 48)
 
@@ -153,10 +157,6 @@ class Tab(AppService):
         self.lifeline: int | None = None
         self._stopped: asyncio.Future[None] | None = None
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
         read_end, self.lifeline = os.pipe()  # both close-on-exec: no other child holds them
         try:
@@ -179,26 +179,34 @@ class Tab(AppService):
         await asyncio.shield(self._stopped)
 
     async def _stop(self) -> None:
+        """Quit, within ``STOP_GRACE`` all told (a navigator that stopped reading its
+        stdin cannot block even the quit request), else the group is killed."""
         process = self._process
         try:
-            if self._task is not None and process is not None and process.returncode is None:
-                await self._download_manager.cancel_app_downloads(
-                    app_service_id=self.app_service_id)
-                with contextlib.suppress(Exception):
-                    await self.send_meta({"type": "quit"})
             if process is not None:
                 try:
-                    await asyncio.wait_for(process.wait(), STOP_GRACE)
+                    await asyncio.wait_for(self._quit(process), STOP_GRACE)
                 except TimeoutError:
                     self.kill()
                     await process.wait()
             if self._task is not None:
-                await self._task
+                try:  # its output ends with the group; bounded all the same
+                    await asyncio.wait_for(self._task, STOP_GRACE)
+                except TimeoutError:
+                    pass
                 self._task = None
         finally:
             if self.lifeline is not None:
                 os.close(self.lifeline)
                 self.lifeline = None
+
+    async def _quit(self, process: asyncio.subprocess.Process) -> None:
+        if self._task is not None and process.returncode is None:
+            await self._download_manager.cancel_app_downloads(
+                app_service_id=self.app_service_id)
+            with contextlib.suppress(Exception):
+                await self.send_meta({"type": "quit"})
+        await process.wait()
 
     def kill(self) -> None:
         """SIGKILL the tab's whole process group (its leader not yet reaped, so the
@@ -420,7 +428,9 @@ class TokenServer(Server):
 
     async def _relay(self, websocket: web.WebSocketResponse, tab: Tab) -> None:
         """The browser's messages to the tab's navigator; a resize is clamped like the
-        first size, and anything malformed is dropped."""
+        first size, and anything malformed is dropped. A navigator that leaves its
+        input unread for ``INPUT_TIMEOUT`` ends the tab (waiting on it would keep the
+        tab, and its navigator, past the browser's close)."""
         async for message in websocket:
             if message.type != WSMsgType.TEXT:
                 continue
@@ -428,17 +438,27 @@ class TokenServer(Server):
             if parsed is None:
                 continue
             kind, data = parsed
-            if kind == "stdin" and isinstance(data, str):
-                await tab.send_bytes(data.encode("utf-8"))
-            elif kind == "resize" and isinstance(data, dict):
-                await tab.set_terminal_size(cells(data.get("width"), 80, MAX_COLUMNS),
-                                            cells(data.get("height"), 24, MAX_ROWS))
-            elif kind == "ping":
+            if kind == "ping":
                 await websocket.send_json(["pong", data])
-            elif kind == "blur":
-                await tab.blur()
-            elif kind == "focus":
-                await tab.focus()
+                continue
+            try:
+                await asyncio.wait_for(self._forward(tab, kind, data), INPUT_TIMEOUT)
+            except TimeoutError:
+                logging.getLogger("textual-serve").error(
+                    "a browser tab's navigator stopped reading its input; tab ended")
+                return
+
+    @staticmethod
+    async def _forward(tab: Tab, kind: str, data: Any) -> None:
+        if kind == "stdin" and isinstance(data, str):
+            await tab.send_bytes(data.encode("utf-8"))
+        elif kind == "resize" and isinstance(data, dict):
+            await tab.set_terminal_size(cells(data.get("width"), 80, MAX_COLUMNS),
+                                        cells(data.get("height"), 24, MAX_ROWS))
+        elif kind == "blur":
+            await tab.blur()
+        elif kind == "focus":
+            await tab.focus()
 
     async def on_startup(self, app: web.Application) -> None:
         """The URL to open, on one line of its own (no logo: the person copies it)."""

@@ -14,6 +14,7 @@ name, and the page: every URL it or its assets reference is this server's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -381,15 +382,21 @@ def test_a_tab_navigator_honours_sigterm_and_one_that_hangs_dies_with_its_tab(
             stuck, asked = _tabs_of(served, 2)
             os.kill(asked, signal.SIGTERM)
             assert retry_until(lambda: not _alive(asked), 10), _stat(asked)
-            # whichever socket was the stuck one's: close both tabs' sockets
+            # whichever socket was the stuck one's: type into both (far more than a
+            # pipe holds), then close both tabs' sockets
             os.kill(stuck, signal.SIGSTOP)
             for ws in sockets:
+                for _ in range(64):
+                    if ws.closed:  # the tab that ended on SIGTERM
+                        break
+                    with contextlib.suppress(aiohttp.ClientConnectionResetError):
+                        await ws.send_str(json.dumps(["stdin", "x" * 8192]))
                 await ws.close()
             def stuck_gone() -> bool:
                 return not (_alive(stuck) or _group_alive(stuck))
 
             assert await asyncio.get_running_loop().run_in_executor(
-                None, retry_until, stuck_gone, 10), _stat(stuck)
+                None, retry_until, stuck_gone, 20), _stat(stuck)
             async with session.get(served.url) as response:  # serve carries on
                 assert response.status == 200
             return stuck, asked
