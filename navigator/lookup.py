@@ -15,7 +15,6 @@ from core.state.state_types import (
     NavigatorState,
     ProjectRow,
     ViewRow,
-    split_row_key,
 )
 
 _Row = TypeVar("_Row")
@@ -27,24 +26,15 @@ def live_views(state: NavigatorState | None) -> tuple[ViewRow, ...]:
 
 def _pick(state: NavigatorState, key: str | None, rows: Iterable[_Row],
           entity_id: Callable[[_Row], str | None], host_id: Callable[[_Row], str]) -> _Row | None:
-    """The row ``key`` names (a ``row_key``): ``HOST/ID`` only on that host; a bare id
-    on this host first, else on the first host that has it. Ids are unique per host
-    only, so a remote row reusing a local id never shadows the local one."""
+    """The row ``key`` names (``NavigatorState.row_key``): ``HOST/ID`` only on that
+    host, a bare id on the host that owns it here (this host first). Ids are unique
+    per host only, so a remote row reusing a local id never shadows the local one."""
     if key is None:
         return None
-    host, wanted = split_row_key(key)
-    found: _Row | None = None
-    for row in rows:
-        if entity_id(row) != wanted:
-            continue
-        owner = host_id(row)
-        if host is not None and owner != host:
-            continue
-        if host is not None or owner == state.local_host_id:
-            return row
-        if found is None:
-            found = row
-    return found
+    host, wanted = state.resolve_key(key)
+    return next((row for row in rows
+                 if entity_id(row) == wanted and (host is None or host_id(row) == host)),
+                None)
 
 
 def view_by_id(state: NavigatorState | None, view_id: str | None) -> ViewRow | None:

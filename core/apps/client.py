@@ -392,7 +392,15 @@ class EngineClient:
         """Requests on remote hosts' frames, decided by their own engines over ssh."""
         from core.remote.actions import RemoteActions
 
-        return RemoteActions(self.home, self.engine.config)
+        return RemoteActions(self.home, self.engine.config, pruner=self.prune_remotes)
+
+    def prune_remotes(self) -> int:
+        """Drop the cached state of remotes no longer configured (issue 37 item 5), on
+        this client's own connection; returns how many rows went."""
+        from core.state.remotes import prune_unconfigured
+
+        with self._lock:
+            return prune_unconfigured(self.engine.conn, self.engine.config.remotes)
 
     def show_view(self, view_id: str) -> None:
         """Take the person's tmux client to that view's window (no registry change)."""

@@ -17,6 +17,7 @@ the person answers the prompt in the remote host's own pane.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.config.config import Config, RemoteConfig
@@ -31,6 +32,8 @@ class RemoteActions:
 
     home: Home
     config: Config
+    #: Drops the cached state of remotes no longer configured (``EngineClient``'s).
+    pruner: Callable[[], int] | None = None
 
     def remote(self, host_id: str) -> RemoteConfig:
         remote = next((r for r in self.config.remotes if r.host_id == host_id), None)
@@ -40,21 +43,16 @@ class RemoteActions:
         return remote
 
     def prune(self) -> int:
-        """Delete the cached state of remotes no longer configured; best effort (a busy
-        registry is pruned by the next start), returns how many rows went."""
-        from core.context.session import open_reader
-        from core.state.remotes import prune_unconfigured
-
-        try:
-            reader = open_reader(self.home)
-        except SwitchboardError:
+        """Delete the cached state of remotes no longer configured, through ``pruner``
+        (the caller's own registry connection: a second one opened in the same process
+        would drop its POSIX locks on the file); best effort, a busy registry is pruned
+        by the next start. Returns how many rows went (0 without a pruner)."""
+        if self.pruner is None:
             return 0
         try:
-            return prune_unconfigured(reader.conn, reader.config.remotes)
+            return self.pruner()
         except SwitchboardError:
             return 0
-        finally:
-            reader.conn.close()
 
     def focus(self, host_id: str, view_id: str, frame_id: str) -> RemoteReply:
         return run_request(self.remote(host_id), self.home,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 from core.model.enums import (
@@ -637,8 +638,41 @@ class NavigatorState(Record):
         return next((row for row in self.hosts if row.host_id == host_id), None)
 
     def row_key(self, host_id: str, entity_id: str) -> str:
-        """The key a frontend names one of this envelope's rows by (see ``row_key``)."""
-        return row_key(host_id, entity_id, self.local_host_id)
+        """The one string a frontend names a row by (a widget's option id, a tree
+        node's key): the bare entity id for the host that owns it here, ``HOST/ID``
+        for any other host's row reusing it.
+
+        Ids are unique per host only, so another host's row may carry an id already
+        in use; it then gets a key of its own and can never collide with one. The
+        owner of an id is this host whenever it has a row with it, else the first
+        host (by host id) that has: this host's keys are always its bare ids (what
+        saved UI state holds), and so is every remote row's key that clashes with
+        nothing (a bare key resolves local-first, then by host, as ``_id_owners``)."""
+        if self._id_owners.get(entity_id, host_id) == host_id:
+            return entity_id
+        return qualified_key(host_id, entity_id)
+
+    def resolve_key(self, key: str) -> tuple[str | None, str]:
+        """(host id, entity id) of a ``row_key``: ``HOST/ID`` names that host; a bare id
+        names its owner here (None: no row has it; any host's row may then match)."""
+        host_id, entity_id = split_row_key(key)
+        return (host_id or self._id_owners.get(entity_id)), entity_id
+
+    @cached_property
+    def _id_owners(self) -> dict[str, str]:
+        """Entity id -> the host whose row is known by it bare (see ``row_key``)."""
+        rank = {host.host_id: (host.host_id != self.local_host_id, host.host_id)
+                for host in self.hosts}
+        rows: list[tuple[str, str]] = []
+        for project in self.projects:
+            rows.append((project.host_id, project.project_id))
+            rows.extend((project.host_id, frame.frame_id) for frame in project.frames)
+        rows.extend((view.host_id, view.view_id) for view in self.views)
+        rows.extend((recovery.host_id, recovery.recovery_id) for recovery in self.recoveries)
+        owners: dict[str, str] = {}
+        for host_id, entity_id in sorted(rows, key=lambda row: rank.get(row[0], (True, row[0]))):
+            owners.setdefault(entity_id, host_id)
+        return owners
 
     def validate(self) -> None:
         """References resolve, ids are unique per host, and the local host carries the
@@ -703,14 +737,8 @@ ROW_KEY_SEPARATOR = "/"
 """Between the host id and the entity id of another host's row key (never in a UUID)."""
 
 
-def row_key(host_id: str, entity_id: str, local_host_id: str) -> str:
-    """The one string a frontend names a NavigatorState row by (a widget's option id,
-    a tree node's key): the entity id for this host's rows, ``HOST/ID`` for any other
-    host's. Ids are unique per host only, so a cached remote row that reuses a local
-    id (or another remote's) still gets a key of its own and can never collide with
-    one, while this host's keys stay the bare ids saved UI state already holds."""
-    if host_id == local_host_id:
-        return entity_id
+def qualified_key(host_id: str, entity_id: str) -> str:
+    """``HOST/ID``: the key of a row whose bare id another host's row owns."""
     return f"{host_id}{ROW_KEY_SEPARATOR}{entity_id}"
 
 
@@ -803,6 +831,6 @@ __all__ = [
     "HostProjectRepository", "HostRecovery", "HostRepository", "HostRow", "HostSession",
     "HostState", "HostSurface", "HostTransition", "HostView", "HostWorkContext",
     "NavigatorState", "PresentationDirective", "ProjectRow", "RecoveryRow", "SessionSummary",
-    "StateWarning", "TruncatedArray", "Truncation", "ViewRow", "row_key", "sorted_rows",
+    "StateWarning", "TruncatedArray", "Truncation", "ViewRow", "qualified_key", "sorted_rows",
     "split_row_key",
 ]

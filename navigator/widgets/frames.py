@@ -31,7 +31,7 @@ from core.state.state_types import (
     NavigatorState,
     ProjectRow,
     ViewRow,
-    row_key,
+    qualified_key,
 )
 from navigator.widgets.badges import (
     BADGE_COMPONENT_CLASSES,
@@ -88,18 +88,13 @@ def project_key(project_id: str) -> str:
 
 
 def frame_key(frame_id: str) -> str:
-    """A frame node's key from the frame's row key: a bare id on this host, ``HOST/ID``
-    on another, so two hosts' equal ids never share a node."""
+    """A frame node's key from the frame's row key (``NavigatorState.row_key``), so two
+    hosts' equal ids never share a node."""
     return f"frame:{frame_id}"
 
 
 def history_key(project_id: str) -> str:
     return f"history:{project_id}"
-
-
-def _keyed(host_id: str, entity_id: str, local_host_id: str | None) -> str:
-    """A row's key; without a state (configured projects only) every row is local."""
-    return entity_id if local_host_id is None else row_key(host_id, entity_id, local_host_id)
 
 
 def frame_badge(frame: FrameSummary, host: HostRow | None, view: ViewRow | None) -> BadgeKind:
@@ -152,21 +147,26 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
     for project in projects:
         host = state.host_row(project.host_id) if state is not None else None
         remote = state is not None and project.host_id != state.local_host_id
-        local_host_id = state.local_host_id if state is not None else None
-        key = _keyed(project.host_id, project.project_id, local_host_id)
+        key = state.row_key(project.host_id, project.project_id) if state is not None \
+            else project.project_id
+        # node keys depend on which ids other hosts hold too (``NavigatorState.row_key``)
+        qualified = frozenset(
+            f.frame_id for f in project.frames
+            if state.row_key(project.host_id, f.frame_id) != f.frame_id) \
+            if state is not None and remote else frozenset()
         shown_in = view_of_project.get((project.host_id, project.project_id))
         # host.observed_at moves on every build; only what the subtree shows counts
         host_shown = (host.display_name, host.stale, host.reachability) if host else None
         # changed files are this host's: another host's frame never overlaps them
         marked = conflicted.intersection(f.frame_id for f in project.frames) \
             if conflicted and not remote else frozenset()
-        inputs = (project, host_shown, shown_in, needle, remote, marked)
+        inputs = (project, host_shown, shown_in, needle, remote, marked, key, qualified)
         cached = cache.get(key) if cache is not None else None
         if cached is not None and cached[0] == inputs:
             spec = cached[1]
         else:
             spec = _project_spec(project, host, shown_in, needle, remote, marked,
-                                 local_host_id=local_host_id)
+                                 key=key, qualified=qualified)
             if cache is not None:
                 cache[key] = (inputs, spec)
         if spec is not None:
@@ -177,13 +177,17 @@ def build_specs(projects: Iterable[ProjectRow], state: NavigatorState | None,
 def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | None,
                   needle: str, remote: bool,
                   conflicted: frozenset[str] = frozenset(), *,
-                  local_host_id: str | None = None) -> _Spec | None:
+                  key: str | None = None,
+                  qualified: frozenset[str] = frozenset()) -> _Spec | None:
     """One project's subtree: open frames by parent, then a History node of closed ones.
 
-    Node keys and ``NodeRef.project_id`` are row keys (``row_key``: the id on this
-    host, ``HOST/ID`` on another), so a remote project or frame reusing a local id
-    gets nodes of its own and a key names the row on its own host."""
-    project_ref = _keyed(project.host_id, project.project_id, local_host_id)
+    Node keys and ``NodeRef.project_id`` are row keys (``NavigatorState.row_key``):
+    ``key`` is the project's, and a frame in ``qualified`` is known as ``HOST/ID``
+    (another host's row holds its id), so two hosts' equal ids never share a node."""
+    project_ref = key if key is not None else project.project_id
+
+    def frame_ref(frame_id: str) -> str:
+        return qualified_key(project.host_id, frame_id) if frame_id in qualified else frame_id
     live = [f for f in project.frames if f.lifecycle_state != "closed"]
     closed = sorted((f for f in project.frames if f.lifecycle_state == "closed"),
                     key=_title_order)
@@ -197,8 +201,7 @@ def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | Non
     project_matches = not needle or needle in project.name.casefold()
 
     def ref_for(frame: FrameSummary) -> NodeRef:
-        return NodeRef(NodeKind.FRAME, frame_key(_keyed(project.host_id, frame.frame_id,
-                                                       local_host_id)), project_ref,
+        return NodeRef(NodeKind.FRAME, frame_key(frame_ref(frame.frame_id)), project_ref,
                        project.name, frame, frame_badge(frame, host, view),
                        view is not None and view.active_frame_id == frame.frame_id,
                        frame.frame_id in conflicted and frame.lifecycle_state != "closed")
@@ -434,8 +437,8 @@ class FrameTree(Tree[NodeRef]):
         return width
 
     def _usage_of(self, ref: NodeRef) -> str | None:
-        """A frame's usage figure; only this host's frames have one (another host's
-        frame may reuse a local id, and its node key is then ``HOST/ID``)."""
+        """A frame's usage figure, by frame id: figures are this host's, and another
+        host's frame reusing a local id is keyed ``HOST/ID`` (so it shows none)."""
         if ref.frame is None or ref.key != frame_key(ref.frame.frame_id):
             return None
         return self._usage.get(ref.frame.frame_id)

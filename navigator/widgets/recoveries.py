@@ -28,7 +28,6 @@ from core.state.state_types import (
     NavigatorState,
     RecoveryRow,
     ViewRow,
-    split_row_key,
 )
 from navigator.targeting import recovery_about, recovery_target, remote_refusal
 from navigator.widgets.rows import Row, RowList
@@ -152,22 +151,21 @@ class RecoveryList(RowList):
         self._sync_bindings()
 
     def _key(self, recovery: RecoveryRow) -> str:
-        """The row's key: the recovery id on this host, ``HOST/ID`` on another (ids are
-        unique per host only, and a remote may reuse a local one)."""
+        """The row's key (``NavigatorState.row_key``): ids are unique per host only, and
+        a remote may reuse a local one."""
         state = self.navigator_state
         return recovery.recovery_id if state is None \
             else state.row_key(recovery.host_id, recovery.recovery_id)
 
     def recovery(self, recovery_id: str | None) -> RecoveryRow | None:
         """The open recovery a row key names: ``HOST/ID`` only on that host, a bare id on
-        this host (never another host's row that reuses it)."""
+        the host that owns it here (``NavigatorState.resolve_key``: this host first)."""
         state = self.navigator_state
         if recovery_id is None or state is None:
             return None
-        host_id, wanted = split_row_key(recovery_id)
-        host_id = host_id or state.local_host_id
-        return next((r for r in self.open_recoveries
-                     if r.recovery_id == wanted and r.host_id == host_id), None)
+        host_id, wanted = state.resolve_key(recovery_id)
+        return next((r for r in self.open_recoveries if r.recovery_id == wanted
+                     and (host_id is None or r.host_id == host_id)), None)
 
     def intent_for(self, recovery: RecoveryRow) -> Message | None:
         """What enter means for this row: run it, go and look, or explain. Running one

@@ -30,12 +30,12 @@ from core.model.files import write_private
 from core.state.envelope import decode_checked, encode_canonical
 from core.state.remotes import refresh
 from core.state.state_builder import build_host_state, build_navigator_state
-from core.state.state_types import NavigatorState, row_key
+from core.state.state_types import NavigatorState, qualified_key
 from navigator.app import SwitchboardApp
 from navigator.widgets.frames import FrameTree, frame_key, project_key
 from navigator.widgets.recoveries import RecoveryList
 from navigator.widgets.views import ViewList
-from tests.navigator.helpers import settle
+from tests.navigator.helpers import notices, settle
 from tests.navigator.scenario import Scenario, build_demo
 
 TWINS = {"twin-a": "44444444-4444-4444-8444-444444444444",
@@ -131,25 +131,29 @@ async def test_the_navigator_starts_and_shows_every_host(twins: Scenario) -> Non
         shown = {views.get_option_at_index(i).id for i in range(views.option_count)}
         for host_id in (engine.host_id, *TWINS.values()):
             for view_id in local_views:
-                key = row_key(host_id, view_id, engine.host_id)
+                key = view_id if host_id == engine.host_id else qualified_key(host_id, view_id)
+                assert state.row_key(host_id, view_id) == key
                 assert key in shown
                 assert views.view(key) is not None and views.view(key).host_id == host_id
         nodes = app.query_one(FrameTree).frame_nodes()
         for host_id in (engine.host_id, *TWINS.values()):
             for project_id in local_projects:
-                assert project_key(row_key(host_id, project_id, engine.host_id)) in nodes
+                key = project_id if host_id == engine.host_id \
+                    else qualified_key(host_id, project_id)
+                assert project_key(key) in nodes
         workspace = twins.frames["alpha"]
-        remote_node = nodes[frame_key(row_key(TWINS["twin-a"], workspace, engine.host_id))]
+        remote_node = nodes[frame_key(qualified_key(TWINS["twin-a"], workspace))]
+        assert "@" not in str(nodes[frame_key(workspace)].parent.label)  # bare: this host's
         assert remote_node.data is not None and "@" in str(remote_node.parent.label)
         # a remote recovery reusing the local one's id is its own row, never run here
         recoveries = app.query_one(RecoveryList)
         assert recoveries.option_count == 3
         recoveries.focus()
-        recoveries.highlight_key(row_key(TWINS["twin-b"], twins.recoveries[0],
-                                         engine.host_id))
+        recoveries.highlight_key(qualified_key(TWINS["twin-b"], twins.recoveries[0]))
         await pilot.press("enter")
         await settle(pilot)
         assert app.is_running
+        assert any("read-only cache" in m for _, m in notices(app)), notices(app)
     state_row = engine.conn.execute("SELECT state FROM recoveries WHERE recovery_id = ?",
                                     (twins.recoveries[0],)).fetchone()
     assert state_row["state"] == "open"  # enter on the twin's row ran nothing local

@@ -289,7 +289,7 @@ async def test_a_refused_request_becomes_a_notification(demo: Scenario) -> None:
 async def test_cached_remote_host_is_shown_but_never_acted_on(demo: Scenario) -> None:
     from dataclasses import replace
 
-    from core.state.state_types import FrameSummary, HostRow, ProjectRow, row_key
+    from core.state.state_types import FrameSummary, HostRow, ProjectRow
 
     remote_host = "44444444-4444-4444-8444-444444444444"
     remote_frame = "55555555-5555-4555-8555-555555555555"
@@ -309,13 +309,11 @@ async def test_cached_remote_host_is_shown_but_never_acted_on(demo: Scenario) ->
                     frame_id=remote_frame, title="gamma", role="workspace",
                     lifecycle_state="open", activity="working", session_count=1),))))
         await pilot.pause()
-        # another host's node is keyed by (host, id): HOST/ID (NavigatorState.row_key)
-        remote_key = frame_key(row_key(remote_host, remote_frame, local.local_host_id))
-        node = tree(app).frame_nodes()[remote_key]
+        node = tree(app).frame_nodes()[frame_key(remote_frame)]
         assert node.data.badge == "offline"
         assert "@buildbox" in str(node.parent.label)
         tree(app).focus()
-        tree(app).select_key(remote_key)
+        tree(app).select_key(frame_key(remote_frame))
         await pilot.press("n")
         await settle(pilot)
         assert any("read-only cache" in m for _, m in notices(app))
