@@ -12,6 +12,10 @@ spellings and refuse the same way:
 4. a prefix of the id (at least ``MIN_PREFIX`` characters, as ``list`` prints
    them in full and ``humanize`` shortens unknown ones to 8).
 
+Text holding a control character is only ever compared with ids: a name typed
+with an escape sequence in it names nothing (a row stored with one, from before
+names were checked, is named by its id).
+
 The first step that matches anything decides: one match is the answer, more
 than one is refused with every candidate named (never a guess: a command may
 stop an agent or close a task). Pure: the candidates come from the caller
@@ -25,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from core.model.errors import Conflict, NotFound
-from core.model.text import shown
+from core.model.text import first_unsafe_char, shown
 
 MIN_PREFIX = 4
 """The shortest id prefix accepted: shorter ones match by accident."""
@@ -87,7 +91,13 @@ def resolve(text: str, candidates: Iterable[Named], *, what: str, listing: str) 
     several do.
     """
     rows: Sequence[Named] = tuple(candidates)
-    for step in _steps(text):
+    steps = _steps(text)
+    if first_unsafe_char(text) is not None:
+        # A control character names nothing a person typed: only an id could match (and
+        # none holds one). A row stored with one in its name, from before names were
+        # checked, is named by its id, as completion offers it.
+        steps = steps[:1]
+    for step in steps:
         found = [row for row in rows if step(row)]
         if len(found) == 1:
             return found[0]

@@ -79,7 +79,7 @@ def mark_named_arguments(parser: argparse.ArgumentParser) -> None:
 def resolve_arguments(args: argparse.Namespace) -> None:
     """Replace each marked argument's text by the id it names (in place).
 
-    Opens the registry read-only once, and only when the command was given one.
+    Opens the registry once (only reading it), and only when the command was given one.
     """
     named = [(dest, NameKind(kind), value) for dest, kind in getattr(args, NAMED_ATTRIBUTE, ())
              if isinstance(value := getattr(args, dest, None), str) and value]
@@ -87,7 +87,11 @@ def resolve_arguments(args: argparse.Namespace) -> None:
         return
     from core.config.registry import open_current
 
-    opened = open_current(readonly=True)
+    # Not a read-only open, though it only reads: the command's own read-write
+    # connection to the same file follows in this process, and a read-only one opened
+    # beside read-write ones in one process read "database disk image is malformed"
+    # (tests/integration/test_hostile_text.py, which calls the CLI in-process).
+    opened = open_current()
     try:
         for dest, kind, value in named:
             setattr(args, dest, resolve_one(opened.conn, opened.config, opened.home.root,

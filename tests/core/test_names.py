@@ -121,3 +121,13 @@ def test_resolve_name_over_a_real_registry(tmp_path: Path) -> None:
     with pytest.raises(NotFound) as unknown:
         frame("Review parser")
     assert "Add tests" in unknown.value.message
+
+
+def test_text_with_a_control_character_never_matches_a_name() -> None:
+    """A row stored before names were checked may hold an escape sequence; typed back, the
+    same text is refused like any other hostile argument, never resolved to that row."""
+    legacy = Named("c0ffee00-0000-4000-8000-000000000004", "evil\x1b]52;c;ZXZpbA==\x07", "alpha")
+    with pytest.raises(NotFound) as refused:
+        pick(legacy.name, (*ROWS, legacy))
+    assert "\x1b" not in refused.value.message and "\\x1b" in refused.value.message
+    assert pick(legacy.id[:8], (*ROWS, legacy)) is legacy  # its id still names it
