@@ -182,8 +182,11 @@ class SwitchboardApp(App[None]):
         server (GNU readline exports them on import, some shells do too), so a
         stale pair would pin the navigator to that size through every resize.
         """
-        for name in ("COLUMNS", "LINES"):
-            os.environ.pop(name, None)
+        # The web driver (``switchboard serve``) is told the browser's size through
+        # COLUMNS and LINES: there they are the truth, not a stale inheritance.
+        if "web" not in os.environ.get("TEXTUAL_DRIVER", ""):
+            for name in ("COLUMNS", "LINES"):
+                os.environ.pop(name, None)
         return super().run(*args, **kwargs)
 
     def get_default_screen(self) -> Screen[Any]:
