@@ -56,6 +56,7 @@ from navigator.layout import (
     LayoutKind,
     MainScreen,
     fit_layout,
+    fit_stack,
     layout_for,
     stylesheet_path,
 )
@@ -157,6 +158,7 @@ class SwitchboardApp(App[None]):
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
         self.layout_kind: LayoutKind | None = None
+        self._stack_pending = False
         from core.review.client import ReviewClient
         from navigator.review_marks import ConflictWatch
 
@@ -294,6 +296,22 @@ class SwitchboardApp(App[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_layout(event.size)
+        self.refit_stack()
+
+    def refit_stack(self) -> None:
+        """Share a stacked navigator's rows again (tree first) once the screen is laid
+        out: its size, the tree's rows, the inbox, the preview or the footer moved."""
+        if not self._stack_pending:
+            self._stack_pending = True
+            self.call_after_refresh(self._refit_stack_now)
+
+    def _refit_stack_now(self) -> None:
+        self._stack_pending = False
+        if self.screen is self.screen_stack[0]:
+            fit_stack(self)
+
+    def on_pane_preview_changed(self, message: PanePreview.Changed) -> None:
+        self.refit_stack()
 
     def layout_for(self, size: Size) -> LayoutKind:
         return layout_for(size, self.navigator_width)
@@ -321,6 +339,7 @@ class SwitchboardApp(App[None]):
         elif loaded.inbox is not None:
             self.inbox_messages = loaded.inbox
             inbox.set_messages(loaded.inbox)
+            self.refit_stack()
         self.memory.restore_once(self._restore_layout)
         if self._first_keys.holding:  # after the layout: a held key acts on this screen
             self.call_after_refresh(self._first_keys.release)
@@ -333,6 +352,7 @@ class SwitchboardApp(App[None]):
             return
         self.query_one(FrameTree).navigator_state = state
         self._update_breadcrumb()
+        self.refit_stack()
 
     # ------------------------------------------------------------------ targets
 
@@ -376,8 +396,9 @@ class SwitchboardApp(App[None]):
     def _update_breadcrumb(self) -> None:
         """The breadcrumb (and the bold row in Views) name the view keys act on."""
         view = self.target_view()
-        self.query_one(ViewList).current_view_id = view.view_id if view is not None else None
         state = self.navigator_state
+        self.query_one(ViewList).current_view_id = state.row_key(view.host_id, view.view_id) \
+            if state is not None and view is not None else None
         self.query_one(Breadcrumb).show(
             view, state.host_row(view.host_id) if state is not None and view else None)
 
@@ -492,7 +513,8 @@ class SwitchboardApp(App[None]):
                         severity="warning", markup=False)
             return
         view = lookup.view_of_project(self.navigator_state, project_id)
-        frame = lookup.frame_by_id(self.navigator_state, frame_id)
+        frame = lookup.frame_by_id(self.navigator_state, self.navigator_state.row_key(
+            host_id, frame_id)) if self.navigator_state is not None else None
         focus = view is not None and frame is not None and frame.lifecycle_state == "open" \
             and view.active_frame_id != frame_id
         title = frame.title if frame is not None else project
@@ -704,8 +726,8 @@ class SwitchboardApp(App[None]):
         self._set_current_view(message.view_id)
         project = lookup.project_by_id(self.navigator_state, message.project_id)
         if self._need(project, "This view shows no project; see the Recoveries panel."):
-            assert project is not None
-            self.request_enter_project(project.project_id, project.name)
+            assert project is not None and message.project_id is not None
+            self.request_enter_project(message.project_id, project.name)  # its row key
 
     def on_inbox_list_ack_requested(self, message: InboxList.AckRequested) -> None:
         self.request("Acknowledge", "Message acknowledged",
@@ -742,6 +764,7 @@ class SwitchboardApp(App[None]):
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         self._update_breadcrumb()
+        self.refit_stack()  # the footer's keys, so its rows, follow the focus
         self._schedule_ui_save()
 
     # ------------------------------------------------------------------ recoveries

@@ -14,7 +14,6 @@ from enum import StrEnum
 from core.apps.client import SubjectPlace
 from core.state.state_types import FrameSummary, NavigatorState, ProjectRow, RecoveryRow, ViewRow
 from navigator.lookup import (
-    frame_by_id,
     frame_with_project,
     host_of_frame,
     live_views,
@@ -75,11 +74,47 @@ def target_view(state: NavigatorState | None, selection: Selection) -> ViewRow |
 def target_frame(state: NavigatorState | None, selection: Selection) -> FrameSummary | None:
     """The selected frame in the tree (when the tree has the keyboard), else the target
     view's active frame."""
+    located = _located(state, selection)
+    return located[0] if located is not None else None
+
+
+def _located(state: NavigatorState | None, selection: Selection
+             ) -> tuple[FrameSummary, str | None] | None:
+    """``target_frame`` with its host (None: no longer in the state). Frame ids are
+    unique per host only, so the host comes from where the frame was picked (its tree
+    project's row key, its view), never from the bare id, which a remote row may
+    share with a local one."""
     frame = selection.tree_frame
     if selection.focused is Panel.TREE and frame is not None:
-        return frame_by_id(state, frame.frame_id) or frame
+        return _in_tree(state, selection, frame)
     view = target_view(state, selection)
-    return frame_by_id(state, view.active_frame_id) if view is not None else None
+    if state is None or view is None or view.active_frame_id is None:
+        return None
+    found = frame_with_project(state, state.row_key(view.host_id, view.active_frame_id))
+    return (found[0], found[1].host_id) if found is not None else None
+
+
+def _in_tree(state: NavigatorState | None, selection: Selection,
+             frame: FrameSummary) -> tuple[FrameSummary, str | None]:
+    """The tree's frame as the state has it now, and its host (from the project's key)."""
+    found = _found_in_tree(state, selection, frame)
+    if found is not None:
+        return found[0], found[1].host_id
+    host_id = state.resolve_key(selection.tree_project_id)[0] \
+        if state is not None and selection.tree_project_id else None
+    return frame, host_id
+
+
+def _found_in_tree(state: NavigatorState | None, selection: Selection,
+                   frame: FrameSummary) -> tuple[FrameSummary, ProjectRow] | None:
+    """The tree's frame and its project in the state, on the host of the tree project's
+    row key (a bare frame id alone may name a local row)."""
+    if state is None:
+        return None
+    host_id = state.resolve_key(selection.tree_project_id)[0] \
+        if selection.tree_project_id else None
+    key = state.row_key(host_id, frame.frame_id) if host_id is not None else frame.frame_id
+    return frame_with_project(state, key)
 
 
 def is_remote(state: NavigatorState | None, host_id: str | None) -> bool:
@@ -113,8 +148,8 @@ def remote_frame_for_key(state: NavigatorState | None, selection: Selection, *,
     """The target frame when it belongs to another host (None when it is local or
     nothing is selected); refused while that host is offline (its cached state may
     be old, and the request could not reach it anyway)."""
-    frame = target_frame(state, selection)
-    host_id = host_of_frame(state, frame.frame_id) if frame is not None else None
+    located = _located(state, selection)
+    frame, host_id = located if located is not None else (None, None)
     if state is None or frame is None or host_id is None or not is_remote(state, host_id):
         return None
     host = state.host_row(host_id)
@@ -140,10 +175,11 @@ def frame_for_key(state: NavigatorState | None, selection: Selection, missing: s
                   open_only: bool = False) -> FrameSummary | Refusal:
     """The target frame of a frame key, on this host; ``open_only``: it must be open
     (a closed or closing frame is reopened first)."""
-    frame = target_frame(state, selection)
-    if frame is None:
+    located = _located(state, selection)
+    if located is None:
         return Refusal(missing)
-    refusal = remote_refusal(state, host_of_frame(state, frame.frame_id))
+    frame, host_id = located
+    refusal = remote_refusal(state, host_id)
     if refusal is not None:
         return refusal
     if open_only and frame.lifecycle_state != "open":
@@ -155,25 +191,26 @@ def frame_for_key(state: NavigatorState | None, selection: Selection, missing: s
 def task_for_key(state: NavigatorState | None, selection: Selection,
                  verb: str) -> FrameSummary | Refusal:
     """The open task complete (c) or close (x) act on; a workspace has no parent."""
-    frame = target_frame(state, selection)
-    if frame is None:
+    located = _located(state, selection)
+    if located is None:
         return Refusal(f"Select a task to {verb}.")
+    frame, host_id = located
     if frame.role != "task":
         return Refusal(f"The workspace “{frame.title}” has no parent; select a task to "
                        f"{verb}.")
     if frame.lifecycle_state != "open":
         return Refusal(f"“{frame.title}” is {frame.lifecycle_state}, not open.")
-    return remote_refusal(state, host_of_frame(state, frame.frame_id)) or frame
+    return remote_refusal(state, host_id) or frame
 
 
 def closed_frame_for_key(state: NavigatorState | None,
                          selection: Selection) -> FrameSummary | Refusal:
     """The closed frame under the tree cursor that r reopens."""
     tree_frame = selection.tree_frame
-    frame = frame_by_id(state, tree_frame.frame_id) if tree_frame is not None else None
-    if frame is None or frame.lifecycle_state != "closed":
+    found = _found_in_tree(state, selection, tree_frame) if tree_frame is not None else None
+    if found is None or found[0].lifecycle_state != "closed":
         return Refusal("Select a closed frame under History to reopen it.")
-    return remote_refusal(state, host_of_frame(state, frame.frame_id)) or frame
+    return remote_refusal(state, found[1].host_id) or found[0]
 
 
 def view_to_focus(state: NavigatorState | None, project_id: str) -> ViewRow | Refusal:

@@ -201,3 +201,36 @@ def test_a_renamed_remote_never_shows_its_old_row(twins: Scenario, tmp_path: Pat
     state = build_navigator_state(engine)
     assert decode_checked(encode_canonical(state), schema=NavigatorState) == state
     assert sorted(h.host_id for h in state.hosts) == sorted([engine.host_id, *TWINS.values()])
+
+
+def test_keys_on_a_twin_frame_act_on_the_twin_never_on_the_local_frame(twins: Scenario) -> None:
+    """The tree's frame of another host is targeted on that host, though its bare id is
+    a local frame's too: t, p and y go to the twin's engine, local keys are refused."""
+    from navigator.targeting import (
+        Panel,
+        RemoteFrame,
+        Selection,
+        frame_for_key,
+        remote_frame_for_key,
+        task_for_key,
+    )
+
+    engine = twins.engine
+    state = build_navigator_state(engine)
+    twin = TWINS["twin-a"]
+    task = twins.frames["Fix login"]
+    project = next(p for p in state.projects if p.host_id == twin
+                   and any(f.frame_id == task for f in p.frames))
+    frame = next(f for f in project.frames if f.frame_id == task)
+    on_twin = Selection(focused=Panel.TREE, tree_project_id=state.row_key(twin, project.project_id),
+                        tree_frame=frame)
+    remote = remote_frame_for_key(state, on_twin)
+    assert isinstance(remote, RemoteFrame) and remote.host_id == twin
+    assert remote.frame.frame_id == task
+    refused = frame_for_key(state, on_twin, "x")
+    assert not isinstance(refused, type(frame)) and "read-only cache" in refused.text
+    assert "read-only cache" in task_for_key(state, on_twin, "complete").text
+    # the same bare id picked on this host's project stays local
+    local = Selection(focused=Panel.TREE, tree_project_id=project.project_id, tree_frame=frame)
+    assert remote_frame_for_key(state, local) is None
+    assert frame_for_key(state, local, "x") == frame
