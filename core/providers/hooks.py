@@ -19,7 +19,6 @@ Notification(permission_prompt)                     needs_input / permission
 Notification(worker_permission_prompt)              needs_input / permission
 Notification(elicitation_dialog, _url_dialog)       needs_input / elicitation
 Notification(agent_needs_input), 2.1.332            needs_input / question
-Notification(agent_completed), 2.1.332              ready / provider_complete
 Notification(idle_prompt and anything else)         no change (see below)
 Stop, notify(agent-turn-complete)                   ready / turn_complete
 StopFailure(error=rate_limit), recorded 2.1.332     needs_input / usage_limit
@@ -50,9 +49,11 @@ keeps the list:
   turn waits on it and no Stop comes until it is answered, so it is needs-input with
   reason ``question`` (the CLI asks), as a dialog found on screen is; the hook is what
   makes the dialog watch (``core.runtime.dialogs``) read the pane and quote it.
-* ``agent_completed``: a background session (``claude agents``, ``--bg``) finished.
-  Ready, reason ``provider_complete``: not a trusted turn end (no Stop, no prompt id
-  of a turn), so it never runs waiting transitions.
+* ``agent_completed``: no change. The agents view (``claude agents``, the "← for
+  agents" of every session) sends it when a background session finished or failed,
+  under the session id of the pane that shows the view, not of the one that finished
+  (whose own Stop says so). Ready here would call a pane idle on another session's
+  word, mid-turn even, and idle is what lets a control line be typed into it.
 * ``idle_prompt`` (recorded), ``auth_success``, ``auth_storage_failure``,
   ``computer_use_exit``, ``plugin_notification``, ``push_notification``: no change.
 
@@ -171,7 +172,6 @@ _NOTIFICATION_OUTCOMES: dict[str, tuple[Activity, ActivityReason]] = {
     "elicitation_dialog": (Activity.NEEDS_INPUT, ActivityReason.ELICITATION),
     "elicitation_url_dialog": (Activity.NEEDS_INPUT, ActivityReason.ELICITATION),
     AGENT_NEEDS_INPUT: (Activity.NEEDS_INPUT, ActivityReason.QUESTION),
-    "agent_completed": (Activity.READY, ActivityReason.PROVIDER_COMPLETE),
 }
 """``notification_type`` -> activity; every other type changes nothing (module docstring)."""
 CODEX_NOTIFY_EVENT = "notify"

@@ -29,7 +29,7 @@ TYPES: dict[str, tuple[Activity | None, ActivityReason | None]] = {
     "elicitation_response": NO_CHANGE,  # the person answered: not a new question
     "elicitation_complete": NO_CHANGE,
     "agent_needs_input": (Activity.NEEDS_INPUT, ActivityReason.QUESTION),
-    "agent_completed": (Activity.READY, ActivityReason.PROVIDER_COMPLETE),
+    "agent_completed": NO_CHANGE,  # another (background) session's end: not this pane's
     "idle_prompt": NO_CHANGE,
     "auth_success": NO_CHANGE,
     "auth_storage_failure": NO_CHANGE,
@@ -60,12 +60,13 @@ def test_an_unknown_future_type_changes_nothing():
     assert (parsed.activity, parsed.activity_reason) == NO_CHANGE
 
 
-def test_a_completed_background_agent_is_not_a_trusted_turn_end():
-    """Ready, but not a Stop: it carries no turn of this pane, so nothing waiting for a
-    Stop (a push, a return, a typed line) may run on it."""
-    parsed = parse_hook("claude", "Notification", _notification("agent_completed"))
-    assert parsed.kind is HookKind.NOTIFICATION and parsed.kind is not HookKind.TURN_STOPPED
-    assert parsed.activity_reason is not ActivityReason.TURN_COMPLETE
+def test_a_background_agents_end_never_makes_the_pane_idle():
+    """The agents view sends agent_completed under its own pane's session id when a
+    background session ends, even while this pane's turn runs: if it said ready, a
+    control line could be typed into a pane mid-turn. Only a Stop says ready."""
+    parsed = parse_hook("claude", "Notification",
+                        _notification("agent_completed", "build-fix finished"))
+    assert parsed.kind is not HookKind.TURN_STOPPED and not parsed.changes_activity
 
 
 def test_the_recorded_mid_turn_notice_is_needs_input():
