@@ -658,6 +658,11 @@ def test_a_call_auto_mode_blocks_is_a_failure_not_work(world: World) -> None:
     type_prompt(socket, main, "RISKYTEST please")
     world.wait_activity(parent, "ready")
     assert "Blocked by auto mode" in screen(socket, main), screen(socket, main)
+    # blocked by the service's verdict, with its words: not for want of one
+    text = _words(screen(socket, main))
+    assert "Downloads and runs a remote script" in text and "could not evaluate" not in text, \
+        text
+    assert world.api.journal.checks() == []  # the service judged it, no side request
     home = xdg_home(world.root)
     key = str(one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
                   parent)[0])
