@@ -2,8 +2,9 @@
 
 ``reconcile`` reads the tmux server once (one snapshot: identity and every
 pane) and compares it with the registry: live surfaces whose pane vanished,
-views recorded on a restarted server, a view whose main shows another pane
-than its committed placement, executing transitions whose lease expired,
+views recorded on a restarted server, a pane someone split into a view's
+window (moved out, still running: ``foreign``), a view whose main shows
+another pane than its committed placement, executing transitions whose lease expired,
 submitted control turns past their watchdog. It finishes what the pane
 metadata proves and records a recovery for everything else. It never repeats
 a swap it cannot prove did not happen, and never types a control line.
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from core.reconcile import settlement
 from core.reconcile.controls import expire_overdue_turns, resolve_settled_controls
+from core.reconcile.foreign import evict_foreign_panes
 from core.reconcile.launches import LAUNCH_REPORT_MS, bind_timeouts, interrupted_launches
 from core.reconcile.panes import revive_navigators, stop_stray_panes
 from core.reconcile.runtimes import exited_providers
@@ -66,6 +68,7 @@ class ReconcileReport:
     dialogs_changed: int = 0
     resumed_after_limit: int = 0
     usage_reads: int = 0
+    foreign_panes_moved: int = 0
 
 
 @dataclass
@@ -93,6 +96,7 @@ class _Pass:
     dialogs: int = 0
     resumed_after_limit: int = 0
     usage_reads: int = 0
+    evicted: int = 0
 
 
 def reconcile(ctx: Context) -> ReconcileReport:
@@ -108,6 +112,9 @@ def reconcile(ctx: Context) -> ReconcileReport:
     before = _recoveries(ctx.conn)
     if stage is not None:
         _settle_launches_and_exits(ctx, run)
+        run.evicted = evict_foreign_panes(ctx, run.snap, run.server_id)
+        if run.evicted:  # the windows changed: the comparison reads them again
+            run.snap = stage.snapshot()
         _compare_under_write_lock(ctx, stage, run, seen)
     expired = settle_expired(ctx, run.snap, run.server_id, now)
     run.finished, run.resumed, run.rolled = expired.finished, expired.resumed, expired.rolled_back
@@ -173,7 +180,8 @@ def _report(run: _Pass, swept: settlement.SweepReport, opened: int) -> Reconcile
         navigators_respawned=run.revived, transitions_run=swept.ran,
         transitions_settled=swept.completed, transitions_stalled=swept.stalled,
         mains_restored=run.restored, dialogs_changed=run.dialogs,
-        resumed_after_limit=run.resumed_after_limit, usage_reads=run.usage_reads)
+        resumed_after_limit=run.resumed_after_limit, usage_reads=run.usage_reads,
+        foreign_panes_moved=run.evicted)
 
 
 def _recoveries(conn: sqlite3.Connection) -> int:

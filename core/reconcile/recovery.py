@@ -18,6 +18,7 @@ from core.model.enums import Actionability, RecoveryKind, RecoveryState
 from core.model.errors import Conflict, SwitchboardError, TmuxError
 from core.reconcile.reconcile import reconcile
 from core.reconcile.recover_view import recover_view
+from core.runtime.pane_evidence import expected_main, live_server_id, shows
 from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
 from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
@@ -90,6 +91,7 @@ def execute(ctx: Context, request_id: str, recovery_id: str) -> RecoveryRecord:
     about_view = record.subject_type == "view" and ctx.stage is not None
     if about_view:
         recover_view(ctx, request_id, record.recovery_id, record.subject_id)
+        _cause_gone(ctx, record)
     else:
         reconcile(ctx)
     with write_transaction(ctx.conn) as conn:
@@ -107,6 +109,30 @@ def execute(ctx: Context, request_id: str, recovery_id: str) -> RecoveryRecord:
                 recoveries_ops.close_recovery(conn, other["recovery_id"],
                                               RecoveryState.RESOLVED, ctx.now())
     return show(ctx, recovery_id)
+
+
+def _cause_gone(ctx: Context, record: RecoveryRecord) -> None:
+    """Refuse to call a view recovery handled while main still shows another pane.
+
+    The recover transition may complete (its own target re-read in main) while a
+    fresh reading of the window still disagrees with the committed placement;
+    resolving then only made reconcile open the same recovery again on its next
+    pass, every few seconds. The recovery stays open and the refusal says why.
+    """
+    snap = ctx.require_stage().snapshot()
+    if snap is None:
+        return  # nothing answers: the next reconcile records the restart
+    server_id = live_server_id(ctx, snap)
+    try:
+        layout = snap.view(record.subject_id)
+    except TmuxError as exc:
+        raise Conflict(f"the recovery ran but the view's window is not one shape: "
+                       f"{exc.message} The recovery stays open.", code="recover_failed") from exc
+    if shows(layout, expected_main(ctx.conn, record.subject_id, server_id, snap)):
+        return
+    raise Conflict("the recovery ran but main still shows another pane than the view's "
+                   "active frame; the recovery stays open. Close the pane shown in main "
+                   "or select the frame again.", code="recover_failed")
 
 
 def enter_view(ctx: Context, request_id: str, view_id: str) -> None:

@@ -5,8 +5,12 @@ placeholder) beside the navigator. Reconcile restores a main that was killed,
 commits a mode or zoom tmux shows but the registry lost, and opens a safe_auto
 view recovery for what it cannot prove (a restarted server, a vanished
 window, another pane in main); running that recovery is
-``core.reconcile.recover_view``. Views with a transition or start at work
-(``busy``) are left to it. Every view recovery's sentence is built here.
+``core.reconcile.recover_view``. A ``placement_orphaned`` whose cause is gone
+(main shows the committed placement again, nothing in flight) closes by
+itself. A pane someone split into the window is never "another pane in main"
+(``ServerSnapshot.view`` leaves untagged panes out; ``foreign`` moves them).
+Views with a transition or start at work (``busy``) are left to it. Every view
+recovery's sentence is built here.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from core.model.errors import TmuxError
 from core.runtime.pane_evidence import expected_main, shows
 from core.tmux.panes import ServerSnapshot, ViewLayout
 from storage.operations import recoveries as recoveries_ops
+from storage.operations import transitions as transitions_ops
 from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
@@ -83,6 +88,12 @@ def check_views(ctx: Context, conn: sqlite3.Connection, snap: ServerSnapshot | N
                 ctx, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
                 Actionability.SAFE_AUTO, "Main shows another pane than the view's active "
                 "frame. Running this recovery presents the active frame again.", now)
+        elif transitions_ops.pending_for_view(conn, view_id) is None:
+            # Main shows exactly the committed placement and nothing is in flight: what
+            # an open placement_orphaned asked for holds, so it closes by itself rather
+            # than staying open until someone presses R on a view that is fine.
+            recoveries_ops.resolve_for_subject(conn, RecoveryKind.PLACEMENT_ORPHANED,
+                                               "view", view_id, now)
     return repaired
 
 

@@ -166,6 +166,13 @@ class TmuxAdapter:
         return batches.restore_main(self.runner, self.expected, view_id=view_id,
                                     placeholder_command=placeholder_command)
 
+    def evict_foreign(self, moves: Sequence[tuple[str, str, str]]
+                      ) -> dict[str, PaneSnapshot | None]:
+        """Foreign panes (pane, view, frame) out of view windows into holding, in one
+        process (``core.tmux.batches.evict_foreign``)."""
+        return batches.evict_foreign(self.runner, self.expected,
+                                     holding_session=self.holding_session, moves=moves)
+
     def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
                 target_surface_id: str | None = None, enable_target_input: bool = True,
                 launch_gate: str | None = None) -> Presented:

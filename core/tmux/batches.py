@@ -20,17 +20,20 @@ from core.tmux.errors import PlacementRefused, TmuxCommandFailed
 from core.tmux.gates import open_gate_command
 from core.tmux.identity import ServerIdentity, run_guarded
 from core.tmux.panes import (
+    OPT_FRAME,
     OPT_HOLDING,
     OPT_ROLE,
     OPT_SERVES,
+    OPT_SURFACE,
     OPT_VIEW,
     PaneRole,
     PaneSnapshot,
+    check_tag_value,
     checked_snapshot,
     pane_lines,
     pane_state_command,
 )
-from core.tmux.runner import TmuxRunner
+from core.tmux.runner import TmuxCommand, TmuxRunner
 
 
 def reread_pane(runner: TmuxRunner, expected: ServerIdentity, pane_id: str, *,
@@ -166,3 +169,42 @@ def new_parked_placeholder(runner: TmuxRunner, expected: ServerIdentity, *,
 def open_gate(runner: TmuxRunner, expected: ServerIdentity, gate: str) -> None:
     """Open a launch gate on its own (present opens it with the swap; prefer that)."""
     run_guarded(runner, expected, [open_gate_command(gate)])
+
+
+def evict_foreign(runner: TmuxRunner, expected: ServerIdentity, *, holding_session: str,
+                  moves: Sequence[tuple[str, str, str]]) -> dict[str, PaneSnapshot | None]:
+    """Move foreign panes out of view windows into the holding session, still running.
+
+    ``moves`` are (pane, view, frame): a pane someone split into ``view``'s window,
+    to be listed under ``frame``. One tmux process for all of them: per pane a
+    gate (still in that view's window, outside holding, and carrying no
+    Switchboard tag, so a pane Switchboard made or already moved is never
+    touched), then ``break-pane -d`` into its own holding window, the tags that
+    make it an extra pane of the frame (``@sb_role extra``, ``@sb_serves``,
+    ``@sb_frame``), ``remain-on-exit off`` (its exit removes it, so its record
+    goes with it) and a re-read. A refusal stops the batch (see ``gated``); the
+    panes not moved are read again by the next pass. Returns each pane re-read
+    after its move, or None when it was not moved.
+    """
+    commands: list[TmuxCommand] = []
+    for pane_id, view_id, frame_id in moves:
+        name = f"sbx-{uuid.uuid4().hex[:12]}"
+        commands += [
+            *gated([Check(pane_id, both(equals(f"#{{{OPT_VIEW}}}", check_tag_value(view_id)),
+                                        f"#{{?#{{{OPT_HOLDING}}},0,1}}",
+                                        equals(f"#{{{OPT_ROLE}}}", ""),
+                                        equals(f"#{{{OPT_SURFACE}}}", "")),
+                          "not_foreign")], [
+                ("break-pane", "-d", "-s", pane_id, "-t", f"={holding_session}:", "-n", name),
+                ("set-option", "-p", "-t", pane_id, OPT_ROLE, PaneRole.EXTRA),
+                ("set-option", "-p", "-t", pane_id, OPT_SERVES, view_id),
+                ("set-option", "-p", "-t", pane_id, OPT_FRAME, check_tag_value(frame_id)),
+                ("set-option", "-p", "-t", pane_id, "remain-on-exit", "off"),
+            ]),
+            pane_state_command(pane_id),
+        ]
+    output = run_guarded(runner, expected, commands, refusal_stops=True)
+    labels = outcomes(output.stdout, missing_raises=False)
+    moved = {p.pane_id: p for p in pane_lines(output.stdout)}
+    return {pane_id: moved.get(pane_id) if index < len(labels) and labels[index] == "ok"
+            else None for index, (pane_id, _view, _frame) in enumerate(moves)}

@@ -11,6 +11,9 @@ pane through swap-pane/break-pane/join-pane:
 - window `@sb_zoomed` zoom remembered while the view is in direct mode
 - session `@sb_holding` marks the holding session, whatever it is named;
                       read per pane, it says "this pane is parked or staged"
+- pane `@sb_frame`    the frame an extra pane belongs to: a pane someone else
+                      split into a view's window, which reconcile moved out
+                      to the holding session (``core.reconcile.foreign``)
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ OPT_SERVES = "@sb_serves"
 OPT_VIEW = "@sb_view"
 OPT_ZOOMED = "@sb_zoomed"
 OPT_HOLDING = "@sb_holding"
+OPT_FRAME = "@sb_frame"
 
 _SEP = "\x1f"  # tmux escapes control characters inside names, so this never occurs in a value
 _TAG_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -51,6 +55,10 @@ class PaneRole(StrEnum):
     STREAM = "stream"
     """The read-only inbox stream the person opens under main (``l``): part of the
     view's window but never main, so it neither makes main ambiguous nor moves."""
+    EXTRA = "extra"
+    """A foreign pane (split into a view's window by an agent, a plugin or the person)
+    after reconcile moved it to the holding session: it keeps running there, listed
+    under the frame named by its ``@sb_frame`` tag."""
 
 
 def check_tag_value(value: str) -> str:
@@ -87,6 +95,8 @@ class PaneSnapshot:
     serves_view: str | None
     zoom_memo: bool
     in_holding: bool
+    frame_id: str | None = None
+    """``@sb_frame``: the frame an extra pane is listed under (None for other panes)."""
 
     @property
     def parked(self) -> bool:
@@ -97,6 +107,11 @@ class PaneSnapshot:
     def managed(self) -> bool:
         """Launched by Switchboard as a provider surface."""
         return self.surface_id is not None
+
+    @property
+    def foreign(self) -> bool:
+        """Not made by Switchboard: no role and no surface tag (someone split it in)."""
+        return self.role is None and self.surface_id is None
 
 
 ASLEEP_STATUS = 77
@@ -138,6 +153,7 @@ _FORMATS: dict[str, str] = {
     "serves_view": "#{" + OPT_SERVES + "}",
     "zoom_memo": "#{" + OPT_ZOOMED + "}",
     "in_holding": "#{" + OPT_HOLDING + "}",
+    "frame_id": "#{" + OPT_FRAME + "}",
 }
 assert list(_FORMATS) == [f.name for f in fields(PaneSnapshot)]
 PANE_FORMAT = _SEP.join(_FORMATS.values())
@@ -187,6 +203,7 @@ def parse_pane(line: str) -> PaneSnapshot:
         serves_view=raw["serves_view"] or None,
         zoom_memo=raw["zoom_memo"] == "1",
         in_holding=raw["in_holding"] == "1",
+        frame_id=raw["frame_id"] or None,
     )
 
 
@@ -217,7 +234,11 @@ class ViewLayout:
     main: PaneSnapshot | None
     navigator: PaneSnapshot | None
     extra_panes: tuple[PaneSnapshot, ...]
-    """Non-navigator panes beyond one (someone split the view); main is then None."""
+    """Switchboard panes beyond one besides the navigator; main is then None."""
+    foreign: tuple[PaneSnapshot, ...] = ()
+    """Panes without any Switchboard tag in the window (an agent, a plugin or the person
+    split them in): never main, so a split never hides what main shows; reconcile moves
+    them out (``core.reconcile.foreign``)."""
 
 
 @dataclass
@@ -289,8 +310,9 @@ class ServerSnapshot:
             )
         (session_name, window_id), = windows
         navigator = self._index.navigators.get(view_id)
-        others = tuple(p for p in in_view
-                       if p.role is not PaneRole.NAVIGATOR and p.role is not PaneRole.STREAM)
+        foreign = tuple(p for p in in_view if p.foreign)
+        others = tuple(p for p in in_view if not p.foreign
+                       and p.role is not PaneRole.NAVIGATOR and p.role is not PaneRole.STREAM)
         main = others[0] if len(others) == 1 else None
         in_window = navigator is not None and navigator.window_id == window_id
         mode = ViewMode.NAVIGATOR if in_window else ViewMode.DIRECT
@@ -305,6 +327,7 @@ class ServerSnapshot:
             main=main,
             navigator=navigator,
             extra_panes=others if main is None else (),
+            foreign=foreign,
         )
 
 

@@ -1,0 +1,198 @@
+"""Foreign panes (issue 39 item 3): a pane split into a view's window never breaks it.
+
+An agent, a plugin or the person splits a pane into a view's window. Reconcile
+must not read it as "main shows another pane" (the old ``placement_orphaned``
+that reopened every pass), must move it out of the window into the holding
+session, still running, tagged as an extra pane of the frame the view showed,
+and its exit removes it. Each test drives the real engine against a private
+tmux server with fake providers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from core.context.requests import new_request_id
+from core.engine.engine import Engine
+from core.model.enums import (
+    Actionability,
+    Activity,
+    ActivityReason,
+    RecoveryKind,
+)
+from core.reconcile import recovery
+from core.reconcile.foreign import ExtraPane, extra_panes
+from core.reconcile.reconcile import reconcile
+from core.runtime import sagas
+from core.tmux.panes import PaneRole
+from storage.connection import write_transaction
+from storage.operations import recoveries as recoveries_ops
+from storage.operations import sessions as sessions_ops
+from tests.integration.journey_env import tmux
+from tests.integration.transitions_env import (
+    build_world,
+    mark_ready,
+    pane_of,
+    problems,
+    session_of,
+)
+from tests.waiting import retry_until
+
+pytestmark = pytest.mark.tmux
+
+FOREIGN_COMMAND = "sleep"
+
+
+def _split(socket: Path, target: str) -> str:
+    """What a team or a plugin does: split a pane into the window of ``target``."""
+    pane = tmux(socket, "split-window", "-d", "-h", "-t", target, "-P", "-F", "#{pane_id}",
+                "--", FOREIGN_COMMAND, "600").strip()
+    assert pane.startswith("%"), pane
+    return pane
+
+
+def _window_panes(socket: Path, window: str) -> list[str]:
+    return tmux(socket, "list-panes", "-t", window, "-F", "#{pane_id}").split()
+
+
+def _open_view_recoveries(engine: Engine, view_id: str) -> list[recovery.RecoveryRecord]:
+    return [r for r in recovery.list_recoveries(engine)
+            if r.subject_type == "view" and r.subject_id == view_id]
+
+
+def _extras(engine: Engine) -> list[ExtraPane]:
+    return extra_panes(engine.stage.snapshot())
+
+
+def _pid(socket: Path, pane: str) -> int:
+    return int(tmux(socket, "display-message", "-p", "-t", pane, "#{pane_pid}").strip())
+
+
+def _view_window(engine: Engine, view_id: str) -> str:
+    return engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
+                               (view_id,)).fetchone()[0]
+
+
+def test_a_split_is_moved_out_keeps_running_and_opens_no_recovery(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    main = pane_of(engine, world.workspace_id)
+    assert main is not None
+    window = _view_window(engine, world.view_id)
+    split = _split(tmux_socket, main)
+    pid = _pid(tmux_socket, split)
+    assert len(_window_panes(tmux_socket, window)) == 3
+
+    # The split is not main: the view still shows its active frame, before any move.
+    layout = engine.stage.snapshot().view(world.view_id)
+    assert layout is not None and layout.main is not None and layout.main.pane_id == main
+    assert [p.pane_id for p in layout.foreign] == [split]
+
+    report = reconcile(engine)
+    assert (report.foreign_panes_moved, report.recoveries_opened) == (1, 0)
+    navigator = engine.conn.execute("SELECT navigator_pane_id FROM user_views"
+                                    " WHERE view_id = ?", (world.view_id,)).fetchone()[0]
+    assert sorted(_window_panes(tmux_socket, window)) == sorted([navigator, main])
+    moved = engine.stage.snapshot().pane(split)
+    assert moved is not None and moved.parked and not moved.dead
+    assert moved.pane_pid == pid  # the same process, moved, not restarted
+    assert (moved.role, moved.serves_view, moved.frame_id) == (
+        PaneRole.EXTRA, world.view_id, world.workspace_id)
+    assert _extras(engine) == [ExtraPane(split, world.view_id, world.workspace_id,
+                                         FOREIGN_COMMAND, False)]
+    assert _open_view_recoveries(engine, world.view_id) == []
+    assert problems(engine, world.view_id) == []
+
+    # The next passes leave it where it is and open nothing (no loop).
+    for _ in range(2):
+        again = reconcile(engine)
+        assert (again.foreign_panes_moved, again.recoveries_opened) == (0, 0)
+    assert engine.stage.snapshot().pane(split).pane_pid == pid
+
+
+def test_the_extra_pane_exiting_removes_its_record(tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    split = _split(tmux_socket, str(pane_of(engine, world.workspace_id)))
+    pid = _pid(tmux_socket, split)
+    assert reconcile(engine).foreign_panes_moved == 1
+    assert [e.pane_id for e in _extras(engine)] == [split]
+
+    os.kill(pid, signal.SIGTERM)  # what runs in it ends
+    assert retry_until(lambda: engine.stage.snapshot().pane(split) is None, 5.0)
+    assert _extras(engine) == []
+    report = reconcile(engine)
+    assert (report.foreign_panes_moved, report.recoveries_opened) == (0, 0)
+    assert problems(engine, world.view_id) == []
+    assert _open_view_recoveries(engine, world.view_id) == []
+
+
+def test_a_second_split_is_listed_beside_the_first(tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    main = str(pane_of(engine, world.workspace_id))
+    first = _split(tmux_socket, main)
+    assert reconcile(engine).foreign_panes_moved == 1
+    second = _split(tmux_socket, main)
+    third = _split(tmux_socket, main)  # two at once are moved by the same pass
+    report = reconcile(engine)
+    assert (report.foreign_panes_moved, report.recoveries_opened) == (2, 0)
+    assert sorted(e.pane_id for e in _extras(engine)) == sorted([first, second, third])
+    snap = engine.stage.snapshot()
+    windows = {snap.pane(p).window_id for p in (first, second, third)}
+    assert len(windows) == 3  # each in its own holding window
+    assert len(_window_panes(tmux_socket, _view_window(engine, world.view_id))) == 2
+    assert problems(engine, world.view_id) == []
+
+
+def test_a_split_while_a_push_is_in_flight(tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    with write_transaction(engine.conn) as conn:  # the push waits for this agent's Stop
+        sessions_ops.record_activity(conn, session_of(engine, world.workspace_id),
+                                     activity=Activity.WORKING, reason=ActivityReason.UNKNOWN,
+                                     runtime_presence="live", turn_id=None,
+                                     provider_version=None, now=engine.now())
+    pushed = engine.frame_push(new_request_id(), world.workspace_id, "Task", "brief")
+    assert pushed.state == "prepared"
+    split = _split(tmux_socket, str(pane_of(engine, world.workspace_id)))
+
+    report = reconcile(engine)
+    assert (report.foreign_panes_moved, report.recoveries_opened) == (1, 0)
+    assert [e.pane_id for e in _extras(engine)] == [split]
+    state = engine.conn.execute("SELECT state FROM view_transitions WHERE transition_id = ?",
+                                (pushed.transition_id,)).fetchone()[0]
+    assert state == "prepared"  # the push still waits, untouched
+
+    mark_ready(engine, world.workspace_id)  # the Stop: the push runs
+    sagas.execute(engine, pushed.transition_id)
+    assert engine.conn.execute("SELECT state FROM view_transitions WHERE transition_id = ?",
+                               (pushed.transition_id,)).fetchone()[0] in (
+        "presented", "awaiting_claim", "settling", "completed")
+    assert reconcile(engine).recoveries_opened == 0
+    assert problems(engine, world.view_id) == []
+    extra = engine.stage.snapshot().pane(split)
+    assert extra is not None and extra.parked and not extra.dead
+    assert _open_view_recoveries(engine, world.view_id) == []
+
+
+def test_a_placement_orphaned_whose_cause_is_gone_closes_by_itself(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """The issue's other half: after the extra pane exited, the recovery stayed open until
+    R. One opened for a view that shows its committed placement closes on the next pass."""
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    with write_transaction(engine.conn) as conn:
+        opened = recoveries_ops.open_recovery(
+            conn, recovery_id=engine.ids.new_id(), host_id=engine.host_id,
+            kind=RecoveryKind.PLACEMENT_ORPHANED, subject_type="view",
+            subject_id=world.view_id, actionability=Actionability.SAFE_AUTO,
+            explanation="Main shows another pane than the view's active frame.",
+            now=engine.now())
+    assert engine.conn.execute("SELECT state FROM user_views WHERE view_id = ?",
+                               (world.view_id,)).fetchone()[0] == "degraded"
+    reconcile(engine)
+    assert recovery.show(engine, opened).state == "resolved"
+    assert engine.conn.execute("SELECT state FROM user_views WHERE view_id = ?",
+                               (world.view_id,)).fetchone()[0] == "ready"
+    assert reconcile(engine).recoveries_opened == 0
