@@ -68,10 +68,15 @@ DIFFTOOL_HELPER = "git-difftool--helper"
 
 
 def git_argv(cwd: str | os.PathLike[str], *args: str,
-             config: Iterable[tuple[str, str]] = ()) -> list[str]:
+             config: Iterable[tuple[str, str]] = (),
+             work_tree: str | os.PathLike[str] | None = None) -> list[str]:
     """``git --no-pager -C CWD -c ... ARGS``, with ``DIFF_OFF_OPTIONS`` after a diff verb;
-    ``config`` adds the caller's own harmless ``-c`` settings (``core.quotePath``)."""
+    ``config`` adds the caller's own harmless ``-c`` settings (``core.quotePath``).
+    ``work_tree`` pins the working tree: a repository's ``core.worktree`` (which ``-c``
+    cannot override) would otherwise let ``git diff`` read files outside the checkout."""
     argv = ["git", "--no-pager", "-C", os.fspath(cwd)]
+    if work_tree is not None:
+        argv.append(f"--work-tree={os.fspath(work_tree)}")
     for key, value in (*config, *OFF_SETTINGS):
         argv += ["-c", f"{key}={value}"]
     if args and args[0] in _DIFF_FAMILY:
@@ -139,22 +144,26 @@ def git_env(cwd: str | os.PathLike[str],
 
 @overload
 def run_git(cwd: str | os.PathLike[str], *args: str, timeout: float,
-            text: Literal[False] = ..., config: Iterable[tuple[str, str]] = ()
+            text: Literal[False] = ..., config: Iterable[tuple[str, str]] = (),
+            work_tree: str | os.PathLike[str] | None = None,
             ) -> subprocess.CompletedProcess[bytes]: ...
 
 
 @overload
 def run_git(cwd: str | os.PathLike[str], *args: str, timeout: float,
-            text: Literal[True], config: Iterable[tuple[str, str]] = ()
+            text: Literal[True], config: Iterable[tuple[str, str]] = (),
+            work_tree: str | os.PathLike[str] | None = None,
             ) -> subprocess.CompletedProcess[str]: ...
 
 
 def run_git(cwd: str | os.PathLike[str], *args: str, timeout: float,
-            text: bool = False, config: Iterable[tuple[str, str]] = ()
+            text: bool = False, config: Iterable[tuple[str, str]] = (),
+            work_tree: str | os.PathLike[str] | None = None,
             ) -> subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str]:
     """One git call in ``cwd`` with output captured and stdin closed; ``OSError`` and
     ``subprocess.TimeoutExpired`` pass through for the caller to word."""
-    return subprocess.run(git_argv(cwd, *args, config=config), capture_output=True,
+    return subprocess.run(git_argv(cwd, *args, config=config, work_tree=work_tree),
+                          capture_output=True,
                           timeout=timeout,
                           check=False, stdin=subprocess.DEVNULL, text=text,
                           env=git_env(cwd))

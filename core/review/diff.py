@@ -102,9 +102,25 @@ def git(cwd: str | Path, *args: str, timeout: float = GIT_TIMEOUT_S
     """One git call, output as bytes (paths and contents are not always UTF-8), with the
     checkout's own code-running settings off (``core.model.git``)."""
     try:
-        return run_git(cwd, *args, timeout=timeout, config=(("core.quotePath", "false"),))
+        return run_git(cwd, *args, timeout=timeout, config=(("core.quotePath", "false"),),
+                       work_tree=checkout_top(cwd))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(["git", *args], 1, b"", str(exc).encode())
+
+
+def checkout_top(path: str | Path) -> Path | None:
+    """The folder holding the ``.git`` (folder or worktree file) nearest above ``path``:
+    the checkout's own working tree, whatever its config's ``core.worktree`` says (an
+    agent could point that at the home folder and have a tracked ``.ssh/id_rsa`` read
+    from there into the diff)."""
+    try:
+        start = Path(path).resolve()
+    except OSError:
+        return None
+    for folder in (start, *start.parents):
+        if os.path.lexists(folder / ".git"):
+            return folder
+    return None
 
 
 def _decode(raw: bytes) -> str:

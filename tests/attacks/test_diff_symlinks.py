@@ -169,3 +169,23 @@ def test_a_file_name_cannot_forge_lines_of_frame_diff(world: World) -> None:  # 
     # what a pager gets parses back to the same name
     diff = ReviewClient(world.home, no_send).frame_diff(world.alpha_ws)
     assert [f.path for f in parse_diff(patch_text(diff))] == [forged]
+
+
+def test_core_worktree_cannot_point_the_diff_outside_the_checkout(
+        world: World, outside: Path) -> None:  # noqa: F811
+    """The agent commits a path that mirrors a file outside (``outside/secret.txt``) and
+    sets ``core.worktree`` to the folder above both: plain git would diff that file's
+    contents against the commit. The review pins the working tree to the checkout."""
+    from tests.core.test_review import git
+
+    mirror = world.alpha / "outside"
+    mirror.mkdir()
+    (mirror / "secret.txt").write_text("placeholder\n")
+    git(world.alpha, "add", "outside/secret.txt")
+    git(world.alpha, "commit", "-q", "-m", "mirror")
+    git(world.alpha, "config", "core.worktree", str(outside.parent))
+    plain = git(world.alpha, "diff", "HEAD")
+    assert SECRET in plain  # the redirect is live for git itself
+    text = switchboard(world, "frame", "diff", world.alpha_ws).stdout
+    navigator = ReviewClient(world.home, no_send).frame_diff(world.alpha_ws)
+    assert SECRET not in text and SECRET not in patch_text(navigator)
