@@ -51,6 +51,7 @@ GROUPS: dict[str, str] = {
     "attention": "navigator.commands.attention",
     "doctor": "navigator.commands.doctor",
     "serve": "navigator.commands.serve",
+    "server": "navigator.commands.server",
     "completion": "navigator.commands.completion",
     "conflicts": "navigator.commands.review",
     "search": "navigator.commands.search",

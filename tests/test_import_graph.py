@@ -31,7 +31,7 @@ VOCABULARY = ("core.model.enums", "core.model.errors", "core.model.machines",
 
 LAYERS = ("platform", "model", "config", "providers", "tmux", "evidence", "install", "context",
           "broker", "runtime", "reconcile", "state", "engine", "agent", "hooks", "usage", "review",
-          "fleet", "memory", "remote", "apps")
+          "fleet", "memory", "remote", "server", "apps")
 """Core's folders from the bottom up: a module may import its own folder and the folders
 before it, never one after (README's "Layers" section draws the same order)."""
 

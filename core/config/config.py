@@ -214,6 +214,25 @@ class LimitsConfig:
     auto_resume: bool = setting("boolean", default=False)
 
 
+class AgentToolTransport(StrEnum):
+    """How a launch's CLI reaches the agent tools (``[agent_tools] transport``)."""
+
+    SHIM = "shim"
+    """A stdio MCP server per agent: the ~1 MB C shim in front of the unix-socket host."""
+    HTTP = "http"
+    """MCP streamable HTTP on 127.0.0.1, served by the home's one ``switchboard server``,
+    with a bearer token per launch."""
+
+
+@dataclass(frozen=True)
+class AgentToolsConfig:
+    """The agent tools' transport. ``shim`` stays the default until the real-CLI tier
+    passes over HTTP for the newest Claude Code and Codex releases (issue 38.2)."""
+
+    transport: AgentToolTransport = setting("enum", AgentToolTransport,
+                                            default=AgentToolTransport.SHIM)
+
+
 INIT_EVIDENCE_DAYS = 30
 """``[retention] evidence_days`` in the config a first ``switchboard init`` writes: the
 age ``switchboard prune`` uses when not told one (it only runs when asked)."""
@@ -254,6 +273,7 @@ class Config:
     prices: tuple[PriceConfig, ...] = ()
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
+    agent_tools: AgentToolsConfig = field(default_factory=AgentToolsConfig)
 
     @property
     def default_provider(self) -> Provider:
@@ -530,7 +550,7 @@ class _Reader:
 _TOP_KEYS = (
     "config_version", "generation_id", "host", "views", "automation", "control_turns",
     "providers", "projects", "repositories", "checkouts", "tmux", "hooks", "remotes", "memory",
-    "attention", "prices", "limits", "retention",
+    "attention", "prices", "limits", "retention", "agent_tools",
 )
 
 
@@ -704,6 +724,7 @@ def parse_config(
     prices = _rows(reader, root, "prices", PriceConfig)
     limits = _section(reader, root, "limits", LimitsConfig)
     retention = _section(reader, root, "retention", RetentionConfig)
+    agent_tools = _section(reader, root, "agent_tools", AgentToolsConfig)
 
     _raise_problems(reader, source)
     config = Config(
@@ -725,6 +746,7 @@ def parse_config(
         prices=tuple(prices),
         limits=limits,
         retention=retention,
+        agent_tools=agent_tools,
     )
     _check_references(reader, config)
     _raise_problems(reader, source)
@@ -873,6 +895,8 @@ def render_config(config: Config) -> str:
         section("[limits]", [("auto_resume", config.limits.auto_resume)])
     if config.retention.evidence_days is not None:
         section("[retention]", [("evidence_days", config.retention.evidence_days)])
+    if config.agent_tools != AgentToolsConfig():
+        section("[agent_tools]", [("transport", config.agent_tools.transport)])
     for repository in config.repositories:
         section("[[repositories]]", [("repository_id", repository.repository_id),
                                      ("name", repository.name), ("url", repository.url)])

@@ -21,6 +21,7 @@ from core.model.enums import LaunchAction, Provider
 from core.model.errors import ProviderError
 from core.model.session_enums import PENDING_SESSION_PREFIX
 from core.model.usage import UsageBatch
+from core.providers.agent_http import HttpEndpoint
 from core.providers.hooks import HookEvent, parse_hook
 from core.providers.version import DEFAULT_TIMEOUT_S, ProviderVersion, probe_version
 
@@ -77,6 +78,9 @@ class McpServer:
     argv: tuple[str, ...]
     env_vars: tuple[str, ...]
     approved_tools: tuple[str, ...] = ()
+    http: HttpEndpoint | None = None
+    """Set when ``[agent_tools] transport = "http"``: the CLI connects to the home's
+    ``switchboard server`` with this launch's bearer token instead of starting ``argv``."""
 
     def __post_init__(self) -> None:
         for tool in self.approved_tools:

@@ -81,10 +81,12 @@ class ClaudeAdapter(AdapterCommon):
         from core.providers import claude_settings
 
         ready = claude_settings.fresh_ready_file(inputs.run_dir, inputs.launch_id)
+        http = inputs.agent_tools.http
         settings = claude_settings.write_claude_launch_settings(
-            inputs.run_dir / "claude-settings.json", inputs.hook_command, ready)
+            inputs.run_dir / "claude-settings.json", inputs.hook_command, ready,
+            http=http is not None)
         mcp_config = claude_settings.write_mcp_config(inputs.run_dir,
-                                                      inputs.agent_tools.argv, ready)
+                                                      inputs.agent_tools.argv, ready, http)
         return self.launch_plan(inputs.action, inputs.session_id, inputs.initial_prompt,
                                 settings, mcp_config=mcp_config)
 

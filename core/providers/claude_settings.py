@@ -12,6 +12,7 @@ import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.model.enums import Provider
 from core.model.files import write_private
@@ -23,6 +24,9 @@ from core.providers.hook_files import (
     write_atomic,
 )
 from core.providers.hooks import CLAUDE_HOOK_EVENTS
+
+if TYPE_CHECKING:
+    from core.providers.agent_http import HttpEndpoint
 
 
 def render_claude_settings(hook_command: Sequence[str], existing: bytes | None = None) -> bytes:
@@ -64,7 +68,8 @@ def claude_tool_names() -> tuple[str, ...]:
     return tuple(f"mcp__{CLAUDE_MCP_SERVER}__{tool['name']}" for tool in TOOLS)
 
 
-def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
+def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S, *,
+                     http: bool = False) -> str:
     """A UserPromptSubmit hook that holds a prompt until the agent tools are listed.
 
     Claude Code connects MCP servers in the background and submits a prompt
@@ -82,6 +87,16 @@ def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
     does not stretch them. Plain POSIX sh, silent (hook output would become
     prompt context), always exit 0.
     """
+    if http:
+        # Over HTTP no process of the agent's serves the tools: the home's server writes
+        # the marker when it answers this launch's token's ``tools/list``; nothing else is
+        # awaited (``.none`` after the limit: a CLI that never connected pays it once).
+        return (f"f={shlex.quote(str(ready_file))}; "
+                "[ -e \"$f.passed\" ] || [ -e \"$f.none\" ] && exit 0; "
+                "t=$(date +%s); "
+                "while [ ! -e \"$f\" ]; do now=$(date +%s); "
+                f"if [ $((now - t)) -ge {int(limit_s)} ]; then : > \"$f.none\"; exit 0; fi; "
+                f"sleep 0.1; done; sleep {MCP_SETTLE_S}; : > \"$f.passed\"; exit 0")
     alive = (f"pgrep -P \"$PPID\" -f {shlex.quote(MCP_SERVER_PATTERN)} >/dev/null 2>&1")
     return (f"f={shlex.quote(str(ready_file))}; "
             "[ -e \"$f.passed\" ] || [ -e \"$f.none\" ] && exit 0; "
@@ -95,7 +110,8 @@ def mcp_wait_command(ready_file: Path, limit_s: int = MCP_WAIT_LIMIT_S) -> str:
 
 
 def render_claude_launch_settings(hook_command: Sequence[str],
-                                  mcp_ready_file: Path | None = None) -> bytes:
+                                  mcp_ready_file: Path | None = None, *,
+                                  http: bool = False) -> bytes:
     """The ``--settings`` document of one launch: our hooks, the wait for the agent
     tools, and permission for exactly Switchboard's own three tools.
 
@@ -105,16 +121,17 @@ def render_claude_launch_settings(hook_command: Sequence[str],
     document = json.loads(render_claude_settings(hook_command))
     if mcp_ready_file is not None:
         document["hooks"]["UserPromptSubmit"].insert(0, {"hooks": [{
-            "type": "command", "command": mcp_wait_command(mcp_ready_file),
+            "type": "command", "command": mcp_wait_command(mcp_ready_file, http=http),
             "timeout": MCP_WAIT_LIMIT_S + 15}]})
     document["permissions"] = {"allow": list(claude_tool_names())}
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_claude_launch_settings(path: Path, hook_command: Sequence[str],
-                                 mcp_ready_file: Path | None = None) -> Path:
+                                 mcp_ready_file: Path | None = None, *,
+                                 http: bool = False) -> Path:
     """Write (atomically, owner-only) the per-launch settings file Switchboard owns."""
-    content = render_claude_launch_settings(hook_command, mcp_ready_file)
+    content = render_claude_launch_settings(hook_command, mcp_ready_file, http=http)
     if read_bytes(path) != content:
         write_atomic(path, content, 0o600)
     return path
@@ -132,18 +149,26 @@ def fresh_ready_file(run_dir: Path, launch_id: str) -> Path:
 
 
 def write_mcp_config(run_dir: Path, server_argv: Sequence[str],
-                     ready_file: Path | None = None) -> Path:
-    """Per-launch MCP servers file: the agent tools over stdio. The server process
-    inherits the pane environment (Claude adds ``env`` to its own), so its
-    authority is the pane's capability; ``ready_file`` is where it says it has
-    listed its tools."""
+                     ready_file: Path | None = None, http: HttpEndpoint | None = None) -> Path:
+    """Per-launch MCP servers file (0600): the agent tools over stdio, or over HTTP.
+
+    Over stdio the server process inherits the pane environment (Claude adds ``env``
+    to its own), so its authority is the pane's capability; ``ready_file`` is where it
+    says it has listed its tools. Over HTTP (``http``) the file holds the launch's
+    bearer token, which stands for that capability at the home's server (the server
+    writes ``ready_file``, registered with the token)."""
     from core.model.tool_schemas import ENV_READY_FILE
 
     path = run_dir / "claude-mcp.json"
-    command, *args = server_argv
-    server: dict[str, object] = {"command": command, "args": args}
-    if ready_file is not None:
-        server["env"] = {ENV_READY_FILE: str(ready_file)}
+    server: dict[str, object]
+    if http is not None:
+        server = {"type": "http", "url": http.url,
+                  "headers": {"Authorization": f"Bearer {http.token}"}}
+    else:
+        command, *args = server_argv
+        server = {"command": command, "args": args}
+        if ready_file is not None:
+            server["env"] = {ENV_READY_FILE: str(ready_file)}
     body = {"mcpServers": {CLAUDE_MCP_SERVER: server}}
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
     if not path.exists() or path.read_text(encoding="utf-8") != text:

@@ -32,6 +32,7 @@ from typing import Any
 from core.model.enums import LaunchAction, Provider
 from core.model.errors import ConfigError, ProviderError
 from core.model.usage import UsageBatch
+from core.providers.agent_http import ENV_TOKEN
 from core.providers.base import (
     PENDING_PREFIX,
     AdapterCommon,
@@ -55,10 +56,16 @@ def mcp_overrides(server: McpServer) -> tuple[str, ...]:
     """The agent tools as ``-c`` config overrides (dotted key = TOML value): nothing
     is written, and each approved tool runs without a question (this launch only)."""
     key = f"mcp_servers.{MCP_SERVER_NAME}"
-    command, *args = server.argv
-    flags = ["-c", f"{key}.command={toml_string(command)}",
-             "-c", f"{key}.args={_toml_array(args)}",
-             "-c", f"{key}.env_vars={_toml_array(server.env_vars)}"]
+    if server.http is not None:
+        # Streamable HTTP: Codex sends ``Authorization: Bearer $SWITCHBOARD_MCP_TOKEN``
+        # (the variable's value is in the pane environment, never on the command line).
+        flags = ["-c", f"{key}.url={toml_string(server.http.url)}",
+                 "-c", f"{key}.bearer_token_env_var={toml_string(ENV_TOKEN)}"]
+    else:
+        command, *args = server.argv
+        flags = ["-c", f"{key}.command={toml_string(command)}",
+                 "-c", f"{key}.args={_toml_array(args)}",
+                 "-c", f"{key}.env_vars={_toml_array(server.env_vars)}"]
     for tool in server.approved_tools:
         flags += ["-c", f"{key}.tools.{tool}.approval_mode={toml_string(TOOL_APPROVED)}"]
     return tuple(flags)
@@ -116,6 +123,8 @@ class CodexAdapter(AdapterCommon):
                     code="launch_invalid",
                 )
             env = ((CODEX_HOME_ENV, str(home)),)
+        if mcp_server is not None and mcp_server.http is not None:
+            env += ((ENV_TOKEN, mcp_server.http.token),)
         return LaunchPlan(
             provider=self.provider,
             action=action,

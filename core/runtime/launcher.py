@@ -28,6 +28,7 @@ from core.model.enums import LaunchAction, PlacementState, Provider, RuntimePres
 from core.model.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
 from core.model.files import FolderNotPrivate, own_dir
 from core.model.tool_schemas import TOOLS as MCP_TOOLS
+from core.providers.agent_http import HttpEndpoint
 from core.providers.base import LaunchInputs, McpServer
 from core.providers.checks import check_provider
 from core.runtime.stage import CONTROL_TEMPLATE, gate_name
@@ -132,17 +133,17 @@ def run(ctx: Context, launch_id: str, *, present: bool = True,
     ctx.fault_point("after_authorize")
     session = sessions_ops.get_session(conn, launch["session_key"])
     provider = Provider(launch["provider"])
+    tool_env = {ENV_CAPABILITY: raw, ENV_GENERATION: ctx.generation_id,
+                "SWITCHBOARD_TMUX_SOCKET": stage.socket_path, **launch_home_env(ctx)}
     try:
         argv, env = _plan(ctx, provider, LaunchAction(launch["action"]), session,
                           CONTROL_TEMPLATE if initial_prompt_for else None,
-                          launch_id=launch_id)
+                          launch_id=launch_id, tool_env=tool_env)
     except FolderNotPrivate as exc:
         # A run or socket folder someone else could reach: no pane, the start undone.
         _roll_back_bundle(ctx, launch_id, f"{exc.code}: {exc.message}")
         raise
-    env.update({ENV_CAPABILITY: raw, ENV_GENERATION: ctx.generation_id,
-                "SWITCHBOARD_TMUX_SOCKET": stage.socket_path})
-    env.update(launch_home_env(ctx))
+    env.update(tool_env)
     project = ctx.config.project(session["project_id"])
     try:
         pane = stage.launch_pane(surface_id=surface["surface_id"], launch_id=launch_id,
@@ -213,8 +214,8 @@ def _present_started(ctx: Context, frame_id: str, pane_id: str, launch_id: str) 
 
 
 def _plan(ctx: Context, provider: Provider, action: LaunchAction, session: sqlite3.Row,
-          initial_prompt: str | None, launch_id: str = "launch"
-          ) -> tuple[list[str], dict[str, str]]:
+          initial_prompt: str | None, launch_id: str = "launch",
+          tool_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     from core.providers.adapters import get_adapter
 
     config = ctx.config.providers.get(provider)
@@ -223,12 +224,45 @@ def _plan(ctx: Context, provider: Provider, action: LaunchAction, session: sqlit
     run_dir = (home.run_dir if home is not None else engine_tmp()) / session["session_key"] \
         .replace(":", "_")
     own_dir(run_dir)
+    http = _http_endpoint(ctx, session, run_dir, launch_id, tool_env)
     plan = get_adapter(provider, command).plan(LaunchInputs(
         action=action, session_id=session["provider_session_id"],
         initial_prompt=initial_prompt, run_dir=run_dir, launch_id=launch_id,
         hook_command=tuple(hook_command(ctx)),
-        agent_tools=McpServer(_agent_tools(home), AGENT_TOOL_ENV, AGENT_TOOL_NAMES)))
+        agent_tools=McpServer(_agent_tools(home), AGENT_TOOL_ENV, AGENT_TOOL_NAMES, http)))
     return list(plan.argv), dict(plan.env)
+
+
+def _http_endpoint(ctx: Context, session: sqlite3.Row, run_dir: Path,
+                   launch_id: str, tool_env: dict[str, str] | None) -> HttpEndpoint | None:
+    """With ``[agent_tools] transport = "http"``: the home's server (started when it is
+    not running) and a token for this launch, registered with the launch's tool
+    environment. None keeps the stdio path: the other transport, no home (a test's
+    context), or a server that cannot start (the agent keeps its tools; the server's
+    log says why)."""
+    from core.config.config import AgentToolTransport
+    from core.model.tool_schemas import ENV_READY_FILE
+    from core.providers import agent_http
+    from core.providers.claude_settings import READY_PREFIX
+
+    home = getattr(ctx, "home", None)
+    section = getattr(ctx.config, "agent_tools", None)
+    if home is None or tool_env is None or section is None or \
+            section.transport is not AgentToolTransport.HTTP:
+        return None
+    try:
+        info = agent_http.ensure_server(home.run_dir, home.child_env())
+    except agent_http.ServerUnavailable:
+        return None
+    # The launch's "tools listed" marker, written by the server on this token's first
+    # ``tools/list``: Claude's prompt waits for it (``fresh_ready_file``); Codex's
+    # launch has no wait, and the marker is only a file in its run folder.
+    env = {**tool_env, ENV_READY_FILE: str(run_dir / f"{READY_PREFIX}{launch_id}")}
+    project = ctx.config.project(session["project_id"]) if session["project_id"] else None
+    if project is not None:
+        env["SWITCHBOARD_MCP_CWD"] = str(project.root)
+    token = agent_http.register_token(home.run_dir, run_dir, env)
+    return agent_http.HttpEndpoint(info.url, token)
 
 
 def _agent_tools(home: object) -> tuple[str, ...]:

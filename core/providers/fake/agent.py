@@ -33,6 +33,7 @@ exit (Claude only by default: Codex has no SessionEnd hook).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import re
@@ -41,6 +42,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -50,7 +52,15 @@ from typing import SupportsInt
 
 from core.model.control_line import CONTROL_TEMPLATE
 from core.providers.fake import argv as fake_argv
-from core.providers.fake.mcp import McpClient, OverrideError, StdioServer, parse_overrides
+from core.providers.fake.mcp import (
+    HttpMcpClient,
+    HttpRefused,
+    HttpServer,
+    McpClient,
+    OverrideError,
+    StdioServer,
+    parse_overrides,
+)
 
 VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}"}
 DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
@@ -582,7 +592,7 @@ class FakeAgent:
     reply: str
     env: dict[str, str]
     write: Callable[[str], None]
-    mcp: McpClient | None = None
+    mcp: McpClient | HttpMcpClient | None = None
     ask: Callable[[str], str | None] | None = None
     """Reads the person's answer to a question on the terminal; None without one
     (print mode), where a tool that needs permission is denied, as the real CLIs do."""
@@ -802,6 +812,9 @@ def start_mcp_servers(configs: Sequence[str], env: dict[str, str]) -> list[subpr
         document = fake_argv.load_json_or_file(config) or {}
         servers = document.get("mcpServers")
         for spec in (servers.values() if isinstance(servers, dict) else ()):
+            if isinstance(spec, dict) and (remote := HttpServer.from_claude_spec(spec)):
+                _list_in_background(remote)
+                continue
             if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
                 continue
             env_spec = spec.get("env")
@@ -819,6 +832,16 @@ def start_mcp_servers(configs: Sequence[str], env: dict[str, str]) -> list[subpr
                 continue  # like the CLI: a server that does not start is left out
             started.append(proc)
     return started
+
+
+def _list_in_background(server: HttpServer) -> None:
+    """Claude Code connects an HTTP MCP server in the background at start-up; a refusal
+    (401, 403) or no answer leaves the session without that server's tools, no more."""
+    def connect() -> None:
+        with contextlib.suppress(HttpRefused, OSError, ValueError):
+            server.list_tools()
+
+    threading.Thread(target=connect, name="fake-mcp-http", daemon=True).start()
 
 
 def stop_mcp_servers(servers: Sequence[subprocess.Popen]) -> None:
@@ -947,6 +970,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         report(f"  ⎿ settings ignored (not a JSON object): {args.settings}")
     session = Session(args.provider, session_id, cwd, resumed=bool(args.resume))
     server = StdioServer.from_config(args.overrides, "switchboard")
+    http_server = HttpServer.from_codex_config(args.overrides, "switchboard", env)
+    client: McpClient | HttpMcpClient | None = McpClient(server, env) \
+        if server is not None else None
+    if http_server is not None:
+        client = HttpMcpClient(http_server)
+        if isinstance(http_server, str):
+            report(f"  ⚠ {http_server}")
     agent = FakeAgent(
         session=session,
         hooks=build_runner(args, env, report),
@@ -955,7 +985,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reply=args.reply,
         env=env,
         write=write,
-        mcp=McpClient(server, env) if server is not None else None,
+        mcp=client,
     )
     servers = start_mcp_servers(args.mcp_configs, env)
     fire_end = args.session_end == "always" or (

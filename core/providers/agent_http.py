@@ -1,0 +1,209 @@
+"""The launch side of the agent tools over MCP streamable HTTP (issue 38.2).
+
+One ``switchboard server`` per home serves the agent tools on 127.0.0.1 (``core.server``).
+This module is what a launch needs of it, kept low in the layers so the launcher can
+use it: where the server's files are, whether it runs (its ``flock``), starting it
+detached when it does not, and the per-launch bearer token.
+
+Files, all in ``<run folder>/server`` (0700, checked by ``own_dir``):
+
+- ``server.lock``: held (``flock``) by the running server for its whole life, so
+  "running" is a fact the kernel keeps: a server killed with -9 releases it at once.
+- ``server.json`` (0600): ``{"pid", "port", "started_at"}``, written once listening.
+- ``server.log`` (0600): one line per refused request or failed call; never a token.
+- ``tokens/<sha256 of the token>`` (0600): ``{"env": {...}}``, the launch's tool
+  environment (what the tools read from the pane environment over stdio), or
+  ``{"ended_at": ms}`` once a newer launch of the same session replaced it (stale).
+
+The raw token exists only in the launch's MCP config (Claude, a 0600 file) or pane
+environment (Codex, ``SWITCHBOARD_MCP_TOKEN``), like the capability it stands for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.model.digest import sha256_hex
+from core.model.errors import EnvironmentFailure
+from core.model.files import own_dir, write_private
+
+SERVER_FOLDER = "server"
+LOCK_NAME = "server.lock"
+INFO_NAME = "server.json"
+LOG_NAME = "server.log"
+TOKENS_FOLDER = "tokens"
+SESSION_TOKEN_NAME = "mcp-http-token"
+"""In a session's run folder: the digest of its launch's current token, so the next
+launch of that session ends it (a resume never keeps its predecessor's authority)."""
+ENV_TOKEN = "SWITCHBOARD_MCP_TOKEN"
+"""Codex reads the bearer token from this pane variable (``bearer_token_env_var``)."""
+MCP_PATH = "/mcp"
+START_WAIT_S = 10.0
+"""How long a front end waits for a server it started to write its port."""
+INFO_MAX_BYTES = 4096
+TOKEN_MAX_BYTES = 1024 * 1024
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43}")
+"""``secrets.token_urlsafe(32)``: anything else is not a token of ours."""
+SERVER_MODULE = "core.server.main"
+
+
+class ServerUnavailable(EnvironmentFailure):
+    """The home's server could not be started or reached."""
+
+    code = "server_unavailable"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A running server as its port file says (``server.json``)."""
+
+    pid: int
+    port: int
+    started_at: float
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
+
+
+@dataclass(frozen=True)
+class HttpEndpoint:
+    """One launch's agent-tool endpoint: the server's URL and this launch's token."""
+
+    url: str
+    token: str
+
+    def __repr__(self) -> str:  # never a token in a log or a traceback
+        return f"HttpEndpoint(url={self.url!r}, token=<hidden>)"
+
+
+def server_dir(run_dir: Path) -> Path:
+    """The server's private folder in the home's run folder (made 0700, or refused)."""
+    return own_dir(own_dir(run_dir) / SERVER_FOLDER)
+
+
+def tokens_dir(run_dir: Path) -> Path:
+    return own_dir(server_dir(run_dir) / TOKENS_FOLDER)
+
+
+def token_digest(token: str) -> str:
+    return sha256_hex(token.encode("ascii", "replace"))
+
+
+def lock_held(run_dir: Path) -> bool:
+    """Whether a server holds this home's lock now (a probe: taken and released)."""
+    path = server_dir(run_dir) / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def read_info(run_dir: Path) -> ServerInfo | None:
+    """The port file, if it is this user's private regular file and well formed."""
+    path = server_dir(run_dir) / INFO_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or \
+                info.st_mode & 0o077:
+            return None
+        data = os.read(fd, INFO_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        raw = json.loads(data)
+        found = ServerInfo(int(raw["pid"]), int(raw["port"]), float(raw["started_at"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return found if 0 < found.port < 65536 else None
+
+
+def running(run_dir: Path) -> ServerInfo | None:
+    """The running server of this home, or None (no lock holder, or no port yet)."""
+    if not lock_held(run_dir):
+        return None
+    return read_info(run_dir)
+
+
+def ensure_server(run_dir: Path, home_env: Mapping[str, str],
+                  wait_s: float = START_WAIT_S) -> ServerInfo:
+    """The home's server, started detached (its own session, fork+exec) when none runs.
+
+    Two front ends starting it at once both spawn one; the second finds the lock
+    held and exits, and both read the first one's port file."""
+    found = running(run_dir)
+    if found is not None:
+        return found
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    env.update(home_env)
+    folder = server_dir(run_dir)
+    with contextlib.suppress(FileNotFoundError):
+        (folder / INFO_NAME).unlink()  # a killed server's port: not to be read as new
+    try:
+        subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", SERVER_MODULE], env=env, cwd="/",
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True)
+    except OSError as exc:
+        raise ServerUnavailable(f"cannot start `switchboard server`: {exc}; run "
+                                "`switchboard server` to see why") from None
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        found = running(run_dir)
+        if found is not None:
+            return found
+        time.sleep(0.02)
+    raise ServerUnavailable(f"`switchboard server` did not start within {wait_s:g} s; "
+                            f"see {folder / LOG_NAME} or run `switchboard server`")
+
+
+def register_token(run_dir: Path, session_dir: Path, env: Mapping[str, str]) -> str:
+    """A fresh token for one launch, stored hashed with the launch's tool environment;
+    the session's previous launch's token is ended (a stale token gets 401)."""
+    token = secrets.token_urlsafe(32)
+    folder = tokens_dir(run_dir)
+    digest = token_digest(token)
+    write_private(folder / digest, json.dumps({"env": dict(env)}, sort_keys=True))
+    marker = session_dir / SESSION_TOKEN_NAME
+    with contextlib.suppress(OSError):
+        previous = marker.read_text(encoding="ascii").strip()
+        if re.fullmatch(r"[0-9a-f]{64}", previous) and previous != digest and \
+                (folder / previous).exists():
+            end_token(run_dir, previous)
+    write_private(marker, digest + "\n")
+    return token
+
+
+def end_token(run_dir: Path, digest: str) -> None:
+    """Mark a token stale: its environment (the capability) is dropped, the name kept so
+    the server can say why it refuses it."""
+    write_private(tokens_dir(run_dir) / digest,
+                  json.dumps({"ended_at": int(time.time() * 1000)}))
+
+
+__all__ = ["ENV_TOKEN", "HttpEndpoint", "ServerInfo", "ServerUnavailable", "end_token",
+           "ensure_server", "lock_held", "read_info", "register_token", "running",
+           "server_dir", "token_digest", "tokens_dir"]

@@ -1,0 +1,386 @@
+"""The agent tools over MCP streamable HTTP on 127.0.0.1 (issue 38.2).
+
+``POST /mcp`` takes one JSON-RPC message and answers it as ``application/json``
+(``initialize``, ``tools/list``, ``ping`` here at once; a notification gets 202 and no
+body; ``tools/call`` in a child process with the launch's own environment). ``GET`` is
+405: there is no server-to-client stream.
+
+Every request is checked before its body is read, each refusal one line of text:
+
+- ``Host`` must be ``127.0.0.1:PORT`` or ``localhost:PORT`` and ``Origin``, when sent,
+  that same origin (403): a web page the person opens cannot reach the tools through
+  DNS rebinding or a cross-site POST.
+- ``Authorization: Bearer TOKEN``: a token registered by a launch
+  (``core.providers.agent_http``, stored as its sha256). Missing, unknown (forged) or
+  ended (stale: a newer launch of its session replaced it) is 401. A token is never
+  written to the log, nor echoed.
+- A body over ``MAX_BODY_BYTES`` is 413 (not read), one without a length 411.
+
+One client never delays another: each connection has its own thread (at most
+``MAX_CONNECTIONS``; past that a connection is closed at once), every read has a
+timeout (``READ_TIMEOUT_S``) and a whole request a deadline, and calls are bounded
+(``MAX_CALLS`` at once, ``MAX_CALLS_PER_TOKEN`` of them per launch, each killed after
+``CALL_TIMEOUT_S``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from core.model.tool_schemas import ENV_READY_FILE
+from core.providers.agent_http import MCP_PATH, TOKEN_MAX_BYTES, TOKEN_RE, token_digest
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+READ_TIMEOUT_S = 10.0
+"""A connection that sends nothing for this long is closed."""
+REQUEST_DEADLINE_S = 30.0
+"""A request's body must have arrived whole by then (a trickling client is cut off)."""
+MAX_CONNECTIONS = 64
+MAX_CALLS = 16
+MAX_CALLS_PER_TOKEN = 4
+CALL_TIMEOUT_S = 110.0
+"""A tool call's child is killed past this (Codex's own tool timeout is 60 s by default,
+Claude Code's longer); the agent gets an error result and may try again."""
+LOG_MAX_BYTES = 256 * 1024
+PASSED_ENV = ("HOME", "PATH", "LANG", "LC_ALL", "USER", "LOGNAME", "TMPDIR", "TZ")
+"""From the server's own environment into a call's, unless the launch set them: what an
+MCP server the CLI starts would have had (Codex's own default list)."""
+
+
+@dataclass
+class TokenState:
+    """What the server keeps per token in memory: how many of its calls run, and whether
+    it has been listed (its launch's ready marker written)."""
+
+    calls: int = 0
+    listed: bool = False
+
+
+@dataclass
+class Registry:
+    """The tokens folder, read on each request (a launch writes there at any time)."""
+
+    tokens: Path
+    state: dict[str, TokenState] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def lookup(self, header: str | None) -> tuple[str, dict[str, str]] | str:
+        """(digest, environment) of a valid token, else the one-line reason it is refused."""
+        if not header:
+            return "missing bearer token: send the Authorization header from this launch's " \
+                   "MCP config"
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return "malformed Authorization header: expected 'Bearer <token>'"
+        if not TOKEN_RE.fullmatch(token):
+            return "unknown token: not issued by this Switchboard server"
+        digest = token_digest(token)
+        path = self.tokens / digest
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return "unknown token: not issued by this Switchboard server"
+        try:
+            info = os.fstat(fd)
+            if info.st_uid != os.getuid() or info.st_mode & 0o077:
+                return "unknown token: its record is not private; relaunch the agent"
+            data = os.read(fd, TOKEN_MAX_BYTES + 1)
+        finally:
+            os.close(fd)
+        try:
+            record = json.loads(data)
+        except ValueError:
+            return "unknown token: its record is unreadable; relaunch the agent"
+        env = record.get("env") if isinstance(record, dict) else None
+        if env is None and isinstance(record, dict) and "ended_at" in record:
+            return "stale token: its launch ended; the agent's newer launch has its own"
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                for k, v in env.items()):
+            return "unknown token: its record is unreadable; relaunch the agent"
+        return digest, env
+
+
+class AgentToolServer(ThreadingHTTPServer):
+    """127.0.0.1 only, an ephemeral port, a thread per connection (bounded)."""
+
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def __init__(self, tokens: Path, log: Path, port: int = 0) -> None:
+        self.registry = Registry(tokens)
+        self.log_file = log
+        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.calls = threading.BoundedSemaphore(MAX_CALLS)
+        super().__init__(("127.0.0.1", port), Handler)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.connections.acquire(blocking=False):
+            self.log("refused a connection: too many open at once")
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        self.log(f"a request failed: {sys.exc_info()[1]!r}")
+
+    def log(self, line: str) -> None:
+        """One line to ``server.log`` (0600, started over past ``LOG_MAX_BYTES``)."""
+        try:
+            size = os.lstat(self.log_file).st_size
+        except OSError:
+            size = 0
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        if size > LOG_MAX_BYTES:
+            flags |= os.O_TRUNC
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+        with contextlib.suppress(OSError):
+            fd = os.open(self.log_file, flags, 0o600)
+            try:
+                os.write(fd, f"{stamp} switchboard server: {line}\n".encode(
+                    "utf-8", "backslashreplace"))
+            finally:
+                os.close(fd)
+
+    def run_call(self, digest: str, env: dict[str, str], body: bytes) -> bytes:
+        """One ``tools/call`` in its own process with the launch's environment, bounded."""
+        registry = self.registry
+        with registry.lock:
+            state = registry.state.setdefault(digest, TokenState())
+            if state.calls >= MAX_CALLS_PER_TOKEN:
+                raise CallRefused("this launch already has "
+                                  f"{MAX_CALLS_PER_TOKEN} tool calls running; wait for one")
+            state.calls += 1
+        try:
+            if not self.calls.acquire(timeout=CALL_TIMEOUT_S):
+                raise CallRefused("the server is busy with other calls; try again")
+            try:
+                return self._spawn(env, body)
+            finally:
+                self.calls.release()
+        finally:
+            with registry.lock:
+                state.calls -= 1
+
+    def _spawn(self, env: dict[str, str], body: bytes) -> bytes:
+        child_env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        child_env.update(env)
+        cwd = child_env.pop("SWITCHBOARD_MCP_CWD", "") or "/"
+        if not os.path.isdir(cwd):
+            cwd = "/"
+        try:
+            done = subprocess.run(  # noqa: S603 - our own interpreter and module
+                [sys.executable, "-m", "core.server.call"], input=body, env=child_env,
+                cwd=cwd, capture_output=True, timeout=CALL_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            self.log(f"a tool call ran past {CALL_TIMEOUT_S:g} s and was ended")
+            raise CallRefused(f"the tool call ran past {CALL_TIMEOUT_S:g} s and was "
+                              "ended; try again") from None
+        except OSError as exc:
+            self.log(f"cannot start a tool call: {exc}")
+            raise CallRefused("the tool call could not start; try again") from None
+        if done.returncode != 0 or not done.stdout:
+            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+            self.log(f"a tool call failed (exit {done.returncode}): {' '.join(tail)[:300]}")
+            raise CallRefused("the agent-tool call ended without an answer; try again")
+        return done.stdout
+
+    def mark_listed(self, digest: str, env: dict[str, str]) -> None:
+        """The launch's "tools listed" marker, once per token (Claude's prompt wait)."""
+        with self.registry.lock:
+            state = self.registry.state.setdefault(digest, TokenState())
+            if state.listed:
+                return
+            state.listed = True
+        path = env.get(ENV_READY_FILE)
+        if path:
+            with contextlib.suppress(OSError):
+                Path(path).touch()
+
+
+class CallRefused(Exception):
+    """A call that gets an ``isError`` result instead of running (its words say why)."""
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One connection: requests in order, each checked before its body is read."""
+
+    server: AgentToolServer
+    protocol_version = "HTTP/1.1"
+    server_version = "switchboard"
+    sys_version = ""
+    timeout = READ_TIMEOUT_S
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Nothing per request: refusals are logged by reason, never with headers."""
+
+    def _plain(self, status: HTTPStatus, line: str, *, close: bool = False,
+               headers: tuple[tuple[str, str], ...] = ()) -> None:
+        body = (line + "\n").encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: HTTPStatus, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _origin_refusal(self) -> str | None:
+        port = self.server.port
+        allowed = (f"127.0.0.1:{port}", f"localhost:{port}")
+        host = self.headers.get("Host")
+        if host not in allowed:
+            return f"forbidden: Host must be 127.0.0.1:{port} or localhost:{port}"
+        origin = self.headers.get("Origin")
+        if origin is not None and origin not in (f"http://{host}",):
+            return "forbidden: a request from another origin is refused"
+        return None
+
+    def _refuse(self, status: HTTPStatus, line: str, **kwargs: Any) -> None:
+        self.server.log(f"refused {self.command} {self.path[:64]!r}: {line}")
+        self._plain(status, line, **kwargs)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self._other()
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._other()
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._other()
+
+    def _other(self) -> None:
+        refusal = self._origin_refusal()
+        if refusal is not None:
+            self._refuse(HTTPStatus.FORBIDDEN, refusal, close=True)
+            return
+        if self.path.split("?")[0] != MCP_PATH:
+            self._plain(HTTPStatus.NOT_FOUND, f"not found: the agent tools are at {MCP_PATH}",
+                        close=True)
+            return
+        self._plain(HTTPStatus.METHOD_NOT_ALLOWED,
+                    "method not allowed: POST one JSON-RPC message (no event stream here)",
+                    close=True, headers=(("Allow", "POST"),))
+
+    def do_POST(self) -> None:  # noqa: N802
+        refusal = self._origin_refusal()
+        if refusal is not None:
+            self._refuse(HTTPStatus.FORBIDDEN, refusal, close=True)
+            return
+        if self.path.split("?")[0] != MCP_PATH:
+            self._plain(HTTPStatus.NOT_FOUND, f"not found: the agent tools are at {MCP_PATH}",
+                        close=True)
+            return
+        found = self.server.registry.lookup(self.headers.get("Authorization"))
+        if isinstance(found, str):
+            self._refuse(HTTPStatus.UNAUTHORIZED, found, close=True,
+                         headers=(("WWW-Authenticate", 'Bearer error="invalid_token"'),))
+            return
+        digest, env = found
+        length_text = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding") or length_text is None or \
+                not length_text.isdigit():
+            self._refuse(HTTPStatus.LENGTH_REQUIRED,
+                         "length required: send Content-Length (no chunked bodies)", close=True)
+            return
+        length = int(length_text)
+        if length > MAX_BODY_BYTES:
+            self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                         f"request too large: at most {MAX_BODY_BYTES} bytes", close=True)
+            return
+        body = self._read_body(length)
+        if body is None:
+            self._refuse(HTTPStatus.REQUEST_TIMEOUT,
+                         f"request timeout: the body did not arrive within "
+                         f"{REQUEST_DEADLINE_S:g} s", close=True)
+            return
+        self._answer(digest, env, body)
+
+    def _read_body(self, length: int) -> bytes | None:
+        """The body, or None when it does not arrive by the request's deadline."""
+        deadline = time.monotonic() + REQUEST_DEADLINE_S
+        chunks: list[bytes] = []
+        left = length
+        while left:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.connection.settimeout(min(READ_TIMEOUT_S, remaining))
+            try:
+                chunk = self.rfile.read1(min(left, 64 * 1024))
+            except (TimeoutError, OSError):
+                return None
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            left -= len(chunk)
+        self.connection.settimeout(READ_TIMEOUT_S)
+        return b"".join(chunks)
+
+    def _answer(self, digest: str, env: dict[str, str], body: bytes) -> None:
+        from core.agent.mcp_server import PARSE_ERROR, _error, _tool_error, handle
+
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            self._json(HTTPStatus.BAD_REQUEST,
+                       _encode(_error(None, PARSE_ERROR, "parse error")))
+            return
+        is_request = isinstance(message, dict) and "id" in message and "method" in message
+        if isinstance(message, dict) and "id" not in message:
+            # A notification (or a client's response): accepted, nothing to answer.
+            self.send_response(HTTPStatus.ACCEPTED)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if is_request and message.get("method") == "tools/call":
+            try:
+                data = self.server.run_call(digest, env, body)
+            except CallRefused as exc:
+                data = _encode({"jsonrpc": "2.0", "id": message.get("id"),
+                                "result": _tool_error(f"internal_error: {exc}")})
+            self._json(HTTPStatus.OK, data)
+            return
+        reply = handle(message)
+        self._json(HTTPStatus.OK, _encode(reply))
+        if is_request and message.get("method") == "tools/list" and reply and \
+                "result" in reply:
+            self.server.mark_listed(digest, env)
+
+
+def _encode(reply: dict[str, Any] | None) -> bytes:
+    return json.dumps(reply, separators=(",", ":")).encode("utf-8")
+
+
+__all__ = ["MAX_BODY_BYTES", "AgentToolServer"]

@@ -1,0 +1,152 @@
+"""The ``switchboard server`` process: one per home, by an ``flock`` in its run folder.
+
+``serve`` takes the lock (a second server refuses in one line), listens on
+127.0.0.1:<ephemeral port>, writes ``server.json`` (0600: pid, port, start time) and
+serves until SIGTERM/SIGINT. Killed with -9 it leaves a stale ``server.json`` and no
+lock holder: ``core.providers.agent_http.running`` reads "not running", and the next
+launch starts a new one (``ensure_server``). ``status`` and ``stop`` are what the
+command's ``--status`` and ``--stop`` do.
+
+Started detached by a launch as ``python -m core.server.main`` with only the home's
+variables of Switchboard (no capability in its environment: each call's child gets
+its own launch's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.config.home import Home
+from core.model.errors import SwitchboardError
+from core.model.files import write_private
+from core.providers.agent_http import (
+    INFO_NAME,
+    LOCK_NAME,
+    LOG_NAME,
+    ServerInfo,
+    read_info,
+    running,
+    server_dir,
+    tokens_dir,
+)
+
+STOP_WAIT_S = 5.0
+NOT_RUNNING = 3
+"""``--status``'s exit code when no server runs (a script can tell it from an error)."""
+
+
+class AlreadyRunning(SwitchboardError):
+    code = "server_running"
+
+
+@dataclass(frozen=True)
+class Status:
+    """What ``--status`` reports."""
+
+    info: ServerInfo | None
+
+    def line(self, now: float) -> str:
+        if self.info is None:
+            return "switchboard server: not running"
+        uptime = max(0, int(now - self.info.started_at))
+        return (f"switchboard server: running, pid {self.info.pid}, port {self.info.port}, "
+                f"up {uptime} s ({self.info.url})")
+
+
+def _take_lock(folder: Path) -> int | None:
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def serve(run_dir: Path, ready: threading.Event | None = None,
+          stop: threading.Event | None = None) -> int:
+    """Run the server until ``stop`` (or SIGTERM/SIGINT in the main thread)."""
+    from core.server.http import AgentToolServer
+
+    folder = server_dir(run_dir)
+    lock = _take_lock(folder)
+    if lock is None:
+        found = read_info(run_dir)
+        where = f" (pid {found.pid}, port {found.port})" if found else ""
+        raise AlreadyRunning(f"a switchboard server already runs for this home{where}; "
+                             "use `switchboard server --status` or `--stop`")
+    stop = stop or threading.Event()
+    try:
+        server = AgentToolServer(tokens_dir(run_dir), folder / LOG_NAME)
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(signum, lambda *_: stop.set())
+        loop = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
+                                name="agent-tools-http", daemon=True)
+        loop.start()
+        write_private(folder / INFO_NAME, json.dumps(
+            {"pid": os.getpid(), "port": server.port, "started_at": time.time()}))
+        server.log(f"listening on 127.0.0.1:{server.port} (pid {os.getpid()})")
+        if ready is not None:
+            ready.set()
+        while not stop.wait(0.5):
+            pass
+        server.shutdown()
+        server.server_close()
+        server.log("stopped")
+        info = read_info(run_dir)
+        if info is not None and info.pid == os.getpid():
+            with contextlib.suppress(OSError):
+                (folder / INFO_NAME).unlink()
+    finally:
+        os.close(lock)
+    return 0
+
+
+def status(run_dir: Path) -> Status:
+    return Status(running(run_dir))
+
+
+def stop_server(run_dir: Path, wait_s: float = STOP_WAIT_S) -> ServerInfo | None:
+    """SIGTERM to the running server and wait for its lock to go; None: none ran."""
+    info = running(run_dir)
+    if info is None:
+        return None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while running(run_dir) is not None:
+        if time.monotonic() > deadline:
+            raise SwitchboardError(f"the switchboard server (pid {info.pid}) did not stop "
+                                   f"within {wait_s:g} s; end it with `kill {info.pid}`",
+                                   code="server_stuck")
+        time.sleep(0.05)
+    return info
+
+
+def main() -> int:
+    """``python -m core.server.main``: the detached start a launch makes."""
+    os.umask(0o077)
+    run_dir = Home.from_env().run_dir
+    for name in [n for n in os.environ if n.startswith("SWITCHBOARD_")
+                 and n not in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG")]:
+        del os.environ[name]
+    try:
+        return serve(run_dir)
+    except SwitchboardError as exc:
+        print(f"switchboard server: {exc.message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""`switchboard server`: one per home by its lock, --status, --stop, started on demand.
+
+Every server here is a real process on 127.0.0.1 in a test's own home; each test
+stops what it started (by pid, from the server's own port file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.config.home import Home
+from core.providers import agent_http
+from core.server.main import stop_server
+from tests.waiting import retry_until
+
+CLI = (sys.executable, "-m", "navigator.cli", "server")
+
+
+def _cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture
+def run_dir(sb_home: Path) -> Iterator[Path]:
+    """This test's home's run folder; any server of it is stopped at the end."""
+    folder = Home.from_env().run_dir
+    yield folder
+    with contextlib.suppress(Exception):
+        stop_server(folder)
+
+
+def _ping(info: agent_http.ServerInfo, token: str) -> dict:
+    request = urllib.request.Request(
+        info.url, method="POST", data=b'{"jsonrpc":"2.0","id":7,"method":"ping"}',
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        return json.loads(response.read())
+
+
+def test_status_stop_and_a_second_server_refused(run_dir: Path) -> None:
+    not_running = _cli("--status")
+    assert (not_running.returncode, not_running.stdout.strip()) == \
+        (3, "switchboard server: not running")
+
+    first = subprocess.Popen([*CLI], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert retry_until(lambda: agent_http.running(run_dir) is not None, 15)
+        info = agent_http.running(run_dir)
+        assert info is not None and info.pid == first.pid
+        folder = run_dir / "server"
+        assert os.stat(folder).st_mode & 0o777 == 0o700
+        assert os.stat(folder / "server.json").st_mode & 0o777 == 0o600
+
+        status = _cli("--status")
+        assert status.returncode == 0
+        assert status.stdout.startswith(
+            f"switchboard server: running, pid {first.pid}, port {info.port}, up ")
+
+        second = _cli()
+        assert second.returncode != 0
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and "already runs for this home" in lines[0] and \
+            f"pid {first.pid}" in lines[0], second.stderr
+        assert agent_http.running(run_dir) == info  # the first one is untouched
+
+        stopped = _cli("--stop")
+        assert (stopped.returncode, stopped.stdout.strip()) == \
+            (0, f"switchboard server: stopped (pid {first.pid})")
+        assert first.wait(timeout=10) == 0
+        assert _cli("--status").returncode == 3
+        assert not (folder / "server.json").exists()
+        again = _cli("--stop")
+        assert (again.returncode, again.stdout.strip()) == \
+            (0, "switchboard server: not running (nothing to stop)")
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
+def test_killed_server_is_replaced_by_the_next_launch(run_dir: Path) -> None:
+    home_env = Home.from_env().child_env()
+    info = agent_http.ensure_server(run_dir, home_env)
+    session = run_dir / "s1"
+    session.mkdir(mode=0o700)
+    token = agent_http.register_token(run_dir, session, {})
+    assert _ping(info, token)["result"] == {}
+    # Detached: its own session, not this process's child's group.
+    assert os.getsid(info.pid) == info.pid
+
+    os.kill(info.pid, signal.SIGKILL)
+    assert retry_until(lambda: agent_http.running(run_dir) is None, 10)
+    assert agent_http.read_info(run_dir) == info  # its stale port file is still there
+
+    replaced = agent_http.ensure_server(run_dir, home_env)
+    assert replaced.pid != info.pid
+    # The tokens are files: the launch's token works at the new server too.
+    assert _ping(replaced, token)["id"] == 7
+    assert agent_http.running(run_dir) == replaced
+
+
+def test_front_ends_starting_it_at_once_share_one_server(run_dir: Path) -> None:
+    home_env = Home.from_env().child_env()
+    found: list[agent_http.ServerInfo] = []
+
+    def start() -> None:
+        found.append(agent_http.ensure_server(run_dir, home_env))
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(found) == 4 and len(set(found)) == 1, found
+
+
+def test_a_run_folder_open_to_others_is_refused(run_dir: Path) -> None:
+    run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder = run_dir / "server"
+    folder.mkdir(mode=0o700)
+    os.chmod(folder, 0o777)
+    done = _cli()
+    assert done.returncode != 0
+    assert "open to other users" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (folder / "server.lock").exists()  # nothing made there
