@@ -132,9 +132,16 @@ def watch_dialogs(ctx: Context, snap: ServerSnapshot | None, server_id: str | No
 def _apply(ctx: Context, tx: sqlite3.Connection, row: sqlite3.Row,
            dialog: PaneDialog | None, now: int) -> int:
     key = row["session_key"]
+    # Read again under the write lock: the screen read took a tmux process, and a typist
+    # about to type (``dialog_blocks_typing``) may have recorded the dialog meanwhile.
+    open_dialog = tx.execute(
+        "SELECT recovery_id FROM recoveries WHERE kind = 'provider_dialog'"
+        " AND subject_type = 'surface' AND subject_id = ? AND state = 'open'",
+        (row["surface_id"],)).fetchone()
+    open_id = None if open_dialog is None else open_dialog[0]
     if dialog is not None:
         marked = sessions_ops.mark_waiting_on_dialog(tx, key, now)
-        if row["open_dialog"] is None:
+        if open_id is None:
             recoveries_ops.open_recovery(
                 tx, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
                 kind=RecoveryKind.PROVIDER_DIALOG, subject_type="surface",
@@ -142,9 +149,9 @@ def _apply(ctx: Context, tx: sqlite3.Connection, row: sqlite3.Row,
                 explanation=dialog_explanation(dialog.words), now=now)
             return 1
         return int(marked)
-    if row["open_dialog"] is None:
+    if open_id is None:
         return 0
-    recoveries_ops.close_recovery(tx, row["open_dialog"], RecoveryState.RESOLVED, now)
+    recoveries_ops.close_recovery(tx, open_id, RecoveryState.RESOLVED, now)
     sessions_ops.clear_dialog_wait(tx, key, now)
     return 1
 

@@ -12,6 +12,7 @@ runs against the real CLI in ``tests/realcli/test_claude_journey.py``.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,20 @@ def test_a_mid_turn_notice_is_needs_input_then_ready_after_enter(
     assert retry_until(lambda: ">" in screen().split(), 15), screen()
     type_line(tmux_socket, main, "hello")
     assert retry_until(lambda: _activity(engine)[0] == "ready", 15)
-    reconcile(engine)  # an idle, ready pane: nothing to read, nothing recorded
-    assert _open_notice(engine) is None
+    read: list[str] = []  # every pane the dialog watch reads from now on
+    stage = engine.stage
+    assert stage is not None
+    real_read = stage.read_screens
+
+    def counted(server_id: str, panes: Sequence[str], lines: int) -> dict[str, list[str]]:
+        read.extend(panes)
+        return real_read(server_id, panes, lines)
+    monkeypatch.setattr(stage, "read_screens", counted)
+    type_line(tmux_socket, main, "SLOWTEST no notice here")  # a turn with no ask
+    for _ in range(3):
+        assert _open_notice(engine) is None  # reconcile turns while it works and after
+        time.sleep(0.5)
+    assert read == []  # nothing is polled: no hook asked
 
     type_line(tmux_socket, main, "NOTICETEST please")
     assert retry_until(lambda: NOTICE_TITLE in screen(), 15), screen()
@@ -60,6 +73,7 @@ def test_a_mid_turn_notice_is_needs_input_then_ready_after_enter(
         _activity(engine)
     assert time.monotonic() - shown <= 1.0
     assert retry_until(lambda: _open_notice(engine) is not None, 10)
+    assert set(read) == {main}  # the hook made the watch read that pane, and only it
     (words,) = _open_notice(engine) or ("",)
     assert NOTICE_TITLE[:60] in words and "never types" in words, words
 
