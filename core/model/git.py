@@ -105,18 +105,30 @@ def with_config(env: Mapping[str, str], settings: Iterable[tuple[str, str]]) -> 
     return out
 
 
+class ConfigUnreadable(OSError):
+    """The checkout's git config could not be read, so its drivers cannot be switched
+    off: the call it guards is not made (an ``OSError``, as a git that fails to start)."""
+
+
 def configured_drivers(cwd: str | os.PathLike[str], section: str,
                        env: Mapping[str, str] | None = None) -> list[str]:
     """Names of ``SECTION.<name>.*`` in the config git would use in ``cwd`` (every scope,
-    includes followed), read with the same settings off; [] when git cannot answer."""
+    includes followed), read with the same settings off. Raises ``ConfigUnreadable``
+    when git cannot answer (a timeout, a broken config): failing open would run the
+    call with every filter live."""
     argv = git_argv(cwd, "config", "--null", "--includes", "--get-regexp",
                     f"^{section}\\.")
     try:
         done = subprocess.run(argv, capture_output=True, timeout=CONFIG_READ_TIMEOUT_S,
                               check=False, stdin=subprocess.DEVNULL,
                               env=dict(env) if env is not None else base_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+    except subprocess.TimeoutExpired as exc:
+        raise ConfigUnreadable(f"git config in {os.fspath(cwd)} took over "
+                               f"{CONFIG_READ_TIMEOUT_S:g} s") from exc
+    if done.returncode not in (0, 1):  # 1: no such key, the usual answer
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ConfigUnreadable(f"git config in {os.fspath(cwd)} failed: "
+                               + (said[-1] if said else f"exit {done.returncode}"))
     names: list[str] = []
     for entry in done.stdout.split(b"\0"):
         key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")

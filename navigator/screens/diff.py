@@ -255,8 +255,8 @@ class DiffScreen(ModalScreen[None]):
         if tool is not None:
             from textual.app import SuspendNotSupported
 
-            call = difftool_call(diff.checkout, diff.base_ref, tool)
             try:
+                call = difftool_call(diff.checkout, diff.base_ref, tool)
                 with self.app.suspend():
                     subprocess.run(list(call.argv), env=call.env, check=False)
             except (SuspendNotSupported, OSError) as exc:

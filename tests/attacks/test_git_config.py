@@ -304,3 +304,19 @@ async def test_o_on_the_diff_screen_runs_the_persons_tool_only(
         await pilot.pause()
     assert (ran / "person-tool").exists()
     assert planted(markers) == []
+
+
+def test_a_config_that_cannot_be_read_stops_the_call(armed: World, markers: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: when the filter names cannot be read in time (a loaded machine, an
+    include that blocks), the git call they guard is not made with the filters live."""
+    from core.model import git as safe_git
+    from core.review.diff import read_diff
+
+    monkeypatch.setattr(safe_git, "CONFIG_READ_TIMEOUT_S", 0.000_001)
+    with pytest.raises(safe_git.ConfigUnreadable):
+        safe_git.run_git(armed.alpha, "diff", "HEAD~1", timeout=30)
+    base = git(armed.alpha, "rev-parse", "HEAD~1").strip()
+    files, _cut = read_diff(str(armed.alpha), base)
+    assert planted(markers) == []
+    assert files == []  # git was not asked: an empty diff, not a diff with filters run
