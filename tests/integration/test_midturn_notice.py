@@ -59,7 +59,7 @@ def test_a_mid_turn_notice_is_needs_input_then_ready_after_enter(
         read.extend(panes)
         return real_read(server_id, panes, lines)
     monkeypatch.setattr(stage, "read_screens", counted)
-    type_line(tmux_socket, main, "SLOWTEST no notice here")  # a turn with no ask
+    type_line(tmux_socket, main, "another turn, no notice")  # a turn no hook asks about
     for _ in range(3):
         assert _open_notice(engine) is None  # reconcile turns while it works and after
         time.sleep(0.5)
