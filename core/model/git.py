@@ -21,7 +21,8 @@ would run the agent's script with the person's rights. Every call here gets:
   filters, and ``--attr-source`` came in 2.40). The names travel as
   ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``, so a driver named with ``=`` cannot
   break the ``-c name=value`` split. A filter the person set globally (git-lfs)
-  is off as well: a diff then shows LFS pointers, never runs a repository's program;
+  is off as well: a diff then shows LFS pointers, never runs a repository's program.
+  When the names cannot be read the call is not made (``ConfigUnreadable``);
 - an environment without the ``GIT_*`` variables that move the repository or carry
   config and programs (``GIT_DIR``, ``GIT_CONFIG_PARAMETERS``, ``GIT_EXTERNAL_DIFF``,
   ...); only where the person's own config lives (``GIT_CONFIG_GLOBAL``, ...) and
