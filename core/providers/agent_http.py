@@ -43,6 +43,7 @@ SERVER_FOLDER = "server"
 LOCK_NAME = "server.lock"
 INFO_NAME = "server.json"
 LOG_NAME = "server.log"
+PORT_HINT_NAME = "server.port"
 TOKENS_FOLDER = "tokens"
 SESSION_TOKEN_NAME = "mcp-http-token"
 """In a session's run folder: the digest of its launch's current token, so the next
@@ -142,10 +143,44 @@ def read_info(run_dir: Path) -> ServerInfo | None:
 
 
 def running(run_dir: Path) -> ServerInfo | None:
-    """The running server of this home, or None (no lock holder, or no port yet)."""
+    """The running server of this home, or None (no lock holder, or no port yet).
+
+    A port file whose process is gone is a killed server's, left until its successor
+    (holding the lock now, not yet listening) replaces it: not a running one."""
     if not lock_held(run_dir):
         return None
-    return read_info(run_dir)
+    found = read_info(run_dir)
+    if found is None:
+        return None
+    try:
+        os.kill(found.pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return None  # another user's process by that number: not our server
+    return found
+
+
+def read_port_hint(run_dir: Path) -> int:
+    """The port this home's last server listened on (0: none, or unreadable).
+
+    A restarted server listens there again when it is free, so agents launched before
+    a crash (their URL fixed in their MCP config) reach the new one."""
+    path = server_dir(run_dir) / PORT_HINT_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or \
+                info.st_mode & 0o077:
+            return 0
+        data = os.read(fd, 16)
+    finally:
+        os.close(fd)
+    text = data.decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() and 1024 <= int(text) < 65536 else 0
 
 
 def ensure_server(run_dir: Path, home_env: Mapping[str, str],

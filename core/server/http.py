@@ -116,7 +116,9 @@ class AgentToolServer(ThreadingHTTPServer):
     """127.0.0.1 only, an ephemeral port, a thread per connection (bounded)."""
 
     daemon_threads = True
-    allow_reuse_address = False
+    allow_reuse_address = True
+    """A restarted server takes its predecessor's port even with connections of the old one
+    still in TIME_WAIT (on Linux this never lets two listeners share a port)."""
 
     def __init__(self, tokens: Path, log: Path, port: int = 0) -> None:
         self.registry = Registry(tokens)

@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.config.home import Home
 from core.model.errors import SwitchboardError
@@ -32,12 +33,17 @@ from core.providers.agent_http import (
     INFO_NAME,
     LOCK_NAME,
     LOG_NAME,
+    PORT_HINT_NAME,
     ServerInfo,
     read_info,
+    read_port_hint,
     running,
     server_dir,
     tokens_dir,
 )
+
+if TYPE_CHECKING:
+    from core.server.http import AgentToolServer
 
 STOP_WAIT_S = 5.0
 NOT_RUNNING = 3
@@ -76,8 +82,6 @@ def _take_lock(folder: Path) -> int | None:
 def serve(run_dir: Path, ready: threading.Event | None = None,
           stop: threading.Event | None = None) -> int:
     """Run the server until ``stop`` (or SIGTERM/SIGINT in the main thread)."""
-    from core.server.http import AgentToolServer
-
     folder = server_dir(run_dir)
     lock = _take_lock(folder)
     if lock is None:
@@ -87,7 +91,11 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
                              "use `switchboard server --status` or `--stop`")
     stop = stop or threading.Event()
     try:
-        server = AgentToolServer(tokens_dir(run_dir), folder / LOG_NAME)
+        # A killed predecessor's port file goes now; its port is tried first.
+        with contextlib.suppress(FileNotFoundError):
+            (folder / INFO_NAME).unlink()
+        server = _listen(run_dir, folder)
+        write_private(folder / PORT_HINT_NAME, f"{server.port}\n")
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 signal.signal(signum, lambda *_: stop.set())
@@ -111,6 +119,20 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
     finally:
         os.close(lock)
     return 0
+
+
+def _listen(run_dir: Path, folder: Path) -> AgentToolServer:
+    """On the last server's port when it is free (agents launched before keep their URL),
+    else on a fresh ephemeral one."""
+    from core.server.http import AgentToolServer
+
+    hint = read_port_hint(run_dir)
+    if hint:
+        try:
+            return AgentToolServer(tokens_dir(run_dir), folder / LOG_NAME, hint)
+        except OSError:
+            pass
+    return AgentToolServer(tokens_dir(run_dir), folder / LOG_NAME)
 
 
 def status(run_dir: Path) -> Status:

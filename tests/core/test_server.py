@@ -106,6 +106,8 @@ def test_killed_server_is_replaced_by_the_next_launch(run_dir: Path) -> None:
 
     replaced = agent_http.ensure_server(run_dir, home_env)
     assert replaced.pid != info.pid
+    # Its port again: agents launched before the kill have that URL in their config.
+    assert replaced.port == info.port
     # The tokens are files: the launch's token works at the new server too.
     assert _ping(replaced, token)["id"] == 7
     assert agent_http.running(run_dir) == replaced
