@@ -648,14 +648,16 @@ class NavigatorState(Record):
         host (by host id) that has: this host's keys are always its bare ids (what
         saved UI state holds), and so is every remote row's key that clashes with
         nothing (a bare key resolves local-first, then by host, as ``_id_owners``)."""
-        if self._id_owners.get(entity_id, host_id) == host_id:
-            return entity_id
+        if len(self.hosts) == 1 or self._id_owners.get(entity_id, host_id) == host_id:
+            return entity_id  # one host (most navigators): nothing to tell apart
         return qualified_key(host_id, entity_id)
 
     def resolve_key(self, key: str) -> tuple[str | None, str]:
         """(host id, entity id) of a ``row_key``: ``HOST/ID`` names that host; a bare id
         names its owner here (None: no row has it; any host's row may then match)."""
         host_id, entity_id = split_row_key(key)
+        if host_id is None and len(self.hosts) == 1:
+            return self.hosts[0].host_id, entity_id
         return (host_id or self._id_owners.get(entity_id)), entity_id
 
     @cached_property
