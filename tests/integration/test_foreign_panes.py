@@ -24,6 +24,7 @@ from core.model.enums import (
     ActivityReason,
     RecoveryKind,
 )
+from core.model.errors import Conflict
 from core.reconcile import recovery
 from core.reconcile.foreign import ExtraPane, extra_panes
 from core.reconcile.reconcile import reconcile
@@ -196,3 +197,26 @@ def test_a_placement_orphaned_whose_cause_is_gone_closes_by_itself(
     assert engine.conn.execute("SELECT state FROM user_views WHERE view_id = ?",
                                (world.view_id,)).fetchone()[0] == "ready"
     assert reconcile(engine).recoveries_opened == 0
+
+
+def test_a_recovery_r_cannot_fix_stays_open_and_does_not_reopen(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """R never says handled while the cause remains: here a Switchboard pane (the parked
+    workspace agent) joined into the window by hand, which the recover transition does
+    not undo. The old code resolved the recovery and the next pass opened it again."""
+    engine, world = build_world(tmp_path, tmux_socket)
+    child, workspace = pane_of(engine, world.child_id), pane_of(engine, world.workspace_id)
+    assert child is not None and workspace is not None
+    tmux(tmux_socket, "join-pane", "-d", "-h", "-s", workspace, "-t", child)
+    assert reconcile(engine).recoveries_opened == 1
+    (found,) = _open_view_recoveries(engine, world.view_id)
+    assert (found.kind, found.actionability) == ("placement_orphaned", "safe_auto")
+
+    with pytest.raises(Conflict) as refused:
+        recovery.execute(engine, new_request_id(), found.recovery_id)
+    assert refused.value.code == "recover_failed"
+    assert "stays open" in refused.value.message
+    assert recovery.show(engine, found.recovery_id).state == "open"
+    assert reconcile(engine).recoveries_opened == 0  # the same row, not a new one
+    assert [r.recovery_id for r in _open_view_recoveries(engine, world.view_id)] == [
+        found.recovery_id]
