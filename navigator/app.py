@@ -43,7 +43,7 @@ from core.model.errors import SwitchboardError
 from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
 from navigator import intents, lookup, targeting
 from navigator.first_keys import HOLD_LIMIT_S, FirstStateKeys
-from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS
+from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS, PANEL_ONLY_ACTIONS
 from navigator.jobs import Group, Job, Jobs, request_problem
 from navigator.layout import (
     COMPACT_ROWS,
@@ -56,6 +56,7 @@ from navigator.layout import (
     LayoutKind,
     MainScreen,
     fit_layout,
+    fit_stack,
     layout_for,
     stylesheet_path,
 )
@@ -157,6 +158,7 @@ class SwitchboardApp(App[None]):
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
         self.layout_kind: LayoutKind | None = None
+        self._stack_pending = False
         from core.review.client import ReviewClient
         from navigator.review_marks import ConflictWatch
 
@@ -294,6 +296,22 @@ class SwitchboardApp(App[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_layout(event.size)
+        self.refit_stack()
+
+    def refit_stack(self) -> None:
+        """Share a stacked navigator's rows again (tree first) once the screen is laid
+        out: its size, the tree's rows, the inbox, the preview or the footer moved."""
+        if not self._stack_pending:
+            self._stack_pending = True
+            self.call_after_refresh(self._refit_stack_now)
+
+    def _refit_stack_now(self) -> None:
+        self._stack_pending = False
+        if self.screen is self.screen_stack[0]:
+            fit_stack(self)
+
+    def on_pane_preview_changed(self, message: PanePreview.Changed) -> None:
+        self.refit_stack()
 
     def layout_for(self, size: Size) -> LayoutKind:
         return layout_for(size, self.navigator_width)
@@ -321,6 +339,7 @@ class SwitchboardApp(App[None]):
         elif loaded.inbox is not None:
             self.inbox_messages = loaded.inbox
             inbox.set_messages(loaded.inbox)
+            self.refit_stack()
         self.memory.restore_once(self._restore_layout)
         if self._first_keys.holding:  # after the layout: a held key acts on this screen
             self.call_after_refresh(self._first_keys.release)
@@ -333,6 +352,7 @@ class SwitchboardApp(App[None]):
             return
         self.query_one(FrameTree).navigator_state = state
         self._update_breadcrumb()
+        self.refit_stack()
 
     # ------------------------------------------------------------------ targets
 
@@ -673,6 +693,8 @@ class SwitchboardApp(App[None]):
         yield from super().get_system_commands(screen)
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
+            if binding.action in PANEL_ONLY_ACTIONS:
+                continue  # the panel lists its own entry for its selected row
             yield SystemCommand(binding.description, binding.tooltip or binding.description,
                                 partial(self.run_action, binding.action))
         yield from self.query_one(RecoveryList).system_commands()
@@ -744,6 +766,7 @@ class SwitchboardApp(App[None]):
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         self._update_breadcrumb()
+        self.refit_stack()  # the footer's keys, so its rows, follow the focus
         self._schedule_ui_save()
 
     # ------------------------------------------------------------------ recoveries

@@ -41,6 +41,10 @@ BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "clos
                                    "new_task", "diff", "find", "switch_provider",
                                    "toggle_usage", "answer"})
 
+#: App keys that only act in one panel: pressed elsewhere they say where. The panel's
+#: own binding is the one the footer and the palette list (once, where it applies).
+PANEL_ONLY_ACTIONS = frozenset({"acknowledge_anywhere", "dismiss_anywhere"})
+
 KEY_BINDINGS: list[BindingType] = [
         Binding("n", "start", "Start", tooltip="start (or resume) the frame's agent"),
     Binding("s", "stop", "Stop", tooltip="stop the frame's agent; n resumes its session"),
@@ -61,23 +65,24 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("l", "inbox_stream", "Stream",
             tooltip="open/close the read-only inbox stream pane in the view"),
     Binding("slash", "search", "Search", key_display="/"),
-    # v and ^f are in the help and the palette; the footer has no room left at 80x24
-    Binding("v", "diff", "Diff", show=False,
+    Binding("v", "diff", "Diff",
             tooltip="review the frame's change: files, hunks, comments sent to its agent"),
-    Binding("ctrl+f", "find", "Find", key_display="^f", show=False,
+    Binding("ctrl+f", "find", "Find", key_display="^f",
             tooltip="search every session: briefs, handoffs, prompts, commands, failures"),
-    Binding("u", "toggle_usage", "Usage", show=False,
+    Binding("u", "toggle_usage", "Usage",
             tooltip="show or hide tokens and estimated cost per frame and in all"),
-    Binding("P", "switch_provider", "Switch provider", key_display="P", show=False,
+    Binding("P", "switch_provider", "Provider", key_display="P",
             tooltip="carry the task on with the other provider (its agent is stopped; "
                     "asks first)"),
-    Binding("y", "answer", "Answer", show=False,
+    Binding("y", "answer", "Answer",
             tooltip="answer the selected agent's prompt yes or no, for when its pane is out "
                     "of reach (a browser, a remote host)"),
     Binding("escape", "clear_filter", "Clear filter", show=False),
     # a and d act in their panels; pressed anywhere else they say where (never silent)
-    Binding("a", "acknowledge_anywhere", "Acknowledge", show=False),
-    Binding("d", "dismiss_anywhere", "Dismiss", show=False),
+    Binding("a", "acknowledge_anywhere", "Acknowledge", show=False,
+            tooltip="the selected message (Inbox panel)"),
+    Binding("d", "dismiss_anywhere", "Dismiss", show=False,
+            tooltip="close the selected recovery (Recoveries panel)"),
     Binding("question_mark", "help", "Help", key_display="?"),
 ]
 """The app's keys; each engine key's action has its function below."""

@@ -8,13 +8,16 @@ the stylesheet that draws each.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from textual.app import App
+from textual.css.scalar import Scalar
 from textual.geometry import Size
 from textual.screen import Screen
+from textual.widget import Widget
 
 from core.config.config import NAVIGATOR_WIDTH_RANGE
 from core.model.defaults import NAVIGATOR_WIDTH
@@ -119,3 +122,95 @@ def fit_layout(app: App[Any], size: Size, kind: LayoutKind,
             and app.focused is None):
         app.query_one(FrameTree).focus()  # hidden panels lost the focus
     return kind
+
+
+def share_stack(available: int, tree_want: int, wants: Sequence[int], floor: int,
+                reserve: int = 0) -> tuple[int, tuple[int, ...]]:
+    """Rows of a stacked (sidebar) navigator's tree and of the panels under it.
+
+    The tree gets its rows first: all it wants, up to what is there less
+    ``reserve`` (the rows an open recovery keeps in sight, so a long tree cannot
+    hide it; a long tree scrolls). The panels below (recoveries, inbox,
+    preview, in that order) share the rest in order; one left fewer than
+    ``floor`` rows (its border and one line) gets none, rather than a border
+    with nothing inside.
+    """
+    available = max(0, available)
+    tree = min(tree_want, max(available - reserve, 0))
+    left = available - tree
+    given: list[int] = []
+    for want in wants:
+        rows = min(want, left)
+        if rows < min(floor, want) or rows <= 0:
+            rows = 0
+        given.append(rows)
+        left -= rows
+    return tree, tuple(given)
+
+
+def _outer_rows(widget: Widget) -> int:
+    return widget.outer_size.height if widget.display else 0
+
+
+def _wanted_rows(widget: Widget, width: int) -> int:
+    """Rows ``widget`` would take under its stylesheet's own max-height (0: hidden)."""
+    if widget.styles.base.display == "none":  # by the stylesheet; fit_stack's own
+        return 0                                # hiding is inline and not counted
+    gutter = widget.styles.gutter
+    content = widget.get_content_height(Size(width, 1000), widget.app.size,
+                                        max(1, width - gutter.width))
+    rows = content + gutter.height
+    cap = widget.styles.base.max_height
+    if cap is not None and cap.is_cells:
+        rows = min(rows, int(cap.value))
+    return rows
+
+
+def fit_stack(app: App[Any]) -> None:
+    """Give the stacked navigator's tree its rows first (``share_stack``).
+
+    Below NARROW_WIDTH the panels stack: the right column's recoveries, inbox and
+    preview come after the tree, and each took its own height (up to 8, 6 and 14
+    rows), so in a 40x29 navigator (a 90x30 terminal) the tree got none. Their
+    inline max-heights now bound them to what the tree leaves; in two columns the
+    stylesheet's own heights hold again.
+    """
+    from navigator.widgets.breadcrumb import Breadcrumb
+    from navigator.widgets.inbox import InboxList
+    from navigator.widgets.preview import PanePreview
+    from navigator.widgets.recoveries import RecoveryList
+    from navigator.widgets.search import SearchBox
+    from navigator.widgets.views import ViewList
+
+    panels: list[Widget] = [app.query_one(RecoveryList), app.query_one(InboxList),
+                            app.query_one(PanePreview)]
+    if app.size.width >= NARROW_WIDTH or app.has_class("-too-small"):
+        for panel in panels:
+            for rule in ("max_height", "display"):
+                if panel.styles.inline.has_rule(rule):
+                    panel.styles.inline.clear_rule(rule)
+                    panel.refresh(layout=True)
+        return
+    width = app.size.width
+    above = sum(_outer_rows(app.query_one(kind)) for kind in (Breadcrumb, KeyFooter,
+                                                              ViewList, SearchBox))
+    tree = app.query_one(FrameTree)
+    tree_want = (tree.virtual_size.height + tree.styles.gutter.height
+                 + (1 if tree.show_horizontal_scrollbar else 0))
+    floor = 2 if app.has_class("-compact") else 3
+    recoveries = panels[0]
+    reserve = floor if (recoveries.has_class("-has-recoveries")
+                        and recoveries.styles.base.display != "none") else 0
+    _tree, given = share_stack(app.size.height - above, tree_want,
+                               [_wanted_rows(panel, width) for panel in panels], floor,
+                               reserve)
+    for panel, rows in zip(panels, given, strict=True):
+        if rows == 0:
+            if panel.styles.inline.display != "none":
+                panel.styles.display = "none"
+            continue
+        if panel.styles.inline.has_rule("display"):
+            panel.styles.inline.clear_rule("display")
+            panel.refresh(layout=True)
+        if panel.styles.inline.max_height != Scalar.from_number(rows):
+            panel.styles.max_height = rows

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.cells import cell_len
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -31,11 +33,31 @@ def key_help(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
         keys.append((binding.key_display or binding.key,
                      f"{binding.description}: {binding.tooltip}" if binding.tooltip
                      else binding.description))
-    keys += [("d", "Dismiss: close the selected recovery (Recoveries panel)"),
-             ("a", "Acknowledge the selected message (Inbox panel)"),
-             ("ctrl+p", "command palette: every action, project and frame"),
+    keys += [("ctrl+p", "command palette: every action, project and frame"),
              ("ctrl+q", "quit the navigator (agents keep running)")]
     return keys
+
+
+#: The narrowest description column the two-column key table keeps; a narrower pane
+#: (the 16-column navigator of a 40x12 terminal) puts each description under its key.
+MIN_DESCRIPTION = 24
+#: Columns the dialog's frame and padding take from the pane's width.
+DIALOG_FRAME = 4
+
+
+def key_table(keys: list[tuple[str, str]], width: int) -> Table | Text:
+    """Keys beside their descriptions, or, in a pane too narrow for two readable
+    columns, each key on its own line with its description wrapped under it."""
+    key_cells = max((cell_len(key) for key, _ in keys), default=0)
+    if width - DIALOG_FRAME - key_cells - 2 >= MIN_DESCRIPTION:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(no_wrap=True)
+        table.add_column()
+        for key, description in keys:
+            table.add_row(key, description)
+        return table
+    return Text("\n").join(Text.assemble((key, "bold"), "\n", description)
+                           for key, description in keys)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -48,14 +70,9 @@ class HelpScreen(ModalScreen[None]):
         self.keys = list(keys)
 
     def compose(self) -> ComposeResult:
-        table = Table.grid(padding=(0, 2))
-        table.add_column(no_wrap=True)
-        table.add_column()
-        for key, description in self.keys:
-            table.add_row(key, description)
         with VerticalScroll(id="dialog", classes="dialog help"):
             yield Label("Keys", classes="heading")
-            yield Static(table, id="keys")
+            yield Static(key_table(self.keys, self.app.size.width), id="keys")
             yield Label("tmux", classes="heading")
             yield Static(TMUX_HINTS, id="tmux-keys")
             yield Label("Badges", classes="heading")

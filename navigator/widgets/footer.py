@@ -183,11 +183,16 @@ class KeyFooter(Widget, can_focus=False):
             entries, widths, rows = self._packing(
                 width, lambda entry: True, lambda entry: entry.palette
                 or entry.action in BRIEF_ACTIONS)
-        if self.max_rows and len(rows) > self.max_rows:  # help and the palette
-            entries, widths, rows = self._packing(
-                width, lambda entry: entry.palette or entry.action in BRIEF_ACTIONS,
-                lambda entry: True)
-            rows = rows[:1]
+        brief: Callable[[FooterEntry], bool] = lambda entry: (entry.palette or  # noqa: E731
+                                                               entry.action in BRIEF_ACTIONS)
+        for worded in (lambda entry: True, lambda entry: not entry.palette,
+                       lambda entry: False):  # help and the palette, words while they fit
+            if not self.max_rows or len(rows) <= self.max_rows:
+                break
+            entries, widths, rows = self._packing(width, brief, worded)
+            if len(rows) == 1:
+                break
+        rows = rows[:self.max_rows] if self.max_rows else rows
         gap = 1 if self.compact else 0  # the compact look's margin after each key
         placed: list[PlacedKey] = []
         for row_index, row in enumerate(rows):

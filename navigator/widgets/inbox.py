@@ -58,7 +58,9 @@ class InboxList(RowList):
 
     EMPTY_TEXT = "no messages"
     COMPONENT_CLASSES = {"inbox--sender", "inbox--unavailable"}
-    BINDINGS = [Binding("enter,a", "select", "Acknowledge", show=True)]
+    #: The footer shows ``a`` (the key that only acts here) while this panel has the focus.
+    BINDINGS = [Binding("a", "select", "Acknowledge", show=True),
+                Binding("enter", "select", "Acknowledge", show=False)]
 
     messages: reactive[tuple[Any, ...]] = reactive((), always_update=True, repaint=False)
     unavailable: reactive[str | None] = reactive(None)

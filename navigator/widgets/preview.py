@@ -14,6 +14,7 @@ from typing import Protocol, cast
 
 from rich.text import Text
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static
 
@@ -37,6 +38,10 @@ class PreviewHost(Protocol):
 
 class PanePreview(Static):
     """Shown only while a parked agent's frame is selected."""
+
+    class Changed(Message):
+        """The preview appeared, changed or went: a stacked navigator shares its rows
+        again (``navigator.layout.fit_stack``)."""
 
     DELAY = 0.3
     """Seconds the cursor rests on a frame before its pane is read (never a poll)."""
@@ -87,7 +92,10 @@ class PanePreview(Static):
         self.update(Text.from_ansi("\n".join(lines), no_wrap=True, overflow="ellipsis")
                     if lines else Text("(nothing printed yet)"))
         self.add_class("-visible")
+        self.post_message(self.Changed())
 
     def clear(self) -> None:
         self.frame_id = None
-        self.remove_class("-visible")
+        if self.has_class("-visible"):
+            self.remove_class("-visible")
+            self.post_message(self.Changed())

@@ -1,0 +1,165 @@
+"""Issue 40 items 3 and 4: the navigator at the sizes people use, every key in sight.
+
+The navigator pane of a real terminal is smaller than the terminal: 90x30 and
+100x30 give a 40x29 sidebar (the status line takes a row), 100x34 a 40x33 one,
+80x24 a 26x23 one, 60x20 a 19x19 one and 40x12 a 16x11 one (``navigator_width_for``;
+``tests/integration/test_screen_sizes.py`` drives a real tmux client at each).
+Each test here runs the real app on the demo registry at the pane's size and
+types the keys a person would.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widget import Widget
+from textual.widgets import Button, Static
+
+from navigator.app import SwitchboardApp
+from navigator.intents import KEY_BINDINGS
+from navigator.layout import share_stack
+from navigator.screens.help import HelpScreen, key_help
+from navigator.widgets.footer import KeyFooter
+from navigator.widgets.frames import FrameTree
+from navigator.widgets.inbox import InboxList
+from navigator.widgets.preview import PanePreview
+from navigator.widgets.recoveries import RecoveryList
+from tests.navigator.helpers import select_frame, settle
+from tests.navigator.scenario import Scenario
+
+
+def _inside(app: SwitchboardApp, widget: Widget) -> bool:
+    """Drawn whole on the screen (not cut by its edge or its container)."""
+    region = widget.region
+    return (region.area > 0 and region.y >= 0 and region.right <= app.size.width
+            and region.bottom <= app.size.height and widget.outer_size.height <= region.height
+            + widget.styles.margin.height)
+
+
+def _tree_lines_shown(app: SwitchboardApp) -> int:
+    return app.query_one(FrameTree).scrollable_content_region.height
+
+
+def test_share_stack_gives_the_tree_its_rows_first() -> None:
+    # 40x29: 20 rows under the views; the tree wants 10, recoveries 5, inbox 3, preview 11
+    assert share_stack(20, 10, [5, 3, 11], 3) == (10, (5, 3, 0))
+    # four more rows (40x33): the preview gets them
+    assert share_stack(24, 10, [5, 3, 11], 3) == (10, (5, 3, 6))
+    # a long tree keeps the reserve for an open recovery, and scrolls
+    assert share_stack(20, 40, [5, 3, 11], 3, reserve=3) == (17, (3, 0, 0))
+    # a panel left fewer rows than its border and a line is not drawn at all
+    assert share_stack(12, 10, [5, 3], 3) == (10, (0, 0))
+    assert share_stack(0, 10, [5], 3) == (0, (0,))
+
+
+@pytest.mark.parametrize("size", [(40, 29), (40, 33), (40, 22), (26, 23)])
+async def test_the_tree_gets_its_rows_first(demo: Scenario, size: tuple[int, int]) -> None:
+    """The sidebar of a 90x30 / 100x30 terminal showed Recoveries, Inbox and a 13-row
+    Preview, and a Projects tree with no row at all."""
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        demo.client.preview = lambda frame_id: [  # type: ignore[method-assign]
+            f"line {n}" for n in range(12)]
+        await pilot.press("down", "up")  # the cursor rests on Fix login: its preview
+        await pilot.pause(PanePreview.DELAY + 0.3)
+        await settle(pilot)
+        await pilot.pause()
+        tree = app.query_one(FrameTree)
+        lines = tree.virtual_size.height
+        assert lines >= 8, lines  # two projects, alpha's frames and its History
+        shown = _tree_lines_shown(app)
+        # every line of the tree, but the one an open recovery keeps (its title and line)
+        assert shown >= lines - (1 if size == (40, 22) else 0), (size, shown, lines)
+        recoveries = app.query_one(RecoveryList)
+        assert recoveries.display and recoveries.region.height >= 2, size
+        for panel in (recoveries, app.query_one(InboxList), app.query_one(PanePreview)):
+            if panel.display and panel.region.area:  # a panel drawn is drawn whole
+                assert panel.region.bottom <= app.query_one(KeyFooter).region.y, size
+                assert panel.region.height >= 2, (size, panel)
+        if size == (40, 33):  # room for the preview under the others
+            assert app.query_one(PanePreview).region.height >= 3
+
+
+@pytest.mark.parametrize("key", ["p", "P", "x", "c"])
+async def test_dialogs_fit_the_sidebar_of_a_60x20_terminal(demo: Scenario, key: str) -> None:
+    """At 19x19 the buttons of p and P were below the screen's last row."""
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(19, 19)) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press(key)
+        await pilot.pause()
+        await pilot.pause()
+        dialog = app.screen
+        assert dialog is not app.screen_stack[0], key
+        buttons = list(dialog.query(Button))
+        assert buttons, key
+        for button in buttons:
+            assert _inside(app, button), (key, button.label, button.region)
+        # and the first button answers the dialog (typed, not clicked)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0]
+
+
+async def test_help_is_readable_in_the_sidebar_of_a_40x12_terminal(demo: Scenario) -> None:
+    """At 16x11 each description had three columns; and the footer lost ^p palette."""
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(16, 11)) as pilot:
+        await settle(pilot)
+        footer = app.query_one(KeyFooter)
+        assert {"help", "command_palette"} <= footer.actions
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = app.screen.query_one("#keys", Static).render()
+        lines = str(text).splitlines()
+        # each key on its own line, its description whole words under it
+        assert lines[0] == "enter" and lines[1].startswith("focus the")
+        assert "Diff: review the frame's change" in " ".join(lines)
+
+
+async def test_every_key_is_in_the_footer_at_80x24(demo: Scenario) -> None:
+    """v, ^f, u, P and y were only in the help; a and d show where they act."""
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = app.query_one(KeyFooter)
+        app_keys = {b.action for b in KEY_BINDINGS if getattr(b, "show", True)}
+        assert {"diff", "find", "toggle_usage", "switch_provider", "answer"} <= footer.actions
+        assert app_keys <= footer.actions
+        assert "acknowledge_anywhere" not in footer.actions
+        await pilot.press("tab", "tab")  # Projects -> Recoveries
+        await pilot.pause()
+        assert isinstance(app.focused, RecoveryList)
+        shown = {(key.entry.display, key.entry.description) for key in footer.shown}
+        assert ("d", "Dismiss") in shown
+        await pilot.press("tab")  # -> Inbox
+        await pilot.pause()
+        assert isinstance(app.focused, InboxList)
+        shown = {(key.entry.display, key.entry.description) for key in footer.shown}
+        assert ("a", "Acknowledge") in shown
+
+
+async def test_the_sidebar_of_an_80x24_terminal_shows_every_key(demo: Scenario) -> None:
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(26, 23)) as pilot:
+        await settle(pilot)
+        footer = app.query_one(KeyFooter)
+        app_keys = {b.action for b in KEY_BINDINGS if getattr(b, "show", True)}
+        assert app_keys <= footer.actions
+        assert footer.region.bottom == 23
+
+
+async def test_help_and_palette_list_each_key_once(demo: Scenario) -> None:
+    keys = [key for key, _ in key_help(KEY_BINDINGS)]
+    assert keys.count("a") == 1 and keys.count("d") == 1, keys
+    assert len(keys) == len(set(keys)), keys
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        assert len(titles) == len(set(titles)), titles
+        assert not any(title.startswith("Acknowledge") for title in titles)  # no message
+        assert titles.count("Dismiss recovery") == 1 and "Dismiss" not in titles
