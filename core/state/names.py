@@ -19,6 +19,8 @@ from core.model.errors import SwitchboardError
 from core.model.text import first_unsafe_char, shown
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from core.config.config import Config
     from core.config.home import Home
 
@@ -153,3 +155,19 @@ def resolve_name(conn: sqlite3.Connection, config: Config, kind: NameKind, text:
         return resolve(text, view_candidates(conn), what="view",
                        listing="switchboard view list").id
     raise ValueError(f"{kind.value} are not resolved to an id")
+
+
+def resolve_one(conn: sqlite3.Connection, config: Config, home_root: Path, kind: NameKind,
+                value: str) -> str:
+    """The id ``value`` names (``core.state.names.resolve_name``); an unknown view also
+    says which home was searched, since a view id is most often copied from another
+    home's pane or listing."""
+    from core.model.errors import NotFound
+
+    try:
+        return resolve_name(conn, config, kind, value)
+    except NotFound as exc:
+        if kind is not NameKind.VIEW:
+            raise
+        raise NotFound(f"{exc.message}; views belong to one Switchboard home and this is "
+                       f"{home_root} (SWITCHBOARD_HOME); nothing was opened") from None

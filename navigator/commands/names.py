@@ -13,15 +13,10 @@ command in one line, before anything is opened for writing.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from core.state.names import RESOLVED_KINDS, NameKind
-
-if TYPE_CHECKING:
-    from core.config.config import Config
+from core.state.names import RESOLVED_KINDS, NameKind, resolve_one
 
 PATH_METAVARS = frozenset({"PATH", "DIR", "FILE"})
 NAMED_ATTRIBUTE = "named_arguments"
@@ -98,23 +93,6 @@ def resolve_arguments(args: argparse.Namespace) -> None:
                                             kind, value))
     finally:
         opened.conn.close()
-
-
-def resolve_one(conn: sqlite3.Connection, config: Config, home_root: Path, kind: NameKind,
-                value: str) -> str:
-    """The id ``value`` names (``core.state.names.resolve_name``); an unknown view also
-    says which home was searched, since a view id is most often copied from another
-    home's pane or listing."""
-    from core.model.errors import NotFound
-    from core.state.names import resolve_name
-
-    try:
-        return resolve_name(conn, config, kind, value)
-    except NotFound as exc:
-        if kind is not NameKind.VIEW:
-            raise
-        raise NotFound(f"{exc.message}; views belong to one Switchboard home and this is "
-                       f"{home_root} (SWITCHBOARD_HOME); nothing was opened") from None
 
 
 def resolving(handler: Callable[[argparse.Namespace], int | None]
