@@ -10,9 +10,11 @@ and the metadata's version check; v2 -> v3 the same way (the activity reason and
 recovery kind ``usage_limit``). Every existing row already satisfies a wider
 CHECK, so the on-disk rows need no rewrite: SQLite documents changing a
 table's stored ``CREATE TABLE`` text through ``writable_schema`` for exactly
-such constraint-only changes. The upgrade refuses (file unchanged) unless the
-old file's tables, columns, indexes and triggers are the ones the new schema
-has, so it can never paper over a file it does not understand.
+such constraint-only changes. v3 -> v4 adds a table (``extra_panes``), created
+empty from the current schema's text in the same transaction. The upgrade
+refuses (file unchanged) unless the old file's tables, columns, indexes and
+triggers are the ones the new schema has (less what it adds), so it can never
+paper over a file it does not understand.
 """
 
 from __future__ import annotations
@@ -29,8 +31,13 @@ from storage.uri import sqlite_uri
 WIDENED_TABLES: dict[int, tuple[str, ...]] = {
     1: ("registry_metadata", "recoveries"),
     2: ("registry_metadata", "provider_sessions", "recoveries"),
+    3: ("registry_metadata",),
 }
 """Per source version: the tables whose CREATE text the next version changes."""
+ADDED_TABLES: dict[int, tuple[str, ...]] = {
+    3: ("extra_panes",),
+}
+"""Per source version: the tables (with their indexes) the next version adds, empty."""
 
 
 def header_version(path: Path) -> int:
@@ -58,7 +65,9 @@ def upgrade_if_older(path: Path) -> int | None:
     # ``old`` collapse into one: the union of their tables, then the current version.
     widened = tuple(dict.fromkeys(table for version in range(old, SCHEMA_VERSION)
                                   for table in WIDENED_TABLES[version]))
-    _widen(path, old, widened)
+    added = tuple(table for version in range(old, SCHEMA_VERSION)
+                  for table in ADDED_TABLES.get(version, ()))
+    _widen(path, old, widened, added)
     return old
 
 
@@ -100,6 +109,21 @@ def _target() -> tuple[dict[tuple[str, str], str], dict[str, list[str]]]:
         memory.close()
 
 
+def _owned_by(tables: tuple[str, ...]) -> set[tuple[str, str]]:
+    """(type, name) of every object of the current schema that belongs to ``tables``."""
+    if not tables:
+        return set()
+    memory = sqlite3.connect(":memory:")
+    try:
+        memory.executescript(ddl())
+        marks = ", ".join("?" for _ in tables)
+        return {(row[0], row[1]) for row in memory.execute(
+            f"SELECT type, name FROM sqlite_master WHERE sql IS NOT NULL AND tbl_name IN"
+            f" ({marks})", tables)}
+    finally:
+        memory.close()
+
+
 def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
     return {(row[0], row[1]): row[2] for row in conn.execute(
         "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"
@@ -110,15 +134,19 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
-def _widen(path: Path, version: int, widened: tuple[str, ...]) -> None:
-    """Rewrite the CREATE text of the widened tables, then record the current version."""
+def _widen(path: Path, version: int, widened: tuple[str, ...],
+           added: tuple[str, ...] = ()) -> None:
+    """Rewrite the CREATE text of the widened tables, create the added ones, then record
+    the current version."""
     target, target_columns = _target()
+    new_objects = _owned_by(added)
+    expected = set(target) - new_objects
     conn = sqlite3.connect(sqlite_uri(path, mode="rw"), uri=True, isolation_level=None)
     try:
         found = _objects(conn)
-        if set(found) != set(target):
-            missing = sorted(name for _, name in set(target) - set(found))
-            extra = sorted(name for _, name in set(found) - set(target))
+        if set(found) != expected:
+            missing = sorted(name for _, name in expected - set(found))
+            extra = sorted(name for _, name in set(found) - expected)
             raise RegistryUnavailable(
                 f"{path} does not have the shape of registry schema v{version} (missing "
                 f"{missing or 'nothing'}, unexpected {extra or 'nothing'}); it was left "
@@ -137,6 +165,9 @@ def _widen(path: Path, version: int, widened: tuple[str, ...]) -> None:
                              (target[("table", table)], table))
             conn.execute(f"PRAGMA schema_version = {cookie + 1}")
             conn.execute("PRAGMA writable_schema = OFF")
+            # Tables first, then their indexes: the current schema's own text.
+            for key in sorted(new_objects, key=lambda k: k[0] != "table"):
+                conn.execute(target[key])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

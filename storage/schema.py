@@ -1,6 +1,8 @@
-"""Registry schema v3: tables, constraints, partial unique indexes and edge triggers.
+"""Registry schema v4: tables, constraints, partial unique indexes and edge triggers.
 
-A v1 or v2 file upgrades in place at its first open (storage.migrations).
+A v1, v2 or v3 file upgrades in place at its first open (storage.migrations); v4
+added ``extra_panes`` (panes someone split into a view's window, moved out by
+reconcile and listed under their frame).
 
 The DDL is text, but every closed value set and every state machine is taken
 from ``core.model.enums`` / ``core.model.machines`` so storage refuses exactly what the
@@ -15,7 +17,7 @@ from enum import StrEnum
 import core.model.enums as e
 import core.model.machines as machines
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PROTOCOL_VERSION = 1
 # 'SWBR' as a big-endian int: marks a file as a Switchboard registry.
 APPLICATION_ID = 0x53574252
@@ -373,6 +375,18 @@ CREATE TABLE recoveries (
 CREATE UNIQUE INDEX one_open_recovery_per_subject
     ON recoveries(host_id, kind, subject_type, subject_id) WHERE state = 'open';
 
+CREATE TABLE extra_panes (
+    extra_pane_id TEXT PRIMARY KEY,
+    host_id TEXT NOT NULL,
+    view_id TEXT NOT NULL REFERENCES user_views(view_id),
+    frame_id TEXT NOT NULL REFERENCES frames(frame_id),
+    tmux_server_id TEXT NOT NULL REFERENCES tmux_servers(tmux_server_id),
+    pane_id TEXT NOT NULL,
+    command TEXT NOT NULL CHECK (length(command) <= 64),
+    created_at INTEGER NOT NULL,
+    CONSTRAINT one_record_per_pane UNIQUE (tmux_server_id, pane_id)
+);
+
 CREATE TABLE desktop_attachment_leases (
     lease_id TEXT PRIMARY KEY,
     view_id TEXT NOT NULL REFERENCES user_views(view_id),
@@ -627,5 +641,5 @@ REQUIRED_TABLES = (
     "frames", "frame_sessions", "tmux_servers", "user_views", "launch_intents", "surfaces",
     "frame_placements", "agent_capabilities", "view_transitions", "transition_briefs",
     "completion_handoffs", "control_turns", "recoveries", "desktop_attachment_leases",
-    "host_state_cache",
+    "host_state_cache", "extra_panes",
 )

@@ -6,20 +6,26 @@ is neither the navigator nor main: ``ServerSnapshot.view`` already leaves it
 out of main (a split never makes main look like "another pane"), and this
 step moves it out of the window into its own holding window, still running,
 tagged as an extra pane of the frame the view showed (``@sb_role extra``,
-``@sb_serves``, ``@sb_frame``). The tag on the pane is its record: it
-travels with the pane, and the pane's exit (``remain-on-exit off``) removes
-record and pane together, so nothing is left to clean up. Every view of the
-live server is handled in one identity-guarded tmux process, including views
-with a transition in flight (the move touches neither main nor the navigator).
+``@sb_serves``, ``@sb_frame``). Every view of the live server is handled in
+one identity-guarded tmux process, including views with a transition in
+flight (the move touches neither main nor the navigator).
+
+The registry follows what tmux shows (``record_extra_panes``, inside
+reconcile's write transaction): a tagged extra pane gets an ``extra_panes``
+row under its frame, which NavigatorState lists; its exit
+(``remain-on-exit off`` makes the pane vanish) or its server's restart
+deletes the row on the next pass.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.model.errors import TmuxError
 from core.tmux.panes import PaneRole, ServerSnapshot
+from storage.operations import extra_panes as extra_ops
 
 if TYPE_CHECKING:
     from core.context.context import Context
@@ -77,3 +83,33 @@ def extra_panes(snap: ServerSnapshot | None) -> list[ExtraPane]:
     return [ExtraPane(p.pane_id, p.serves_view, p.frame_id, p.current_command, p.dead)
             for p in snap if p.role is PaneRole.EXTRA and p.parked
             and p.serves_view is not None and p.frame_id is not None]
+
+
+def record_extra_panes(ctx: Context, conn: sqlite3.Connection, snap: ServerSnapshot | None,
+                       server_id: str | None, now: int) -> int:
+    """Registry rows for the extra panes ``snap`` shows; rows of gone panes deleted.
+
+    A pane whose tags name a view or frame the registry does not have is not
+    recorded (only reconcile tags panes, but tags are not authority). Returns
+    how many records changed (added or deleted).
+    """
+    alive: set[str] = set()
+    added = 0
+    if server_id is not None:
+        views = {row[0] for row in conn.execute(
+            "SELECT view_id FROM user_views WHERE tmux_server_id = ?", (server_id,))}
+        for extra in extra_panes(snap):
+            if extra.dead or extra.view_id not in views or conn.execute(
+                    "SELECT 1 FROM frames WHERE frame_id = ?",
+                    (extra.frame_id,)).fetchone() is None:
+                continue
+            alive.add(extra.pane_id)
+            known = conn.execute("SELECT 1 FROM extra_panes WHERE tmux_server_id = ?"
+                                 " AND pane_id = ?", (server_id, extra.pane_id)).fetchone()
+            if known is None:
+                extra_ops.record_extra_pane(
+                    conn, extra_pane_id=ctx.ids.new_id(), host_id=ctx.host_id,
+                    view_id=extra.view_id, frame_id=extra.frame_id, tmux_server_id=server_id,
+                    pane_id=extra.pane_id, command=extra.command, now=now)
+                added += 1
+    return added + extra_ops.forget_gone_extra_panes(conn, server_id, alive)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from core.reconcile import settlement
 from core.reconcile.controls import expire_overdue_turns, resolve_settled_controls
-from core.reconcile.foreign import evict_foreign_panes
+from core.reconcile.foreign import evict_foreign_panes, record_extra_panes
 from core.reconcile.launches import LAUNCH_REPORT_MS, bind_timeouts, interrupted_launches
 from core.reconcile.panes import revive_navigators, stop_stray_panes
 from core.reconcile.runtimes import exited_providers
@@ -155,6 +155,7 @@ def _compare_under_write_lock(ctx: Context, stage: StagePort, run: _Pass, seen: 
         if run.restored:
             run.snap = stage.snapshot()
         run.found = found_surfaces(tx, run.snap, run.server_id, run.now)
+        record_extra_panes(ctx, tx, run.snap, run.server_id, run.now)
         run.repaired = check_views(ctx, tx, run.snap, run.server_id, busy, run.now)
         run.overdue = bind_timeouts(ctx, tx, run.now)
 

@@ -69,6 +69,12 @@ def _extras(engine: Engine) -> list[ExtraPane]:
     return extra_panes(engine.stage.snapshot())
 
 
+def _records(engine: Engine) -> list[tuple[str, str, str, str]]:
+    """The registry's extra-pane rows: (pane, view, frame, command)."""
+    return [tuple(r) for r in engine.conn.execute(
+        "SELECT pane_id, view_id, frame_id, command FROM extra_panes ORDER BY pane_id")]
+
+
 def _pid(socket: Path, pane: str) -> int:
     return int(tmux(socket, "display-message", "-p", "-t", pane, "#{pane_pid}").strip())
 
@@ -105,6 +111,7 @@ def test_a_split_is_moved_out_keeps_running_and_opens_no_recovery(
         PaneRole.EXTRA, world.view_id, world.workspace_id)
     assert _extras(engine) == [ExtraPane(split, world.view_id, world.workspace_id,
                                          FOREIGN_COMMAND, False)]
+    assert _records(engine) == [(split, world.view_id, world.workspace_id, FOREIGN_COMMAND)]
     assert _open_view_recoveries(engine, world.view_id) == []
     assert problems(engine, world.view_id) == []
 
@@ -113,6 +120,7 @@ def test_a_split_is_moved_out_keeps_running_and_opens_no_recovery(
         again = reconcile(engine)
         assert (again.foreign_panes_moved, again.recoveries_opened) == (0, 0)
     assert engine.stage.snapshot().pane(split).pane_pid == pid
+    assert len(_records(engine)) == 1
 
 
 def test_the_extra_pane_exiting_removes_its_record(tmp_path: Path, tmux_socket: Path) -> None:
@@ -121,12 +129,14 @@ def test_the_extra_pane_exiting_removes_its_record(tmp_path: Path, tmux_socket: 
     pid = _pid(tmux_socket, split)
     assert reconcile(engine).foreign_panes_moved == 1
     assert [e.pane_id for e in _extras(engine)] == [split]
+    assert [r[0] for r in _records(engine)] == [split]
 
     os.kill(pid, signal.SIGTERM)  # what runs in it ends
     assert retry_until(lambda: engine.stage.snapshot().pane(split) is None, 5.0)
     assert _extras(engine) == []
     report = reconcile(engine)
     assert (report.foreign_panes_moved, report.recoveries_opened) == (0, 0)
+    assert _records(engine) == []  # the record went with the pane
     assert problems(engine, world.view_id) == []
     assert _open_view_recoveries(engine, world.view_id) == []
 
@@ -144,6 +154,7 @@ def test_a_second_split_is_listed_beside_the_first(tmp_path: Path, tmux_socket: 
     snap = engine.stage.snapshot()
     windows = {snap.pane(p).window_id for p in (first, second, third)}
     assert len(windows) == 3  # each in its own holding window
+    assert sorted(r[0] for r in _records(engine)) == sorted([first, second, third])
     assert len(_window_panes(tmux_socket, _view_window(engine, world.view_id))) == 2
     assert problems(engine, world.view_id) == []
 

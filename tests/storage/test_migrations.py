@@ -1,9 +1,10 @@
 """A home made by the previous release opens after an upgrade; a newer one is refused.
 
 Each previous release's registry is rebuilt from its recorded DDL
-(``tests/fixtures/registry/schema-v1.sql`` and ``schema-v2.sql``, the text each
-wrote): a real home with real rows is made by this release, then its tables are
-given back their old ``CREATE`` text and version, so the file is what that
+(``tests/fixtures/registry/schema-v1.sql``, ``schema-v2.sql`` and ``schema-v3.sql``,
+the text each wrote): a real home with real rows is made by this release, then its
+tables are given back their old ``CREATE`` text and version (the tables a later
+version added are dropped), so the file is what that
 Switchboard left. Opening it upgrades it once, keeps every row, writes a private
 backup, and accepts what the later versions added; a file from a newer release is
 refused with one line and left byte-identical.
@@ -26,7 +27,7 @@ from tests.storage.test_registry_file import home_at, registry_of, stamp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "registry"
 V1_SQL = FIXTURES / "schema-v1.sql"
-OLD_RELEASES = (1, 2)
+OLD_RELEASES = (1, 2, 3)
 
 
 def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
@@ -48,6 +49,8 @@ def _as_previous_release(path: Path, version: int = 1) -> None:
     """Give every table its text of ``version`` and the file that version's numbers."""
     v1 = _v1_objects(version)
     conn = sqlite3.connect(path, isolation_level=None)
+    for kind, name in sorted(set(_objects(conn)) - set(v1), key=lambda k: k[0] == "table"):
+        conn.execute(f"DROP {kind.upper()} {name}")  # added by a later version
     cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
     conn.execute("PRAGMA writable_schema = ON")
     for (kind, name), sql in v1.items():
@@ -82,11 +85,15 @@ def old_home(request: pytest.FixtureRequest, tmp_path: Path) -> Home:
 def test_old_ddl_differs_from_this_release_only_where_the_upgrade_widens(version: int
                                                                          ) -> None:
     """The recorded DDL of each old release and this release's differ in exactly the
-    tables its upgrade steps rewrite, so the upgrade rewrites everything that changed."""
-    from storage.migrations import WIDENED_TABLES, _target_schema
+    tables its upgrade steps rewrite or add, so the upgrade covers everything that
+    changed."""
+    from storage.migrations import ADDED_TABLES, WIDENED_TABLES, _owned_by, _target_schema
 
     old, now = _v1_objects(version), _target_schema()
-    assert set(old) == set(now)
+    added = tuple(t for step in range(version, SCHEMA_VERSION)
+                  for t in ADDED_TABLES.get(step, ()))
+    assert set(old) == set(now) - _owned_by(added)
+    now = {key: sql for key, sql in now.items() if key in old}
     changed = sorted(name for key, name in ((k, k[1]) for k in now) if old[key] != now[key])
     assert changed == sorted({table for step in range(version, SCHEMA_VERSION)
                               for table in WIDENED_TABLES[step]})
@@ -109,6 +116,7 @@ def test_a_previous_release_home_opens_after_the_upgrade(old_home: Home) -> None
         kinds = opened.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'recoveries'"
                                     ).fetchone()[0]
         assert "'provider_dialog'" in kinds and "'usage_limit'" in kinds  # v2's, v3's
+        assert opened.conn.execute("SELECT COUNT(*) FROM extra_panes").fetchone()[0] == 0
     finally:
         opened.conn.close()
     assert header_version(path) == SCHEMA_VERSION
