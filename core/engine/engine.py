@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.context.context import Context
-from core.engine.commands import contexts, frames, projects, tasks, views
+from core.engine.commands import contexts, forks, frames, projects, tasks, views
 from core.runtime import starts
 
 
@@ -36,6 +36,7 @@ class Engine(Context):
     frame_push = tasks.frame_push
     frame_complete = tasks.frame_complete
     frame_back = tasks.frame_back
+    frame_fork = forks.frame_fork
     transition_cancel = tasks.transition_cancel
 
     # views

@@ -103,6 +103,10 @@ class LaunchInputs:
     hook_command: tuple[str, ...]
     """The argv prefix of every hook (``<command> --provider P EVENT`` is appended)."""
     agent_tools: McpServer
+    fork_from: str | None = None
+    """A new session that starts as a fork of this provider session id (``frame fork``):
+    the CLI copies that conversation into the new session and leaves the original as it
+    was (Claude ``--resume ID --fork-session``, Codex ``fork ID``)."""
 
 
 @dataclass(frozen=True)

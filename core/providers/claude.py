@@ -2,7 +2,10 @@
 
 ``claude --session-id UUID`` creates exactly that session (and rejects a reused
 or non-UUID id), ``claude --resume UUID`` reopens it; ``--settings FILE`` adds
-our hooks without touching the user's global settings.
+our hooks without touching the user's global settings. A fork (``frame fork``)
+is ``claude --resume PARENT --fork-session --session-id UUID``: Claude Code copies
+PARENT's conversation into the new session UUID (``--session-id`` with ``--resume``
+is accepted only together with ``--fork-session``), and PARENT stays as it was.
 
 Claude Code parses argv with commander.js, where ``--mcp-config <configs...>``
 is variadic: in ``--mcp-config F PROMPT`` the prompt is read as a second config
@@ -10,6 +13,13 @@ file and the CLI exits (``MCP config file not found``). The config therefore
 goes as one word, ``--mcp-config=F`` (the ``=`` form never opens a variadic
 list), and ``--`` ends the options before the prompt, so no option we or a
 later version add can swallow it.
+
+Every launch runs agent teams' teammates in-process (``--teammate-mode in-process``):
+the CLI's default, ``auto``, splits the tmux window it runs in into a pane per
+teammate, and that window is the view (navigator + main), which must keep its two
+panes. The flag is per launch: the person's own ``teammateMode`` setting stays as it
+is for their own runs. Claude Code 2.1.197 to 2.1.332 accept it (a hidden option,
+choices auto, tmux, iterm2, in-process).
 """
 
 from __future__ import annotations
@@ -32,6 +42,9 @@ from core.providers.base import (
 )
 from core.providers.hooks import CLAUDE_HOOK_EVENTS
 
+TEAMMATE_MODE = ("--teammate-mode", "in-process")
+"""Teammates stay inside the lead's pane: never a split of the view's window."""
+
 
 @dataclass(frozen=True)
 class ClaudeAdapter(AdapterCommon):
@@ -46,14 +59,25 @@ class ClaudeAdapter(AdapterCommon):
         initial_prompt: str | None,
         settings_path: Path | None,
         mcp_config: Path | None = None,
+        fork_from: str | None = None,
     ) -> LaunchPlan:
-        """``claude --session-id|--resume UUID [--settings FILE] [--mcp-config=FILE]
-        [-- PROMPT]``."""
+        """``claude [--resume PARENT --fork-session] --session-id|--resume UUID
+        --teammate-mode in-process [--settings FILE] [--mcp-config=FILE] [-- PROMPT]``."""
         action = LaunchAction(action)
         flag = "--session-id" if action is LaunchAction.NEW else "--resume"
         session_id = check_uuid(self.provider, session_id, what=f"{action.value} launch")
         prompt = check_prompt(self.provider, initial_prompt)
-        argv = [*self.command, flag, session_id]
+        argv = list(self.command)
+        if fork_from is not None:
+            if action is not LaunchAction.NEW:
+                raise ProviderError("a fork starts a new session; it cannot resume one",
+                                    code="launch_invalid")
+            parent = check_uuid(self.provider, fork_from, what="fork")
+            if parent == session_id:
+                raise ProviderError("a fork needs a session id of its own, not its parent's",
+                                    code="launch_invalid")
+            argv += ["--resume", parent, "--fork-session"]
+        argv += [flag, session_id, *TEAMMATE_MODE]
         if settings_path is not None:
             path = Path(settings_path)
             if not path.is_absolute():
@@ -88,7 +112,7 @@ class ClaudeAdapter(AdapterCommon):
         mcp_config = claude_settings.write_mcp_config(inputs.run_dir,
                                                       inputs.agent_tools.argv, ready, http)
         return self.launch_plan(inputs.action, inputs.session_id, inputs.initial_prompt,
-                                settings, mcp_config=mcp_config)
+                                settings, mcp_config=mcp_config, fork_from=inputs.fork_from)
 
     def new_session_id(self, fresh_id: str) -> str:
         return fresh_id  # ``claude --session-id UUID`` creates exactly that session

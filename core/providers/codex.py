@@ -86,8 +86,11 @@ class CodexAdapter(AdapterCommon):
         settings_path: Path | None,
         mcp_server: McpServer | None = None,
         hooks: SessionHooks | None = None,
+        fork_from: str | None = None,
     ) -> LaunchPlan:
-        """``codex [-c ...] [PROMPT]`` or ``codex [-c ...] resume ID [PROMPT]``.
+        """``codex [-c ...] [PROMPT]``, ``codex [-c ...] resume ID [PROMPT]`` or, for a
+        fork, ``codex [-c ...] fork PARENT [PROMPT]`` (a new thread with PARENT's
+        conversation, its id Codex's own, learned from the first hook like a new one's).
 
         ``hooks`` and ``mcp_server`` are root-level ``-c`` overrides, which
         Codex applies to ``resume`` as well. ``settings_path``, when given,
@@ -109,6 +112,11 @@ class CodexAdapter(AdapterCommon):
                     "the first hook",
                     code="launch_invalid",
                 )
+            if fork_from is not None:
+                argv += ["fork", check_uuid(self.provider, fork_from, what="fork")]
+        elif fork_from is not None:
+            raise ProviderError("a fork starts a new session; it cannot resume one",
+                                code="launch_invalid")
         else:
             session_id = check_uuid(self.provider, session_id, what="resume")
             argv += ["resume", session_id]
@@ -142,7 +150,8 @@ class CodexAdapter(AdapterCommon):
         session_id = None if inputs.action is LaunchAction.NEW else inputs.session_id
         return self.launch_plan(inputs.action, session_id, inputs.initial_prompt, None,
                                 mcp_server=inputs.agent_tools,
-                                hooks=codex_session_hooks(inputs.hook_command))
+                                hooks=codex_session_hooks(inputs.hook_command),
+                                fork_from=inputs.fork_from)
 
     def new_session_id(self, fresh_id: str) -> str:
         return PENDING_PREFIX + fresh_id  # binding re-keys it when the first hook names it

@@ -139,8 +139,9 @@ def run(ctx: Context, launch_id: str, *, present: bool = True,
         argv, env = _plan(ctx, provider, LaunchAction(launch["action"]), session,
                           CONTROL_TEMPLATE if initial_prompt_for else None,
                           launch_id=launch_id, tool_env=tool_env)
-    except FolderNotPrivate as exc:
-        # A run or socket folder someone else could reach: no pane, the start undone.
+    except (FolderNotPrivate, ProviderError) as exc:
+        # A run or socket folder someone else could reach, or a launch the adapter
+        # refuses (a fork whose parent session is gone): no pane, the start undone.
         _roll_back_bundle(ctx, launch_id, f"{exc.code}: {exc.message}")
         raise
     env.update(tool_env)
@@ -226,11 +227,21 @@ def _plan(ctx: Context, provider: Provider, action: LaunchAction, session: sqlit
     own_dir(run_dir)
     http = _http_endpoint(ctx, session, run_dir, launch_id, tool_env)
     plan = get_adapter(provider, command).plan(LaunchInputs(
+        fork_from=_fork_from(ctx, launch_id),
         action=action, session_id=session["provider_session_id"],
         initial_prompt=initial_prompt, run_dir=run_dir, launch_id=launch_id,
         hook_command=tuple(hook_command(ctx)),
         agent_tools=McpServer(_agent_tools(home), AGENT_TOOL_ENV, AGENT_TOOL_NAMES, http)))
     return list(plan.argv), dict(plan.env)
+
+
+def _fork_from(ctx: Context, launch_id: str) -> str | None:
+    """The session a forked frame's first session copies (``core.runtime.forks``)."""
+    from core.runtime.forks import fork_source
+
+    launch = ctx.conn.execute("SELECT * FROM launch_intents WHERE launch_id = ?",
+                              (launch_id,)).fetchone()
+    return fork_source(ctx, ctx.conn, launch) if launch is not None else None
 
 
 def _http_endpoint(ctx: Context, session: sqlite3.Row, run_dir: Path,

@@ -45,6 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--provider", choices=sorted(provider.value for provider in Provider))
     _common(p)
     p.set_defaults(handler=_push)
+    p = fs.add_parser("fork", help="a sibling task whose agent continues a copy of the "
+                                   "frame's conversation (the frame keeps its session)")
+    p.add_argument("frame_id", help="the frame whose conversation is forked")
+    p.add_argument("--title", help="the fork's title (default: 'fork of TITLE')")
+    p.add_argument("--no-start", action="store_true",
+                   help="make the fork without starting its agent (n starts it later)")
+    _common(p)
+    p.set_defaults(handler=_fork)
     p = fs.add_parser("back", help="show the parent of the view's active frame")
     p.add_argument("view_id")
     _common(p)
@@ -141,6 +149,14 @@ def _push(args: argparse.Namespace) -> int:
                                   provider=Provider(args.provider) if args.provider else None)
     emit(result, as_json=args.json,
          text=f"push {result.transition_id}: {result.state} -> frame {result.target_frame_id}")
+    return 0
+
+
+def _fork(args: argparse.Namespace) -> int:
+    result = _engine().frame_fork(_rid(args), args.frame_id, title=args.title,
+                                  start=not args.no_start)
+    emit(result, as_json=args.json,
+         text=f"forked {args.frame_id} as {result.frame_id}")
     return 0
 
 

@@ -52,6 +52,7 @@ from typing import SupportsInt
 
 from core.model.control_line import CONTROL_TEMPLATE
 from core.providers.fake import argv as fake_argv
+from core.providers.fake import transcript
 from core.providers.fake.mcp import (
     HttpMcpClient,
     HttpRefused,
@@ -270,6 +271,14 @@ class Session:
         else:
             self.turn_id = uuid7()
             self.input_messages.append(prompt)
+
+    def record(self, role: str, text: str) -> None:
+        """Append one message to this session's transcript, as the CLI does (best
+        effort: a transcript that cannot be written never stops a turn)."""
+        line = transcript.claude_line(self.session_id, role, text) \
+            if self.provider == "claude" else transcript.codex_line(role, text)
+        with contextlib.suppress(OSError):
+            transcript.append(self.transcript_path, [line])
 
     def new_tool_use_id(self) -> str:
         self.tool_counter += 1
@@ -609,6 +618,7 @@ class FakeAgent:
 
     def turn(self, prompt: str) -> None:
         self.session.new_turn(prompt)
+        self.session.record("user", prompt)
         added = self.hooks.fire("UserPromptSubmit", self.session.user_prompt_submit(prompt))
         stripped = prompt.strip()
         if TOOL_WORD in prompt:
@@ -638,6 +648,7 @@ class FakeAgent:
         elif self.notice_next is not None:
             self.notice, self.notice_next = self.notice_next, None
         self.say(f"● {self.reply}")
+        self.session.record("assistant", self.reply)
         if any(word in prompt for word in self.no_stop_on):
             self.say("  ⎿ Interrupted · no Stop for this turn")
             return
@@ -777,6 +788,9 @@ class Launch:
     """Claude: ``--session-id``; None for a new Codex thread."""
     resume: str | None
     """The session / thread id to resume."""
+    fork_from: str | None
+    """The session / thread a new one forks (Claude ``--resume ID --fork-session``,
+    Codex ``fork ID``): its messages start the new transcript."""
     settings: str | None
     overrides: dict
     print_mode: bool
@@ -865,15 +879,21 @@ def parse_args(argv: Sequence[str]) -> Launch:
         except OverrideError as exc:
             raise fake_argv.ArgvError(f"Error parsing -c overrides: {exc}", 1) from exc
     resume: str | None = None
+    fork_from: str | None = None
     if cli.provider == "claude" and isinstance(cli.get("resume"), str):
         resume = str(cli.get("resume"))
+        if cli.get("fork_session"):
+            resume, fork_from = None, resume
     elif cli.provider == "codex" and cli.resume:
         resume = cli.session_id
+    elif cli.provider == "codex" and cli.fork:
+        fork_from = cli.session_id
     settings = cli.get("settings")
     return Launch(
         provider=cli.provider, prompt=cli.prompt,
         session_id=cli.session_id if cli.provider == "claude" else None,
-        resume=resume, settings=settings if isinstance(settings, str) else None,
+        resume=resume, fork_from=fork_from,
+        settings=settings if isinstance(settings, str) else None,
         overrides=overrides, print_mode=bool(cli.get("print")),
         show_version=bool(cli.get("version")), show_help=bool(cli.get("help")),
         fake_version=_text(cli.get("fake_version")), hook_command=_text(cli.get("hook_command")),
@@ -968,7 +988,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.provider == "claude" and args.settings and \
             fake_argv.load_json_or_file(args.settings) is None:
         report(f"  ⎿ settings ignored (not a JSON object): {args.settings}")
-    session = Session(args.provider, session_id, cwd, resumed=bool(args.resume))
+    session = Session(args.provider, session_id, cwd,
+                      resumed=bool(args.resume or args.fork_from))
+    carried = 0
+    if args.fork_from is not None:
+        try:
+            carried = transcript.fork(args.provider, args.fork_from, session_id, cwd,
+                                      session.transcript_path)
+        except transcript.NoSavedSession as exc:
+            print(exc.message, file=sys.stderr)
+            return 1
     server = StdioServer.from_config(args.overrides, "switchboard")
     http_server = HttpServer.from_codex_config(args.overrides, "switchboard", env)
     client: McpClient | HttpMcpClient | None = McpClient(server, env) \
@@ -1000,6 +1029,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = "Claude Code" if args.provider == "claude" else "Codex"
     report(f"✻ Fake {name} {version} (offline stand-in)")
     report(f"  session: {session_id}" + (" (resumed)" if args.resume else ""))
+    if args.fork_from is not None:
+        report(f"  forked from {args.fork_from}: {carried} earlier messages")
     report(f"  cwd: {cwd}")
     end_reason = "prompt_input_exit"
     with PromptReader(sys.stdin.fileno(), write) as reader:

@@ -14,8 +14,10 @@ next word whatever it looks like, ``[v]`` takes it unless it starts with
 or gives a short option its value; ``--`` ends options; an unknown option is
 an error (exit 1); extra operands are ignored, the first is the prompt.
 
-clap (Codex): ``codex [OPTIONS] [PROMPT]`` or ``codex [OPTIONS] resume
-[OPTIONS] [SESSION_ID] [PROMPT]``; global options are accepted after the
+clap (Codex): ``codex [OPTIONS] [PROMPT]``, ``codex [OPTIONS] resume
+[OPTIONS] [SESSION_ID] [PROMPT]`` or ``codex [OPTIONS] fork [OPTIONS] [SESSION_ID]
+[PROMPT]`` (0.166 to 0.171: ``fork`` takes ``--last`` and ``--all`` but not
+``--include-non-interactive``); global options are accepted after the
 subcommand too; an option value never starts with ``-``; a single-valued
 option or flag given twice is an error; a word past the last positional is an
 error (exit 2).
@@ -53,7 +55,9 @@ class Opt:
     repeatable: bool = False
     """clap: may be given more than once (commander: every option may)."""
     resume_only: bool = False
-    """clap: an option of ``codex resume`` only."""
+    """clap: an option of ``codex resume`` (and ``codex fork``) only."""
+    not_fork: bool = False
+    """clap: an option of ``codex resume`` that ``codex fork`` does not take."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -143,6 +147,8 @@ CLAUDE_OPTIONS = (
     Opt("--settings <file-or-json>", V, "settings"),
     Opt("--strict-mcp-config", F, "strict_mcp_config"),
     Opt("--system-prompt <prompt>", V, "system_prompt"),
+    # hidden from --help, accepted by 2.1.197 to 2.1.332 with these choices
+    Opt("--teammate-mode <mode>", V, "teammate_mode", ("auto", "tmux", "iterm2", "in-process")),
     Opt("--tmux", F, "tmux"),
     Opt("--tools <tools...>", L, "tools"),
     Opt("--verbose", F, "verbose"),
@@ -184,7 +190,8 @@ CODEX_OPTIONS = (
     Opt("--version", F, "version"),
     Opt("--last", F, "last", resume_only=True),
     Opt("--all", F, "all", resume_only=True),
-    Opt("--include-non-interactive", F, "include_non_interactive", resume_only=True),
+    Opt("--include-non-interactive", F, "include_non_interactive", resume_only=True,
+        not_fork=True),
     *FAKE_OPTIONS,
 )
 CODEX_SHORT = {"-c": "--config", "-i": "--image", "-m": "--model", "-p": "--profile",
@@ -200,6 +207,8 @@ CODEX_USAGE = ("Usage: codex [OPTIONS] [PROMPT]\n       codex [OPTIONS] <COMMAND
                "For more information, try '--help'.")
 CODEX_RESUME_USAGE = ("Usage: codex resume [OPTIONS] [SESSION_ID] [PROMPT]\n\n"
                       "For more information, try '--help'.")
+CODEX_FORK_USAGE = ("Usage: codex fork [OPTIONS] [SESSION_ID] [PROMPT]\n\n"
+                    "For more information, try '--help'.")
 
 
 @dataclass
@@ -212,8 +221,10 @@ class CliArgs:
     prompt: str | None = None
     resume: bool = False
     """Codex: the ``resume`` subcommand was given."""
+    fork: bool = False
+    """Codex: the ``fork`` subcommand was given (``resume`` stays False)."""
     session_id: str | None = None
-    """Claude: ``--session-id``; Codex: ``resume``'s SESSION_ID."""
+    """Claude: ``--session-id``; Codex: ``resume``'s or ``fork``'s SESSION_ID."""
 
     def get(self, dest: str, default: object = None) -> object:
         return self.values.get(dest, default)
@@ -422,16 +433,16 @@ def _is_uuid(value: str) -> bool:
 # --- clap (Codex) ------------------------------------------------------------
 
 
-def _clap_find(name: str, in_resume: bool) -> Opt | None:
+def _clap_find(name: str, in_resume: bool, fork: bool = False) -> Opt | None:
     name = CODEX_SHORT.get(name, CODEX_ALIASES.get(name, name))
     opt = next((opt for opt in CODEX_OPTIONS if opt.long == name), None)
-    if opt is None or (opt.resume_only and not in_resume):
+    if opt is None or (opt.resume_only and not in_resume) or (opt.not_fork and fork):
         return None
     return opt
 
 
-def _clap_unexpected(word: str, in_resume: bool) -> ArgvError:
-    usage = CODEX_RESUME_USAGE if in_resume else CODEX_USAGE
+def _clap_unexpected(word: str, in_resume: bool, fork: bool = False) -> ArgvError:
+    usage = (CODEX_FORK_USAGE if fork else CODEX_RESUME_USAGE) if in_resume else CODEX_USAGE
     tip = f"\n\n  tip: to pass '{word}' as a value, use '-- {word}'" if word.startswith("-") \
         else ""
     return ArgvError(f"error: unexpected argument '{word}' found{tip}\n\n{usage}", 2)
@@ -443,10 +454,12 @@ def _clap_display(opt: Opt) -> str:
 
 
 def parse_codex(argv: list[str]) -> CliArgs:
-    """clap's derive parser for ``codex`` and ``codex resume``, then the ``-c`` checks."""
+    """clap's derive parser for ``codex``, ``codex resume`` and ``codex fork``, then the
+    ``-c`` checks."""
     args = CliArgs("codex")
     words = list(argv)
     in_resume = False
+    fork = False
     seen: set[tuple[bool, str]] = set()
     top: list[str] = []
     sub: list[str] = []
@@ -455,7 +468,8 @@ def parse_codex(argv: list[str]) -> CliArgs:
     def store(opt: Opt, value: object) -> None:
         key = (in_resume, opt.dest)
         if key in seen and not opt.repeatable:
-            usage = CODEX_RESUME_USAGE if in_resume else CODEX_USAGE
+            usage = (CODEX_FORK_USAGE if fork else CODEX_RESUME_USAGE) if in_resume \
+                else CODEX_USAGE
             raise ArgvError(f"error: the argument '{_clap_display(opt)}' cannot be used "
                             f"multiple times\n\n{usage}", 2)
         seen.add(key)
@@ -473,8 +487,8 @@ def parse_codex(argv: list[str]) -> CliArgs:
             store(opt, inline)
             return
         if not words or (_maybe_option(words[0]) and words[0] != "-"):
-            if words and _clap_find(words[0].split("=")[0], in_resume) is None:
-                raise _clap_unexpected(words[0], in_resume)
+            if words and _clap_find(words[0].split("=")[0], in_resume, fork) is None:
+                raise _clap_unexpected(words[0], in_resume, fork)
             raise ArgvError(f"error: a value is required for '{_clap_display(opt)}' but none "
                             "was supplied\n\nFor more information, try '--help'.", 2)
         store(opt, words.pop(0))
@@ -486,9 +500,9 @@ def parse_codex(argv: list[str]) -> CliArgs:
             continue
         if not only_positional and word.startswith("--") and len(word) > 2:
             name, eq, inline = word.partition("=")
-            opt = _clap_find(name, in_resume)
+            opt = _clap_find(name, in_resume, fork)
             if opt is None:
-                raise _clap_unexpected(word, in_resume)
+                raise _clap_unexpected(word, in_resume, fork)
             if opt.arity is Arity.FLAG:
                 if eq:
                     raise ArgvError(f"error: unexpected value '{inline}' for '{name}' found; "
@@ -500,9 +514,9 @@ def parse_codex(argv: list[str]) -> CliArgs:
         if not only_positional and _maybe_option(word):
             cluster = word[1:]
             while cluster:
-                opt = _clap_find("-" + cluster[0], in_resume)
+                opt = _clap_find("-" + cluster[0], in_resume, fork)
                 if opt is None:
-                    raise _clap_unexpected("-" + cluster[0], in_resume)
+                    raise _clap_unexpected("-" + cluster[0], in_resume, fork)
                 if opt.arity is Arity.FLAG:
                     store(opt, True)
                     cluster = cluster[1:]
@@ -514,7 +528,7 @@ def parse_codex(argv: list[str]) -> CliArgs:
         if not in_resume:
             if word in CODEX_COMMANDS and not only_positional:
                 _codex_subcommand(word)
-                in_resume = True
+                in_resume, fork = True, word == "fork"
             elif top:
                 raise ArgvError(f"error: unrecognized subcommand '{word}'\n\n{CODEX_USAGE}", 2)
             else:
@@ -523,7 +537,8 @@ def parse_codex(argv: list[str]) -> CliArgs:
         if len(sub) == 2:
             raise _clap_unexpected(word, True)
         sub.append(word)
-    args.resume = in_resume
+    args.resume = in_resume and not fork
+    args.fork = fork
     args.session_id = sub[0] if sub else None
     # `codex PROMPT resume ID` is accepted too: the subcommand's prompt wins.
     args.prompt = sub[1] if len(sub) > 1 else (top[0] if top else None)
@@ -532,7 +547,7 @@ def parse_codex(argv: list[str]) -> CliArgs:
 
 
 def _codex_subcommand(word: str) -> None:
-    if word != "resume":
+    if word not in ("resume", "fork"):
         raise ArgvError(f"fake_agent: `codex {word}` is a subcommand the fake does not "
                         "emulate", 2)
 
@@ -553,4 +568,10 @@ def _codex_checks(args: CliArgs) -> None:
                         "the SESSION_ID", 1)
     if args.resume and args.session_id is not None and not _is_uuid(args.session_id):
         raise ArgvError(f"fake_agent: resuming by session name ({args.session_id!r}) is not "
+                        "emulated; give the session UUID", 1)
+    if args.fork and (args.session_id is None or args.get("last")):
+        raise ArgvError("fake_agent: the fork picker and --last are not emulated; give "
+                        "the SESSION_ID", 1)
+    if args.fork and args.session_id is not None and not _is_uuid(args.session_id):
+        raise ArgvError(f"fake_agent: forking by session name ({args.session_id!r}) is not "
                         "emulated; give the session UUID", 1)
