@@ -352,6 +352,7 @@ class SwitchboardApp(App[None]):
             return
         self.query_one(FrameTree).navigator_state = state
         self._update_breadcrumb()
+        self.query_one(PanePreview).recheck()
         self.refit_stack()
 
     # ------------------------------------------------------------------ targets
@@ -539,8 +540,21 @@ class SwitchboardApp(App[None]):
             self.notify(intent.text, severity="warning", markup=False)
         elif isinstance(intent, intents.Ask):
             self._ask_then_request(intent)
+        elif isinstance(intent, intents.Checked):
+            checked = intent
+            self.start_job(checked.check, Group.REQUESTS,
+                           Job(partial(self._ask_unless, checked.then),
+                               partial(self._request_refused, checked.then.description)),
+                           name=checked.then.description)
         else:
             self.request(intent.description, intent.done, intent.call)
+
+    def _ask_unless(self, ask: intents.Ask[Any], problem: str | None) -> None:
+        """A checked key's dialog, or the one line saying why it is not offered."""
+        if problem is not None:
+            self.notify(problem, title=ask.description, severity="warning", markup=False)
+        else:
+            self._ask_then_request(ask)
 
     def action_start(self) -> None:
         self._act(intents.start)

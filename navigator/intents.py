@@ -110,7 +110,16 @@ class Ask(Generic[_Answer]):
     call: Callable[[_Answer], Callable[[], object]]
 
 
-Intent = Request | Ask[Any] | Refusal
+@dataclass(frozen=True)
+class Checked(Generic[_Answer]):
+    """A dialog offered only once ``check`` (a blocking read, run off the event loop)
+    finds nothing against it: its text refuses instead, before anything is asked."""
+
+    check: Callable[[], str | None]
+    then: Ask[_Answer]
+
+
+Intent = Request | Ask[Any] | Checked[Any] | Refusal
 Key = Callable[[NavigatorState | None, Selection, EngineClient], Intent]
 """An engine key: (state, selection, client) -> what it asks for."""
 
@@ -213,8 +222,26 @@ def answer(state: NavigatorState | None, selection: Selection, client: EngineCli
         return Ask(AnswerScreen(title, where), "Answer",
                    lambda choice: f"Answered {choice} to {title}{where}",
                    lambda choice: partial(actions.answer, host_id, frame_id, choice == "yes"))
-    return Ask(AnswerScreen(title, ""), "Answer", lambda choice: f"Answered {choice} to {title}",
-               lambda choice: partial(client.answer_prompt, frame_id, choice == "yes"))
+    return Checked(partial(prompt_problem, client, frame_id, title),
+                   Ask(AnswerScreen(title, ""), "Answer",
+                       lambda choice: f"Answered {choice} to {title}",
+                       lambda choice: partial(client.answer_prompt, frame_id, choice == "yes")))
+
+
+def prompt_problem(client: EngineClient, frame_id: str, title: str) -> str | None:
+    """Why ``y`` cannot answer the frame's prompt from here, read off its pane before
+    Yes and No are offered (the answer itself reads it again: ``core.runtime.answer``)."""
+    from core.model.text import shown, strip_sgr
+    from core.runtime.answer import choice_list
+
+    lines = client.preview(frame_id)
+    if lines is None:
+        return (f"The pane of “{shown(title)}” cannot be read from here, so its prompt "
+                "cannot be answered here: enter its view to answer it there.")
+    if choice_list([strip_sgr(line) for line in lines]) is None:
+        return (f"“{shown(title)}” shows no choice list to answer (its prompt waits for "
+                "typed text): enter its view to answer it there.")
+    return None
 
 
 def inbox_stream(state: NavigatorState | None, selection: Selection,

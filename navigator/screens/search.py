@@ -24,7 +24,7 @@ from core.model.errors import SwitchboardError
 from core.review.client import ReviewClient
 from core.review.search import HIT_END, HIT_START, SearchResult
 from navigator.screens.session_detail import local_time
-from navigator.widgets.diff_view import safe
+from navigator.widgets.diff_view import one_line, safe
 
 KIND_MARK = {"brief": "◆ brief", "handoff": "↩ handoff", "prompt": "› prompt",
              "command": "$ command", "failure": "✗ failure"}
@@ -47,7 +47,7 @@ def result_option(result: SearchResult, index: int) -> Option:
     snippet.append("   ")
     for number, part in enumerate(result.snippet.replace(HIT_END, HIT_START)
                                   .split(HIT_START)):
-        snippet.append(_LONG_HEX.sub(lambda m: m.group()[:12] + "…", safe(part)),
+        snippet.append(_LONG_HEX.sub(lambda m: m.group()[:12] + "…", one_line(part)),
                        style="bold reverse" if number % 2 else "")
     snippet.truncate(MAX_SNIPPET_CELLS, overflow="ellipsis")
     both = Text.assemble(line, "\n", snippet)

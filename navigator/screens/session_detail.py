@@ -35,6 +35,7 @@ from core.evidence.store import (
     filter_timeline,
 )
 from core.model.text import shown
+from navigator.widgets.diff_view import one_line
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -73,7 +74,7 @@ def entry_line(entry: TimelineEntry, exit_code: int | None = None) -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(f"{local_time(entry.at)} ", style="dim")
     line.append(f"{MARKS[entry.kind]} ", style="bold")
-    line.append(shown(entry.text), style="red" if entry.failed else "")
+    line.append(one_line(entry.text), style="red" if entry.failed else "")
     if entry.status:
         code = f" exit {exit_code}" if exit_code is not None else ""
         line.append(f"  {entry.status}{code}", style=STATUS_STYLE.get(entry.status, ""))
@@ -205,7 +206,7 @@ class SessionDetailScreen(ModalScreen[None]):
                     + (f" on {workspace.branch_name}" if workspace.branch_name else ""))
         if workspace.base_ref:
             text.append(f" since {workspace.base_ref[:8]}: ")
-            text.append(shown(workspace.changes or "git could not say"), style="dim")
+            text.append(one_line(workspace.changes or "git could not say"), style="dim")
         else:
             text.append(": no starting commit (not a git checkout)", style="dim")
         return text
@@ -235,7 +236,7 @@ class SessionDetailScreen(ModalScreen[None]):
             where = " ".join(x for x in (group.file, group.code) if x)
             text.append("✓ " if group.fixed else "✗ ", style="green" if group.fixed else "red")
             text.append(f"{group.toolchain} {where}: ", style="bold")
-            text.append(shown(group.message))
+            text.append(one_line(group.message))
             text.append(f"  ×{group.count} in {group.runs} run(s)"
                         + (", fixed" if group.fixed else ""), style="dim")
         return text

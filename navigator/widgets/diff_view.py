@@ -61,6 +61,19 @@ def safe(text: str) -> str:
     return shown(text.expandtabs(4))
 
 
+#: What stands for a line break inside a one-row field (a prompt or a command of several
+#: lines): a visible mark, where ``shown`` wrote a literal backslash-n.
+LINE_BREAK = " ⏎ "
+
+
+def one_line(text: str) -> str:
+    """Agents' multi-line text (a prompt, a command, a snippet) on one row: each line made
+    ``safe``, blank ones dropped, the rest joined by ``LINE_BREAK``."""
+    if "\n" not in text and "\r" not in text:
+        return safe(text)
+    return LINE_BREAK.join(safe(part) for part in text.splitlines() if part.strip())
+
+
 def build_rows(diff: FrameDiff) -> list[Row]:
     """The rows of the whole change, in order: file header, hunk headers, lines, comments.
 

@@ -19,7 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from core.model.text import shown
-from core.state.state_types import NavigatorState
+from core.state.state_types import FrameSummary, NavigatorState
 from navigator.targeting import preview_frame
 from navigator.widgets.frames import FrameTree, NodeRef
 
@@ -67,13 +67,36 @@ class PanePreview(Static):
             ref = self._cursor()
         except NoMatches:
             return
-        host = cast(PreviewHost, self.app)
-        frame = preview_frame(host.navigator_state, ref.frame if ref is not None else None,
-                              ref is not None and ref.shown and not host.preview_shown)
+        frame = self._worth_a_preview(ref)
         if frame is None:
             self.clear()
             return
+        host = cast(PreviewHost, self.app)
         host.fetch_preview(frame.frame_id, partial(self._read, frame.frame_id, frame.title))
+
+    def _worth_a_preview(self, ref: NodeRef | None) -> FrameSummary | None:
+        """The cursor's frame when no view shows it in its main pane (a person sees that
+        pane itself; a browser sees none, so there every live agent is previewed)."""
+        host = cast(PreviewHost, self.app)
+        state = host.navigator_state
+        frame = ref.frame if ref is not None else None
+        in_main = frame is not None and (ref is not None and ref.shown or any(
+            view.active_frame_id == frame.frame_id and view.state != "retired"
+            for view in (state.views if state is not None else ())))
+        return preview_frame(state, frame, in_main and not host.preview_shown)
+
+    def recheck(self) -> None:
+        """New state: a previewed frame a view now shows in main (the person pressed
+        enter on it) has nothing to preview any more."""
+        if self.frame_id is None:
+            return
+        try:
+            ref = self._cursor()
+        except NoMatches:
+            return
+        frame = self._worth_a_preview(ref)
+        if frame is None or frame.frame_id != self.frame_id:
+            self.clear()
 
     def _read(self, frame_id: str, title: str, lines: list[str] | None) -> None:
         try:

@@ -77,8 +77,8 @@ async def test_y_answers_the_selected_agents_prompt(tmp_path: Path, tmux_socket:
                          == "needs_input", 15)
         tree(app).focus()
         tree(app).select_key(frame_key(route.frame_id))
-        await pilot.press("y")
-        await pilot.pause()
+        await pilot.press("y")  # the pane is read first: Yes and No only on a choice list
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "AnswerScreen", 15)
         await pilot.press("n")
         await settle(pilot)
         await wait_until(pilot, lambda: any("Answered no" in m for _, m in notices(app)), 15)

@@ -163,3 +163,73 @@ async def test_help_and_palette_list_each_key_once(demo: Scenario) -> None:
         assert len(titles) == len(set(titles)), titles
         assert not any(title.startswith("Acknowledge") for title in titles)  # no message
         assert titles.count("Dismiss recovery") == 1 and "Dismiss" not in titles
+
+
+async def test_the_preview_goes_once_main_shows_its_frame(demo: Scenario) -> None:
+    """Issue 40.7: enter on a previewed frame put it in main, and the Preview kept
+    showing the same agent beside it."""
+    from core.context.requests import new_request_id
+    from core.model.enums import Activity
+    from tests.navigator.scenario import set_activity
+
+    demo.engine.view_focus(new_request_id(), demo.views["alpha"], demo.frames["Write docs"])
+    set_activity(demo, "Fix login", Activity.WORKING, "live")
+    demo.client.preview = lambda frame_id: ["$ pytest -q"]  # type: ignore[method-assign]
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot)
+        preview = app.query_one(PanePreview)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.pause(PanePreview.DELAY + 0.3)
+        await settle(pilot)
+        assert preview.has_class("-visible")
+        await pilot.press("enter")  # focus Fix login: its view shows it in main
+        await settle(pilot)
+        await pilot.pause(PanePreview.DELAY + 0.3)
+        await settle(pilot)
+        assert demo.view_row("alpha")["active_frame_id"] == demo.frames["Fix login"]
+        assert not preview.has_class("-visible")
+
+
+async def test_i_and_search_show_a_line_break_as_a_mark(demo: Scenario) -> None:
+    """Issue 40.7: a prompt of two lines read "Fix the login\\nthen the docs" in `i`."""
+    from navigator.screens.search import result_option
+    from navigator.screens.session_detail import SessionDetailScreen
+    from storage.session_db import open_session_db, record_hook_event, session_db_path
+    from tests.navigator.test_session_detail import T0, record_frame_work
+
+    key = record_frame_work(demo, "Fix login")
+    row = demo.frame_row("Fix login")
+    conn = open_session_db(session_db_path(demo.home.root, key), now_ms=T0)
+    try:
+        record_hook_event(conn, session_key=key, provider="claude", project_id="p",
+                          project_root="/src/alpha", frame_id=row["frame_id"], turn_id="t-2",
+                          event="UserPromptSubmit", kind="prompt_submitted", now_ms=T0 + 9_500,
+                          prompt="Fix the login\nthen the docs")
+    finally:
+        conn.close()
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press("i")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionDetailScreen)
+        drawn = "\n".join("".join(segment.text for segment in strip)
+                          for strip in app.screen._compositor.render_strips())
+        assert "Fix the login" in drawn, drawn  # the timeline keeps a prompt's first line
+        assert "\\n" not in drawn, drawn
+    from core.review.search import HIT_END, HIT_START, SearchResult
+
+    hit = SearchResult(kind="command", project_id="alpha", project_name="alpha",
+                       frame_id=None, frame_title="Fix login", frame_state="open",
+                       session_key=None, at="2026-01-01T10:00:00+00:00", anchor=None,
+                       snippet=f"1 {HIT_START}passed{HIT_END} in 0.01s\nnext line")
+    text = str(result_option(hit, 0).prompt)
+    assert "0.01s ⏎ next line" in text and "\\n" not in text
+    # a failure's message and a checkout's changes of several lines, as `i` draws them
+    from navigator.widgets.diff_view import one_line
+
+    assert one_line("assert -1 == 5\n +  where -1 = add(2, 3)\n") == \
+        "assert -1 == 5 ⏎  +  where -1 = add(2, 3)"
+    assert one_line("a\x1b[31m\r\nb") == "a\\x1b[31m ⏎ b"
