@@ -27,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import stat
 import subprocess
 import sys
@@ -197,12 +198,16 @@ def ensure_server(run_dir: Path, home_env: Mapping[str, str],
     folder = server_dir(run_dir)
     with contextlib.suppress(FileNotFoundError):
         (folder / INFO_NAME).unlink()  # a killed server's port: not to be read as new
+    # Through ``sh -c '... &'``: the shell exits at once (waited for here) and the server
+    # is nobody's child (init's), in a session of its own, so no front end keeps a
+    # zombie of it and none of their signals reach it.
+    command = f"{shlex.quote(sys.executable)} -m {SERVER_MODULE} &"
     try:
-        subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", SERVER_MODULE], env=env, cwd="/",
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True)
-    except OSError as exc:
+        subprocess.run(["/bin/sh", "-c", command], env=env, cwd="/",  # noqa: S603
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                       timeout=wait_s, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
         raise ServerUnavailable(f"cannot start `switchboard server`: {exc}; run "
                                 "`switchboard server` to see why") from None
     deadline = time.monotonic() + wait_s

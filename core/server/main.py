@@ -107,8 +107,11 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
         server.log(f"listening on 127.0.0.1:{server.port} (pid {os.getpid()})")
         if ready is not None:
             ready.set()
+        lock_inode = os.fstat(lock).st_ino
         while not stop.wait(0.5):
-            pass
+            if not _lock_file_is(folder, lock_inode):
+                server.log("its lock file was removed or replaced: exiting")
+                break
         server.shutdown()
         server.server_close()
         server.log("stopped")
@@ -119,6 +122,16 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
     finally:
         os.close(lock)
     return 0
+
+
+def _lock_file_is(folder: Path, inode: int) -> bool:
+    """Whether the home's lock file is still the one this server holds. A home that was
+    deleted (a test's, a reset) takes its server with it instead of leaving it running,
+    and a new server for a re-made home never shares its lock with an old one."""
+    try:
+        return os.stat(folder / LOCK_NAME).st_ino == inode
+    except OSError:
+        return False
 
 
 def _listen(run_dir: Path, folder: Path) -> AgentToolServer:

@@ -97,8 +97,11 @@ def test_killed_server_is_replaced_by_the_next_launch(run_dir: Path) -> None:
     session.mkdir(mode=0o700)
     token = agent_http.register_token(run_dir, session, {})
     assert _ping(info, token)["result"] == {}
-    # Detached: its own session, not this process's child's group.
-    assert os.getsid(info.pid) == info.pid
+    # Detached: another session than this front end's, and not its child (no zombie).
+    assert os.getsid(info.pid) != os.getsid(0)
+    parent = subprocess.run(["ps", "-o", "ppid=", "-p", str(info.pid)], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    assert parent != str(os.getpid())
 
     os.kill(info.pid, signal.SIGKILL)
     assert retry_until(lambda: agent_http.running(run_dir) is None, 10)
@@ -137,3 +140,19 @@ def test_a_run_folder_open_to_others_is_refused(run_dir: Path) -> None:
     assert done.returncode != 0
     assert "open to other users" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (folder / "server.lock").exists()  # nothing made there
+
+
+def test_a_removed_home_takes_its_server_with_it(run_dir: Path) -> None:
+    import shutil
+
+    info = agent_http.ensure_server(run_dir, Home.from_env().child_env())
+    shutil.rmtree(run_dir)
+
+    def gone() -> bool:
+        try:
+            os.kill(info.pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    assert retry_until(gone, 10)
