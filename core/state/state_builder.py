@@ -28,7 +28,9 @@ from core.providers.checks import (
 )
 from core.state.remotes import CACHED_HOSTS_SQL, configured_hosts, hosts_from_rows
 from core.state.state_types import (
+    MAX_EXTRA_PANES,
     BreadcrumbItem,
+    ExtraPaneSummary,
     FrameSummary,
     HostCheckout,
     HostControlTurn,
@@ -243,7 +245,8 @@ def rows_from(read: Mapping[str, Sequence[Any]]) -> NavigatorRows:
     """The rows of each named read (``NAVIGATOR_READS``), whoever ran them."""
     return NavigatorRows(frames=read["frames"], pending=read["pending"],
                          projects=read["projects"], views=read["views"],
-                         recoveries=read["recoveries"], remote_hosts=read["remote_hosts"])
+                         recoveries=read["recoveries"], remote_hosts=read["remote_hosts"],
+                         extra_panes=read.get("extra_panes", ()))
 
 
 def build_navigator_state(engine: RegistryReader, *, include_closed: bool = True) -> NavigatorState:
@@ -259,8 +262,9 @@ def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
     now = engine.now()
     frames = _navigator_frames(rows.frames, now)
     pending = {r["view_id"]: r for r in rows.pending}
+    extras = _extra_panes_by_frame(rows.extra_panes)
     by_project: dict[str, list[FrameSummary]] = {}
-    for f in frames.values():
+    for frame_id, f in frames.items():  # keyed by frame id: one read fewer per frame
         if not include_closed and f["lifecycle_state"] == "closed":
             continue
         summary = None
@@ -271,10 +275,11 @@ def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
                                      updated_at=f["s_updated"],
                                      activity_reason=_limit_reason(f))
         by_project.setdefault(f["project_id"], []).append(FrameSummary(
-            frame_id=f["frame_id"], title=shown(f["title"]), role=f["role"],
+            frame_id=frame_id, title=shown(f["title"]), role=f["role"],
             parent_frame_id=f["parent_frame_id"], lifecycle_state=f["lifecycle_state"],
             close_reason=f["close_reason"], activity=f["activity"] or Activity.UNKNOWN,
-            current_session=summary, session_count=f["n_sessions"]))
+            current_session=summary, session_count=f["n_sessions"],
+            extra_panes=extras.get(frame_id)))
     projects = [
         ProjectRow(project_id=r["project_id"], host_id=r["host_id"], name=r["name"],
                    frames=tuple(by_project.get(r["project_id"], ())))
@@ -359,6 +364,8 @@ _PENDING_SQL = (
     f" WHERE t.state IN {NONTERMINAL}")
 _PROJECTS_SQL = "SELECT * FROM projects ORDER BY host_id, project_id"
 _VIEWS_SQL = "SELECT * FROM user_views ORDER BY host_id, view_id"
+_EXTRA_PANES_SQL = ("SELECT extra_pane_id, frame_id, command FROM extra_panes"
+                    " ORDER BY frame_id, extra_pane_id")
 _OPEN_RECOVERIES_SQL = ("SELECT * FROM recoveries WHERE state = 'open'"
                         " ORDER BY host_id, recovery_id")
 
@@ -374,17 +381,31 @@ class NavigatorRows:
     views: Sequence[Mapping[str, Any]]
     recoveries: Sequence[Mapping[str, Any]]
     remote_hosts: Sequence[Mapping[str, Any]]
+    extra_panes: Sequence[Mapping[str, Any]] = ()
 
 
 NAVIGATOR_READS: tuple[tuple[str, str], ...] = (
     ("frames", _FRAME_SQL), ("pending", _PENDING_SQL), ("projects", _PROJECTS_SQL),
     ("views", _VIEWS_SQL), ("recoveries", _OPEN_RECOVERIES_SQL),
-    ("remote_hosts", CACHED_HOSTS_SQL))
+    ("remote_hosts", CACHED_HOSTS_SQL), ("extra_panes", _EXTRA_PANES_SQL))
 """The named reads of a navigator state, in order: the CLI runs them on its sqlite3
 connection (``read_navigator_rows``), a navigator awaits them through aiosqlite
 (``core.state.async_reads``); both assemble with ``assemble_navigator_state``."""
 TUPLE_READS = frozenset({"frames"})
 """Reads kept as plain tuples: the hottest table, zipped into dicts (see ``_navigator_frames``)."""
+
+
+def _extra_panes_by_frame(rows: Iterable[Mapping[str, Any]]
+                          ) -> dict[str, tuple[ExtraPaneSummary, ...]]:
+    """The extra panes under each frame (``core.reconcile.foreign`` records them), at most
+    ``MAX_EXTRA_PANES`` each; the command is shown as one printable line."""
+    by_frame: dict[str, list[ExtraPaneSummary]] = {}
+    for row in rows:
+        listed = by_frame.setdefault(row["frame_id"], [])
+        if len(listed) < MAX_EXTRA_PANES:
+            listed.append(ExtraPaneSummary(extra_pane_id=row["extra_pane_id"],
+                                           command=shown(row["command"])[:64]))
+    return {frame_id: tuple(panes) for frame_id, panes in by_frame.items()}
 
 
 def _limit_reason(frame: Mapping[str, Any]) -> ActivityReason | None:

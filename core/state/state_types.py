@@ -560,6 +560,23 @@ class SessionSummary(Record):
     """Why: ``usage_limit`` makes a needs-input badge read ``limited`` (issue 26)."""
 
 
+MAX_EXTRA_PANES = 64
+"""Extra panes listed per frame (a frame with more is a runaway split loop; the rest wait)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtraPaneSummary(Record):
+    """A pane someone split into the view's window, which reconcile moved out of it to
+    keep the view whole; it still runs, listed under the frame the view showed. Only an
+    opaque id and the process name: no pane locator, no argv."""
+
+    extra_pane_id: str = jfield(UUID, key="extraId")
+    """JSON ``extraId``: state envelopes refuse keys naming panes (locator words)."""
+    command: str = jfield(TextKind(64, allow_empty=True))
+
+    SORT_BY = ("extra_pane_id",)
+
+
 @dataclass(frozen=True, kw_only=True)
 class FrameSummary(Record):
     frame_id: str = jfield(UUID)
@@ -571,6 +588,10 @@ class FrameSummary(Record):
     activity: Activity = jfield(_enum(Activity))
     current_session: SessionSummary | None = jfield(RecordKind(SessionSummary), default=None)
     session_count: int = jfield(COUNT)
+    extra_panes: tuple[ExtraPaneSummary, ...] | None = jfield(
+        _rows(ExtraPaneSummary, max_items=MAX_EXTRA_PANES), key="extras", default=None)
+    """Panes split into the view's window while it showed this frame (issue 39 item 3);
+    JSON ``extras``, absent (None) when there are none, so other frames' JSON is as it was."""
 
     SORT_BY = ("frame_id",)
 
@@ -828,8 +849,8 @@ def sorted_rows(rows: Iterable[Any]) -> tuple[Any, ...]:
 
 
 __all__ = [
-    "BreadcrumbItem", "DirectiveError", "FrameSummary", "HostCheckout", "HostControlTurn",
-    "HostFrame", "HostFrameSession", "HostInfo", "HostPlacement", "HostProject",
+    "BreadcrumbItem", "DirectiveError", "ExtraPaneSummary", "FrameSummary", "HostCheckout",
+    "HostControlTurn", "HostFrame", "HostFrameSession", "HostInfo", "HostPlacement", "HostProject",
     "HostProjectRepository", "HostRecovery", "HostRepository", "HostRow", "HostSession",
     "HostState", "HostSurface", "HostTransition", "HostView", "HostWorkContext",
     "NavigatorState", "PresentationDirective", "ProjectRow", "RecoveryRow", "SessionSummary",

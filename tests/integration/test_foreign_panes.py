@@ -29,6 +29,9 @@ from core.reconcile import recovery
 from core.reconcile.foreign import ExtraPane, extra_panes
 from core.reconcile.reconcile import reconcile
 from core.runtime import sagas
+from core.state.envelope import decode_checked, encode_canonical
+from core.state.state_builder import build_navigator_state
+from core.state.state_types import ExtraPaneSummary, NavigatorState
 from core.tmux.panes import PaneRole
 from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
@@ -75,6 +78,14 @@ def _records(engine: Engine) -> list[tuple[str, str, str, str]]:
         "SELECT pane_id, view_id, frame_id, command FROM extra_panes ORDER BY pane_id")]
 
 
+def _listed(engine: Engine) -> dict[str, tuple[ExtraPaneSummary, ...]]:
+    """Frame id -> its extra panes, as a navigator decodes the state envelope."""
+    state = decode_checked(encode_canonical(build_navigator_state(engine)),
+                           schema=NavigatorState)
+    return {f.frame_id: f.extra_panes for p in state.projects for f in p.frames
+            if f.extra_panes}
+
+
 def _pid(socket: Path, pane: str) -> int:
     return int(tmux(socket, "display-message", "-p", "-t", pane, "#{pane_pid}").strip())
 
@@ -115,6 +126,14 @@ def test_a_split_is_moved_out_keeps_running_and_opens_no_recovery(
     assert _open_view_recoveries(engine, world.view_id) == []
     assert problems(engine, world.view_id) == []
 
+    # NavigatorState lists it under the frame the view showed: an opaque id and the
+    # process name, no pane locator; the envelope round-trips through its schema.
+    ((extra_id,),) = engine.conn.execute("SELECT extra_pane_id FROM extra_panes").fetchall()
+    listed = _listed(engine)
+    assert listed == {world.workspace_id: (ExtraPaneSummary(extra_pane_id=extra_id,
+                                                            command=FOREIGN_COMMAND),)}
+    assert split.encode() not in encode_canonical(build_navigator_state(engine))
+
     # The next passes leave it where it is and open nothing (no loop).
     for _ in range(2):
         again = reconcile(engine)
@@ -137,6 +156,7 @@ def test_the_extra_pane_exiting_removes_its_record(tmp_path: Path, tmux_socket: 
     report = reconcile(engine)
     assert (report.foreign_panes_moved, report.recoveries_opened) == (0, 0)
     assert _records(engine) == []  # the record went with the pane
+    assert _listed(engine) == {}
     assert problems(engine, world.view_id) == []
     assert _open_view_recoveries(engine, world.view_id) == []
 
