@@ -165,6 +165,8 @@ class SwitchboardApp(App[None]):
         self.review = ReviewClient(client.home, client.message_frame)
         self.conflict_watch = ConflictWatch(self, self.review)
         self._usage_timer: Timer | None = None
+        self._usage_said = False
+        """Whether this u's first read was announced (no usage yet, or a compact pane)."""
         """Set while ``u`` shows usage: it re-reads the session files now and then."""
         self._first_keys = FirstStateKeys(self.post_message)
         """Keys typed before the first state wait for it (see ``navigator.first_keys``)."""
@@ -593,6 +595,9 @@ class SwitchboardApp(App[None]):
     def action_switch_provider(self) -> None:
         self._act(intents.switch_provider)
 
+    def action_fork(self) -> None:
+        self._act(intents.fork)
+
     def action_toggle_mode(self) -> None:
         self._act(intents.toggle_mode)
 
@@ -633,6 +638,7 @@ class SwitchboardApp(App[None]):
             tree.border_subtitle = ""
             return
         self._usage_timer = self.set_interval(self.USAGE_REFRESH_S, self._read_usage)
+        self._usage_said = False
         self._read_usage()
 
     def _read_usage(self) -> None:
@@ -653,6 +659,15 @@ class SwitchboardApp(App[None]):
                       for frame in project.frames if frame.current_session is not None
                       and frame.current_session.activity_reason == "usage_limit")
         tree.border_subtitle = brief.line + (f" · {limited} limited" if limited else "")
+        if not self._usage_said:  # once per u: never a key that shows nothing, silently
+            self._usage_said = True
+            if not brief.per_frame:
+                self.notify("No usage is recorded yet: tokens and cost are read from each "
+                            "agent's own transcript once it has worked a turn, and no "
+                            "session here has one (u again hides this).", title="Usage",
+                            markup=False)
+            elif self.layout_kind is LayoutKind.COMPACT:  # no bottom border to show it
+                self.notify(tree.border_subtitle, title="Usage", markup=False)
 
     def action_diff(self) -> None:
         """v: the frame's change since its base (git in a worker), then the diff screen."""

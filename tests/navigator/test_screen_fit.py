@@ -233,3 +233,46 @@ async def test_i_and_search_show_a_line_break_as_a_mark(demo: Scenario) -> None:
     assert one_line("assert -1 == 5\n +  where -1 = add(2, 3)\n") == \
         "assert -1 == 5 ⏎  +  where -1 = add(2, 3)"
     assert one_line("a\x1b[31m\r\nb") == "a\\x1b[31m ⏎ b"
+
+
+@pytest.mark.parametrize(("screen_lines", "said"), [
+    (None, "cannot be read from here"),
+    (["Claude wants to know:", "Which file should I change?", "> "], "shows no choice list"),
+    (["Allow the build?", " ❯ 1. Yes", "   2. No, keep manual mode"], None),
+])
+async def test_y_offers_yes_and_no_only_on_a_choice_list(
+        demo: Scenario, screen_lines: list[str] | None, said: str | None) -> None:
+    """Issue 40.7: y offered Yes/No, then said the prompt had no choice list."""
+    from navigator.screens.answer import AnswerScreen
+    from tests.navigator.helpers import notices, wait_until
+
+    demo.client.preview = lambda frame_id: screen_lines  # type: ignore[method-assign]
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Write docs")  # its agent needs input
+        await pilot.press("y")
+        await settle(pilot)
+        if said is None:
+            await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
+            await pilot.press("escape")
+        else:
+            await wait_until(pilot, lambda: any(said in m for _, m in notices(app)))
+            assert app.screen is app.screen_stack[0]
+
+
+async def test_u_in_the_demo_says_no_usage_is_recorded_yet(demo: Scenario) -> None:
+    """Issue 40.7: u on a registry whose agents never worked a turn showed nothing."""
+    from tests.navigator.helpers import notices, wait_until
+
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(26, 23)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await wait_until(pilot, lambda: any("No usage is recorded yet" in m
+                                            for _, m in notices(app)))
+        said = [m for _, m in notices(app) if "No usage" in m]
+        assert len(said) == 1 and "transcript" in said[0]
+        await pilot.press("u")  # hidden again: nothing more is said
+        await settle(pilot)
+        assert len([m for _, m in notices(app) if "No usage" in m]) == 1
