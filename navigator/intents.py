@@ -39,7 +39,7 @@ BLOCKED_UNDER_DIALOGS = frozenset({"start", "stop", "go_back", "complete", "clos
                                    "reopen", "toggle_mode", "recover", "search", "help",
                                    "details", "acknowledge_anywhere", "dismiss_anywhere",
                                    "new_task", "diff", "find", "switch_provider",
-                                   "toggle_usage", "answer"})
+                                   "toggle_usage", "answer", "fork"})
 
 #: App keys that only act in one panel: pressed elsewhere they say where. The panel's
 #: own binding is the one the footer and the palette list (once, where it applies).
@@ -74,6 +74,9 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("P", "switch_provider", "Provider", key_display="P",
             tooltip="carry the task on with the other provider (its agent is stopped; "
                     "asks first)"),
+    Binding("F", "fork", "Fork", key_display="F",
+            tooltip="a sibling task whose agent continues a copy of the frame's conversation "
+                    "(the frame keeps its session; asks first)"),
     Binding("y", "answer", "Answer",
             tooltip="answer the selected agent's prompt yes or no, for when its pane is out "
                     "of reach (a browser, a remote host)"),
@@ -299,6 +302,25 @@ def switch_provider(state: NavigatorState | None, selection: Selection,
                              confirm_label=f"Move to {to.value}"),
                "Switch provider", lambda _: f"{frame.title} moved to {to.value}",
                lambda _: partial(client.switch_provider, frame.frame_id, to))
+
+
+def fork(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:
+    """F: a sibling task whose agent resumes a fork of the frame's conversation (a
+    workspace's fork is a task under it), after the person confirms."""
+    from navigator.screens.confirm import ConfirmScreen
+
+    frame = frame_for_key(state, selection, "Select the frame whose conversation to fork.",
+                          open_only=True)
+    if isinstance(frame, Refusal):
+        return frame
+    if frame.current_session is None:
+        return Refusal(f"{frame.title} has no agent yet: n starts one, then F forks it.")
+    where = "a task under it" if frame.parent_frame_id is None else "a task beside it"
+    return Ask(ConfirmScreen(f"Fork “{frame.title}”? {where[0].upper()}{where[1:]} starts "
+                             "with a copy of its conversation; this frame keeps its session.",
+                             confirm_label="Fork"),
+               "Fork", lambda _: f"Forked {frame.title}",
+               lambda _: partial(client.fork, frame.frame_id))
 
 
 def reopen(state: NavigatorState | None, selection: Selection, client: EngineClient) -> Intent:

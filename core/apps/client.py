@@ -341,6 +341,11 @@ class EngineClient:
         with self._lock:
             return switch_provider(self._acting, new_request_id(), frame_id, to, self.home)
 
+    def fork(self, frame_id: str) -> FrameResult:
+        """A sibling task continuing a copy of the frame's conversation (``frame fork``)."""
+        with self._lock:
+            return self._acting.frame_fork(new_request_id(), frame_id)
+
     def cancel_transition(self, view_id: str) -> TransitionResult:
         with self._lock:
             return self._acting.transition_cancel(new_request_id(), view_id=view_id)
