@@ -15,6 +15,11 @@ reconcile's write transaction): a tagged extra pane gets an ``extra_panes``
 row under its frame, which NavigatorState lists; its exit
 (``remain-on-exit off`` makes the pane vanish) or its server's restart
 deletes the row on the next pass.
+
+What a person does with one (the navigator's Enter and x on its row):
+``show_extra_pane`` swaps it into main (Enter on it again shows the frame's
+own pane again) and ``close_extra_pane`` kills exactly that pane, gated on
+its tags, and forgets its record.
 """
 
 from __future__ import annotations
@@ -23,9 +28,14 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.model.errors import TmuxError
+from core.model.errors import Conflict, NotFound, TmuxError
+from core.runtime.pane_evidence import expected_main
 from core.tmux.panes import PaneRole, ServerSnapshot
+from storage.connection import write_transaction
 from storage.operations import extra_panes as extra_ops
+from storage.operations import frames as frames_ops
+from storage.operations import transitions as transitions_ops
+from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
     from core.context.context import Context
@@ -77,11 +87,11 @@ def evict_foreign_panes(ctx: Context, snap: ServerSnapshot | None,
 
 
 def extra_panes(snap: ServerSnapshot | None) -> list[ExtraPane]:
-    """The extra panes one reading shows, in snapshot order (their tags are their record)."""
+    """The extra panes one reading shows, in snapshot order: parked, or shown in main."""
     if snap is None:
         return []
     return [ExtraPane(p.pane_id, p.serves_view, p.frame_id, p.current_command, p.dead)
-            for p in snap if p.role is PaneRole.EXTRA and p.parked
+            for p in snap if p.role is PaneRole.EXTRA
             and p.serves_view is not None and p.frame_id is not None]
 
 
@@ -113,3 +123,82 @@ def record_extra_panes(ctx: Context, conn: sqlite3.Connection, snap: ServerSnaps
                     pane_id=extra.pane_id, command=extra.command, now=now)
                 added += 1
     return added + extra_ops.forget_gone_extra_panes(conn, server_id, alive)
+
+
+def show_extra_pane(ctx: Context, extra_pane_id: str) -> str:
+    """Enter on an extra pane: show it in main, or, when it is shown, the frame's own
+    pane again. Returns ``"extra"`` or ``"frame"`` (what main shows now).
+
+    Only while its frame is the one its view shows and no transition is in flight;
+    every move is one guarded tmux process, refused (nothing moved) when a pane
+    changed meanwhile.
+    """
+    row, view = _record_and_view(ctx, extra_pane_id)
+    stage = ctx.require_stage()
+    adapter = stage.adapter_for(row["tmux_server_id"])
+    snap = adapter.checked_snapshot()
+    layout = snap.view(view["view_id"])
+    if layout is None or layout.main is None:
+        raise Conflict("the view has no single main pane; run its recovery (R) first",
+                       code="view_not_whole")
+    if layout.main.pane_id == row["pane_id"]:
+        stage.present(view, expected_main(ctx.conn, view["view_id"], row["tmux_server_id"],
+                                          snap))
+        return "frame"
+    shown = adapter.show_extra(view_id=view["view_id"], frame_id=row["frame_id"],
+                               extra_pane=row["pane_id"], main_pane=layout.main.pane_id)
+    if shown is None:
+        raise Conflict("the extra pane or main changed meanwhile; nothing moved",
+                       code="extra_pane_moved")
+    with write_transaction(ctx.conn) as conn:
+        views_ops.set_main_pane(conn, view["view_id"], shown.pane_id, ctx.now())
+    return "extra"
+
+
+def close_extra_pane(ctx: Context, extra_pane_id: str) -> bool:
+    """x on an extra pane: the frame's own pane is shown again if the extra one was in
+    main, then exactly that pane is killed (gated on its tags, parked, alone in its
+    window) and its record forgotten. False when the pane had ended already."""
+    row, view = _record_and_view(ctx, extra_pane_id, must_be_shown=False)
+    stage = ctx.require_stage()
+    adapter = stage.adapter_for(row["tmux_server_id"])
+    snap = adapter.checked_snapshot()
+    pane = snap.pane(row["pane_id"])
+    killed = False
+    if pane is not None and pane.role is PaneRole.EXTRA and pane.frame_id == row["frame_id"]:
+        if not pane.parked:
+            if transitions_ops.pending_for_view(ctx.conn, view["view_id"]) is not None:
+                raise Conflict("a transition is in flight in this view; close the extra "
+                               "pane after it settles", code="transition_in_flight")
+            stage.present(view, expected_main(ctx.conn, view["view_id"],
+                                              row["tmux_server_id"], snap))
+        killed = adapter.kill_extra(frame_id=row["frame_id"], extra_pane=row["pane_id"])
+        if not killed:
+            raise Conflict("the extra pane changed meanwhile; nothing was closed",
+                           code="extra_pane_moved")
+    with write_transaction(ctx.conn) as conn:
+        extra_ops.forget_extra_pane(conn, extra_pane_id)
+    return killed
+
+
+def _record_and_view(ctx: Context, extra_pane_id: str, *,
+                     must_be_shown: bool = True) -> tuple[sqlite3.Row, sqlite3.Row]:
+    """The extra pane's record and its view, refused by name when it cannot be acted on."""
+    row = ctx.conn.execute("SELECT * FROM extra_panes WHERE extra_pane_id = ?",
+                           (extra_pane_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"extra pane {extra_pane_id} is not recorded (it ended or was "
+                       "closed); nothing changed")
+    view = views_ops.get_view(ctx.conn, row["view_id"])
+    if view["tmux_server_id"] != row["tmux_server_id"]:
+        raise Conflict("the extra pane's tmux server is not the view's any more; the next "
+                       "reconcile forgets it", code="extra_pane_gone")
+    if must_be_shown:
+        if view["active_frame_id"] != row["frame_id"]:
+            title = frames_ops.get_frame(ctx.conn, row["frame_id"])["title"]
+            raise Conflict(f"“{title}” is not the frame its view shows; press Enter on it "
+                           "first, then on its extra pane", code="frame_not_shown")
+        if transitions_ops.pending_for_view(ctx.conn, view["view_id"]) is not None:
+            raise Conflict("a transition is in flight in this view; show the extra pane "
+                           "after it settles", code="transition_in_flight")
+    return row, view

@@ -18,10 +18,12 @@ from core.model.enums import Actionability, RecoveryKind, RecoveryState
 from core.model.errors import Conflict, SwitchboardError, TmuxError
 from core.reconcile.reconcile import reconcile
 from core.reconcile.recover_view import recover_view
+from core.reconcile.views import shows_own_extra
 from core.runtime.pane_evidence import expected_main, live_server_id, shows
 from core.tmux.errors import ServerIdentityMismatch, TmuxUnavailable
 from storage.connection import write_transaction
 from storage.operations import recoveries as recoveries_ops
+from storage.operations import views as views_ops
 
 if TYPE_CHECKING:
     from core.context.context import Context
@@ -128,7 +130,8 @@ def _cause_gone(ctx: Context, record: RecoveryRecord) -> None:
     except TmuxError as exc:
         raise Conflict(f"the recovery ran but the view's window is not one shape: "
                        f"{exc.message} The recovery stays open.", code="recover_failed") from exc
-    if shows(layout, expected_main(ctx.conn, record.subject_id, server_id, snap)):
+    if shows(layout, expected_main(ctx.conn, record.subject_id, server_id, snap)) or \
+            shows_own_extra(views_ops.get_view(ctx.conn, record.subject_id), layout):
         return
     raise Conflict("the recovery ran but main still shows another pane than the view's "
                    "active frame; the recovery stays open. Close the pane shown in main "

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from core.model.enums import Actionability, RecoveryKind
 from core.model.errors import TmuxError
 from core.runtime.pane_evidence import expected_main, shows
-from core.tmux.panes import ServerSnapshot, ViewLayout
+from core.tmux.panes import PaneRole, ServerSnapshot, ViewLayout
 from storage.operations import recoveries as recoveries_ops
 from storage.operations import transitions as transitions_ops
 from storage.operations import views as views_ops
@@ -83,6 +83,8 @@ def check_views(ctx: Context, conn: sqlite3.Connection, snap: ServerSnapshot | N
                 "recovery builds it again and shows the active frame.", now)
             continue
         repaired += _commit_observed(conn, view, layout, now)
+        if shows_own_extra(view, layout):
+            continue  # the person showed one of the active frame's extra panes (Enter)
         if not shows(layout, expected_main(conn, view_id, server_id, snap)):
             open_view_recovery(
                 ctx, conn, RecoveryKind.PLACEMENT_ORPHANED, view_id,
@@ -95,6 +97,14 @@ def check_views(ctx: Context, conn: sqlite3.Connection, snap: ServerSnapshot | N
             recoveries_ops.resolve_for_subject(conn, RecoveryKind.PLACEMENT_ORPHANED,
                                                "view", view_id, now)
     return repaired
+
+
+def shows_own_extra(view: sqlite3.Row, layout: ViewLayout | None) -> bool:
+    """Main shows an extra pane of the view's active frame: the person chose it (Enter on
+    its row, ``core.reconcile.foreign``), so the view is as committed."""
+    main = layout.main if layout is not None else None
+    return main is not None and main.role is PaneRole.EXTRA and \
+        main.frame_id is not None and main.frame_id == view["active_frame_id"]
 
 
 def _commit_observed(conn: sqlite3.Connection, view: sqlite3.Row, layout: ViewLayout,

@@ -173,6 +173,15 @@ class TmuxAdapter:
         return batches.evict_foreign(self.runner, self.expected,
                                      holding_session=self.holding_session, moves=moves)
 
+    def show_extra(self, *, view_id: str, frame_id: str, extra_pane: str,
+                   main_pane: str) -> PaneSnapshot | None:
+        return batches.show_extra(self.runner, self.expected, view_id=view_id,
+                                  frame_id=frame_id, extra_pane=extra_pane, main_pane=main_pane)
+
+    def kill_extra(self, *, frame_id: str, extra_pane: str) -> bool:
+        return batches.kill_extra(self.runner, self.expected, frame_id=frame_id,
+                                  extra_pane=extra_pane)
+
     def present(self, *, main_pane: str, target_pane: str, view_id: str | None = None,
                 target_surface_id: str | None = None, enable_target_input: bool = True,
                 launch_gate: str | None = None) -> Presented:

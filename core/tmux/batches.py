@@ -208,3 +208,51 @@ def evict_foreign(runner: TmuxRunner, expected: ServerIdentity, *, holding_sessi
     moved = {p.pane_id: p for p in pane_lines(output.stdout)}
     return {pane_id: moved.get(pane_id) if index < len(labels) and labels[index] == "ok"
             else None for index, (pane_id, _view, _frame) in enumerate(moves)}
+
+
+def show_extra(runner: TmuxRunner, expected: ServerIdentity, *, view_id: str, frame_id: str,
+               extra_pane: str, main_pane: str) -> PaneSnapshot | None:
+    """Swap the extra pane ``extra_pane`` of ``frame_id`` into main; park and fence main.
+
+    One guarded process: the extra pane is still tagged as that frame's and parked,
+    alive; main sits in ``view_id``'s window and is not its navigator. The extra
+    pane takes input (it is the person's own). Returns it re-read, in main, or
+    None when a guard refused (nothing moved).
+    """
+    is_extra = both(equals(f"#{{{OPT_ROLE}}}", PaneRole.EXTRA),
+                    equals(f"#{{{OPT_FRAME}}}", check_tag_value(frame_id)))
+    output = run_guarded(runner, expected, [
+        guarded([
+            Check(extra_pane, both(is_extra, f"#{{{OPT_HOLDING}}}", "#{?pane_dead,0,1}"),
+                  "extra_moved"),
+            Check(main_pane, both(equals(f"#{{{OPT_VIEW}}}", check_tag_value(view_id)),
+                                  f"#{{!=:#{{{OPT_ROLE}}},{PaneRole.NAVIGATOR}}}",
+                                  f"#{{!=:#{{pane_id}},{extra_pane}}}"),
+                  "main_not_in_view"),
+        ], [("swap-pane", "-d", "-Z", "-s", extra_pane, "-t", main_pane),
+            ("select-pane", "-d", "-t", main_pane),
+            ("select-pane", "-e", "-t", extra_pane)]),
+        pane_state_command(extra_pane),
+    ])
+    if outcome(output.stdout) != "ok":
+        return None
+    shown = pane_lines(output.stdout)
+    return shown[0] if shown else None
+
+
+def kill_extra(runner: TmuxRunner, expected: ServerIdentity, *, frame_id: str,
+               extra_pane: str) -> bool:
+    """Kill the parked extra pane ``extra_pane`` of ``frame_id``, and nothing else.
+
+    Gated in the same tmux queue: tagged as that frame's extra pane, in the holding
+    session and alone in its window (never a view, a navigator or an agent). True
+    when it was killed.
+    """
+    output = run_guarded(runner, expected, [
+        guarded([Check(extra_pane, both(equals(f"#{{{OPT_ROLE}}}", PaneRole.EXTRA),
+                                        equals(f"#{{{OPT_FRAME}}}", check_tag_value(frame_id)),
+                                        f"#{{{OPT_HOLDING}}}",
+                                        equals("#{window_panes}", "1")), "not_extra")],
+                [("kill-pane", "-t", extra_pane)]),
+    ])
+    return outcome(output.stdout) == "ok"

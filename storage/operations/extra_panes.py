@@ -45,3 +45,9 @@ def forget_gone_extra_panes(conn: sqlite3.Connection, tmux_server_id: str | None
                      (row["extra_pane_id"],))
         removed += 1
     return removed
+
+
+def forget_extra_pane(conn: sqlite3.Connection, extra_pane_id: str) -> int:
+    """Delete one record (its pane was closed by the person); 0 when it was gone already."""
+    return conn.execute("DELETE FROM extra_panes WHERE extra_pane_id = ?",
+                        (extra_pane_id,)).rowcount

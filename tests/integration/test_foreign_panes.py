@@ -24,9 +24,14 @@ from core.model.enums import (
     ActivityReason,
     RecoveryKind,
 )
-from core.model.errors import Conflict
+from core.model.errors import Conflict, NotFound
 from core.reconcile import recovery
-from core.reconcile.foreign import ExtraPane, extra_panes
+from core.reconcile.foreign import (
+    ExtraPane,
+    close_extra_pane,
+    extra_panes,
+    show_extra_pane,
+)
 from core.reconcile.reconcile import reconcile
 from core.runtime import sagas
 from core.state.envelope import decode_checked, encode_canonical
@@ -251,3 +256,60 @@ def test_a_recovery_r_cannot_fix_stays_open_and_does_not_reopen(
     assert reconcile(engine).recoveries_opened == 0  # the same row, not a new one
     assert [r.recovery_id for r in _open_view_recoveries(engine, world.view_id)] == [
         found.recovery_id]
+
+
+def _extra_id(engine: Engine, pane: str) -> str:
+    return engine.conn.execute("SELECT extra_pane_id FROM extra_panes WHERE pane_id = ?",
+                               (pane,)).fetchone()[0]
+
+
+def test_enter_shows_the_extra_pane_in_main_and_back_and_x_closes_it(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    agent = str(pane_of(engine, world.workspace_id))
+    split = _split(tmux_socket, agent)
+    reconcile(engine)
+    extra_id = _extra_id(engine, split)
+
+    assert show_extra_pane(engine, extra_id) == "extra"  # Enter on its row
+    layout = engine.stage.snapshot().view(world.view_id)
+    assert layout.main.pane_id == split and not layout.main.input_off
+    parked = engine.stage.snapshot().pane(agent)
+    assert parked.parked and parked.input_off  # the agent runs on, fenced, in holding
+    report = reconcile(engine)  # the person's choice is no orphan
+    assert (report.recoveries_opened, report.foreign_panes_moved) == (0, 0)
+    assert _open_view_recoveries(engine, world.view_id) == []
+    assert [r[0] for r in _records(engine)] == [split]
+
+    assert show_extra_pane(engine, extra_id) == "frame"  # Enter again: the agent back
+    assert engine.stage.snapshot().view(world.view_id).main.pane_id == agent
+    assert engine.stage.snapshot().pane(split).parked
+    assert problems(engine, world.view_id) == []
+
+    show_extra_pane(engine, extra_id)
+    assert close_extra_pane(engine, extra_id) is True  # x while shown: agent back, pane gone
+    snap = engine.stage.snapshot()
+    assert snap.pane(split) is None and snap.view(world.view_id).main.pane_id == agent
+    assert _records(engine) == [] and _listed(engine) == {}
+    assert reconcile(engine).recoveries_opened == 0
+    assert problems(engine, world.view_id) == []
+    with pytest.raises(NotFound):
+        show_extra_pane(engine, extra_id)
+
+
+def test_an_extra_pane_of_a_frame_not_shown_is_refused_by_name(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket)
+    split = _split(tmux_socket, str(pane_of(engine, world.child_id)))
+    reconcile(engine)
+    extra_id = _extra_id(engine, split)
+    assert _records(engine)[0][2] == world.child_id  # listed under the frame it came from
+    mark_ready(engine, world.child_id)
+    engine.view_focus(new_request_id(), world.view_id, world.workspace_id)
+    with pytest.raises(Conflict) as refused:
+        show_extra_pane(engine, extra_id)
+    assert refused.value.code == "frame_not_shown" and "Task" in refused.value.message
+    assert engine.stage.snapshot().view(world.view_id).main.pane_id == \
+        pane_of(engine, world.workspace_id)  # nothing moved
+    assert close_extra_pane(engine, extra_id) is True  # x works from anywhere
+    assert engine.stage.snapshot().pane(split) is None
