@@ -7,6 +7,9 @@ body; ``tools/call`` in a child process with the launch's own environment). ``GE
 
 Every request is checked before its body is read, each refusal one line of text:
 
+- The connection must come from this user (Linux: the peer socket's owner in the
+  kernel's TCP table, ``core.platform.tcp_peer``); another user's gets 403 and is closed unread.
+
 - ``Host`` must be ``127.0.0.1:PORT`` or ``localhost:PORT`` and ``Origin``, when sent,
   that same origin (403): a web page the person opens cannot reach the tools through
   DNS rebinding or a cross-site POST.
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from core.model.tool_schemas import ENV_READY_FILE
+from core.platform import tcp_peer
 from core.providers.agent_http import MCP_PATH, TOKEN_MAX_BYTES, TOKEN_RE, token_digest
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -236,6 +240,24 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         """Nothing per request: refusals are logged by reason, never with headers."""
+
+    def handle(self) -> None:
+        """Another user's connection is refused before a byte of it is read: a token that
+        leaked (a port squatted while the server was down) is worth nothing to them."""
+        if tcp_peer.can_tell():
+            uid = tcp_peer.loopback_peer_uid(self.connection)
+            if uid != os.getuid():
+                who = "an unknown user" if uid is None else f"uid {uid}"
+                self.server.log(f"refused a connection from {who}: only this user's "
+                                "agents may connect")
+                line = b"forbidden: a connection from another user is refused\n"
+                with contextlib.suppress(OSError):
+                    self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; "
+                                     b"charset=utf-8\r\nContent-Length: %d\r\n"
+                                     b"Connection: close\r\n\r\n%s" % (len(line), line))
+                self.close_connection = True
+                return
+        super().handle()
 
     def _plain(self, status: HTTPStatus, line: str, *, close: bool = False,
                headers: tuple[tuple[str, str], ...] = ()) -> None:

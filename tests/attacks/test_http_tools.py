@@ -289,3 +289,52 @@ def test_get_is_405_and_a_notification_is_202_without_a_body(served: Served) -> 
     assert not ready.exists()
     assert _post(served, LIST).status == 200
     assert ready.exists()  # the launch's "tools listed" marker, on its first tools/list
+
+
+NOBODY = 65534
+
+
+def test_another_users_connection_is_refused_even_with_a_valid_token(served: Served) -> None:
+    """The attack: another local user holds a leaked token (say, read from a port it
+    squatted while the server was down) and calls the agent tools with it. Performed as
+    uid 65534 (this tier runs as root, so it can become another user)."""
+    assert os.getuid() == 0, "this attack needs root to connect as another user"
+    body = json.dumps(LIST).encode()
+    request = (f"POST /mcp HTTP/1.1\r\nHost: {served.host}\r\nAuthorization: Bearer "
+               f"{served.token}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
+               "\r\n").encode() + body
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the other user: drop to uid/gid 65534, then connect and ask
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            # (No name lookup: the other user cannot read this interpreter's codecs.)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.settimeout(15)
+                sock.connect(("127.0.0.1", served.info.port))
+                sock.sendall(request)
+                while chunk := sock.recv(65536):
+                    os.write(write_end, chunk)
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - said on the pipe, the test shows it
+            os.write(write_end, f"child failed: {exc!r}".encode())
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    received = b""
+    with os.fdopen(read_end, "rb") as reader:
+        received = reader.read()
+    _, status = os.waitpid(pid, 0)
+    text = received.decode()
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    head, _, answer = text.partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 403"), text
+    assert answer.splitlines() == ["forbidden: a connection from another user is refused"]
+    assert "tools" not in text
+    assert f"refused a connection from uid {NOBODY}" in served.log()
+    # The same request as this user goes through.
+    assert _post(served, LIST).status == 200
