@@ -211,3 +211,106 @@ def test_cli_fork_prints_the_fork(live, tmp_path: Path, tmux_socket: Path) -> No
     started = engine.frame_start(new_request_id(), fork_id)
     assert retry_until(lambda: _bound(engine, started.launch_id), 30)
     assert ("user", "remember the word PELICAN") in _fork_transcript(engine, fork_id)
+
+
+# --- the launch plans and the fake's argv, in-process ------------------------------
+
+SID = "11111111-1111-4111-8111-111111111111"
+NEW = "33333333-3333-4333-8333-333333333333"
+TID = "019a0000-0000-7000-8000-000000000001"
+
+
+def test_claude_fork_argv_and_refusals(tmp_path: Path) -> None:
+    from core.model.enums import LaunchAction
+    from core.model.errors import ProviderError
+    from core.providers.claude import ClaudeAdapter
+
+    adapter = ClaudeAdapter()
+    plan = adapter.launch_plan(LaunchAction.NEW, NEW, None, None, fork_from=SID)
+    assert plan.argv[:6] == ("claude", "--resume", SID, "--fork-session", "--session-id", NEW)
+    assert plan.session_id == NEW
+    for action, session, parent, words in (
+            (LaunchAction.RESUME, NEW, SID, "cannot resume"),
+            (LaunchAction.NEW, NEW, "not-a-uuid", "must be a UUID"),
+            (LaunchAction.NEW, SID, SID, "of its own")):
+        with pytest.raises(ProviderError, match=words):
+            adapter.launch_plan(action, session, None, None, fork_from=parent)
+
+
+def test_codex_fork_argv_and_refusals() -> None:
+    from core.model.enums import LaunchAction
+    from core.model.errors import ProviderError
+    from core.providers.codex import CodexAdapter
+
+    adapter = CodexAdapter()
+    plan = adapter.launch_plan(LaunchAction.NEW, None, "go on", None, fork_from=TID)
+    assert plan.argv == ("codex", "fork", TID, "go on") and plan.session_id is None
+    with pytest.raises(ProviderError, match="cannot resume"):
+        adapter.launch_plan(LaunchAction.RESUME, TID, None, None, fork_from=TID)
+    with pytest.raises(ProviderError, match="must be a UUID"):
+        adapter.launch_plan(LaunchAction.NEW, None, None, None, fork_from="--last")
+
+
+def test_the_fake_reads_fork_argv_as_the_real_clis_do() -> None:
+    """Each refusal's words and exit code as Claude Code 2.1.332 / Codex 0.171.0 print
+    them (``codex fork`` observed with stdin closed: clap's errors come first)."""
+    from core.providers.fake.agent import parse_args
+    from core.providers.fake.argv import ArgvError, parse
+
+    launch = parse_args(["--provider", "claude", "--resume", SID, "--fork-session",
+                         "--session-id", NEW])
+    assert (launch.fork_from, launch.resume, launch.session_id) == (SID, None, NEW)
+    launch = parse_args(["--provider", "codex", "-c", "a=1", "fork", TID, "hello"])
+    assert (launch.fork_from, launch.resume, launch.prompt) == (TID, None, "hello")
+    assert parse_args(["--provider", "codex", "resume", TID]).fork_from is None
+    for argv, code, first in (
+            (["--provider", "claude", "--resume", SID, "--session-id", NEW], 1,
+             "Error: --session-id can only be used with --continue or --resume if "
+             "--fork-session is also specified."),
+            (["--provider", "codex", "fork", "--include-non-interactive", TID], 2,
+             "error: unexpected argument '--include-non-interactive' found"),
+            (["--provider", "codex", "fork", "--last", "x", "y", "z"], 2,
+             "error: unexpected argument 'z' found"),
+            (["--provider", "codex", "fork"], 1,
+             "fake_agent: the fork picker and --last are not emulated; give the SESSION_ID")):
+        with pytest.raises(ArgvError) as caught:
+            parse(argv)
+        assert (caught.value.exit_code, caught.value.message.splitlines()[0]) == (code, first)
+    with pytest.raises(ArgvError) as caught:
+        parse(["--provider", "codex", "fork", "--include-non-interactive", TID])
+    assert "Usage: codex fork [OPTIONS] [SESSION_ID] [PROMPT]" in caught.value.message
+
+
+@pytest.mark.parametrize("provider", ["claude", "codex"])
+def test_the_fake_refuses_to_fork_a_session_it_never_saw(tmp_path: Path, provider: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    argv = ["--resume", SID, "--fork-session"] if provider == "claude" else ["fork", TID]
+    done = subprocess.run([sys.executable, "-m", "core.providers.fake.agent", "--provider",
+                           provider, *argv], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert done.returncode == 1
+    assert done.stderr.strip() == (f"No conversation found with session ID: {SID}"
+                                   if provider == "claude" else
+                                   f"No saved session found with ID {TID}.")
+
+
+def test_a_fork_whose_parent_session_is_gone_does_not_start(live, tmux_socket: Path) -> None:
+    """The origin names a session the registry does not hold: the launch is refused by
+    name before any pane exists and the start is undone (the fork stays, stopped)."""
+    from core.runtime import forks
+
+    engine = live
+    route = _started_workspace(engine, tmux_socket)
+    fork = engine.frame_fork(new_request_id(), route.frame_id, start=False)
+    forks.record_origin(engine, fork.frame_id, "host:claude:" + NEW)
+    panes = set(tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split())
+    with pytest.raises(SwitchboardError, match="no longer holds"):
+        engine.frame_start(new_request_id(), fork.frame_id)
+    assert set(tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split()) == panes
+    assert engine.conn.execute("SELECT state FROM frame_placements WHERE frame_id = ? AND"
+                               " state <> 'orphaned'", (fork.frame_id,)
+                               ).fetchone()[0] == "stopped_affinity"
+    assert engine.conn.execute("SELECT state FROM launch_intents WHERE frame_id = ?",
+                               (fork.frame_id,)).fetchone()[0] == "failed"

@@ -82,14 +82,18 @@ def test_real_claude_fork_carries_the_conversation(world: World) -> None:
     parent_key, parent_id = _session(engine, parent) or ("", "")
 
     fork = engine.frame_fork(new_request_id(), parent)
-    assert retry_until(lambda: _bound(engine, fork.frame_id), SLOW), world.dump()
     fork_key, fork_id = _session(engine, fork.frame_id) or ("", "")
     assert fork_id != parent_id and fork_key != parent_key
-    fork_pane = world.pane_of(fork.frame_id)
-    assert fork_pane is not None and fork_pane != world.pane_of(parent)
+    fork_pane = main_pane(engine)
+    assert retry_until(lambda: world.pane_of(fork.frame_id) == fork_pane, SLOW), world.dump()
+    assert fork_pane != world.pane_of(parent)
     world.wait_prompt(fork_pane)
+    # 2.1.332 names the fork's own id from its SessionStart on; older releases name the
+    # parent's there (ignored: a foreign id) and the fork's from its first prompt on.
     type_prompt(socket, fork_pane, CHECK)
+    assert retry_until(lambda: _bound(engine, fork.frame_id), SLOW), world.dump()
     world.wait_activity(fork.frame_id, "ready")
+    assert _session(engine, fork.frame_id) == (fork_key, fork_id)
 
     asked = [turn for turn in world.api.turns() if CHECK in json.dumps(turn.body)]
     assert asked, world.dump()
@@ -103,8 +107,9 @@ def test_real_claude_fork_carries_the_conversation(world: World) -> None:
     parent_file = transcript(world.home, parent_id)
     fork_file = transcript(world.home, fork_id)
     assert parent_file is not None and fork_file is not None and parent_file != fork_file
+    # the CLI writes its file a moment after the turn's Stop
+    assert retry_until(lambda: CHECK in fork_file.read_text(), SLOW), fork_file.read_text()
     assert EARLIER in parent_file.read_text() and CHECK not in parent_file.read_text()
-    assert CHECK in fork_file.read_text()
 
 
 def test_real_codex_fork_carries_the_conversation(
