@@ -240,7 +240,10 @@ def main(argv: list[str]) -> int:
         work = Path(tmp).resolve()
         out = work / "hooks.tsv"
         os.environ.pop("TMUX", None)
-        (record_claude if provider is Provider.CLAUDE else record_codex)(version, work, out)
+        try:
+            (record_claude if provider is Provider.CLAUDE else record_codex)(version, work, out)
+        finally:  # a step that timed out must not leave its CLI running
+            _tmux(work / "tmux.sock", "kill-server")
         target.write_text(_rewrite(out.read_text(encoding="utf-8"), work), encoding="utf-8")
     events = _events(target)
     print(f"{target}: {len(events)} payloads ({', '.join(sorted(set(events)))})")
