@@ -71,7 +71,7 @@ from navigator.palette import PlacesProvider
 from navigator.ui_state import PaneLayout, PaneMemory, UiStateStore, apply_layout
 from navigator.widgets.breadcrumb import Breadcrumb
 from navigator.widgets.footer import KeyFooter
-from navigator.widgets.frames import FrameTree, NodeRef, frame_key
+from navigator.widgets.frames import FrameTree, NodeKind, NodeRef, frame_key
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.preview import PanePreview
 from navigator.widgets.recoveries import RecoveryList
@@ -587,6 +587,13 @@ class SwitchboardApp(App[None]):
         self._act(intents.complete)
 
     def action_close_frame(self) -> None:
+        ref = self._tree_ref()
+        if isinstance(self.focused, FrameTree) and ref is not None and \
+                ref.kind is NodeKind.EXTRA and ref.extra_id is not None:
+            # x on an extra pane closes that pane only (core.reconcile.foreign)
+            self.request("Close", "Closed the extra pane",
+                         partial(self.client.close_extra_pane, ref.extra_id))
+            return
         self._act(intents.close_frame)
 
     def action_reopen(self) -> None:
@@ -745,6 +752,11 @@ class SwitchboardApp(App[None]):
     def on_frame_tree_project_enter_requested(
             self, message: FrameTree.ProjectEnterRequested) -> None:
         self.request_enter_project(message.project_id, message.project_name)
+
+    def on_frame_tree_extra_pane_requested(self, message: FrameTree.ExtraPaneRequested
+                                           ) -> None:
+        self.request("Show", "Showing the extra pane",
+                     partial(self.client.show_extra_pane, message.extra_id))
 
     def on_frame_tree_history_selected(self, message: FrameTree.HistorySelected) -> None:
         self.notify(f"“{message.title}” is closed (History is read-only); press r to reopen "

@@ -458,6 +458,21 @@ class EngineClient:
         with self._lock:
             return recovery.execute(self._acting, new_request_id(), recovery_id)
 
+    def show_extra_pane(self, extra_pane_id: str) -> str:
+        """Enter on an extra pane: it in main, or its frame's agent again
+        (``core.reconcile.foreign``)."""
+        from core.reconcile.foreign import show_extra_pane
+
+        with self._lock:
+            return show_extra_pane(self._acting, extra_pane_id)
+
+    def close_extra_pane(self, extra_pane_id: str) -> bool:
+        """x on an extra pane: exactly that pane is closed."""
+        from core.reconcile.foreign import close_extra_pane
+
+        with self._lock:
+            return close_extra_pane(self._acting, extra_pane_id)
+
     def dismiss_recovery(self, recovery_id: str) -> RecoveryRecord:
         from core.reconcile import recovery
 

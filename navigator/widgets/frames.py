@@ -51,6 +51,9 @@ class NodeKind(StrEnum):
     PROJECT = "project"
     FRAME = "frame"
     HISTORY = "history"
+    EXTRA = "extra"
+    """A pane someone split into the view's window, listed under its frame (Enter shows
+    it in main, x closes it; ``core.reconcile.foreign``)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class NodeRef:
     badge: BadgeKind | None = None
     shown: bool = False  # the active frame of its project's view
     conflict: bool = False  # changed files overlap another open frame's (core.review)
+    extra_id: str | None = None  # an EXTRA node's extra pane (frame stays None: no frame key)
 
     @property
     def frame_id(self) -> str | None:
@@ -95,6 +99,10 @@ def frame_key(frame_id: str) -> str:
 
 def history_key(project_id: str) -> str:
     return f"history:{project_id}"
+
+
+def extra_key(extra_id: str) -> str:
+    return f"extra:{extra_id}"
 
 
 def frame_badge(frame: FrameSummary, host: HostRow | None, view: ViewRow | None) -> BadgeKind:
@@ -211,7 +219,11 @@ def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | Non
                      if s is not None)
         if not kids and not (project_matches or needle in frame.title.casefold()):
             return None
-        return _Spec(ref_for(frame), frame.title, kids)
+        extras = tuple(_Spec(NodeRef(NodeKind.EXTRA, extra_key(e.extra_pane_id), project_ref,
+                                     project.name, extra_id=e.extra_pane_id),
+                             f"extra pane: {e.command or '?'}", ())
+                       for e in frame.extra_panes or ()) if not remote else ()
+        return _Spec(ref_for(frame), frame.title, extras + kids)
 
     children = [s for s in (subtree(f) for f in children_of.get(None, ())) if s is not None]
     history = [_Spec(ref_for(f), f.title, ()) for f in closed
@@ -258,6 +270,12 @@ class FrameTree(Tree[NodeRef]):
 
         project_id: str
         project_name: str
+
+    @dataclass
+    class ExtraPaneRequested(Message):
+        """Enter on an extra pane: show it in main (again: its frame's agent)."""
+
+        extra_id: str
 
     @dataclass
     class HistorySelected(Message):
@@ -502,6 +520,8 @@ class FrameTree(Tree[NodeRef]):
             self.post_message(self.ProjectEnterRequested(ref.project_id, ref.project_name))
         elif ref.kind is NodeKind.HISTORY:
             event.node.toggle()
+        elif ref.kind is NodeKind.EXTRA and ref.extra_id is not None:
+            self.post_message(self.ExtraPaneRequested(ref.extra_id))
         elif ref.frame is not None and ref.in_history:
             self.post_message(self.HistorySelected(ref.frame.frame_id, ref.frame.title))
         elif ref.frame is not None:
