@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "frame's conversation (the frame keeps its session)")
     p.add_argument("frame_id", help="the frame whose conversation is forked")
     p.add_argument("--title", help="the fork's title (default: 'fork of TITLE')")
+    p.add_argument("--worktree", action="store_true",
+                   help="work in a git worktree of its own (a project PROJECT-fork-ID, the "
+                        "fork a task under its workspace)")
     p.add_argument("--no-start", action="store_true",
                    help="make the fork without starting its agent (n starts it later)")
     _common(p)
@@ -154,7 +157,7 @@ def _push(args: argparse.Namespace) -> int:
 
 def _fork(args: argparse.Namespace) -> int:
     result = _engine().frame_fork(_rid(args), args.frame_id, title=args.title,
-                                  start=not args.no_start)
+                                  start=not args.no_start, worktree=args.worktree)
     emit(result, as_json=args.json,
          text=f"forked {args.frame_id} as {result.frame_id}")
     return 0

@@ -314,3 +314,47 @@ def test_a_fork_whose_parent_session_is_gone_does_not_start(live, tmux_socket: P
                                ).fetchone()[0] == "stopped_affinity"
     assert engine.conn.execute("SELECT state FROM launch_intents WHERE frame_id = ?",
                                (fork.frame_id,)).fetchone()[0] == "failed"
+
+
+def _git_init(folder: Path) -> None:
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.invalid"],
+                 ["config", "user.name", "t"], ["commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+
+
+def test_fork_in_its_own_worktree(live, tmp_path: Path, tmux_socket: Path) -> None:
+    engine = live
+    root = Path(engine.config.projects[0].root)
+    route = _started_workspace(engine, tmux_socket)
+    # A project that is not a git checkout: one line, no worktree, no fork.
+    before = _counts(engine)
+    done = _cli(tmp_path, route.frame_id, "--worktree")
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "is not a git checkout; worktrees need git" in done.stderr
+    assert _counts(engine) == before and len(engine.config.projects) == 2
+    _git_init(root)
+    original = dict(_session(engine, route.frame_id))
+
+    fork = engine.frame_fork(new_request_id(), route.frame_id, worktree=True)
+
+    row = engine.conn.execute("SELECT * FROM frames WHERE frame_id = ?",
+                              (fork.frame_id,)).fetchone()
+    project = engine.config.project(row["project_id"])
+    assert project.name.startswith("alpha-fork-") and row["project_id"] != \
+        engine.config.projects[0].project_id
+    tree = Path(project.root)
+    assert tree != root and (tree / ".git").is_file()  # a git worktree beside alpha
+    workspace = engine.conn.execute("SELECT frame_id FROM frames WHERE project_id = ? AND"
+                                    " role = 'workspace'", (row["project_id"],)).fetchone()[0]
+    assert (row["parent_frame_id"], row["depth"]) == (workspace, 1)
+    launch = engine.conn.execute("SELECT launch_id FROM launch_intents WHERE session_key = ?",
+                                 (row["current_session_key"],)).fetchone()[0]
+    assert retry_until(lambda: _bound(engine, launch), 30)
+    pane = _pane(engine, row["current_session_key"])
+    assert Path(tmux(tmux_socket, "display-message", "-p", "-t", pane,
+                     "#{pane_current_path}").strip()).resolve() == tree.resolve()
+    said = transcript.messages(transcript.find(
+        "claude", _session(engine, fork.frame_id)["provider_session_id"], str(tree)))
+    assert ("user", "remember the word PELICAN") in said
+    assert dict(_session(engine, route.frame_id))["provider_session_id"] == \
+        original["provider_session_id"]

@@ -6,15 +6,23 @@ claim); its first session starts as a fork of the frame's current provider sessi
 Codex ``fork ID``), with a session id of its own, while the original frame keeps its
 session and its running agent. A fork of the workspace is a child task of the
 workspace: a project has exactly one workspace, so the workspace has no sibling.
+
+``worktree``: the fork works in a git worktree of its own. A checkout is a project
+here (one work context per checkout), so the worktree becomes its project
+(``core.install.worktree``, named ``<project>-fork-<id>``) and the fork a task under
+that project's workspace, in that project's view: the same conversation, another
+checkout, the original's files untouched.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 
 from core.context.context import Context
 from core.engine.commands.frames import frame_result, frame_start
 from core.engine.commands.prepare import require_live_view
+from core.engine.commands.projects import project_enter
 from core.model.enums import CreatedBy, FrameLifecycle, FrameRole, PlacementState, Provider
 from core.model.errors import Conflict, ProviderError, SwitchboardError
 from core.model.results import FrameResult
@@ -44,7 +52,7 @@ def fork_title(source_title: str, title: str | None) -> str:
 
 
 def frame_fork(ctx: Context, request_id: str, frame_id: str, *, title: str | None = None,
-               start: bool = True) -> FrameResult:
+               start: bool = True, worktree: bool = False) -> FrameResult:
     """Make the fork and (``start``, with a tmux stage) start its agent as a fork.
 
     Refused by name, before anything is written: a frame that is not open, has no
@@ -53,12 +61,14 @@ def frame_fork(ctx: Context, request_id: str, frame_id: str, *, title: str | Non
     """
     if title is not None:
         fork_title("", title)  # refuse bad words before the transaction
+    into = _worktree_workspace(ctx, request_id, frame_id) if worktree else None
 
     def body(conn: sqlite3.Connection, fp: str, now: int) -> tuple[str, str | None]:
         source = frames_ops.get_frame(conn, frame_id)
         session = _forkable_session(conn, source)
-        parent_id, depth = _fork_parent(ctx, source)
-        placement = views_ops.placement_of_frame(conn, frame_id)
+        home = source if into is None else frames_ops.get_frame(conn, into)
+        parent_id, depth = _fork_parent(ctx, source) if into is None else (into, 1)
+        placement = views_ops.placement_of_frame(conn, home["frame_id"])
         if placement is None:
             raise Conflict(f"frame {frame_id} is not placed in a view; open its project "
                            "first", code="not_placed")
@@ -74,9 +84,9 @@ def frame_fork(ctx: Context, request_id: str, frame_id: str, *, title: str | Non
         # transaction leaves only a file no frame names).
         forks.record_origin(ctx, fork_id, session["session_key"])
         frames_ops.insert_frame(
-            conn, frame_id=fork_id, host_id=ctx.host_id, project_id=source["project_id"],
+            conn, frame_id=fork_id, host_id=ctx.host_id, project_id=home["project_id"],
             role=FrameRole.TASK, parent_frame_id=parent_id,
-            work_context_id=source["work_context_id"],
+            work_context_id=home["work_context_id"],
             title=fork_title(source["title"], title), purpose=source["purpose"],
             preferred_provider=session["provider"], created_by=CreatedBy.USER,
             depth=depth, now=now)
@@ -89,7 +99,8 @@ def frame_fork(ctx: Context, request_id: str, frame_id: str, *, title: str | Non
     _require_provider(ctx, frame_id)
     build = frame_result(ctx, request_id)
     result = ctx.run_request(request_id, "frame.fork",
-                             {"frame_id": frame_id, "title": title, "start": start},
+                             {"frame_id": frame_id, "title": title, "start": start,
+                              "worktree": worktree},
                              body, build, build)
     if start and ctx.stage is not None and result.lifecycle_state == FrameLifecycle.OPEN:
         fork = frames_ops.get_frame(ctx.conn, result.frame_id)
@@ -97,6 +108,35 @@ def frame_fork(ctx: Context, request_id: str, frame_id: str, *, title: str | Non
             frame_start(ctx, request_id + ":start", result.frame_id,
                         Provider(fork["preferred_provider"]))
     return result
+
+
+def _worktree_workspace(ctx: Context, request_id: str, frame_id: str) -> str:
+    """The workspace of the fork's own worktree project, made (``git worktree add`` and a
+    project) unless this request made it already; the frame is checked first, so a
+    frame that cannot be forked makes no worktree."""
+    from core.config.config import load_config
+    from core.install.worktree import add_worktree, worktree_project_name
+
+    source = frames_ops.get_frame(ctx.conn, frame_id)
+    _forkable_session(ctx.conn, source)
+    if ctx.config.automation.initial_max_depth < 1:
+        raise Conflict("a fork in a worktree is a task below that worktree's workspace, and "
+                       "tasks are off ([automation] initial_max_depth = 0)",
+                       code="depth_exceeded")
+    home = ctx.require_home()
+    base = ctx.config.project(source["project_id"]).name
+    # Named after the request, so a retried request finds the worktree it made.
+    name = "fork-" + hashlib.sha256(request_id.encode()).hexdigest()[:8]
+    project = worktree_project_name(base, name)
+    if not any(p.name == project for p in ctx.config.projects):
+        add_worktree(home, base, name)
+        ctx.config = load_config(home.config_path)
+    route = project_enter(ctx, request_id + ":worktree", project)
+    workspace = frames_ops.workspace_of(ctx.conn, ctx.host_id, route.project_id)
+    if workspace is None:
+        raise Conflict(f"project {project!r} has no workspace after its entry",
+                       code="worktree_unplaced")
+    return str(workspace["frame_id"])
 
 
 def _forkable_session(conn: sqlite3.Connection, source: sqlite3.Row) -> sqlite3.Row:
