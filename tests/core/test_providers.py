@@ -449,20 +449,24 @@ SID = "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab"
 def test_claude_new_and_resume_argv():
     claude = get_adapter("claude")
     settings = Path("/run/sb/launch-1.settings.json")
-    assert claude.launch_argv(LaunchAction.NEW, SID, None, None) == ["claude", "--session-id", SID]
+    teammates = ("--teammate-mode", "in-process")
+    assert claude.launch_argv(LaunchAction.NEW, SID, None, None) == [
+        "claude", "--session-id", SID, *teammates]
     assert claude.launch_argv(LaunchAction.NEW, SID, "hello there", settings) == [
-        "claude", "--session-id", SID, "--settings", str(settings), "--", "hello there",
+        "claude", "--session-id", SID, *teammates, "--settings", str(settings), "--",
+        "hello there",
     ]
     assert claude.launch_argv(LaunchAction.RESUME, SID, CONTROL_TEMPLATE, settings) == [
-        "claude", "--resume", SID, "--settings", str(settings), "--", CONTROL_TEMPLATE,
+        "claude", "--resume", SID, *teammates, "--settings", str(settings), "--",
+        CONTROL_TEMPLATE,
     ]
     # --mcp-config is variadic in Claude Code: one word, so the prompt stays the prompt
     mcp = Path("/run/sb/claude-mcp.json")
-    assert claude.launch_plan(LaunchAction.RESUME, SID, "go on", settings, mcp).argv[3:] == (
+    assert claude.launch_plan(LaunchAction.RESUME, SID, "go on", settings, mcp).argv[5:] == (
         "--settings", str(settings), f"--mcp-config={mcp}", "--", "go on")
     plan = claude.launch_plan("new", SID, None, None)
-    assert plan == LaunchPlan(Provider.CLAUDE, LaunchAction.NEW, ("claude", "--session-id", SID),
-                              (), SID)
+    assert plan == LaunchPlan(Provider.CLAUDE, LaunchAction.NEW,
+                              ("claude", "--session-id", SID, *teammates), (), SID)
     assert not plan.session_id_from_hook
 
 

@@ -28,6 +28,10 @@ The script reads the newest user turn:
   ``anthropic-ratelimit-unified-status: rejected`` and the reset time as epoch seconds in
   ``anthropic-ratelimit-unified-reset``, ``LIMIT_RESET_S`` from now; ``x-should-retry:
   false``), so the CLI ends the turn on the limit at once;
+* ``TEAMTEST`` -> the ``Agent`` tool with a ``name`` (``TEAMMATE_NAME``): with agent
+  teams on (``CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1``) a named agent is a teammate
+  (2.1.332: "the session has a single implicit team"); its own first request carries
+  ``TEAMMATE_PROMPT``, answered with a short text;
 * anything else -> a short text.
 
 Every answer carries usage numbers of its own (``USAGE``: input, output, cache
@@ -88,6 +92,9 @@ PLAIN_COMMAND = "python3 -c \"open('standin-plain.txt', 'w').write('plain')\""
 NOVERDICT_WORD = "NOVERDICTTEST"
 NOVERDICT_COMMAND = "rm -rf ./standin-scratch"
 LIMIT_WORD = "LIMITTEST"
+TEAM_WORD = "TEAMTEST"
+TEAMMATE_NAME = "helper"
+TEAMMATE_PROMPT = "Say hello to the lead, then stop."
 LIMIT_RESET_S = 8
 LIMIT_MESSAGE = ("This request would exceed your account's rate limit. Please try again in "
                  f"{LIMIT_RESET_S} seconds.")
@@ -352,6 +359,10 @@ def script(body: dict[str, Any], searched: dict[str, ToolCall] | None = None) ->
     if NOVERDICT_WORD in text:
         return _call(offered, "Bash", {"command": NOVERDICT_COMMAND,
                                        "description": "Remove scratch files"}, builtin=True)
+    if TEAM_WORD in text:
+        return _call(offered, "Agent", {"description": "Greet the lead",
+                                        "prompt": TEAMMATE_PROMPT, "name": TEAMMATE_NAME,
+                                        "subagent_type": "general-purpose"}, builtin=True)
     return Reply(f"STANDIN-OK: {text[:40]}")
 
 

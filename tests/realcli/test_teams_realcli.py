@@ -1,0 +1,91 @@
+"""Agent teams with the real Claude Code CLI: a teammate never splits the view's window.
+
+``teammateMode = "auto"`` (a person's own setting; 2.1.300 and 2.1.332 default to
+``in-process``) gives each teammate a tmux pane of its own by splitting the window the
+CLI runs in, and in Switchboard that window is the view (navigator + main). Every
+Claude launch therefore passes ``--teammate-mode in-process`` (``core.providers.claude``),
+which wins over the setting for that launch only. Here the person's settings say
+``auto``, the stand-in answers ``TEAMTEST`` with the ``Agent`` tool and a teammate
+``name``, agent teams are on, and the view keeps exactly its two panes while the
+teammate runs and answers (without the flag the CLI splits it: measured, and this test
+fails then). The person's settings file is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.context.requests import new_request_id
+from core.model.enums import Provider
+from tests.integration.journey_env import one, tmux
+from tests.realcli.anthropic_standin import TEAMMATE_PROMPT, Recorded
+from tests.realcli.harness import main_pane, type_prompt
+from tests.realcli.install import RealCli, RealClis, newest
+from tests.realcli.test_claude_journey import SLOW, World, _world
+from tests.waiting import retry_until
+
+TEAMS_ENV = {"CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1"}
+
+
+@pytest.fixture
+def teams_world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Path,
+                claude_cli: RealCli, real_clis: RealClis,
+                monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    with _world(request, tmp_path, tmux_socket, claude_cli, real_clis, monkeypatch,
+                extra_env=TEAMS_ENV) as made:
+        yield made
+
+
+def _window_panes(world: World, pane: str) -> list[str]:
+    window = tmux(world.socket, "display-message", "-p", "-t", pane, "#{window_id}").strip()
+    return tmux(world.socket, "list-panes", "-t", window, "-F", "#{pane_id}").split()
+
+
+def _teammate_asked(item: Recorded) -> bool:
+    """A model call of the teammate itself: its conversation starts with its task."""
+    if not item.is_turn:
+        return False
+    messages = (item.body or {}).get("messages") or []
+    return bool(messages) and TEAMMATE_PROMPT in json.dumps(messages[0])
+
+
+@pytest.mark.parametrize("claude_cli", [newest(Provider.CLAUDE)], indirect=True,
+                         ids=lambda v: f"claude-{v}")
+def test_a_teammate_runs_in_process_and_the_view_keeps_its_two_panes(
+        teams_world: World) -> None:
+    world = teams_world
+    engine = world.engine
+    settings = world.home / ".claude" / "settings.json"
+    mine = json.loads(settings.read_text())
+    mine["teammateMode"] = "auto"
+    settings.write_text(json.dumps(mine))
+    route = engine.project_enter(new_request_id(), "alpha")
+    started = engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+    assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                                   started.launch_id) == ("bound",), SLOW)
+    main = main_pane(engine)
+    world.wait_prompt(main)
+    view = _window_panes(world, main)
+    assert len(view) == 2 and main in view, view  # navigator + main
+    before = sorted(world.panes())
+    type_prompt(world.socket, main, "TEAMTEST please")
+    seen: set[tuple[str, ...]] = set()
+
+    def teammate_answered() -> bool:
+        seen.add(tuple(_window_panes(world, main)))
+        return any(_teammate_asked(item) for item in world.api.journal.snapshot())
+    assert retry_until(teammate_answered, SLOW), world.dump()
+    assert "Agent" in world.api.journal.tool_calls(), world.dump()
+    # a split pane would come with the teammate; watch a little longer for a late one
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        seen.add(tuple(_window_panes(world, main)))
+        time.sleep(0.25)
+    assert seen == {tuple(view)}, (seen, world.dump())
+    assert sorted(world.panes()) == before, world.dump()  # no new pane anywhere else
+    assert json.loads(settings.read_text()) == mine  # the person's own setting untouched
