@@ -50,6 +50,11 @@ class HookOutcome(NamedTuple):
     (complete_return = "handoff"): its prompt hook gives the fixed line as context."""
 
 
+ENV_AGENT_TOOLS = "SWITCHBOARD_AGENT_TOOLS"
+"""``core.providers.agent_http.ENV_TRANSPORT``, spelled here so a launch on the shim
+path imports nothing more for it."""
+
+
 def handle_hook(provider: str, event: str, payload: bytes | str,
                 env: dict[str, str] | None = None, *,
                 clock: Clock | None = None,
@@ -96,6 +101,11 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
             after_turn(home, parsed.provider.value, parsed.event, document,
                        recorded.outcome.session_key, parsed.turn_id,
                        first_hook=recorded.bound_now)
+    if recorded.outcome.handled and parsed.event == "UserPromptSubmit" and \
+            env.get(ENV_AGENT_TOOLS) == "http":
+        from core.providers.agent_http import ensure_for_turn  # HTTP launches only
+
+        ensure_for_turn(home.run_dir, home.child_env())  # a killed server, started again
     if recorded.outcome.handled and parsed.notice_message_id is not None:
         from core.broker.kick import witness_notice  # only a notification line pays this
 

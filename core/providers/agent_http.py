@@ -15,6 +15,9 @@ Files, all in ``<run folder>/server`` (0700, checked by ``own_dir``):
   environment (what the tools read from the pane environment over stdio), or
   ``{"ended_at": ms}`` once a newer launch of the same session replaced it (stale).
 
+Light to import (the turn-start hook of an HTTP launch probes the lock): subprocess
+and secrets load only when a server is started or a token made.
+
 The raw token exists only in the launch's MCP config (Claude, a 0600 file) or pane
 environment (Codex, ``SWITCHBOARD_MCP_TOKEN``), like the capability it stands for.
 """
@@ -26,11 +29,7 @@ import fcntl
 import json
 import os
 import re
-import secrets
-import shlex
 import stat
-import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -190,6 +189,10 @@ def ensure_server(run_dir: Path, home_env: Mapping[str, str],
 
     Two front ends starting it at once both spawn one; the second finds the lock
     held and exits, and both read the first one's port file."""
+    import shlex
+    import subprocess
+    import sys
+
     found = running(run_dir)
     if found is not None:
         return found
@@ -220,9 +223,26 @@ def ensure_server(run_dir: Path, home_env: Mapping[str, str],
                             f"see {folder / LOG_NAME} or run `switchboard server`")
 
 
+ENV_TRANSPORT = "SWITCHBOARD_AGENT_TOOLS"
+"""``http`` in the pane environment of a launch whose tools are at the home's server:
+its turn-start hook starts the server again when it is not running."""
+
+
+def ensure_for_turn(run_dir: Path, home_env: Mapping[str, str]) -> None:
+    """A turn of an HTTP launch is starting (its UserPromptSubmit hook): the model may
+    call the tools next, so a server that was killed is started again now, on its old
+    port (``server.port``). Never raises: the hook's own work must not fail for it,
+    and a call that still finds no server gets an error the model can read."""
+    with contextlib.suppress(EnvironmentFailure, OSError):
+        if not lock_held(run_dir):
+            ensure_server(run_dir, home_env)
+
+
 def register_token(run_dir: Path, session_dir: Path, env: Mapping[str, str]) -> str:
     """A fresh token for one launch, stored hashed with the launch's tool environment;
     the session's previous launch's token is ended (a stale token gets 401)."""
+    import secrets
+
     token = secrets.token_urlsafe(32)
     folder = tokens_dir(run_dir)
     digest = token_digest(token)
@@ -244,6 +264,6 @@ def end_token(run_dir: Path, digest: str) -> None:
                   json.dumps({"ended_at": int(time.time() * 1000)}))
 
 
-__all__ = ["ENV_TOKEN", "HttpEndpoint", "ServerInfo", "ServerUnavailable", "end_token",
-           "ensure_server", "lock_held", "read_info", "register_token", "running",
-           "server_dir", "token_digest", "tokens_dir"]
+__all__ = ["ENV_TOKEN", "ENV_TRANSPORT", "HttpEndpoint", "ServerInfo", "ServerUnavailable",
+           "end_token", "ensure_for_turn", "ensure_server", "lock_held", "read_info",
+           "register_token", "running", "server_dir", "token_digest", "tokens_dir"]

@@ -232,7 +232,12 @@ def _plan(ctx: Context, provider: Provider, action: LaunchAction, session: sqlit
         initial_prompt=initial_prompt, run_dir=run_dir, launch_id=launch_id,
         hook_command=tuple(hook_command(ctx)),
         agent_tools=McpServer(_agent_tools(home), AGENT_TOOL_ENV, AGENT_TOOL_NAMES, http)))
-    return list(plan.argv), dict(plan.env)
+    env = dict(plan.env)
+    if http is not None:
+        from core.providers.agent_http import ENV_TRANSPORT
+
+        env[ENV_TRANSPORT] = "http"  # its turn-start hook restarts a killed server
+    return list(plan.argv), env
 
 
 def _fork_from(ctx: Context, launch_id: str) -> str | None:

@@ -73,18 +73,25 @@ def test_codex_calls_its_tools_over_http(root: Path, tmux_socket: Path) -> None:
         screen(tmux_socket, main)
     assert "switchboard.message_send(" in screen(tmux_socket, main)
 
-    # kill -9: the agent's calls fail until a front end needs the server again; the next
-    # launch (another project's agent) starts a new one on the same port, and the first
-    # agent's tools work again with its own token (a file: nothing was lost).
+    # kill -9 between turns: the next turn's UserPromptSubmit hook starts the server
+    # again on its old port, before the model calls a tool; nothing was lost (the
+    # token is a file).
     os.kill(info.pid, signal.SIGKILL)
     assert retry_until(lambda: agent_http.running(run_dir) is None, 10)
-    beta = engine.project_enter(new_request_id(), "beta")
-    engine.frame_start(new_request_id(), beta.frame_id, Provider.CODEX)
-    again = agent_http.running(run_dir)
-    assert again is not None and again.pid != info.pid and again.port == info.port
     type_line(tmux_socket, main, "/msg person :: after the kill")
     assert retry_until(lambda: ("after the kill",) in _messages(root), 30), \
         screen(tmux_socket, main)
+    again = agent_http.running(run_dir)
+    assert again is not None and again.pid != info.pid and again.port == info.port
+
+    # kill -9 again: a launch (another project's agent) starts it too.
+    os.kill(again.pid, signal.SIGKILL)
+    assert retry_until(lambda: agent_http.running(run_dir) is None, 10)
+    beta = engine.project_enter(new_request_id(), "beta")
+    engine.frame_start(new_request_id(), beta.frame_id, Provider.CODEX)
+    third = agent_http.running(run_dir)
+    assert third is not None and third.pid not in (info.pid, again.pid)
+    assert third.port == info.port
     log = (run_dir / "server" / "server.log").read_text(encoding="utf-8")
     assert "Bearer" not in log
 
