@@ -40,10 +40,22 @@ ADDED_TABLES: dict[int, tuple[str, ...]] = {
 """Per source version: the tables (with their indexes) the next version adds, empty."""
 
 
-def header_version(path: Path) -> int:
-    """``PRAGMA user_version`` from the file header, without SQLite opening the file."""
-    with path.open("rb") as handle:
-        header = handle.read(100)
+def header_version(path: Path) -> int | None:
+    """``PRAGMA user_version`` from the file header, without SQLite opening the file;
+    None while this process holds the file through SQLite (``held_files``).
+
+    A raw ``open()``/``close()`` of a file this process has a SQLite connection to
+    drops that connection's POSIX locks: another process then checkpoints and deletes
+    the -wal under it and it reads "database disk image is malformed". Every registry
+    open ran this read, so a second open in a process that held the registry (a
+    navigator's client and its async reads, the CLI run in-process, the soak's
+    driver) broke the first connection. A held file was upgraded when it was opened.
+    """
+    from storage import held_files
+
+    header = held_files.read_header(path)
+    if header is None:
+        return None
     return int.from_bytes(header[60:64], "big", signed=True) if len(header) == 100 else 0
 
 
@@ -58,7 +70,7 @@ def upgrade_if_older(path: Path) -> int | None:
     if not path.exists():
         return None
     old = header_version(path)
-    if old >= SCHEMA_VERSION or old not in WIDENED_TABLES:
+    if old is None or old >= SCHEMA_VERSION or old not in WIDENED_TABLES:
         return None
     _backup(path, old)
     # Every step only rewrites CREATE text to the current schema's, so the steps from

@@ -89,3 +89,28 @@ def test_without_the_guard_the_raw_read_loses_our_locks(tmp_path: Path,
         assert not Path(f"{path}-wal").exists()  # the other process deleted it
     finally:
         ours.close()
+
+
+def test_a_second_registry_open_in_this_process_keeps_our_locks(tmp_path: Path) -> None:
+    """``open_registry`` runs the schema-upgrade check before the diagnosis; that check
+    read the header raw, so a second open of the registry in a process that held it
+    (a navigator's client and its async reads, the CLI in-process, the soak's driver)
+    let another process delete the -wal under the first connection: "database disk
+    image is malformed" (seen in the 60-minute soak and in test_hostile_text)."""
+    from storage.registry_file import open_registry
+
+    path = _registry(tmp_path)
+    meta = diagnose(path)
+    expected = {"expected_generation": meta.generation_id,
+                "expected_host": meta.local_host_id}
+    ours, _ = open_registry(path, **expected)
+    try:
+        before = _committed(ours)
+        second, _ = open_registry(path, **expected)
+        second.close()
+        _write_elsewhere(path)
+        _write_elsewhere(path)
+        assert Path(f"{path}-wal").exists()  # no other process thought itself the last
+        assert _committed(ours) == before + 2
+    finally:
+        ours.close()
