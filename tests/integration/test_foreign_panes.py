@@ -313,3 +313,15 @@ def test_an_extra_pane_of_a_frame_not_shown_is_refused_by_name(
         pane_of(engine, world.workspace_id)  # nothing moved
     assert close_extra_pane(engine, extra_id) is True  # x works from anywhere
     assert engine.stage.snapshot().pane(split) is None
+
+
+def test_a_server_restart_forgets_the_records_of_its_extra_panes(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    _split(tmux_socket, str(pane_of(engine, world.workspace_id)))
+    reconcile(engine)
+    assert len(_records(engine)) == 1
+    tmux(tmux_socket, "kill-server")  # this test's own private server
+    engine.stage.ensure_server(refresh=True)  # a new server on the same socket
+    reconcile(engine)
+    assert _records(engine) == [] and _listed(engine) == {}
