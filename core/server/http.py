@@ -15,7 +15,8 @@ Every request is checked before its body is read, each refusal one line of text:
   DNS rebinding or a cross-site POST.
 - ``Authorization: Bearer TOKEN``: a token registered by a launch
   (``core.providers.agent_http``, stored as its sha256). Missing, unknown (forged) or
-  ended (stale: a newer launch of its session replaced it) is 401. A token is never
+  stale is 401: a newer launch of its session replaced it, or its launch ended (the
+  capability it stands for is revoked or expired in the registry, read-only). A token is never
   written to the log, nor echoed.
 - A body over ``MAX_BODY_BYTES`` is 413 (not read), one without a length 411.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -113,7 +115,43 @@ class Registry:
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                 for k, v in env.items()):
             return "unknown token: its record is unreadable; relaunch the agent"
+        ended = launch_ended(env)
+        if ended is not None:
+            return f"stale token: its launch ended ({ended})"
         return digest, env
+
+
+def launch_ended(env: dict[str, str]) -> str | None:
+    """Why the launch a token was made for has ended, or None while it may act.
+
+    The capability the token stands for is read (read-only) in the home's registry:
+    revoked (its runtime stopped), expired, unknown, or of a generation that a reset
+    replaced. A registry that cannot be read says nothing here: the call's own
+    capability check answers then, in words the agent can read."""
+    from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, authenticate
+    from core.config.home import Home
+    from core.model.errors import SwitchboardError, Unauthorized
+    from storage.connection import connect
+
+    raw, generation = env.get(ENV_CAPABILITY), env.get(ENV_GENERATION)
+    if not raw or not generation:
+        return None  # no capability: the tools refuse it themselves
+    try:
+        home = Home.from_env(env)
+        if home.read_current_generation() != generation:
+            return "its Switchboard generation was replaced"
+        conn = connect(home.registry_path(generation), readonly=True)
+    except (SwitchboardError, OSError, sqlite3.Error):
+        return None
+    try:
+        authenticate(conn, raw, int(time.time() * 1000))
+    except Unauthorized as exc:
+        return exc.message.removesuffix("; nothing was written")
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return None
 
 
 class AgentToolServer(ThreadingHTTPServer):

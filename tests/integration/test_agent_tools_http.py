@@ -92,8 +92,22 @@ def test_codex_calls_its_tools_over_http(root: Path, tmux_socket: Path) -> None:
     third = agent_http.running(run_dir)
     assert third is not None and third.pid not in (info.pid, again.pid)
     assert third.port == info.port
+
+    # The launch ends (its capability revoked with its runtime): its token is stale,
+    # 401 with the reason, and the call never runs.
+    from storage.connection import write_transaction
+    from storage.operations.sessions import revoke_capabilities
+
+    surface = one(engine, "SELECT surface_id FROM surfaces WHERE pane_id = ?", main)[0]
+    with write_transaction(engine.conn) as tx:
+        revoke_capabilities(tx, surface, engine.now())
+    type_line(tmux_socket, main, "/msg person :: after the end")
+    stale = "HTTP 401: stale token: its launch ended (capability was revoked"
+    assert retry_until(lambda: stale in screen(tmux_socket, main), 30), \
+        screen(tmux_socket, main)
+    assert ("after the end",) not in _messages(root)
     log = (run_dir / "server" / "server.log").read_text(encoding="utf-8")
-    assert "Bearer" not in log
+    assert "stale token: its launch ended" in log and "Bearer" not in log
 
 
 def test_claude_lists_its_tools_over_http(root: Path, tmux_socket: Path) -> None:
