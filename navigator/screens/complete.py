@@ -14,6 +14,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
+from navigator.widgets.fields import Field
+
 
 @dataclass(frozen=True)
 class CompletionAnswer:
@@ -35,9 +37,9 @@ class CompleteReturnScreen(ModalScreen[CompletionAnswer | None]):
             yield Label(f"Complete “{self.frame_title}” and return to its parent",
                         id="heading")
             yield Label("Summary (what was done)")
-            yield Input(placeholder="required", id="summary")
+            yield Field(placeholder="required", id="summary")
             yield Label("Next action (for the parent)")
-            yield Input(placeholder="optional", id="next-action")
+            yield Field(placeholder="optional", id="next-action")
             yield Label("", id="problem", classes="problem")
             with Horizontal(classes="buttons"):
                 yield Button("Complete", variant="primary", id="ok")

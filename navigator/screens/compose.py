@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
+from navigator.widgets.fields import Field
+
 
 class OneLineScreen(ModalScreen[str | None]):
     """A dialog around one ``#text`` input with ``#ok``/``#cancel`` buttons and a
@@ -60,7 +62,7 @@ class ComposeMessageScreen(OneLineScreen):
             yield Label(f"Message the agent of “{self.frame_title}”", id="heading")
             yield Label("It is typed when the agent is shown and ready; replies come to "
                         "the Inbox.")
-            yield Input(placeholder="message", id="text")
+            yield Field(placeholder="message", id="text")
             yield Label("", id="problem", classes="problem")
             with Horizontal(classes="buttons"):
                 yield Button("Send", variant="primary", id="ok")

@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from core.model.errors import SwitchboardError
@@ -30,6 +30,7 @@ from core.review.diff import FileStatus, FrameDiff, LineKind, patch_text
 from navigator.screens.compose import OneLineScreen
 from navigator.screens.session_detail import open_in_pager
 from navigator.widgets.diff_view import DiffView, RowKind, safe
+from navigator.widgets.fields import Field
 
 STATUS_MARK = {FileStatus.ADDED: "A", FileStatus.DELETED: "D", FileStatus.MODIFIED: "M",
                FileStatus.RENAMED: "R", FileStatus.UNTRACKED: "?"}
@@ -50,7 +51,7 @@ class CommentScreen(OneLineScreen):
             yield Label(Text(f"Comment on {safe(self.where)}"), id="heading")  # no markup
             yield Static(Text(safe(self.line_text), style="dim", no_wrap=True,
                               overflow="ellipsis"))
-            yield Input(placeholder="what should change here", id="text")
+            yield Field(placeholder="what should change here", id="text")
             yield Label("", id="problem", classes="problem")
             with Horizontal(classes="buttons"):
                 yield Button("Add", variant="primary", id="ok")

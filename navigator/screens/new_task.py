@@ -15,6 +15,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, TextArea
 
+from navigator.widgets.fields import Field, FieldArea
+
 
 @dataclass(frozen=True)
 class NewTask:
@@ -36,9 +38,9 @@ class NewTaskScreen(ModalScreen[NewTask | None]):
         with Vertical(id="dialog", classes="dialog new-task"):
             yield Label(f"New task under “{self.parent_title}”", id="heading")
             yield Label("Title")
-            yield Input(placeholder="required, one line", id="title")
+            yield Field(placeholder="required, one line", id="title", enter_moves=True)
             yield Label("Brief for its agent (ctrl+s pushes)")
-            yield TextArea(id="brief", soft_wrap=True, show_line_numbers=False)
+            yield FieldArea(id="brief", soft_wrap=True, show_line_numbers=False)
             yield Label("", id="problem", classes="problem")
             with Horizontal(classes="buttons"):
                 yield Button("Push", variant="primary", id="ok")

@@ -25,6 +25,7 @@ from core.review.client import ReviewClient
 from core.review.search import HIT_END, HIT_START, SearchResult
 from navigator.screens.session_detail import local_time
 from navigator.widgets.diff_view import one_line, safe
+from navigator.widgets.fields import Field
 
 KIND_MARK = {"brief": "◆ brief", "handoff": "↩ handoff", "prompt": "› prompt",
              "command": "$ command", "failure": "✗ failure"}
@@ -76,7 +77,7 @@ class SearchScreen(ModalScreen[SearchResult | None]):
         with Vertical(id="search-frame"):
             yield Label("Search every session: briefs, handoffs, prompts, commands, failures",
                         id="heading")
-            yield Input(placeholder="words to find", id="search-text")
+            yield Field(placeholder="words to find", id="search-text")
             yield OptionList(id="search-results")
             yield Label("type to search · ↓ results · enter opens the timeline · esc close",
                         id="search-status")

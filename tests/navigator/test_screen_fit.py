@@ -283,3 +283,40 @@ async def test_u_in_the_demo_says_no_usage_is_recorded_yet(demo: Scenario) -> No
         await pilot.press("u")  # hidden again: nothing more is said
         await settle(pilot)
         assert len([m for _, m in notices(app) if "No usage" in m]) == 1
+
+
+def _burst(app: SwitchboardApp, text: str) -> None:
+    """Keys as a fast typist's terminal delivers them: all queued before any is handled
+    (``tmux send-keys`` of a whole string does the same; the real-client test is
+    tests/integration/test_screen_sizes.py)."""
+    from textual import events
+
+    names = {"\t": "tab", " ": "space", "\r": "enter"}
+    for character in text:
+        app.post_message(events.Key(names.get(character, character), character))
+
+
+@pytest.mark.parametrize(("key", "typed", "first", "second"), [
+    ("p", "Fast title\tfast brief", "#title", "#brief"),
+    ("p", "Fast title\rfast brief", "#title", "#brief"),
+    ("c", "login fixed\tship behind a flag", "#summary", "#next-action"),
+])
+async def test_tab_typed_fast_after_text_moves_on(demo: Scenario, key: str, typed: str,
+                                                 first: str, second: str) -> None:
+    """Issue 40.5: the title read "Fast titlefast brief" and the brief stayed empty."""
+    from textual.widgets import Input, TextArea
+
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press(key)
+        await pilot.pause()
+        _burst(app, typed)
+        await pilot.pause(0.3)
+        one, two = (app.screen.query_one(first), app.screen.query_one(second))
+        text = [w.value if isinstance(w, Input) else w.text for w in (one, two)
+                if isinstance(w, Input | TextArea)]
+        before, _, after = typed.replace("\r", "\t").partition("\t")
+        assert text == [before, after]
+        assert app.screen.focused is two
