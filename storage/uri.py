@@ -11,9 +11,11 @@ Kept free of other imports: the hook path uses it.
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from storage.held_files import HeldConnection
 from urllib.parse import quote
 
 
@@ -42,11 +44,15 @@ def sqlite_uri(path: str | os.PathLike[str], **params: str | int) -> str:
     return f"file://{encoded}" + (f"?{query}" if query else "")
 
 
-def open_uri(path: str | os.PathLike[str], mode: str, **connect: Any) -> sqlite3.Connection:
+def open_uri(path: str | os.PathLike[str], mode: str, **connect: Any) -> HeldConnection:
     """``sqlite3.connect`` on exactly ``path`` (``mode``: ``ro`` or ``rw``, never created).
 
     The one place outside ``storage.connection`` where a file is opened: the hook
     path's lean reads (a few milliseconds, no diagnosis, no PRAGMAs) come here, so
-    every connection Switchboard makes is made in ``storage/``.
+    every connection Switchboard makes is made in ``storage/``. The connection is
+    remembered by ``storage.held_files`` while open, so no header read of this
+    process drops its locks.
     """
-    return sqlite3.connect(sqlite_uri(path, mode=mode), uri=True, **connect)
+    from storage import held_files
+
+    return held_files.connect(Path(path), sqlite_uri(path, mode=mode), uri=True, **connect)
