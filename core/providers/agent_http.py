@@ -254,7 +254,32 @@ def register_token(run_dir: Path, session_dir: Path, env: Mapping[str, str]) -> 
                 (folder / previous).exists():
             end_token(run_dir, previous)
     write_private(marker, digest + "\n")
+    _prune(folder)
     return token
+
+
+ENDED_KEEP_S = 24 * 3600
+"""How long an ended token's record stays (so its agent is told "stale", not "unknown")."""
+TOKEN_KEEP_S = 31 * 24 * 3600
+"""A token record untouched this long is past its capability's 30 days: removed."""
+
+
+def _prune(folder: Path) -> None:
+    """Drop ended tokens' records after a day and any record after its capability's
+    lifetime: the folder does not grow with every launch for ever."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError, ValueError):
+                age = now - entry.stat(follow_symlinks=False).st_mtime
+                if age > TOKEN_KEEP_S or (age > ENDED_KEEP_S and _ended(Path(entry.path))):
+                    os.unlink(entry.path)
+
+
+def _ended(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        record = json.loads(handle.read(4096))
+    return isinstance(record, dict) and "ended_at" in record and "env" not in record
 
 
 def end_token(run_dir: Path, digest: str) -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,3 +157,29 @@ def test_a_removed_home_takes_its_server_with_it(run_dir: Path) -> None:
         return False
 
     assert retry_until(gone, 10)
+
+
+def test_old_token_records_are_pruned_and_live_ones_kept(run_dir: Path) -> None:
+    session = run_dir / "s1"
+    run_dir.mkdir(mode=0o700)
+    session.mkdir(mode=0o700)
+    first = agent_http.register_token(run_dir, session, {"A": "1"})
+    second = agent_http.register_token(run_dir, session, {"A": "2"})  # ends the first
+    other = agent_http.register_token(run_dir, run_dir, {"B": "1"})
+    folder = agent_http.tokens_dir(run_dir)
+    ended, live, old = (folder / agent_http.token_digest(t) for t in (first, second, other))
+    day_and_more = time.time() - agent_http.ENDED_KEEP_S - 60
+    os.utime(ended, (day_and_more, day_and_more))
+    os.utime(live, (day_and_more, day_and_more))  # a day old but live: kept
+    month_and_more = time.time() - agent_http.TOKEN_KEEP_S - 60
+    os.utime(old, (month_and_more, month_and_more))
+    other_session = run_dir / "s2"
+    other_session.mkdir(mode=0o700)
+    aged = folder / agent_http.token_digest(
+        agent_http.register_token(run_dir, other_session, {"C": "1"}))
+    os.utime(aged, (day_and_more, day_and_more))  # two days old and live: kept
+    third = agent_http.register_token(run_dir, session, {"A": "3"})
+    assert not ended.exists() and not old.exists()
+    assert set(json.loads(live.read_text())) == {"ended_at"}  # ended just now: kept a day
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [live.name, aged.name, agent_http.token_digest(third)])
