@@ -113,7 +113,10 @@ class CodexAdapter(AdapterCommon):
                     code="launch_invalid",
                 )
             if fork_from is not None:
-                argv += ["fork", check_uuid(self.provider, fork_from, what="fork")]
+                # ``--cd .``: the pane's folder, named; without it a fork started in another
+                # folder than the parent's (``frame fork --worktree``) opens on a question
+                # (0.166-0.171: "Use session directory / Use current directory").
+                argv += ["fork", "--cd", ".", check_uuid(self.provider, fork_from, what="fork")]
         elif fork_from is not None:
             raise ProviderError("a fork starts a new session; it cannot resume one",
                                 code="launch_invalid")

@@ -133,7 +133,7 @@ def test_fork_of_a_task_is_a_sibling_that_continues_the_conversation(
         assert f"--resume {original['provider_session_id']} --fork-session --session-id " \
                f"{forked['provider_session_id']}" in start_command
     else:
-        assert f"fork {original['provider_session_id']}" in start_command
+        assert f"fork --cd . {original['provider_session_id']}" in start_command
     _ready_after(engine, tmux_socket, fork.frame_id, "which word?")
     said = _fork_transcript(engine, fork.frame_id)
     assert said[:4] == earlier and said[4] == ("user", "which word?")
@@ -244,7 +244,7 @@ def test_codex_fork_argv_and_refusals() -> None:
 
     adapter = CodexAdapter()
     plan = adapter.launch_plan(LaunchAction.NEW, None, "go on", None, fork_from=TID)
-    assert plan.argv == ("codex", "fork", TID, "go on") and plan.session_id is None
+    assert plan.argv == ("codex", "fork", "--cd", ".", TID, "go on") and plan.session_id is None
     with pytest.raises(ProviderError, match="cannot resume"):
         adapter.launch_plan(LaunchAction.RESUME, TID, None, None, fork_from=TID)
     with pytest.raises(ProviderError, match="must be a UUID"):

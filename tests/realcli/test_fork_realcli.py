@@ -53,6 +53,13 @@ def _session(engine, frame_id: str) -> tuple[str, str] | None:
     return None if row is None else (row[0], row[1])
 
 
+def _pane_of(engine, frame_id: str) -> str | None:
+    row = one(engine, "SELECT s.pane_id FROM surfaces s JOIN frames f ON"
+                      " f.current_session_key = s.session_key WHERE f.frame_id = ?"
+                      " AND s.lifecycle_state = 'live'", frame_id)
+    return None if row is None else row[0]
+
+
 def _bound(engine, frame_id: str) -> bool:
     row = one(engine, "SELECT l.state FROM launch_intents l JOIN frames f ON"
                       " l.session_key = f.current_session_key WHERE f.frame_id = ?"
@@ -112,9 +119,14 @@ def test_real_claude_fork_carries_the_conversation(world: World) -> None:
     assert EARLIER in parent_file.read_text() and CHECK not in parent_file.read_text()
 
 
+@pytest.mark.parametrize("worktree", [False, True], ids=["here", "worktree"])
 def test_real_codex_fork_carries_the_conversation(
         codex_cli: RealCli, codex_clis: RealClis, tmp_path: Path, tmux_socket: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, worktree: bool) -> None:
+    """``codex fork PARENT``, in the project's folder or in a worktree of its own (a
+    folder the person trusts too: Codex asks about a new one)."""
+    import hashlib
+
     turn_s = 90.0
     with OpenAIStandin() as standin:
         person = make_person(tmp_path, codex_clis, standin.base_url)
@@ -143,9 +155,18 @@ def test_real_codex_fork_carries_the_conversation(
         parent_key, parent_id = _session(engine, route.frame_id) or ("", "")
         assert not parent_id.startswith("pending")
         before = len(standin.responses_requests())
+        request = new_request_id()
+        if worktree:
+            _git_init(person.project)
+            tree = person.project.parent / \
+                f"{PROJECT}-fork-{hashlib.sha256(request.encode()).hexdigest()[:8]}"
+            with person.config.open("a", encoding="utf-8") as config:
+                config.write(f'\n[projects."{tree}"]\ntrust_level = "trusted"\n')
 
-        fork = engine.frame_fork(new_request_id(), route.frame_id)
-        fork_pane = main_pane(engine)
+        fork = engine.frame_fork(request, route.frame_id, worktree=worktree)
+        fail_unless(lambda: _pane_of(engine, fork.frame_id) is not None, turn_s,
+                    lambda: "the fork has no pane")
+        fork_pane = _pane_of(engine, fork.frame_id) or ""
         assert fork_pane != pane
         fail_unless(lambda: "Ask Codex to do anything" in codex_screen(tmux_socket, fork_pane),
                     turn_s, lambda: codex_screen(tmux_socket, fork_pane))
@@ -175,3 +196,53 @@ def test_real_codex_fork_carries_the_conversation(
         meta = json.loads(fork_file.read_text().splitlines()[0])
         assert meta["type"] == "session_meta", meta
         assert meta["payload"].get("forked_from_id") == parent_id, meta["payload"]
+
+
+def _git_init(folder: Path) -> None:
+    import subprocess
+
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.invalid"],
+                 ["config", "user.name", "t"], ["commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+
+
+def test_real_claude_fork_in_a_worktree(world: World) -> None:
+    """The fork's agent runs in a git worktree of its own (another folder, so another
+    project slug in ``~/.claude/projects``) and still continues the parent's
+    conversation: Claude Code finds a session of the same repository's worktree."""
+    import hashlib
+
+    engine, socket = world.engine, world.socket
+    _git_init(world.project)
+    route = engine.project_enter(new_request_id(), "alpha")
+    parent = route.frame_id
+    engine.frame_start(new_request_id(), parent, Provider.CLAUDE)
+    assert retry_until(lambda: _bound(engine, parent), SLOW), world.dump()
+    pane = main_pane(engine)
+    world.wait_prompt(pane)
+    type_prompt(socket, pane, EARLIER)
+    world.wait_activity(parent, "ready")
+    parent_key, parent_id = _session(engine, parent) or ("", "")
+    request = new_request_id()
+    tree = world.project.parent / f"alpha-fork-{hashlib.sha256(request.encode()).hexdigest()[:8]}"
+    state_file = world.home / ".claude.json"  # the person trusts the new folder
+    state = json.loads(state_file.read_text())
+    state["projects"][str(tree)] = dict(state["projects"][str(world.project)])
+    state_file.write_text(json.dumps(state))
+
+    fork = engine.frame_fork(request, parent, worktree=True)
+    fork_key, fork_id = _session(engine, fork.frame_id) or ("", "")
+    assert tree.is_dir() and fork_id != parent_id
+    assert retry_until(lambda: world.pane_of(fork.frame_id) is not None, SLOW), world.dump()
+    fork_pane = world.pane_of(fork.frame_id) or ""
+    world.wait_prompt(fork_pane)
+    type_prompt(socket, fork_pane, CHECK)
+    assert retry_until(lambda: _bound(engine, fork.frame_id), SLOW), world.dump()
+    world.wait_activity(fork.frame_id, "ready")
+    asked = [turn for turn in world.api.turns() if CHECK in json.dumps(turn.body)]
+    assert asked, world.dump()
+    first = asked[0].body or {}
+    assert json.loads(first["metadata"]["user_id"])["session_id"] == fork_id
+    assert any(EARLIER in json.dumps(message) for message in first["messages"][:-1]), \
+        first["messages"]
+    assert _session(engine, parent) == (parent_key, parent_id)
