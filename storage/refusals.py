@@ -71,6 +71,7 @@ REFUSAL_WORDS: dict[str, str] = {
         "a recovery for this is already open: see `switchboard recovery list`",
     "one_session_per_provider_id": "this provider session is already recorded",
     "one_row_per_server_identity": "this tmux server is already recorded",
+    "one_record_per_pane": "this extra pane is already listed under its frame",
     # --- named CHECK constraints
     "session_key_shape": "a session key must be host, provider and session id",
     "held_context_has_foreground": "a held checkout needs a foreground frame",
