@@ -28,6 +28,11 @@ pastes are lost, Esc cancels the call), then PostToolUse;
 a short reply; Stop (Codex: then ``notify`` agent-turn-complete) unless the
 line contains a ``--no-stop-on`` word. SessionStart at start; SessionEnd at
 exit (Claude only by default: Codex has no SessionEnd hook).
+
+Each prompt and reply is appended to the session's transcript (``core.providers.fake.
+transcript``: the CLIs' layout under the fake's own folder, never ``~/.claude`` or
+``~/.codex``); a fork (Claude ``--resume ID --fork-session``, Codex ``fork ID``) starts
+its transcript with the parent's messages and says how many it carried.
 """
 
 from __future__ import annotations
@@ -912,7 +917,8 @@ def _text(value: object) -> str | None:
 USAGE = {
     "claude": "Usage: claude [options] [command] [prompt]  (fake_agent: offline stand-in)",
     "codex": "Usage: codex [OPTIONS] [PROMPT]\n       codex [OPTIONS] resume [SESSION_ID] "
-             "[PROMPT]  (fake_agent: offline stand-in)",
+             "[PROMPT]\n       codex [OPTIONS] fork [SESSION_ID] [PROMPT]  (fake_agent: "
+             "offline stand-in)",
 }
 def emulated_help(provider: str) -> str:
     """The usage, options and subcommands of the emulated CLI, laid out as its own help
