@@ -320,3 +320,20 @@ async def test_tab_typed_fast_after_text_moves_on(demo: Scenario, key: str, type
         before, _, after = typed.replace("\r", "\t").partition("\t")
         assert text == [before, after]
         assert app.screen.focused is two
+
+
+@pytest.mark.parametrize("width", [40, 26])
+async def test_a_toast_covers_the_sidebar_to_its_edge(demo: Scenario, width: int) -> None:
+    """Issue 40.5: toasts took half the pane and the footer's letters showed through
+    in the rack's hidden scrollbar gutter on their right."""
+    from textual.widgets._toast import Toast
+
+    app = SwitchboardApp(demo.client, poll_interval=3600)
+    async with app.run_test(size=(width, 29), notifications=True) as pilot:
+        await settle(pilot)
+        await select_frame(pilot, demo, "Fix login")
+        await pilot.press("y")  # Fix login's agent is not asking: a toast says so
+        await settle(pilot)
+        await pilot.pause()
+        (toast,) = app.screen.query(Toast)
+        assert toast.region.x == 0 and toast.region.right == width, toast.region
