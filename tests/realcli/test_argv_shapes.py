@@ -131,12 +131,18 @@ CODEX_SHAPES = (
     Shape("resume-only flag at top level", ("--last", "hi"), False),
     Shape("flag twice", ("--oss", "--oss", "hi"), False),
     Shape("single-valued option twice", ("-m", "a", "-m", "b", "hi"), False),
+    Shape("unknown option in fork", ("fork", "--bogus", TID), False),
+    Shape("resume's --include-non-interactive in fork", ("fork", "--include-non-interactive",
+                                                         TID), False),
+    Shape("third fork word", ("fork", TID, "hi", "extra"), False),
 )
 
 EMULATION_LIMITS = (
     ("claude", ("--continue", "hi")),
     ("codex", ("resume",)),
     ("codex", ("resume", "--last")),
+    ("codex", ("fork",)),
+    ("codex", ("fork", "--last")),
     ("codex", ("resume", "a-session-name")),
 )
 """The real CLI accepts these and continues the latest session, opens a picker or
