@@ -23,7 +23,7 @@ from core.config.config import (
     TmuxConfig,
     default_config,
 )
-from core.config.home import Home
+from core.config.home import Home, default_demo_root
 from core.config.registry import init_registry
 from core.context.requests import new_request_id
 from core.install.hooks_install import launch_hook_command
@@ -57,8 +57,8 @@ def fake_command(provider: Provider) -> tuple[str, ...]:
 
 
 def default_demo_home() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "switchboard-demo"
+    """The demo's home without ``--home``: XDG state/switchboard-demo."""
+    return default_demo_root()
 
 
 def build(root: Path) -> DemoSession:

@@ -44,6 +44,20 @@ def _xdg_dir(env: dict[str, str], name: str, fallback: tuple[str, ...]) -> Path:
     return Path(_user_home(env), *fallback)
 
 
+DEMO_FOLDER = "switchboard-demo"
+"""The demo's home under the XDG state dir (``switchboard demo`` without ``--home``)."""
+
+
+def default_demo_root(env: dict[str, str] | None = None) -> Path:
+    """Where ``switchboard demo`` keeps its home unless ``--home`` names another.
+
+    Here, not in the demo's own module, so opening a home that is not initialized
+    can say that the demo's is (the person who tried the demo and then typed a
+    command outside it reached an empty default home)."""
+    env = dict(os.environ if env is None else env)
+    return _xdg_dir(env, "XDG_STATE_HOME", (".local", "state")) / DEMO_FOLDER
+
+
 class Home(NamedTuple):
     root: Path
     config_path: Path

@@ -11,6 +11,7 @@ import shlex
 import socket
 import sqlite3
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from core.config.config import (
     INIT_EVIDENCE_DAYS,
@@ -21,7 +22,7 @@ from core.config.config import (
     parse_config,
     render_config,
 )
-from core.config.home import Home
+from core.config.home import ENV_HOME, Home, default_demo_root
 from core.model.errors import RegistryUnavailable, SwitchboardError
 from core.model.files import write_private
 from core.model.ports import Clock, IdSource, SystemClock, Uuid4Ids
@@ -109,6 +110,26 @@ def _publish(home: Home, template: Config | None, clock: Clock, ids: IdSource,
     return InitResult(generation_id, config.host.host_id, str(path), str(home.config_path))
 
 
+def not_initialized_message(home: Home, demo_root: Path | None = None) -> str:
+    """Why a command found no registry, in one line, and what to do.
+
+    After ``switchboard demo`` a person who detaches and types ``switchboard`` (or
+    ``restore``, ``prune``, ``usage``, ``recovery``) in a new shell reaches the default
+    home, which is empty: when the demo's home (``demo_root``, default XDG
+    state/switchboard-demo) is initialized, the line names it, the command that
+    reattaches to it and the variable that runs this command on it. Nothing is
+    opened in its place: a command meant for the person's own home must never act
+    on another one unasked. Only the existence of the demo's pointer is looked at.
+    """
+    demo = default_demo_root() if demo_root is None else demo_root
+    here = f"Switchboard is not initialized in {home.root}"
+    if demo != home.root and (demo / "state" / "current").is_file():
+        return (f"{here}; the demo's home is {demo}: `switchboard demo` reattaches to "
+                f"it, and {ENV_HOME}={shlex.quote(str(demo))} before this command runs it "
+                "on the demo; `switchboard init` makes a home of your own")
+    return f"{here}; run `switchboard init`"
+
+
 @dataclass(frozen=True)
 class OpenRegistry:
     home: Home
@@ -122,8 +143,7 @@ def open_current(home: Home | None = None, *, expected_generation: str | None = 
     home = home or Home.from_env()
     current = home.read_current_generation()
     if current is None:
-        raise RegistryUnavailable(
-            f"Switchboard is not initialized in {home.root}; run `switchboard init`")
+        raise RegistryUnavailable(not_initialized_message(home))
     config = load_config(home.config_path)
     if config.generation_id != current:
         raise RegistryUnavailable(

@@ -89,8 +89,9 @@ def open_registry(home: Home) -> sqlite3.Connection:
 
     generation = home.read_current_generation()
     if not generation:
-        raise RegistryUnavailable("no registry yet; run `switchboard init` first",
-                                  code="registry_missing")
+        from core.config.registry import not_initialized_message
+
+        raise RegistryUnavailable(not_initialized_message(home), code="registry_missing")
     conn = open_uri(home.registry_path(generation), "ro", check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 2000")
