@@ -14,6 +14,7 @@ needed; the file names only a session key that the registry must still hold.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -79,6 +80,8 @@ def fork_source(ctx: Context, conn: sqlite3.Connection, launch: sqlite3.Row) -> 
         " AND s.pane_id IS NOT NULL) LIMIT 1",
         (launch["frame_id"], launch["session_key"])).fetchone()
     if ran is not None:
+        with contextlib.suppress(OSError):  # done with: the fork's conversation ran
+            _path(ctx, launch["frame_id"]).unlink()
         return None
     parent = conn.execute("SELECT provider, provider_session_id FROM provider_sessions"
                           " WHERE session_key = ?", (origin,)).fetchone()

@@ -211,6 +211,17 @@ def test_cli_fork_prints_the_fork(live, tmp_path: Path, tmux_socket: Path) -> No
     started = engine.frame_start(new_request_id(), fork_id)
     assert retry_until(lambda: _bound(engine, started.launch_id), 30)
     assert ("user", "remember the word PELICAN") in _fork_transcript(engine, fork_id)
+    # Once the fork ran, a fresh start is a plain new session and the origin is gone.
+    from core.runtime import forks
+
+    engine.frame_stop(new_request_id(), fork_id)
+    fresh = engine.frame_start(new_request_id(), fork_id, fresh=True)
+    assert retry_until(lambda: _bound(engine, fresh.launch_id), 30)
+    assert forks.origin_of(engine, fork_id) is None
+    pane = _pane(engine, _session(engine, fork_id)["session_key"])
+    assert "--fork-session" not in tmux(tmux_socket, "display-message", "-p", "-t", pane,
+                                        "#{pane_start_command}")
+    assert _said(engine, fork_id) == []  # a new conversation: nothing carried over
 
 
 # --- the launch plans and the fake's argv, in-process ------------------------------
