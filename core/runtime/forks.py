@@ -60,19 +60,27 @@ def origin_of(ctx: Context, frame_id: str) -> str | None:
     return data.decode("utf-8", "replace").strip() or None
 
 
+def _forget(ctx: Context, frame_id: str) -> None:
+    """The fork's conversation ran: its origin is done with (best effort)."""
+    with contextlib.suppress(OSError):
+        _path(ctx, frame_id).unlink()
+
+
 def fork_source(ctx: Context, conn: sqlite3.Connection, launch: sqlite3.Row) -> str | None:
     """The provider session id a launch forks, or None for a plain launch.
 
     Only a ``new`` launch of a forked frame forks, and only while none of the frame's
     other sessions has run (had a pane): once the fork ran, its conversation is that
-    session's own, and a later fresh start is a plain new session. A parent session the
+    session's own, and a later fresh start is a plain new session (the origin is then
+    forgotten, as at the fork session's first resume). A parent session the
     registry no longer holds, of another provider, or whose id is not known yet, is
     refused by name before any pane exists.
     """
-    if launch["action"] != "new":
-        return None
     origin = origin_of(ctx, launch["frame_id"])
     if origin is None:
+        return None
+    if launch["action"] != "new":
+        _forget(ctx, launch["frame_id"])  # a resume: the fork's session exists already
         return None
     ran = conn.execute(
         "SELECT 1 FROM frame_sessions fs WHERE fs.frame_id = ? AND fs.session_key <> ?"
@@ -80,8 +88,7 @@ def fork_source(ctx: Context, conn: sqlite3.Connection, launch: sqlite3.Row) -> 
         " AND s.pane_id IS NOT NULL) LIMIT 1",
         (launch["frame_id"], launch["session_key"])).fetchone()
     if ran is not None:
-        with contextlib.suppress(OSError):  # done with: the fork's conversation ran
-            _path(ctx, launch["frame_id"]).unlink()
+        _forget(ctx, launch["frame_id"])
         return None
     parent = conn.execute("SELECT provider, provider_session_id FROM provider_sessions"
                           " WHERE session_key = ?", (origin,)).fetchone()

@@ -214,10 +214,15 @@ def test_cli_fork_prints_the_fork(live, tmp_path: Path, tmux_socket: Path) -> No
     # Once the fork ran, a fresh start is a plain new session and the origin is gone.
     from core.runtime import forks
 
+    forked_key = _session(engine, fork_id)["session_key"]
+    assert forks.origin_of(engine, fork_id) is not None
+    engine.frame_stop(new_request_id(), fork_id)
+    resumed = engine.frame_start(new_request_id(), fork_id)  # n: the fork's own session
+    assert retry_until(lambda: _bound(engine, resumed.launch_id), 30)
+    assert resumed.session_key == forked_key and forks.origin_of(engine, fork_id) is None
     engine.frame_stop(new_request_id(), fork_id)
     fresh = engine.frame_start(new_request_id(), fork_id, fresh=True)
     assert retry_until(lambda: _bound(engine, fresh.launch_id), 30)
-    assert forks.origin_of(engine, fork_id) is None
     pane = _pane(engine, _session(engine, fork_id)["session_key"])
     assert "--fork-session" not in tmux(tmux_socket, "display-message", "-p", "-t", pane,
                                         "#{pane_start_command}")
