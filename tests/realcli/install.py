@@ -1,4 +1,4 @@
-"""Install the Claude Code and Codex CLIs of the tested window with npm into a cache folder.
+"""Install the Claude Code, Codex and Gemini CLIs of the tested window with npm into a cache folder.
 
 The tier runs the CLIs a person installs: every version of each provider's tested
 window (:data:`core.providers.window.TESTED`), or, for ``make realcli-latest``,
@@ -29,6 +29,12 @@ from core.providers.window import TESTED, dotted
 
 NPM_TIMEOUT_S = 600
 LATEST_ENV = "SWITCHBOARD_REALCLI_LATEST"
+GEMINI = "gemini"
+"""Gemini CLI, the third provider (issue 41): not yet a :class:`Provider` member, so it is
+installed by name; its binary is ``gemini`` like the provider's name."""
+GEMINI_PACKAGE = "@google/gemini-cli"
+GEMINI_TESTED = ("0.61.0",)
+"""Gemini CLI releases the tier runs, newest first (0.61.0: the newest on 2026-12-06)."""
 
 
 class RealCliUnavailable(RuntimeError):
@@ -104,8 +110,8 @@ def install_folder(provider: Provider, version: str) -> Path:
     return cache_root() / f"{provider.value}-{version}"
 
 
-def _binary(provider: Provider, folder: Path) -> Path:
-    return folder / "node_modules" / ".bin" / provider.value
+def _binary(name: str, folder: Path) -> Path:
+    return folder / "node_modules" / ".bin" / name
 
 
 def version_of(binary: Path) -> str | None:
@@ -123,7 +129,8 @@ def version_of(binary: Path) -> str | None:
 def _clean_env() -> dict[str, str]:
     """No credentials and no proxy settings of the machine reach the CLIs."""
     return {k: v for k, v in os.environ.items()
-            if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_"))}
+            if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_",
+                                 "GOOGLE_"))}
 
 
 def _need_npm() -> None:
@@ -135,21 +142,31 @@ def _need_npm() -> None:
 
 def ensure_cli(provider: Provider, version: str) -> RealCli:
     """One CLI at one version, installed once into its cache folder."""
+    binary = _ensure(provider.value, PACKAGES[provider], version)
+    return RealCli(provider, version, binary)
+
+
+def ensure_gemini(version: str = GEMINI_TESTED[0]) -> Path:
+    """Gemini CLI at one version (its binary), installed once like the other two."""
+    return _ensure(GEMINI, GEMINI_PACKAGE, version)
+
+
+def _ensure(name: str, package: str, version: str) -> Path:
     _need_npm()
-    folder = install_folder(provider, version)
+    folder = cache_root() / f"{name}-{version}"
     folder.mkdir(parents=True, exist_ok=True)
-    binary = _binary(provider, folder)
+    binary = _binary(name, folder)
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         said = version_of(binary)
         if said is None or version not in said:
-            _npm_install(folder, f"{PACKAGES[provider]}@{version}")
+            _npm_install(folder, f"{package}@{version}")
             said = version_of(binary)
             if said is None or version not in said:
                 raise RealCliUnavailable(
-                    f"npm installed into {folder} but `{provider.value} --version` says "
+                    f"npm installed into {folder} but `{name} --version` says "
                     f"{said!r}, not {version}")
-    return RealCli(provider, version, binary)
+    return binary
 
 
 def _npm_install(folder: Path, spec: str) -> None:
