@@ -435,10 +435,11 @@ class Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.OK, data)
             return
         reply = handle(message)
-        self._json(HTTPStatus.OK, _encode(reply))
         if is_request and message.get("method") == "tools/list" and reply and \
                 "result" in reply:
+            # Before the answer goes: whoever sees the answer also sees the marker.
             self.server.mark_listed(digest, env)
+        self._json(HTTPStatus.OK, _encode(reply))
 
 
 def _encode(reply: dict[str, Any] | None) -> bytes:
