@@ -35,6 +35,13 @@ installed by name; its binary is ``gemini`` like the provider's name."""
 GEMINI_PACKAGE = "@google/gemini-cli"
 GEMINI_TESTED = ("0.61.0",)
 """Gemini CLI releases the tier runs, newest first (0.61.0: the newest on 2026-12-06)."""
+OPENCODE = "opencode"
+"""OpenCode, the fourth provider (issue 41): not yet a :class:`Provider` member either; its
+binary is ``opencode``. npm fetches the platform binary (``opencode-linux-x64`` ...) as an
+optional dependency of ``opencode-ai``, from the same registry."""
+OPENCODE_PACKAGE = "opencode-ai"
+OPENCODE_TESTED = ("1.18.33",)
+"""OpenCode releases the tier runs, newest first (1.18.33: the newest on 2026-12-06)."""
 
 
 class RealCliUnavailable(RuntimeError):
@@ -130,7 +137,7 @@ def _clean_env() -> dict[str, str]:
     """No credentials and no proxy settings of the machine reach the CLIs."""
     return {k: v for k, v in os.environ.items()
             if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_",
-                                 "GOOGLE_"))}
+                                 "GOOGLE_", "OPENCODE_"))}
 
 
 def _need_npm() -> None:
@@ -149,6 +156,11 @@ def ensure_cli(provider: Provider, version: str) -> RealCli:
 def ensure_gemini(version: str = GEMINI_TESTED[0]) -> Path:
     """Gemini CLI at one version (its binary), installed once like the other two."""
     return _ensure(GEMINI, GEMINI_PACKAGE, version)
+
+
+def ensure_opencode(version: str = OPENCODE_TESTED[0]) -> Path:
+    """OpenCode at one version (its binary), installed once like the other CLIs."""
+    return _ensure(OPENCODE, OPENCODE_PACKAGE, version)
 
 
 def _ensure(name: str, package: str, version: str) -> Path:
