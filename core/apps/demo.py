@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from core.config.config import (
     CheckoutConfig,
+    Config,
     ProjectConfig,
     ProviderConfig,
     TmuxConfig,
@@ -61,6 +62,21 @@ def default_demo_home() -> Path:
     return default_demo_root()
 
 
+def demo_template(root: Path) -> Config:
+    """The demo's config: fake agents for every provider, one project over
+    ``root``/src/demo (made here), the private tmux server at ``root``/tmux.sock."""
+    src = root / "src" / "demo"
+    src.mkdir(parents=True, exist_ok=True)
+    template = default_config(generation_id="", host_id=str(uuid.uuid4()), display_name="demo")
+    return replace(
+        template,
+        providers={p: ProviderConfig(command=fake_command(p)) for p in Provider},
+        checkouts=(CheckoutConfig(checkout_id=DEMO_CHECKOUT_ID, path=str(src)),),
+        projects=(ProjectConfig(project_id=DEMO_PROJECT_ID, name="demo", root=str(src),
+                                checkout_id=DEMO_CHECKOUT_ID),),
+        tmux=TmuxConfig(socket_path=str(root / "tmux.sock")))
+
+
 def build(root: Path) -> DemoSession:
     """Create the demo home on first run; start its agents; return how to attach."""
     from core.engine.open import open_engine
@@ -71,18 +87,7 @@ def build(root: Path) -> DemoSession:
     home = Home(root=root, config_path=root / "config.toml")
     socket = str(root / "tmux.sock")
     if home.read_current_generation() is None:
-        src = root / "src" / "demo"
-        src.mkdir(parents=True, exist_ok=True)
-        template = default_config(generation_id="", host_id=str(uuid.uuid4()),
-                                  display_name="demo")
-        template = replace(
-            template,
-            providers={p: ProviderConfig(command=fake_command(p)) for p in Provider},
-            checkouts=(CheckoutConfig(checkout_id=DEMO_CHECKOUT_ID, path=str(src)),),
-            projects=(ProjectConfig(project_id=DEMO_PROJECT_ID, name="demo", root=str(src),
-                                    checkout_id=DEMO_CHECKOUT_ID),),
-            tmux=TmuxConfig(socket_path=socket))
-        init_registry(home, template=template)
+        init_registry(home, template=demo_template(root))
     engine = open_engine(home, with_stage=True)
     route = engine.project_enter(new_request_id(), "demo")
     titles = _task_titles(engine)
@@ -98,6 +103,30 @@ def build(root: Path) -> DemoSession:
     # Quoted for pasting: a home path may hold spaces, quotes or `$(...)`.
     attach = shlex.join(["tmux", "-S", socket, "attach", "-t", view["tmux_window_id"]])
     return DemoSession(root, socket, route.view_id, view["tmux_window_id"], attach)
+
+
+def handover_command(demo_socket: str, window_id: str, own_socket: str,
+                     own_session: str) -> str | None:
+    """The shell command a person's tmux client runs in its own place (``tmux
+    detach-client -E``) to show the demo, then come back.
+
+    ``switchboard demo`` typed in a pane of the person's own tmux server cannot
+    ``switch-client`` to the demo's private server (a client belongs to one
+    server), and an attach inside the pane nests a second tmux with the same
+    prefix. So the person's client leaves their server (which keeps running) and
+    the same terminal attaches to the demo; when that attach ends (prefix d, or
+    ``switchboard demo --stop``) the terminal attaches again to the session it
+    came from. tmux runs the command with its ``default-shell``, which may be fish
+    or csh: every value goes in single quotes, the one quoting those shells share;
+    a value holding a quote or a backslash (read differently by fish) makes this
+    None, and the caller prints the attach command instead.
+    """
+    values = (demo_socket, window_id, own_socket, own_session)
+    if any("'" in value or "\\" in value or not value.isprintable() for value in values):
+        return None
+    attach = "exec env -u TMUX -u TMUX_PANE tmux -S '{}' attach-session -t '{}'"
+    return (attach.format(demo_socket, window_id).removeprefix("exec ") + "; "
+            + attach.format(own_socket, own_session))
 
 
 DEMO_TASKS = (("Write the parser", "Write a tokenizer and parser for the config format."),
@@ -176,6 +205,28 @@ def _wait_ready(engine: Engine, frame_id: str, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+def is_demo_home(root: Path) -> bool:
+    """Whether ``root`` holds the demo's own config (the demo project's id in it)."""
+    config = root / "config.toml"
+    return config.is_file() and DEMO_PROJECT_ID in config.read_text(encoding="utf-8",
+                                                                    errors="replace")
+
+
+def reopen_command(root: Path) -> str:
+    """The command that opens this home's view again from a new shell, in backquotes.
+
+    Bare ``switchboard`` reaches the default home, never the demo's: a hint shown in
+    the demo (the navigator left by ctrl+q) names ``switchboard demo``, with the
+    ``--home`` it was given, or the person is sent to an empty home."""
+    from core.model.hints import command
+
+    if not is_demo_home(root):
+        return command()
+    if root == default_demo_root():
+        return command("demo")
+    return command("demo", "--home", str(root))
+
+
 @dataclass(frozen=True)
 class DemoStopped:
     home: Path
@@ -203,9 +254,7 @@ def stop(root: Path, *, reset: bool = False) -> DemoStopped:
         running = done.returncode == 0
     removed = False
     if reset and root.exists():
-        config = root / "config.toml"
-        if not (config.is_file() and DEMO_PROJECT_ID in config.read_text(encoding="utf-8",
-                                                                         errors="replace")):
+        if not is_demo_home(root):
             raise ConfigError(f"{root} does not look like a Switchboard demo home (no demo "
                               "config in it); not deleting it", code="demo_home_invalid")
         shutil.rmtree(root)

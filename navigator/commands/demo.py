@@ -6,6 +6,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.apps.demo import DemoSession
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +44,56 @@ def _demo(args: argparse.Namespace) -> int:
         f"leave:     tmux detach (prefix d); stop it: {command('demo', '--stop', *home)}")
     if args.no_attach or not sys.stdin.isatty():
         return 0
+    inside = os.environ.get("TMUX", "").split(",")[0]
+    if inside and _same_socket(inside, session.socket_path):
+        # A pane of the demo itself: its own client goes to the view, as `open` does.
+        os.execvp("tmux", ["tmux", "-S", session.socket_path, "switch-client", "-t",
+                           session.window_id])
+    if inside:
+        if _move_client(inside, session):
+            say("this terminal moved to the demo's own tmux server (no tmux inside "
+                "tmux); prefix d there brings it back to this session")
+        else:
+            say("you are inside tmux: attaching here would nest a second tmux with the "
+                "same prefix; run the attach line above in a terminal outside tmux (or "
+                "detach first with prefix d)")
+        return 0
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     os.execvpe("tmux", ["tmux", "-S", session.socket_path, "attach", "-t",
                         session.window_id], env)
     return 0
+
+
+def _same_socket(current: str, socket_path: str) -> bool:
+    try:
+        return Path(current).resolve() == Path(socket_path).resolve()
+    except OSError:
+        return False
+
+
+def _move_client(own_socket: str, session: DemoSession) -> bool:
+    """Move the person's tmux client (of the pane this runs in) to the demo's server
+    and back when it detaches there (``core.apps.demo.handover_command``).
+
+    The client is the one tmux itself takes as current for this pane (the most
+    recently active client of its session), found and detached with two commands
+    on the person's own server; False when there is none (a pane nobody looks at),
+    or a value cannot be quoted for every shell, and nothing was changed.
+    """
+    import subprocess
+
+    from core.apps.demo import handover_command
+    from core.tmux.runner import escape_arg
+
+    def tmux(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-S", own_socket, *argv], capture_output=True,
+                              text=True, timeout=10, check=False)
+
+    found = tmux("display-message", "-p", "#{client_name}\t#{session_id}")
+    client, _, own_session = found.stdout.strip().partition("\t")
+    if found.returncode != 0 or not client or not own_session:
+        return False
+    shell = handover_command(session.socket_path, session.window_id, own_socket, own_session)
+    if shell is None:
+        return False
+    return tmux("detach-client", "-t", client, "-E", escape_arg(shell)).returncode == 0

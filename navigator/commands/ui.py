@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
 
 RETURN_HINT = ("\nThe navigator was closed (ctrl+q).\n"
                "prefix S brings it back here;\n"
-               "`switchboard` in a shell opens\n"
+               "{reopen} in a shell opens\n"
                "the view again.\n")
 """What a view's navigator pane shows after the person quits it: the pane stays
 (remain-on-exit, so the view keeps its shape) and tmux adds "Pane is dead" below.
@@ -91,8 +91,15 @@ Short lines: the pane is about 40 columns wide."""
 def say_how_to_return() -> None:
     """Leave ``RETURN_HINT`` on the pane's screen. A pane that is already gone (the
     navigator was parked or its pane killed) has no screen to write to."""
+    from core.apps.demo import reopen_command
+    from core.config.home import Home
+
     try:
-        sys.stdout.write(RETURN_HINT)
+        reopen = reopen_command(Home.from_env().root)
+    except OSError:  # an unreadable config: the plain command is still right outside the demo
+        reopen = "`switchboard`"
+    try:
+        sys.stdout.write(RETURN_HINT.format(reopen=reopen))
         sys.stdout.flush()
     except OSError:
         pass

@@ -20,7 +20,8 @@ TMUX_HINTS = (
     "there, prefix + arrow back here.\n"
     "m (direct mode) hides this navigator so the agent has the whole window; "
     "tmux prefix + S brings it back.\n"
-    "Detach with prefix + d: every agent keeps running; `switchboard` reattaches."
+    "Detach with prefix + d: every agent keeps running; `switchboard` reattaches "
+    "(`switchboard demo` for the demo)."
 )
 
 

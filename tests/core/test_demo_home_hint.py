@@ -20,8 +20,8 @@ import pytest
 from core.config.home import Home, default_demo_root
 from core.config.registry import not_initialized_message
 
-COMMANDS = ([], ["restore"], ["prune"], ["usage"], ["recovery", "list"], ["open"],
-            ["search", "parser"])
+COMMANDS: tuple[list[str], ...] = ([], ["restore"], ["prune"], ["usage"],
+                                   ["recovery", "list"], ["open"], ["search", "parser"])
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
