@@ -1,0 +1,141 @@
+"""Gemini CLI 0.61.0 itself, launched as the adapter plans it, in a tmux pane on a private
+server against the loopback Gemini API stand-in (issue 41).
+
+The provider is not registered yet, so the pane is started here rather than by the
+engine in a view's main pane: what is checked is the adapter's side of the contract.
+A turn gives working then ready from the CLI's own hooks (BeforeAgent, AfterAgent,
+through the per-launch home's settings, never the person's), under the exact session
+id chosen before exec; ``--resume`` of that id brings the same conversation back; the
+person's own ``~/.gemini/settings.json`` is byte for byte what it was.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from core.model.enums import LaunchAction
+from core.model.session_enums import Activity, ActivityReason, RuntimePresence
+from core.providers.gemini import plan
+from core.providers.gemini_hooks import gemini_outcome
+from tests.realcli.gemini_standin import API_KEY, GeminiStandin
+from tests.realcli.install import RealCliUnavailable, ensure_gemini
+from tests.waiting import retry_until
+
+SID = "7d1e4c2a-5b6f-4a80-9c1d-2e3f4a5b6c7d"
+WAIT_S = 90.0
+PROMPT_READY = "Type your message"
+
+_RECORDER = (
+    "import sys, json\n"
+    "event = sys.argv[-1]\n"
+    "line = json.dumps(json.loads(sys.stdin.read()), separators=(',', ':'))\n"
+    "open(sys.argv[1], 'a', encoding='utf-8').write(event + '\\t' + line + '\\n')\n"
+)
+
+
+def _gemini() -> Path:
+    try:
+        return ensure_gemini()
+    except RealCliUnavailable as exc:  # the tier fails, never skips
+        raise AssertionError(f"real-CLI tier cannot run: {exc}") from None
+
+
+def _tmux(socket: Path, *args: str) -> str:
+    return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True,
+                          text=True, timeout=30).stdout
+
+
+def _screen(socket: Path) -> str:
+    return _tmux(socket, "capture-pane", "-p", "-J")
+
+
+def _events(out: Path) -> list[tuple[str, dict[str, object]]]:
+    if not out.exists():
+        return []
+    rows = []
+    for line in out.read_text(encoding="utf-8").splitlines():
+        event, payload = line.split("\t", 1)
+        rows.append((event, json.loads(payload)))
+    return rows
+
+
+def _wait(socket: Path, check: object, what: str) -> None:
+    assert callable(check)
+    assert retry_until(check, WAIT_S, 0.3), f"timed out waiting for {what}:\n{_screen(socket)}"
+
+
+def _start(socket: Path, project: Path, env: dict[str, str], argv: tuple[str, ...]) -> None:
+    _tmux(socket, "kill-server")
+    _tmux(socket, "-f", "/dev/null", "new-session", "-d", "-x", "150", "-y", "45", "-c",
+          str(project), "env", *(f"{k}={v}" for k, v in env.items()), *argv)
+    _tmux(socket, "set-option", "-g", "remain-on-exit", "on")
+
+
+def _type(socket: Path, text: str) -> None:
+    _tmux(socket, "send-keys", "-l", text)
+    _wait(socket, lambda: text in _screen(socket), f"{text!r} on screen")
+    _tmux(socket, "send-keys", "Enter")
+
+
+def test_a_turn_is_working_then_ready_from_its_own_hooks_and_resumes_by_id(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    binary = _gemini()
+    person = tmp_path / "person"
+    project = tmp_path / "src" / "demo"
+    project.mkdir(parents=True)
+    theirs = person / ".gemini"
+    theirs.mkdir(parents=True)
+    (theirs / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8")
+    (theirs / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}),
+                                                encoding="utf-8")
+    before = (theirs / "settings.json").read_bytes()
+    recorder = tmp_path / "record_hook.py"
+    recorder.write_text(_RECORDER, encoding="utf-8")
+    out = tmp_path / "hooks.tsv"
+    hook_command = (sys.executable, str(recorder), str(out))
+    run_dir = tmp_path / "run"
+    person_env = {"HOME": str(person), "PATH": f"{binary.parent}:/usr/bin:/bin",
+                  "TERM": "xterm-256color"}
+
+    with GeminiStandin() as api:
+        base = {**person_env, "GEMINI_API_KEY": API_KEY, "GOOGLE_GEMINI_BASE_URL": api.url}
+        launch = plan((str(binary),), LaunchAction.NEW, SID, None, run_dir, hook_command,
+                      None, person_env)
+        _start(tmux_socket, project, {**base, **dict(launch.env)}, launch.argv)
+        _wait(tmux_socket, lambda: PROMPT_READY in _screen(tmux_socket), "the prompt")
+        _type(tmux_socket, "hello there")
+        _wait(tmux_socket, lambda: "AfterAgent" in [e for e, _ in _events(out)], "AfterAgent")
+
+        rows = _events(out)
+        assert {doc["session_id"] for _, doc in rows} == {SID}
+        outcomes = [(event, *gemini_outcome(event, doc)[1:]) for event, doc in rows]
+        assert outcomes[0] == ("SessionStart", None, None, RuntimePresence.LIVE)
+        assert outcomes[1:] == [
+            ("BeforeAgent", Activity.WORKING, None, None),
+            ("AfterAgent", Activity.READY, ActivityReason.TURN_COMPLETE, None)]
+        assert "STANDIN-OK" in _screen(tmux_socket)
+        assert [t.headers.get("x-goog-api-key") for t in api.turns()] == [API_KEY]
+
+        # the same session again, by its id: the conversation comes back
+        out.unlink()
+        again = plan((str(binary),), LaunchAction.RESUME, SID, None, run_dir, hook_command,
+                     None, person_env)
+        _start(tmux_socket, project, {**base, **dict(again.env)}, again.argv)
+        _wait(tmux_socket, lambda: "SessionStart" in [e for e, _ in _events(out)],
+              "the resumed SessionStart")
+        [(_, start)] = _events(out)
+        assert (start["session_id"], start["source"]) == (SID, "resume")
+        _wait(tmux_socket, lambda: PROMPT_READY in _screen(tmux_socket), "the prompt")
+        _type(tmux_socket, "and again")
+        _wait(tmux_socket, lambda: "AfterAgent" in [e for e, _ in _events(out)],
+              "the resumed AfterAgent")
+        texts = json.dumps(api.turns()[-1].body)
+        assert "hello there" in texts and "and again" in texts
+    _tmux(tmux_socket, "kill-server")
+    assert (theirs / "settings.json").read_bytes() == before
+    chats = list((theirs / "tmp").rglob("session-*.jsonl"))
+    assert chats, "the session was written into the person's own ~/.gemini/tmp"
