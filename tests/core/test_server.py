@@ -183,3 +183,24 @@ def test_old_token_records_are_pruned_and_live_ones_kept(run_dir: Path) -> None:
     assert set(json.loads(live.read_text())) == {"ended_at"}  # ended just now: kept a day
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [live.name, aged.name, agent_http.token_digest(third)])
+
+
+def test_the_transport_switch_reads_renders_and_refuses() -> None:
+    from core.config.config import (
+        AgentToolTransport,
+        ConfigError,
+        parse_config,
+        render_config,
+    )
+    from tests.core.test_config import CONTRACT_EXAMPLE
+
+    assert parse_config(CONTRACT_EXAMPLE).agent_tools.transport is AgentToolTransport.SHIM
+    text = CONTRACT_EXAMPLE + '\n[agent_tools]\ntransport = "http"\n'
+    config = parse_config(text)
+    assert config.agent_tools.transport is AgentToolTransport.HTTP
+    assert parse_config(render_config(config)) == config
+    assert "[agent_tools]" not in render_config(parse_config(CONTRACT_EXAMPLE))
+    with pytest.raises(ConfigError) as refused:
+        parse_config(CONTRACT_EXAMPLE + '\n[agent_tools]\ntransport = "tcp"\n')
+    assert "agent_tools.transport" in refused.value.message
+    assert "http" in refused.value.message and "shim" in refused.value.message
