@@ -27,11 +27,29 @@ if TYPE_CHECKING:
 
 OPT_INBOX = "@sb_inbox"
 STREAM_HEIGHT = 8
+#: The stream pane's title: its first line (and ``#{pane_title}``) say what it is.
+STREAM_TITLE = "Inbox stream (read-only; l in the navigator closes it)"
+#: The window hook that hands the keyboard on when a pane move (prefix + arrow, a
+#: click) lands in the stream pane: to the agent's pane just above it (the stream is
+#: split below main), so the pane is read-only and never keeps the focus, and prefix +
+#: Right from the navigator still reaches the agent. Evaluated for the pane the move
+#: made active; the agent's pane is no stream, so the hook's own move stops there.
+BOUNCE_HOOK = "after-select-pane"
+BOUNCE = (f"if -F '#{{&&:#{{==:#{{{OPT_ROLE}}},{PaneRole.STREAM.value}}},#{{pane_active}}}}' "
+          "'select-pane -U'")
 
 
 class StreamPane(StrEnum):
     OPENED = "opened"
     CLOSED = "closed"
+
+
+def stream_command(argv: list[str]) -> str:
+    """The stream pane's shell command: the terminal echoes nothing typed there (tmux
+    already drops it: belt and braces), the first line is the pane's title, then the
+    stream itself."""
+    return (f"stty -echo -icanon 2>/dev/null; printf '%s\\n' {shlex.quote(STREAM_TITLE)}; "
+            f"exec {shlex.join(argv)}")
 
 
 def toggle_inbox_stream(ctx: Context, view_id: str) -> StreamPane:
@@ -53,7 +71,8 @@ def toggle_inbox_stream(ctx: Context, view_id: str) -> StreamPane:
         pane = existing[0]
         adapter.runner.run([guard, guarded(
             [Check(pane, equals(f"#{{{OPT_INBOX}}}", view_id), "not_inbox")],
-            [("kill-pane", "-t", pane)])])
+            [("kill-pane", "-t", pane),
+             ("set-hook", "-uw", "-t", view["tmux_window_id"], BOUNCE_HOOK)])])
         return StreamPane.CLOSED
     with open_managed_broker(ctx) as broker:
         fleet = sync_project(ctx, broker, view["project_id"])
@@ -62,19 +81,26 @@ def toggle_inbox_stream(ctx: Context, view_id: str) -> StreamPane:
                            "stream; start the workspace agent first", code="no_fleet")
         person = fleet.person_id
         broker_path = broker.store.path
-    command = shlex.join([sys.executable, "-m", "navigator.cli", "inbox", "--stream",
-                          "--member", str(person), "--broker-db", str(broker_path)])
+    command = stream_command([sys.executable, "-m", "navigator.cli", "inbox", "--stream",
+                              "--member", str(person), "--broker-db", str(broker_path)])
     window = view["tmux_window_id"]
     # Split without -d: the new pane is the window's active one, which the window
-    # target then tags; last-pane gives the keyboard back to whoever had it.
+    # target then tags, titles and makes read-only (tmux drops what is typed there:
+    # no "/exit" echoed as text); last-pane gives the keyboard back to whoever had it,
+    # in the same tmux process, and the window hook then bounces any move into it.
+    # The hook is off while the pane is set up (a select-pane of it would bounce).
     made = run_guarded(adapter.runner, adapter.expected, gated(
         [Check(view["main_pane_id"], equals("#{window_id}", window), "main_moved")],
-        [("split-window", "-v", "-l", str(STREAM_HEIGHT), "-t", view["main_pane_id"],
+        [("set-hook", "-uw", "-t", window, BOUNCE_HOOK),
+         ("split-window", "-v", "-l", str(STREAM_HEIGHT), "-t", view["main_pane_id"],
           "-P", "-F", "#{pane_id}", command),
          ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.STREAM),
          ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
          ("set-option", "-p", "-t", window, OPT_INBOX, view_id),
-         ("last-pane", "-t", window)]), refusal_stops=True)
+         ("select-pane", "-T", STREAM_TITLE, "-t", window),
+         ("select-pane", "-d", "-t", window),
+         ("last-pane", "-t", window),
+         ("set-hook", "-w", "-t", window, BOUNCE_HOOK, BOUNCE)]), refusal_stops=True)
     if outcomes(made.stdout, missing_raises=False)[:1] != ["ok"]:
         raise Conflict("the view's main pane moved while the stream opened; nothing was "
                        "opened, press l again", code="view_changed")

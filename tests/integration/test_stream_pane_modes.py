@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from core.broker.inbox_pane import STREAM_TITLE
 from core.context.requests import new_request_id
 from core.model.enums import Provider, ViewMode
 from core.reconcile.reconcile import reconcile
@@ -58,13 +59,13 @@ def test_stream_pane_then_direct_mode_then_prefix_s(tmp_path: Path, tmux_socket:
         assert retry_until(lambda: _shows_navigator(tmux_socket, nav, 40), 30), \
             screen(tmux_socket, nav)
         assert _panes(tmux_socket, window)[nav][1]  # the keyboard is in the navigator
-        # The footer shows every key with its word in the 26-column navigator (31.4).
-        keys = ("n Start", "s Stop", "b Back", "m Mode", "p Task", "t Message", "l Stream",
-                "? Help")
+        # The footer shows every key in the 26-column navigator (31.4, 40.4): with 21
+        # keys, their letters, and help and the palette with their words.
+        keys = ("n", "s", "b", "m", "p", "t", "l", "v", "u", "y", "?", "Help")
         # (drawn by the app itself, in its alternate screen: a woken navigator's pane
         # first shows the screen it saved, and a key typed before the app reads its
         # terminal is lost)
-        assert retry_until(lambda: all(key in screen(tmux_socket, nav) for key in keys)
+        assert retry_until(lambda: set(keys) <= set(screen(tmux_socket, nav).split())
                            and tmux(tmux_socket, "display-message", "-p", "-t", nav,
                                     "#{pane_dead} #{alternate_on}").split() == ["0", "1"],
                            30), screen(tmux_socket, nav)
@@ -75,13 +76,38 @@ def test_stream_pane_then_direct_mode_then_prefix_s(tmp_path: Path, tmux_socket:
         assert retry_until(lambda: "(ctrl+s pushes)" in screen(tmux_socket, nav), 30), \
             screen(tmux_socket, nav)
         terminal.type(b"\x1b")
-        assert retry_until(lambda: "n Start" in screen(tmux_socket, nav), 30)
+        assert retry_until(lambda: "? Help" in screen(tmux_socket, nav), 30)
 
         terminal.type(b"l")
         assert retry_until(lambda: _stream(tmux_socket, window) is not None, 30), \
             screen(tmux_socket, nav)
         stream = _stream(tmux_socket, window)
+        assert stream is not None
         assert _panes(tmux_socket, window)[nav][1]  # still in the navigator
+        # It says what it is (40.6): its title and its first line.
+        assert tmux(tmux_socket, "display-message", "-p", "-t", stream,
+                    "#{pane_title}").strip() == STREAM_TITLE
+        assert retry_until(lambda: STREAM_TITLE in screen(tmux_socket, stream), 30), \
+            screen(tmux_socket, stream)
+        # It never takes the keyboard: prefix + arrow from the agent down into it, or a
+        # click on it, leaves the keyboard where it was, and nothing typed reaches it.
+        prefix = _prefix_key(tmux_socket)
+        terminal.type(prefix + b"\x1b[C")  # prefix + Right: the agent
+        assert retry_until(lambda: _panes(tmux_socket, window)[agent][1], 10)
+        for keys in (b"\x1b[B", b"\x1b[B"):  # prefix + Down, at human speed and again
+            terminal.type(prefix + keys)
+            assert not retry_until(lambda: _panes(tmux_socket, window)[stream][1], 1,
+                                   interval=0.02)
+            assert _panes(tmux_socket, window)[agent][1]
+        tmux(tmux_socket, "select-pane", "-t", stream)  # what a click runs
+        assert _panes(tmux_socket, window)[agent][1]
+        tmux(tmux_socket, "send-keys", "-t", stream, "-l", "/exit")
+        tmux(tmux_socket, "send-keys", "-t", stream, "Enter")
+        assert tmux(tmux_socket, "display-message", "-p", "-t", stream,
+                    "#{pane_input_off} #{pane_dead}").split() == ["1", "0"]
+        assert "/exit" not in screen(tmux_socket, stream)
+        terminal.type(prefix + b"\x1b[D")  # prefix + Left: back to the navigator
+        assert retry_until(lambda: _panes(tmux_socket, window)[nav][1], 10)
         reconcile(engine)
         assert problems(engine, view_id) == []
         assert engine.conn.execute("SELECT kind FROM recoveries WHERE state = 'open'"
@@ -102,7 +128,9 @@ def test_stream_pane_then_direct_mode_then_prefix_s(tmp_path: Path, tmux_socket:
         assert retry_until(lambda: engine.stage.snapshot().view(view_id).mode
                            is ViewMode.DIRECT, 30), screen(tmux_socket, nav)
         assert set(_panes(tmux_socket, window)) == {agent, stream}
-        assert engine.conn.execute("SELECT mode FROM user_views").fetchone()[0] == "direct"
+        # the registry's commit can land just after tmux shows the mode
+        assert retry_until(lambda: engine.conn.execute(
+            "SELECT mode FROM user_views").fetchone()[0] == "direct", 10)
         reconcile(engine)
         assert problems(engine, view_id) == []
 
