@@ -74,7 +74,7 @@ from navigator.widgets.footer import KeyFooter
 from navigator.widgets.frames import FrameTree, NodeKind, NodeRef, frame_key
 from navigator.widgets.inbox import InboxList
 from navigator.widgets.preview import PanePreview
-from navigator.widgets.recoveries import RecoveryList
+from navigator.widgets.recoveries import OPEN_ANYWHERE, RecoveryList
 from navigator.widgets.search import SearchBox
 from navigator.widgets.too_small import TooSmallNotice
 from navigator.widgets.views import ViewList
@@ -430,8 +430,8 @@ class SwitchboardApp(App[None]):
     def _request_done(self, description: str, done: str, finished: _Finished) -> None:
         state = getattr(finished.result, "state", None)
         if state in UNDONE_STATES:
-            self.notify(f"The {description.lower()} transition {state}. The "
-                        "Recoveries panel says what it left and what to do; the tree "
+            self.notify(f"The {description.lower()} transition {state}. Its recovery "
+                        f"says what it left and what to do ({OPEN_ANYWHERE}); the tree "
                         "shows any frame it created.",
                         title=description, severity="warning", markup=False)
         else:
@@ -768,7 +768,8 @@ class SwitchboardApp(App[None]):
     def on_view_list_enter_requested(self, message: ViewList.EnterRequested) -> None:
         self._set_current_view(message.view_id)
         project = lookup.project_by_id(self.navigator_state, message.project_id)
-        if self._need(project, "This view shows no project; see the Recoveries panel."):
+        if self._need(project, "This view shows no project; its recovery says what to do "
+                      f"({OPEN_ANYWHERE})."):
             assert project is not None and message.project_id is not None
             self.request_enter_project(message.project_id, project.name)  # its row key
 

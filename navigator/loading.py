@@ -426,7 +426,10 @@ class Refresher:
         opened = report.recoveries_opened
         if opened:
             what = "1 recovery needs" if opened == 1 else f"{opened} recoveries need"
-            self._host.warn(f"{what} attention; see the Recoveries panel.", "Recoveries")
+            from navigator.widgets.recoveries import OPEN_ANYWHERE
+
+            self._host.warn(f"{what} attention: {OPEN_ANYWHERE} says what to do.",
+                            "Recoveries")
 
     def _reconcile_failed(self, error: Exception) -> None:
         """Once per run of failures: the navigator still browses; the next tick retries."""

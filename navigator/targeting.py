@@ -226,8 +226,7 @@ def recovery_for_key(state: NavigatorState | None,
                      recovery: RecoveryRow | None) -> RecoveryRow | Refusal:
     """The selected recovery R runs, on this host."""
     if recovery is None:
-        return Refusal("No recovery selected: open recoveries are listed in the Recoveries "
-                       "panel.")
+        return Refusal("No recovery selected: none is open.")
     return remote_refusal(state, recovery.host_id) or recovery
 
 

@@ -61,7 +61,7 @@ class ComposeMessageScreen(OneLineScreen):
         with Vertical(id="dialog", classes="dialog"):
             yield Label(f"Message the agent of “{self.frame_title}”", id="heading")
             yield Label("It is typed when the agent is shown and ready; replies come to "
-                        "the Inbox.")
+                        "the Inbox (l shows them in a pane of the view).")
             yield Field(placeholder="message", id="text")
             yield Label("", id="problem", classes="problem")
             with Horizontal(classes="buttons"):

@@ -53,6 +53,10 @@ def _who(item: Any) -> str:
     return f"{_sender(item)} -> {recipient}" if recipient else _sender(item)
 
 
+ACK_TITLE = "Acknowledge message"
+"""The palette's entry for the selected message: it is there at every size, while a
+low or narrow navigator hides the Inbox panel."""
+
 class InboxList(RowList):
     """Data in: ``messages`` (or ``unavailable``); intent out: ``AckRequested``."""
 
@@ -124,7 +128,7 @@ class InboxList(RowList):
     def system_commands(self) -> Iterator[SystemCommand]:
         """The palette's entry for the selected message (none without one)."""
         if self.selected_message_id is not None:
-            yield SystemCommand("Acknowledge message", "acknowledge the selected inbox message",
+            yield SystemCommand(ACK_TITLE, "acknowledge the selected inbox message",
                                 self.acknowledge_selected)
 
     def say_where_a_works(self) -> None:
@@ -134,14 +138,14 @@ class InboxList(RowList):
             self.notify("Nothing to acknowledge: the Inbox has no message for this view.",
                         markup=False)
         else:
-            self.notify("a acknowledges the selected message in the Inbox panel: move there "
-                        "(tab) first.", markup=False)
+            self.notify("a acknowledges the selected message in the Inbox panel (tab there), "
+                        f"or ctrl+p › {ACK_TITLE} from anywhere.", markup=False)
 
     def acknowledge_selected(self) -> None:
         message_id = self.selected_message_id
         if message_id is None:
-            self.notify("No message selected: messages for this view are listed in the "
-                        "Inbox panel.", severity="warning", markup=False)
+            self.notify("No message selected: none is waiting for this view (it may have "
+                        "been acknowledged meanwhile).", severity="warning", markup=False)
             return
         self.post_message(self.AckRequested(message_id))
 

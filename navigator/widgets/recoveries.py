@@ -48,6 +48,15 @@ class RecoveryHost(Protocol):
     def show_place(self, view: ViewRow | None, frame: FrameSummary | None) -> None: ...
 
 
+OPEN_TITLE = "Open recovery"
+DISMISS_TITLE = "Dismiss recovery"
+OPEN_ANYWHERE = f"ctrl+p › {OPEN_TITLE}"
+"""How a message sends the person to a recovery: the palette lists the selected one (the
+first, unless another row was highlighted) at every size, while a low or narrow
+navigator hides the Recoveries panel (the 40x23 sidebar of an 80x24 terminal may give it
+no rows; a compact one below 14 rows shows none)."""
+DISMISS_ANYWHERE = f"ctrl+p › {DISMISS_TITLE}"
+
 class RecoveryList(RowList):
     """Data in: ``navigator_state``; intent out: Recover/Dismiss requests."""
 
@@ -279,9 +288,9 @@ class RecoveryList(RowList):
         """Palette entries for the selected recovery (none without one)."""
         if self.selected_recovery is None:
             return
-        yield SystemCommand("Open recovery", "enter on the selected recovery: recover, go "
+        yield SystemCommand(OPEN_TITLE, "enter on the selected recovery: recover, go "
                             "to its frame, or explain what to do", self.open_selected)
-        yield SystemCommand("Dismiss recovery", "dismiss the selected recovery",
+        yield SystemCommand(DISMISS_TITLE, "dismiss the selected recovery",
                             self.dismiss_selected)
 
     def say_where_d_works(self) -> None:
@@ -289,15 +298,15 @@ class RecoveryList(RowList):
         if self.selected_recovery is None:
             self.notify("Nothing to dismiss: no recovery is open.", markup=False)
         else:
-            self.notify("d dismisses the selected recovery in the Recoveries panel: move "
-                        "there (tab) first.", markup=False)
+            self.notify("d dismisses the selected recovery in the Recoveries panel (tab "
+                        f"there), or {DISMISS_ANYWHERE} from anywhere.", markup=False)
 
     def open_selected(self) -> None:
         """What enter does, from the palette; says so when the row has gone meanwhile."""
         recovery = self.selected_recovery
         if recovery is None:
-            self.notify("No recovery selected: open recoveries are listed in the "
-                        "Recoveries panel.", severity="warning", markup=False)
+            self.notify("No recovery selected: none is open (it may have been closed "
+                        "meanwhile).", severity="warning", markup=False)
             return
         self._post_intent(recovery)
 

@@ -40,7 +40,7 @@ def test_a_key_without_a_target_is_refused(demo: Scenario) -> None:
     assert intents.complete(state, _on(demo, state, "alpha"), demo.client) == Refusal(
         "The workspace “alpha” has no parent; select a task to complete.")
     assert intents.recover(state, Selection(), demo.client) == Refusal(
-        "No recovery selected: open recoveries are listed in the Recoveries panel.")
+        "No recovery selected: none is open.")
     assert isinstance(intents.reopen(state, closed, demo.client), intents.Request)
 
 

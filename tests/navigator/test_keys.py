@@ -332,7 +332,8 @@ async def test_a_and_d_outside_their_panels_say_where_they_work(demo: Scenario) 
         await pilot.press("a")
         await pilot.pause()
         said = [m for _, m in notices(app)]
-        assert any("Recoveries panel" in m for m in said), said
+        assert any("Recoveries panel (tab there), or ctrl+p › Dismiss recovery from "
+                   "anywhere" in m for m in said), said
         assert any("Nothing to acknowledge" in m for m in said), said
         # nothing was dismissed from the tree
         state = demo.client.state()

@@ -65,7 +65,8 @@ async def test_expired_lease_is_settled_by_a_later_reconcile(demo: Scenario) -> 
         assert alpha is not None and alpha.transition_state is None  # keys work again
         await pilot.pause(0.3)  # more reconciles: nothing new, nothing said
         warnings = [m for s, m in notices(app) if s == "warning"]
-        assert warnings == ["1 recovery needs attention; see the Recoveries panel."]
+        assert warnings == ["1 recovery needs attention: ctrl+p › Open recovery says what "
+                            "to do."]
     state = demo.engine.conn.execute(
         "SELECT state FROM view_transitions WHERE kind = 'focus' ORDER BY created_at DESC"
     ).fetchone()[0]
