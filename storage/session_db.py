@@ -400,6 +400,67 @@ def upsert_agent(conn: sqlite3.Connection, agent_id: str, session_id: str, provi
          "completed": AGENT_COMPLETED})
 
 
+SUBAGENT_STARTED, SUBAGENT_STOPPED = "subagent_started", "subagent_stopped"
+SUBAGENT_KINDS = frozenset({SUBAGENT_STARTED, SUBAGENT_STOPPED})
+SUBAGENTS_END_WITH = frozenset({"session_ended"})
+"""A session's end takes its subagents with it. (Not SessionStart: Claude Code sends it
+after ``/clear`` and a compaction too, while background subagents run on; a process
+that died without SessionEnd leaves rows running, which the tree ignores while the
+session is not live.)"""
+SUBAGENT_TYPE = "subagent"
+"""``agents.type`` of a subagent's row (the session's own row has the provider name)."""
+AGENT_CANCELLED = "cancelled"
+
+
+def subagent_row_id(session_key: str, subagent_id: str) -> str:
+    """A subagent's ``agents.id``: the session key and the CLI's ``agent_id``."""
+    return f"{session_key}/subagent/{subagent_id}"
+
+
+def record_subagent(conn: sqlite3.Connection, session_key: str, kind: str,
+                    subagent_id: str | None, subagent_type: str | None, at: str) -> None:
+    """One subagent's lifetime in ``agents``: running from its SubagentStart, completed at
+    its SubagentStop; every running one cancelled when the session ends.
+
+    A stop without a start seen (hooks installed mid-run) is recorded completed, so the
+    live count never goes below what the CLI said. An event without an ``agent_id``
+    cannot say which subagent it is and changes nothing. Call inside a transaction.
+    """
+    assert conn.in_transaction, "record_subagent runs inside record_hook_event's transaction"
+    if kind in SUBAGENTS_END_WITH:
+        conn.execute("UPDATE agents SET status = ?, completed_at = ? WHERE session_id = ?"
+                     " AND type = ? AND status = ?",
+                     (AGENT_CANCELLED, at, session_key, SUBAGENT_TYPE, AGENT_RUNNING))
+        return
+    if subagent_id is None:
+        return
+    row_id = subagent_row_id(session_key, subagent_id)
+    meta = json.dumps({"agent_id": subagent_id, "agent_type": subagent_type},
+                      sort_keys=True)
+    if kind == SUBAGENT_STARTED:
+        conn.execute(
+            "INSERT INTO agents (id, session_id, type, status, started_at, last_heartbeat_at,"
+            " metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " status = excluded.status, started_at = excluded.started_at,"
+            " completed_at = NULL, last_heartbeat_at = excluded.last_heartbeat_at",
+            (row_id, session_key, SUBAGENT_TYPE, AGENT_RUNNING, at, at, meta))
+        return
+    conn.execute(
+        "INSERT INTO agents (id, session_id, type, status, started_at, completed_at,"
+        " last_heartbeat_at, metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
+        " completed_at = excluded.completed_at, last_heartbeat_at = excluded.completed_at",
+        (row_id, session_key, SUBAGENT_TYPE, AGENT_COMPLETED, at, at, at, meta))
+
+
+def running_subagents(conn: sqlite3.Connection, session_key: str) -> int:
+    """How many subagents of the session are running now (started, not stopped)."""
+    row = conn.execute("SELECT count(*) FROM agents WHERE session_id = ? AND type = ?"
+                       " AND status = ?", (session_key, SUBAGENT_TYPE, AGENT_RUNNING)
+                       ).fetchone()
+    return int(row[0])
+
+
 def _metadata(turn_id: str | None, tool_use_id: str | None, **more: object) -> str | None:
     facts = {"turn_id": turn_id, "tool_use_id": tool_use_id, **more}
     kept = {k: v for k, v in facts.items() if v is not None}
@@ -484,7 +545,8 @@ def record_hook_event(conn: sqlite3.Connection, *, session_key: str, provider: s
                       model_id: str | None = None, notification_type: str | None = None,
                       activity: str | None = None, failed: bool = False,
                       command: CommandRecord | None = None, prompt: str | None = None,
-                      task_id: str | None = None) -> str:
+                      task_id: str | None = None, subagent_id: str | None = None,
+                      subagent_type: str | None = None) -> str:
     """One hook event and its domain updates, in one transaction; returns the event id.
 
     ``type`` is the normalized hook kind; ``payload_json`` holds only the
@@ -494,7 +556,8 @@ def record_hook_event(conn: sqlite3.Connection, *, session_key: str, provider: s
     A tool event's ``command`` (its artifact files already renamed into place)
     becomes the tool run's command run, with its artifact and diagnostic rows;
     a prompt's text becomes a ``messages`` row: both in this same transaction,
-    and only in this session's own file.
+    and only in this session's own file. A subagent's start and stop move its own
+    ``agents`` row (``record_subagent``).
     """
     at = iso(now_ms)
     key = agent_id = session_key
@@ -528,6 +591,8 @@ def record_hook_event(conn: sqlite3.Connection, *, session_key: str, provider: s
                                            tool_run_id=tool_run_id, task_id=task_id,
                                            record=command, at_ms=now_ms, iso=iso,
                                            new_id=new_id)
+        if kind in SUBAGENT_KINDS or kind in SUBAGENTS_END_WITH:
+            record_subagent(conn, key, kind, subagent_id, subagent_type, at)
         if prompt is not None and kind == "prompt_submitted":
             conn.execute(
                 "INSERT INTO messages (id, session_id, role, canonical_format, content_json,"

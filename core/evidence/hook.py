@@ -140,7 +140,8 @@ def record(home: Home, hook: HookEvent, facts: HookFacts, payload: dict[str, obj
                 failed=hook.event in ("PostToolUseFailure", "PermissionDenied") or (
                     prepared is not None and prepared.outcome == "failed"),
                 command=prepared, prompt=prompt,
-                task_id=task_id)
+                task_id=task_id, subagent_id=hook.subagent_id,
+                subagent_type=hook.subagent_type)
         except BaseException:
             for artifact in prepared.artifacts if prepared else ():
                 Path(artifact.path).unlink(missing_ok=True)  # never a file without its row

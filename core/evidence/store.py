@@ -69,6 +69,8 @@ class EvidenceCounts:
     ok: int = 0
     error: int = 0
     cancelled: int = 0
+    subagents: int = 0
+    """Subagents running now (SubagentStart without its SubagentStop)."""
 
 
 class TimelineKind(StrEnum):
@@ -254,6 +256,7 @@ def session_detail(home: Home, session_key: str, limit: int = 50) -> SessionDeta
             (session_key,)).fetchall())
         total_events = conn.execute("SELECT count(*) FROM events WHERE session_id = ?",
                                     (session_key,)).fetchone()[0]
+        subagents = session_db.running_subagents(conn, session_key)
         commands = _commands(conn, session_key, limit)
         timeline = _timeline(conn, session_key, commands, limit)
         groups = _diagnostic_groups(conn, session_key)
@@ -270,7 +273,7 @@ def session_detail(home: Home, session_key: str, limit: int = 50) -> SessionDeta
     counts = EvidenceCounts(events=total_events, tool_runs=sum(by_status.values()),
                             running=by_status.get("running", 0), ok=by_status.get("ok", 0),
                             error=by_status.get("error", 0),
-                            cancelled=by_status.get("cancelled", 0))
+                            cancelled=by_status.get("cancelled", 0), subagents=subagents)
     return SessionDetail(session_key, True, str(path),
                          provider=session["model_provider_id"] if session else None,
                          exited_at=session["exited_at"] if session else None,

@@ -25,6 +25,7 @@ StopFailure(error=rate_limit), recorded 2.1.332     needs_input / usage_limit
 StopFailure (other API errors)                      unknown / error (never left working)
 SessionStart                                        runtime live, activity unchanged
 SessionEnd                                          runtime stopped, activity unchanged
+SubagentStart / SubagentStop (Claude, Codex)        no change; a subagent's lifetime
 anything else                                       no change
 ==================================================  =============================
 
@@ -89,6 +90,8 @@ class HookKind(StrEnum):
     TURN_STOPPED = "turn_stopped"
     SESSION_STARTED = "session_started"
     SESSION_ENDED = "session_ended"
+    SUBAGENT_STARTED = "subagent_started"
+    SUBAGENT_STOPPED = "subagent_stopped"
     OTHER = "other"
 
 
@@ -123,6 +126,11 @@ class HookEvent(NamedTuple):
     notice_message_id: int | None = None
     """The prompt was exactly a message's notification line (``core.model.notice_line``):
     the agent received it, which is what stamps it notified."""
+    subagent_id: str | None = None
+    """SubagentStart/SubagentStop: the CLI's ``agent_id`` of the subagent (an identifier,
+    never its prompt); ``None`` when absent or not a short printable string."""
+    subagent_type: str | None = None
+    """Its ``agent_type`` (``general-purpose``, ``Explore``, ...), same rule."""
 
     @property
     def idle_prompt(self) -> bool:
@@ -147,6 +155,12 @@ _COMMON: dict[str, _Outcome] = {
     ),
     "Stop": (HookKind.TURN_STOPPED, Activity.READY, ActivityReason.TURN_COMPLETE, None),
     "SessionStart": (HookKind.SESSION_STARTED, None, None, RuntimePresence.LIVE),
+    # A subagent of this session starts or ends: counted (core.evidence.subagents), never
+    # activity: the lead's own turn says working/ready, and a background subagent may
+    # outlive it. Both CLIs send them (Claude Code; Codex 0.166 to 0.171 name both in
+    # their hook schema, with ``agent_id`` and ``agent_type``).
+    "SubagentStart": (HookKind.SUBAGENT_STARTED, None, None, None),
+    "SubagentStop": (HookKind.SUBAGENT_STOPPED, None, None, None),
 }
 _CLAUDE_ONLY: dict[str, _Outcome] = {
     "PostToolUseFailure": (HookKind.TOOL_FINISHED, Activity.WORKING, None, None),
@@ -181,11 +195,11 @@ CODEX_TURN_COMPLETE = "agent-turn-complete"
 CLAUDE_HOOK_EVENTS: tuple[str, ...] = (
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
     "Notification", "PostToolUse", "PostToolUseFailure", "PermissionDenied", "Stop",
-    "StopFailure", "SessionEnd",
+    "StopFailure", "SessionEnd", "SubagentStart", "SubagentStop",
 )
 CODEX_HOOK_EVENTS: tuple[str, ...] = (
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
-    "PostToolUse", "Stop",
+    "PostToolUse", "Stop", "SubagentStart", "SubagentStop",
 )
 
 
@@ -357,6 +371,7 @@ def parse_hook_document(provider: Provider | str, event: str,
     stop_hook_active = False
     is_control_prompt = False
     notice: int | None = None
+    subagent_id = subagent_type = None
     if kind is HookKind.PROMPT_SUBMITTED:
         prompt = document.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
@@ -387,6 +402,9 @@ def parse_hook_document(provider: Provider | str, event: str,
         source = _optional_str(document, "source")
     elif kind is HookKind.SESSION_ENDED:
         end_reason = _optional_str(document, "reason")
+    elif kind in (HookKind.SUBAGENT_STARTED, HookKind.SUBAGENT_STOPPED):
+        subagent_id = _opaque_id(document, "agent_id")
+        subagent_type = _opaque_id(document, "agent_type")
 
     return HookEvent(
         provider=provider,
@@ -406,6 +424,8 @@ def parse_hook_document(provider: Provider | str, event: str,
         stop_hook_active=stop_hook_active,
         is_control_prompt=is_control_prompt,
         notice_message_id=notice,
+        subagent_id=subagent_id,
+        subagent_type=subagent_type,
     ), document
 
 

@@ -261,6 +261,7 @@ def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
     host_id = engine.host_id
     now = engine.now()
     frames = _navigator_frames(rows.frames, now)
+    subagents = _live_subagents(engine, frames.values())
     pending = {r["view_id"]: r for r in rows.pending}
     extras = _extra_panes_by_frame(rows.extra_panes)
     by_project: dict[str, list[FrameSummary]] = {}
@@ -273,7 +274,8 @@ def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
                                      runtime_presence=f["runtime_presence"],
                                      resumability=f["resumability"], activity=f["activity"],
                                      updated_at=f["s_updated"],
-                                     activity_reason=_limit_reason(f))
+                                     activity_reason=_limit_reason(f),
+                                     subagents=subagents.get(f["current_session_key"]))
         by_project.setdefault(f["project_id"], []).append(FrameSummary(
             frame_id=frame_id, title=shown(f["title"]), role=f["role"],
             parent_frame_id=f["parent_frame_id"], lifecycle_state=f["lifecycle_state"],
@@ -338,6 +340,22 @@ def assemble_navigator_state(engine: RegistryReader, rows: NavigatorRows, *,
                           views=tuple(sorted(all_views, key=_sort_key)),
                           projects=tuple(sorted(all_projects, key=_sort_key)),
                           recoveries=tuple(sorted(all_recoveries, key=_sort_key)))
+
+
+def _live_subagents(engine: RegistryReader, frames: Iterable[Mapping[str, Any]]
+                    ) -> dict[str, int]:
+    """Running subagents of the frames' live sessions, from their evidence files (read
+    again only when changed); none without a home (a bare engine has no files)."""
+    home = getattr(engine, "home", None)
+    if home is None:
+        return {}
+    live = [f["current_session_key"] for f in frames
+            if f["current_session_key"] and f["runtime_presence"] == "live"]
+    if not live:
+        return {}
+    from core.evidence.subagents import running_counts
+
+    return running_counts(home.root, live)
 
 
 _FRAME_COLUMNS = ("frame_id", "project_id", "title", "role", "parent_frame_id",

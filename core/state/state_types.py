@@ -558,6 +558,10 @@ class SessionSummary(Record):
     activity_reason: ActivityReason | None = jfield(_enum(ActivityReason),
                                                     default=None)
     """Why: ``usage_limit`` makes a needs-input badge read ``limited`` (issue 26)."""
+    subagents: int | None = jfield(COUNT, default=None)
+    """Subagents the live session runs now (SubagentStart without its SubagentStop, issue
+    39 item 4, ``core.evidence.subagents``); absent (None) when none, so the JSON of a
+    session without any is as it was."""
 
 
 MAX_EXTRA_PANES = 64

@@ -196,7 +196,9 @@ class SessionDetailScreen(ModalScreen[None]):
         counts, commands = self.detail.counts, self.detail.commands
         failed = sum(1 for c in commands if c.outcome == "failed")
         return Text(f"{counts.events} events · {len(commands)} commands ({failed} failed) · "
-                    f"{counts.tool_runs} tool runs ({counts.error} error)")
+                    f"{counts.tool_runs} tool runs ({counts.error} error)"
+                    + (f" · {counts.subagents} subagent{'' if counts.subagents == 1 else 's'}"
+                       " running" if counts.subagents else ""))
 
     def _workspace(self) -> Text:
         workspace = self.detail.workspace

@@ -223,7 +223,7 @@ def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | Non
                                      project.name, extra_id=e.extra_pane_id),
                              f"extra pane: {e.command or '?'}", ())
                        for e in frame.extra_panes or ()) if not remote else ()
-        return _Spec(ref_for(frame), frame.title, extras + kids)
+        return _Spec(ref_for(frame), frame.title + subagents_suffix(frame), extras + kids)
 
     children = [s for s in (subtree(f) for f in children_of.get(None, ())) if s is not None]
     history = [_Spec(ref_for(f), f.title, ()) for f in closed
@@ -239,6 +239,15 @@ def _project_spec(project: ProjectRow, host: HostRow | None, view: ViewRow | Non
         label += f"  @{host.display_name}"
     return _Spec(NodeRef(NodeKind.PROJECT, project_key(project_ref), project_ref,
                          project.name), label, tuple(children))
+
+
+def subagents_suffix(frame: FrameSummary) -> str:
+    """``  · 2 subagents``: the live session's running subagents (issue 39 item 4), or
+    nothing."""
+    count = frame.current_session.subagents if frame.current_session else None
+    if not count:
+        return ""
+    return f"  · {count} subagent{'' if count == 1 else 's'}"
 
 
 class FrameTree(Tree[NodeRef]):

@@ -48,7 +48,7 @@ def test_trust_hash_is_the_one_codex_0_171_computes(event: str, expected: str) -
 def test_event_labels_are_codexs_trust_key_spelling() -> None:
     assert [hook_event_label(e) for e in CODEX_HOOK_EVENTS] == [
         "session_start", "user_prompt_submit", "pre_tool_use", "permission_request",
-        "post_tool_use", "stop"]
+        "post_tool_use", "stop", "subagent_start", "subagent_stop"]
 
 
 def test_session_hooks_are_one_group_per_event_each_trusted_by_its_hash() -> None:

@@ -55,7 +55,7 @@ def test_claude_settings_file_created_and_removed(tmp_path, state_dir):
     assert set(CLAUDE_HOOK_EVENTS) == {
         "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
         "PermissionRequest", "PermissionDenied", "Notification", "Stop", "StopFailure",
-        "SessionStart", "SessionEnd",
+        "SessionStart", "SessionEnd", "SubagentStart", "SubagentStop",
     }
 
     written = settings.read_bytes()

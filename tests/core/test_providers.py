@@ -168,7 +168,7 @@ def claude_payload(event: str, **fields) -> str:
         ("PreToolUse", {"tool_name": "AskUserQuestion"},
          (HookKind.TOOL_STARTED, Activity.NEEDS_INPUT, ActivityReason.QUESTION, None)),
         ("StopFailure", {}, (HookKind.OTHER, Activity.UNKNOWN, ActivityReason.ERROR, None)),
-        ("SubagentStop", {}, (HookKind.OTHER, None, None, None)),
+        ("SubagentStop", {}, (HookKind.SUBAGENT_STOPPED, None, None, None)),
         ("PreCompact", {}, (HookKind.OTHER, None, None, None)),
     ],
 )

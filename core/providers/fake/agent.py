@@ -21,7 +21,9 @@ code, so a LaunchPlan that runs here runs there. The fake's own options
 
 Per prompt: UserPromptSubmit; with "TOOLTEST" in the line PreToolUse,
 PermissionRequest (+ Notification permission_prompt for Claude), PostToolUse;
-with "NOTICETEST" (Claude) a command auto mode checks, behind the notice Claude Code
+with "/subagents N" N subagents start (SubagentStart each, both CLIs) and stay running
+until "/subagents done" stops them all (SubagentStop each); with "NOTICETEST" (Claude)
+a command auto mode checks, behind the notice Claude Code
 2.1.332 puts up mid-turn for people behind a gateway: PreToolUse, Notification
 agent_needs_input, a full-screen notice that only Enter continues (typed text and
 pastes are lost, Esc cancels the call), then PostToolUse;
@@ -368,6 +370,17 @@ class Session:
         payload["tool_use_id"] = tool_use_id
         return payload
 
+    def subagent_event(self, event: str, agent_id: str, agent_type: str) -> dict:
+        """SubagentStart/SubagentStop: the lead's session, the subagent's id and type
+        (both CLIs' field names; Codex 0.166 to 0.171 also carry the turn)."""
+        payload = self._claude_turn_head(event, effort=False) if self.provider == "claude" \
+            else self._head(event)
+        payload.update(agent_id=agent_id, agent_type=agent_type)
+        if event == "SubagentStop":
+            payload.update(stop_hook_active=False, last_assistant_message="done",
+                           agent_transcript_path=f"{self.transcript_path}.{agent_id}")
+        return payload
+
     def notification(self, message: str, notification_type: str) -> dict:
         payload = self._head("Notification")
         payload.update(hook_event_name="Notification", message=message,
@@ -617,6 +630,8 @@ class FakeAgent:
     read_key: Callable[[], str | None] | None = None
     """Reads one key of a dialog (``PromptReader.read_key``); None without a terminal
     (print mode), where the CLI has no surface for a notice and goes on."""
+    subagents: list[str] = field(default_factory=list)
+    """Ids of the subagents started by ``/subagents N`` and not stopped yet."""
 
     def say(self, text: str) -> None:
         self.write(text + "\n")
@@ -630,6 +645,8 @@ class FakeAgent:
             self._tooltest()
         if NOTICE_WORD in prompt and self.session.provider == "claude":
             self._noticed_tool()
+        if stripped.startswith("/subagents "):
+            self._subagents(stripped[len("/subagents "):].strip())
         if stripped == CONTROL_TEMPLATE or CONTROL_TEMPLATE in added:
             # The fixed line typed in, or handed over as context: a model follows it.
             self._agent_tool("transition_claim", {}, show_instructions=True)
@@ -660,6 +677,24 @@ class FakeAgent:
         self.hooks.fire("Stop", self.session.stop(self.reply))
         if self.session.provider == "codex":
             self.hooks.fire("notify", self.session.notify_turn_complete(self.reply))
+
+    def _subagents(self, how: str) -> None:
+        """``N``: N more subagents start and keep running (in the background, as the real
+        CLIs' Agent/spawn tools do by default); ``done``: every running one stops."""
+        if how == "done":
+            for agent_id in self.subagents:
+                self.hooks.fire("SubagentStop", self.session.subagent_event(
+                    "SubagentStop", agent_id, "general-purpose"), match="general-purpose")
+            self.say(f"  ⎿ {len(self.subagents)} subagents done")
+            self.subagents.clear()
+            return
+        count = int(how) if how.isdigit() else 1
+        for _ in range(count):
+            agent_id = "a" + secrets.token_hex(8)
+            self.subagents.append(agent_id)
+            self.hooks.fire("SubagentStart", self.session.subagent_event(
+                "SubagentStart", agent_id, "general-purpose"), match="general-purpose")
+        self.say(f"  ⎿ {count} subagents started")
 
     def _tooltest(self) -> None:
         marker = f"{self.session.cwd}/{'' if self.session.provider == 'claude' else 'codex_'}" \
