@@ -8,7 +8,9 @@ which wins over the setting for that launch only. Here the person's settings say
 ``auto``, the stand-in answers ``TEAMTEST`` with the ``Agent`` tool and a teammate
 ``name``, agent teams are on, and the view keeps exactly its two panes while the
 teammate runs and answers (without the flag the CLI splits it: measured, and this test
-fails then). The person's settings file is left as it was.
+fails then). The person's settings file is left as it was. The CLI reports the
+teammate's lifetime as SubagentStart/SubagentStop (2.1.332): its evidence row runs and
+completes, and the tree counts none running once it is done.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ import pytest
 
 from core.context.requests import new_request_id
 from core.model.enums import Provider
+from core.state.state_builder import build_navigator_state
+from storage.session_db import open_session_db_readonly, session_db_path
 from tests.integration.journey_env import one, tmux
 from tests.realcli.anthropic_standin import TEAMMATE_PROMPT, Recorded
-from tests.realcli.harness import main_pane, type_prompt
+from tests.realcli.harness import main_pane, type_prompt, xdg_home
 from tests.realcli.install import RealCli, RealClis, newest
 from tests.realcli.test_claude_journey import SLOW, World, _world
 from tests.waiting import retry_until
@@ -44,6 +48,22 @@ def teams_world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Pat
 def _window_panes(world: World, pane: str) -> list[str]:
     window = tmux(world.socket, "display-message", "-p", "-t", pane, "#{window_id}").strip()
     return tmux(world.socket, "list-panes", "-t", window, "-F", "#{pane_id}").split()
+
+
+def _evidence(world: World, key: str, sql: str) -> list[str]:
+    conn = open_session_db_readonly(session_db_path(xdg_home(world.root).root, key))
+    try:
+        return [r[0] for r in conn.execute(sql)]
+    finally:
+        conn.close()
+
+
+def _hook_events(world: World, key: str) -> list[str]:
+    return _evidence(world, key, "SELECT source_id FROM events ORDER BY timestamp, rowid")
+
+
+def _subagent_rows(world: World, key: str) -> list[str]:
+    return _evidence(world, key, "SELECT status FROM agents WHERE type = 'subagent'")
 
 
 def _teammate_asked(item: Recorded) -> bool:
@@ -89,3 +109,14 @@ def test_a_teammate_runs_in_process_and_the_view_keeps_its_two_panes(
     assert seen == {tuple(view)}, (seen, world.dump())
     assert sorted(world.panes()) == before, world.dump()  # no new pane anywhere else
     assert json.loads(settings.read_text()) == mine  # the person's own setting untouched
+    key = str(one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
+                  route.frame_id)[0])
+    # the teammate's lifetime came as SubagentStart/SubagentStop (2.1.332, measured): its
+    # row in the session's evidence ran and completed, and the tree counts none running
+    events = _hook_events(world, key)
+    assert events.count("SubagentStart") == 1 and "SubagentStop" in events, events
+    assert retry_until(lambda: _subagent_rows(world, key) == ["completed"], SLOW), \
+        (events, _subagent_rows(world, key))
+    frame = next(f for p in build_navigator_state(engine).projects for f in p.frames
+                 if f.frame_id == route.frame_id)
+    assert frame.current_session is not None and frame.current_session.subagents is None
