@@ -91,7 +91,12 @@ def build(root: Path) -> DemoSession:
     engine = open_engine(home, with_stage=True)
     route = engine.project_enter(new_request_id(), "demo")
     titles = _task_titles(engine)
-    if not titles:
+    # The workspace's agent is started once, when it has never had a session: a second
+    # `switchboard demo` within the seconds before the seeder pushed a task (no titles
+    # yet) used to start it again and fail ("already has a active runtime").
+    started = engine.conn.execute("SELECT current_session_key FROM frames WHERE frame_id = ?",
+                                  (route.frame_id,)).fetchone()[0]
+    if started is None:
         engine.frame_start(new_request_id(), route.frame_id)
     else:
         from core.reconcile.reconcile import reconcile

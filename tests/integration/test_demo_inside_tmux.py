@@ -120,3 +120,46 @@ def test_demo_inside_tmux_moves_the_client_instead_of_nesting(
         assert "prefix d there brings it back to this session" in shown
     finally:
         terminal.close()
+
+
+def test_demo_in_a_pane_of_the_demo_switches_that_client(
+        tmp_path: Path, demo_home: Path) -> None:
+    """In a shell on the demo's own server (prefix c there, say), commands find the demo's
+    home without being told, and `switchboard demo` switches the client to the view."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TMUX", "TMUX_PANE", "SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG",
+                        "SWITCHBOARD_VIEW_ID")}
+    env.update(TERM="xterm-256color", SHELL="/bin/sh", HOME=str(tmp_path))
+    switchboard = str(BIN / "switchboard")
+    built = subprocess.run([switchboard, "demo", "--home", str(demo_home), "--no-attach"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    window = built.stdout.split("attach -t ")[1].split()[0]
+    demo_socket = demo_home / "tmux.sock"
+    # a shell of the person's on the demo's server; tmux gives it the server's environment
+    tmux(demo_socket, "new-session", "-d", "-s", "mine", "-x", "80", "-y", "24", "/bin/sh")
+    terminal = Terminal(demo_socket, "mine", env)
+    try:
+        assert retry_until(lambda: [s for _, s in _clients(demo_socket)] == ["mine"], 20)
+        ((tty, _),) = _clients(demo_socket)
+        listed = tmp_path / "listed"
+        tmux(demo_socket, "send-keys", "-t", "=mine:", "-l",
+             f"{shlex.quote(switchboard)} recovery list; echo $? > {shlex.quote(str(listed))}")
+        tmux(demo_socket, "send-keys", "-t", "=mine:", "Enter")
+        assert retry_until(lambda: listed.exists() and listed.read_text().strip(), 60)
+        assert listed.read_text().strip() == "0", tmux(demo_socket, "capture-pane", "-p",
+                                                       "-t", "=mine:")
+        tmux(demo_socket, "send-keys", "-t", "=mine:", "-l",
+             shlex.join([switchboard, "demo", "--home", str(demo_home)]))
+        tmux(demo_socket, "send-keys", "-t", "=mine:", "Enter")
+
+        def shown() -> str:
+            return tmux(demo_socket, "display-message", "-p", "-c", tty,
+                        "#{session_name} #{window_id}").strip()
+
+        # the same client, now on the view's window; no second client anywhere
+        assert retry_until(lambda: shown() == f"switchboard {window}", 60), (
+            shown(), tmux(demo_socket, "capture-pane", "-p", "-J", "-S", "-40", "-t", "=mine:").strip())
+        assert _clients(demo_socket) == [(tty, "switchboard")]
+    finally:
+        terminal.close()
