@@ -25,6 +25,8 @@ means a tool ran):
 * ``LIMITTEST`` -> HTTP 429 ``RESOURCE_EXHAUSTED`` as the service states a quota;
 * a line with the Switchboard control line -> the MCP tool ``transition_claim``
   (by the exact name the CLI offered, whatever prefix it gives MCP tools);
+* ``CALLTOOL <name>`` -> the offered tool whose name is or ends with ``_<name>``
+  (an MCP tool by its short name), no arguments;
 * a function response -> ``STANDIN-DONE <name>``;
 * anything else -> ``STANDIN-OK``.
 
@@ -55,6 +57,7 @@ SLOW_S = 3.0
 LIMIT_WORD = "LIMITTEST"
 USAGE = {"promptTokenCount": 1234, "candidatesTokenCount": 56,
          "cachedContentTokenCount": 789, "thoughtsTokenCount": 7, "totalTokenCount": 1297}
+_CALLTOOL = re.compile(r"\bCALLTOOL\s+(?P<name>[A-Za-z0-9_-]+)")
 _PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^:/]+):(?P<method>\w+)$")
 
 
@@ -156,6 +159,12 @@ def script(body: dict[str, Any], offered: Sequence[str]) -> Reply:
         name = _offered(offered, "transition_claim")
         if name is None:
             return Reply(text="NO-TOOL: transition_claim not offered")
+        return Reply(call=(name, {}))
+    asked = _CALLTOOL.search(text)
+    if asked is not None:
+        name = _offered(offered, asked["name"])
+        if name is None:
+            return Reply(text=f"NO-TOOL: {asked['name']} not offered")
         return Reply(call=(name, {}))
     if TOOLTEST_WORD in text:
         return Reply(call=(SHELL_TOOL, {"command": TOOLTEST_COMMAND,

@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import LaunchAction
 from core.model.session_enums import Activity, ActivityReason, RuntimePresence
+from core.providers.base import McpServer
 from core.providers.gemini import plan
 from core.providers.gemini_hooks import gemini_outcome
 from tests.realcli.gemini_standin import API_KEY, GeminiStandin
@@ -80,6 +83,20 @@ def _type(socket: Path, text: str) -> None:
     _tmux(socket, "send-keys", "Enter")
 
 
+def _approve(socket: Path) -> None:
+    """Enter on "1. Allow once" until the question is gone (a key that arrives while the
+    dialog is still drawing is dropped)."""
+    _wait(socket, lambda: "Allow once" in _screen(socket), "the permission dialog")
+
+    def gone() -> bool:
+        if "Allow once" not in _screen(socket):
+            return True
+        _tmux(socket, "send-keys", "Enter")
+        time.sleep(1.0)
+        return "Allow once" not in _screen(socket)
+    _wait(socket, gone, "the dialog to close")
+
+
 def test_a_turn_is_working_then_ready_from_its_own_hooks_and_resumes_by_id(
         tmp_path: Path, tmux_socket: Path) -> None:
     binary = _gemini()
@@ -139,3 +156,58 @@ def test_a_turn_is_working_then_ready_from_its_own_hooks_and_resumes_by_id(
     assert (theirs / "settings.json").read_bytes() == before
     chats = list((theirs / "tmp").rglob("session-*.jsonl"))
     assert chats, "the session was written into the person's own ~/.gemini/tmp"
+
+
+def test_the_agent_tools_are_reachable_and_only_the_approved_ones_run_unasked(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """The control line's ``transition_claim`` (approved by the launch's policy) runs
+    without a question, its server given the capability by variable name; ``task_push``
+    (not approved) asks the person, announced by Notification(ToolPermission)."""
+    binary = _gemini()
+    person = tmp_path / "person"
+    project = tmp_path / "src" / "demo"
+    project.mkdir(parents=True)
+    theirs = person / ".gemini"
+    theirs.mkdir(parents=True)
+    (theirs / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8")
+    (theirs / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}),
+                                                encoding="utf-8")
+    recorder = tmp_path / "record_hook.py"
+    recorder.write_text(_RECORDER, encoding="utf-8")
+    out = tmp_path / "hooks.tsv"
+    calls = tmp_path / "calls.log"
+    secret = "cap-" + "5" * 32
+    server = Path(__file__).with_name("gemini_mcp_server.py")
+    tools = McpServer(argv=(sys.executable, str(server), str(calls), "SB_TEST_CAP"),
+                      env_vars=("SB_TEST_CAP",), approved_tools=("transition_claim",))
+    person_env = {"HOME": str(person), "PATH": f"{binary.parent}:/usr/bin:/bin",
+                  "TERM": "xterm-256color"}
+    with GeminiStandin() as api:
+        launch = plan((str(binary),), LaunchAction.NEW, SID, None, tmp_path / "run",
+                      (sys.executable, str(recorder), str(out)), tools, person_env)
+        _start(tmux_socket, project, {**person_env, "GEMINI_API_KEY": API_KEY,
+                                      "GOOGLE_GEMINI_BASE_URL": api.url,
+                                      "SB_TEST_CAP": secret, **dict(launch.env)}, launch.argv)
+        _wait(tmux_socket, lambda: PROMPT_READY in _screen(tmux_socket), "the prompt")
+        _type(tmux_socket, CONTROL_TEMPLATE)
+        _wait(tmux_socket, lambda: "AfterAgent" in [e for e, _ in _events(out)], "AfterAgent")
+        assert "mcp_switchboard_transition_claim" in api.turns()[0].tool_names
+        assert calls.read_text(encoding="utf-8") == f"transition_claim\t{secret}\n"
+        assert "Notification" not in [e for e, _ in _events(out)]
+
+        _type(tmux_socket, "CALLTOOL task_push")
+        _wait(tmux_socket, lambda: "Notification" in [e for e, _ in _events(out)],
+              "the permission question")
+        [asked] = [doc for e, doc in _events(out) if e == "Notification"]
+        assert gemini_outcome("Notification", asked)[1:3] == (
+            Activity.NEEDS_INPUT, ActivityReason.PERMISSION)
+        assert "task_push" not in calls.read_text(encoding="utf-8")
+        _approve(tmux_socket)
+        _wait(tmux_socket, lambda: [e for e, _ in _events(out)].count("AfterAgent") == 2,
+              "the second AfterAgent")
+        assert calls.read_text(encoding="utf-8").endswith(f"task_push\t{secret}\n")
+    _tmux(tmux_socket, "kill-server")
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert secret not in path.read_text(encoding="utf-8"), path

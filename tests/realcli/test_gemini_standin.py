@@ -118,3 +118,11 @@ def test_count_tokens_and_an_unknown_method() -> None:
                      {"contents": [_user("x")]}) == (200, b'{"totalTokens": 42}')
         status, _ = _post(api.url + "/v1beta/models/m:embedContent", {"content": {}})
         assert status == 404
+
+
+def test_calltool_calls_an_offered_tool_by_its_short_name() -> None:
+    offered = ["run_shell_command", "mcp_switchboard_task_push"]
+    assert script({"contents": [_user("CALLTOOL task_push now")]}, offered).call == (
+        "mcp_switchboard_task_push", {})
+    assert script({"contents": [_user("CALLTOOL nope")]}, offered).text == (
+        "NO-TOOL: nope not offered")
