@@ -75,10 +75,11 @@ def _move_client(own_socket: str, session: DemoSession) -> bool:
     """Move the person's tmux client (of the pane this runs in) to the demo's server
     and back when it detaches there (``core.apps.demo.handover_command``).
 
-    The client is the one tmux itself takes as current for this pane (the most
-    recently active client of its session), found and detached with two commands
-    on the person's own server; False when there is none (a pane nobody looks at),
-    or a value cannot be quoted for every shell, and nothing was changed.
+    The client is the most recently active one on this pane's session (tmux's own
+    choice of a current client), found and detached with two commands on the
+    person's own server; False when there is none on this pane's session (a
+    pane nobody looks at), or a value cannot be quoted for every shell, and nothing
+    was changed.
     """
     import subprocess
 
@@ -89,10 +90,20 @@ def _move_client(own_socket: str, session: DemoSession) -> bool:
         return subprocess.run(["tmux", "-S", own_socket, *argv], capture_output=True,
                               text=True, timeout=10, check=False)
 
-    found = tmux("display-message", "-p", "#{client_name}\t#{session_id}")
-    client, _, own_session = found.stdout.strip().partition("\t")
-    if found.returncode != 0 or not client or not own_session:
+    pane = os.environ.get("TMUX_PANE", "")
+    if not pane:
         return False
+    # The clients on this pane's session, the most recently active first (tmux's own
+    # choice of a current client); `display-message` without a target would name any
+    # client of the server when none looks at this session: another terminal.
+    found = tmux("list-clients", "-t", pane, "-F",
+                 "#{client_activity}\t#{client_name}\t#{session_id}")
+    clients = sorted((line.split("\t") for line in found.stdout.splitlines()
+                      if line.count("\t") == 2),
+                     key=lambda row: int(row[0]) if row[0].isdigit() else 0, reverse=True)
+    if found.returncode != 0 or not clients:
+        return False
+    _activity, client, own_session = clients[0]
     shell = handover_command(session.socket_path, session.window_id, own_socket, own_session)
     if shell is None:
         return False

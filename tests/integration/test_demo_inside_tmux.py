@@ -159,7 +159,41 @@ def test_demo_in_a_pane_of_the_demo_switches_that_client(
 
         # the same client, now on the view's window; no second client anywhere
         assert retry_until(lambda: shown() == f"switchboard {window}", 60), (
-            shown(), tmux(demo_socket, "capture-pane", "-p", "-J", "-S", "-40", "-t", "=mine:").strip())
+            shown(), tmux(demo_socket, "capture-pane", "-p", "-J", "-S", "-40", "-t",
+                          "=mine:").strip())
         assert _clients(demo_socket) == [(tty, "switchboard")]
+    finally:
+        terminal.close()
+
+
+def test_demo_in_a_session_nobody_looks_at_moves_no_other_terminal(
+        tmp_path: Path, tmux_socket: Path, demo_home: Path) -> None:
+    """With no client on the pane's session tmux would name any client of the server:
+    the person's terminal on another session stays where it is; the line says how to
+    attach instead."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TMUX", "TMUX_PANE", "SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG",
+                        "SWITCHBOARD_VIEW_ID")}
+    env.update(TERM="xterm-256color", SHELL="/bin/sh", HOME=str(tmp_path))
+    for session in ("work", "other"):
+        subprocess.run(["tmux", "-S", str(tmux_socket), "-f", "/dev/null", "new-session",
+                        "-d", "-s", session, "-x", "80", "-y", "24", "/bin/sh"],
+                       check=True, env=env)
+    terminal = Terminal(tmux_socket, "work", env)
+    try:
+        assert retry_until(lambda: len(_clients(tmux_socket)) == 1, 20)
+        ((tty, _),) = _clients(tmux_socket)
+        line = shlex.join([str(BIN / "switchboard"), "demo", "--home", str(demo_home)])
+        tmux(tmux_socket, "send-keys", "-t", "=other:", "-l", line)
+        tmux(tmux_socket, "send-keys", "-t", "=other:", "Enter")
+
+        def said() -> str:
+            return tmux(tmux_socket, "capture-pane", "-p", "-J", "-t", "=other:")
+
+        assert retry_until(lambda: "run the attach line above in a terminal outside tmux"
+                           in said(), 120), said()
+        assert "attach:    tmux -S" in said()
+        assert _clients(tmux_socket) == [(tty, "work")]
+        assert _clients(demo_home / "tmux.sock") == []
     finally:
         terminal.close()
