@@ -71,7 +71,11 @@ def _wait(socket: Path, check: object, what: str) -> None:
 
 
 def _start(socket: Path, project: Path, env: dict[str, str], argv: tuple[str, ...]) -> None:
+    """A server of its own: the one before is gone (its socket too) first."""
     _tmux(socket, "kill-server")
+    deadline = time.monotonic() + 5
+    while socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
     _tmux(socket, "-f", "/dev/null", "new-session", "-d", "-x", "150", "-y", "45", "-c",
           str(project), "env", *(f"{k}={v}" for k, v in env.items()), *argv)
     _tmux(socket, "set-option", "-g", "remain-on-exit", "on")
