@@ -20,9 +20,11 @@ from pathlib import Path
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import LaunchAction
 from core.model.session_enums import Activity, ActivityReason, RuntimePresence
+from core.providers.agent_http import ENV_TOKEN, HttpEndpoint
 from core.providers.base import McpServer
 from core.providers.gemini import plan
 from core.providers.gemini_hooks import gemini_outcome
+from tests.realcli.gemini_mcp_server import HttpToolServer
 from tests.realcli.gemini_standin import API_KEY, GeminiStandin
 from tests.realcli.install import RealCliUnavailable, ensure_gemini
 from tests.waiting import retry_until
@@ -215,3 +217,46 @@ def test_the_agent_tools_are_reachable_and_only_the_approved_ones_run_unasked(
     for path in (tmp_path / "run").rglob("*"):
         if path.is_file() and not path.is_symlink():
             assert secret not in path.read_text(encoding="utf-8"), path
+
+
+def test_over_http_the_token_goes_as_a_bearer_header_from_the_environment(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """``[agent_tools] transport = "http"``: the CLI connects to the URL with
+    ``Authorization: Bearer <token>``, the token expanded from the pane environment
+    (the per-launch files name only the variable)."""
+    binary = _gemini()
+    person = tmp_path / "person"
+    project = tmp_path / "src" / "demo"
+    project.mkdir(parents=True)
+    theirs = person / ".gemini"
+    theirs.mkdir(parents=True)
+    (theirs / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8")
+    (theirs / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}),
+                                                encoding="utf-8")
+    recorder = tmp_path / "record_hook.py"
+    recorder.write_text(_RECORDER, encoding="utf-8")
+    out = tmp_path / "hooks.tsv"
+    calls = tmp_path / "calls.log"
+    token = "tok-" + "7" * 40
+    person_env = {"HOME": str(person), "PATH": f"{binary.parent}:/usr/bin:/bin",
+                  "TERM": "xterm-256color"}
+    with GeminiStandin() as api, HttpToolServer(str(calls)) as tools_server:
+        tools = McpServer(argv=("unused",), env_vars=(), approved_tools=("transition_claim",),
+                          http=HttpEndpoint(tools_server.url, token))
+        launch = plan((str(binary),), LaunchAction.NEW, SID, None, tmp_path / "run",
+                      (sys.executable, str(recorder), str(out)), tools, person_env)
+        assert dict(launch.env)[ENV_TOKEN] == token
+        _start(tmux_socket, project, {**person_env, "GEMINI_API_KEY": API_KEY,
+                                      "GOOGLE_GEMINI_BASE_URL": api.url, **dict(launch.env)},
+               launch.argv)
+        _wait(tmux_socket, lambda: PROMPT_READY in _screen(tmux_socket), "the prompt")
+        _type(tmux_socket, CONTROL_TEMPLATE)
+        _wait(tmux_socket, lambda: "AfterAgent" in [e for e, _ in _events(out)], "AfterAgent")
+        assert calls.read_text(encoding="utf-8") == "transition_claim\t\n"
+        assert "Notification" not in [e for e, _ in _events(out)]
+        assert tools_server.auth and set(tools_server.auth) <= {f"Bearer {token}"}
+    _tmux(tmux_socket, "kill-server")
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert token not in path.read_text(encoding="utf-8"), path
