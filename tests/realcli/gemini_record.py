@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,9 +67,22 @@ def _events(out: Path) -> list[str]:
     return [line.split("\t", 1)[0] for line in out.read_text(encoding="utf-8").splitlines()]
 
 
+_GROUPS: list[int] = []
+"""Process groups of the panes started: Gemini CLI does not always end with its tmux
+server, so each is ended by its group."""
+
+
 def _stop(socket: Path) -> None:
-    """The server before is gone (its socket too) before the next one starts."""
+    """The server before is gone (its socket and its CLI too) before the next one starts."""
     _tmux(socket, "kill-server")
+    while _GROUPS:
+        group = _GROUPS.pop()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(group, sig)
+            except ProcessLookupError:
+                break
+            time.sleep(1.0)
     deadline = time.monotonic() + 5
     while socket.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -112,6 +126,9 @@ def record(version: str, work: Path, out: Path) -> None:
                   "-c", str(project), "env", *(f"{k}={v}" for k, v in env.items()),
                   *launch.argv)
             _tmux(socket, "set-option", "-g", "remain-on-exit", "on")
+            pid = _tmux(socket, "display-message", "-p", "#{pane_pid}").strip()
+            if pid.isdigit():
+                _GROUPS.append(os.getpgid(int(pid)))
             _wait(lambda: "Type your message" in _screen(socket), "the prompt", socket)
             stops = _events(out).count("AfterAgent")
             _type(socket, "hello there")
@@ -125,7 +142,7 @@ def record(version: str, work: Path, out: Path) -> None:
                 _wait(_at_least(out, "AfterAgent", stops + 2), "AfterAgent", socket)
                 _type(socket, "/quit")
                 _wait(lambda: "SessionEnd" in _events(out), "SessionEnd", socket)
-        _tmux(socket, "kill-server")
+        _stop(socket)
 
 
 def _rewrite(raw: str, work: Path) -> str:
@@ -152,7 +169,7 @@ def main(argv: list[str]) -> int:
         try:
             record(version, work, out)
         finally:  # a step that timed out must not leave its CLI running
-            _tmux(work / "tmux.sock", "kill-server")
+            _stop(work / "tmux.sock")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(_rewrite(out.read_text(encoding="utf-8"), work), encoding="utf-8")
     events = _events(target)

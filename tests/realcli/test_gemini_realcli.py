@@ -11,11 +11,17 @@ person's own ``~/.gemini/settings.json`` is byte for byte what it was.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import LaunchAction
@@ -72,15 +78,51 @@ def _wait(socket: Path, check: object, what: str) -> None:
     assert retry_until(check, WAIT_S, 0.3), f"timed out waiting for {what}:\n{_screen(socket)}"
 
 
+_GROUPS: list[int] = []
+"""Process groups of the panes this module started: Gemini CLI (node) does not always
+end when its tmux server goes, so each is ended by its group, not by name."""
+
+
+def _end_groups() -> None:
+    while _GROUPS:
+        group = _GROUPS.pop()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(group, sig)
+            except ProcessLookupError:
+                break
+            if retry_until(functools.partial(_gone, group), 5.0, 0.1):
+                break
+
+
+def _gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _no_cli_outlives_its_test() -> Iterator[None]:
+    yield
+    _end_groups()
+
+
 def _start(socket: Path, project: Path, env: dict[str, str], argv: tuple[str, ...]) -> None:
-    """A server of its own: the one before is gone (its socket too) first."""
+    """A server of its own: the one before is gone (its socket too, its CLI's process
+    group too) first."""
     _tmux(socket, "kill-server")
+    _end_groups()
     deadline = time.monotonic() + 5
     while socket.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     _tmux(socket, "-f", "/dev/null", "new-session", "-d", "-x", "150", "-y", "45", "-c",
           str(project), "env", *(f"{k}={v}" for k, v in env.items()), *argv)
     _tmux(socket, "set-option", "-g", "remain-on-exit", "on")
+    pid = _tmux(socket, "display-message", "-p", "#{pane_pid}").strip()
+    assert pid.isdigit(), f"no pane started: {pid!r}"
+    _GROUPS.append(os.getpgid(int(pid)))
 
 
 def _type(socket: Path, text: str) -> None:
