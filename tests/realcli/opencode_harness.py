@@ -113,23 +113,33 @@ def start_tui(binary: Path, api: OpencodeStandin, root: Path, socket: Path, laun
 
     Launches under one ``root`` share the project, HOME and XDG folders (so a later
     launch finds the sessions of an earlier one); each ``launch`` has its own events file."""
-    project = root / "project"
-    project.mkdir(parents=True, exist_ok=True)
     plugin = root / "switchboard-recorder.js"
     plugin.write_text(RECORDER_JS, encoding="utf-8")
     events = root / f"{launch}-events.jsonl"
-    env = {"HOME": str(root / "home"), "XDG_CONFIG_HOME": str(root / "config"),
-           "XDG_DATA_HOME": str(root / "data"), "XDG_STATE_HOME": str(root / "state"),
-           "XDG_CACHE_HOME": str(root / "cache"), "PWD": str(project),
-           "TERM": "xterm-256color",
+    env = {**private_env(root),
            "OPENCODE_CONFIG_CONTENT": json.dumps(launch_config(api, plugin)),
-           "OPENCODE_DISABLE_MODELS_FETCH": "1",
            "SWITCHBOARD_OPENCODE_EVENTS": str(events)}
-    tui = OpencodeTui(root, project, events, socket)
+    return start_pane(root, socket, events, (str(binary), *extra_args), env)
+
+
+def private_env(root: Path) -> dict[str, str]:
+    """HOME, the XDG folders and PWD of a launch under ``root`` (the project folder)."""
+    project = root / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    return {"HOME": str(root / "home"), "XDG_CONFIG_HOME": str(root / "config"),
+            "XDG_DATA_HOME": str(root / "data"), "XDG_STATE_HOME": str(root / "state"),
+            "XDG_CACHE_HOME": str(root / "cache"), "PWD": str(project),
+            "TERM": "xterm-256color", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
+
+
+def start_pane(root: Path, socket: Path, events: Path, argv: tuple[str, ...],
+               env: dict[str, str]) -> OpencodeTui:
+    """``argv`` (an OpenCode TUI) in a new private tmux server, ready for a prompt."""
+    tui = OpencodeTui(root, root / "project", events, socket)
     env_args = [part for key, value in env.items() for part in ("-e", f"{key}={value}")]
     done = subprocess.run(["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d",
-                           "-s", PANE, "-x", "160", "-y", "45", "-c", str(project), *env_args,
-                           str(binary), *extra_args],
+                           "-s", PANE, "-x", "160", "-y", "45", "-c", str(tui.project),
+                           *env_args, *argv],
                           capture_output=True, text=True, timeout=30,
                           env={**_clean_env(), **env})
     assert done.returncode == 0, done.stderr
