@@ -57,7 +57,9 @@ def main() -> int:
             floors.append(_time_until(folder / "floor.sock", f"{cli} --version; sleep 30",
                                       ("switchboard",)))
             _outer(folder / "floor.sock", "kill-server")
-            firsts.append(_time_until(outer, f"{cli} demo --home {shlex.quote(str(home))}",
+            # as from a terminal outside tmux (inside tmux the demo moves the client)
+            firsts.append(_time_until(outer, f"env -u TMUX -u TMUX_PANE {cli} demo --home "
+                                      f"{shlex.quote(str(home))}",
                                       ("Projects", "demo")))
         finally:
             _outer(outer, "kill-server")
