@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.model.files import append_log_line
 from core.model.private_sockets import listen_private
 
 IDLE_EXIT_S = 20.0
@@ -361,22 +362,9 @@ class Host:
 
     def _log(self, line: str) -> None:
         """One line to the log beside the socket (opened per line: no file held open)."""
-        path = log_path(self.path)
-        try:
-            size = os.lstat(path).st_size
-        except OSError:
-            size = 0
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        if size > LOG_MAX_BYTES:
-            flags |= os.O_TRUNC
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-        with contextlib.suppress(OSError):
-            fd = os.open(path, flags, 0o600)
-            try:
-                os.write(fd, f"{stamp} switchboard mcp host: {line}\n".encode(
-                    "utf-8", "backslashreplace"))
-            finally:
-                os.close(fd)
+        append_log_line(log_path(self.path), f"{stamp} switchboard mcp host: {line}",
+                        LOG_MAX_BYTES)
 
     def _read(self, conn: _Conn) -> None:
         try:

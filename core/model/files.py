@@ -197,6 +197,29 @@ class FileTooLarge(SwitchboardError):
     code = "file_too_large"
 
 
+def append_log_line(path: str | os.PathLike[str], line: str, limit: int) -> None:
+    """One line to a private log (0600, opened per line so no file is held open, never
+    through a symlink), started over once past ``limit`` bytes; a failure is ignored:
+    a log must never stop the process that writes it."""
+    try:
+        size = os.lstat(path).st_size
+    except OSError:
+        size = 0
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    if size > limit:
+        flags |= os.O_TRUNC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError:
+        return
+    try:
+        os.write(fd, (line + "\n").encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
     """Read at most ``limit`` bytes of ``path``; a larger file is refused in words.
 

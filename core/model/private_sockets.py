@@ -49,7 +49,7 @@ def lock_is_held(path: Path) -> bool:
     Asks with a shared, non-blocking lock it lets go at once: it never holds up the
     holder, and never creates the file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return False
     try:

@@ -25,7 +25,6 @@ environment (Codex, ``SWITCHBOARD_MCP_TOKEN``), like the capability it stands fo
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -105,18 +104,9 @@ def token_digest(token: str) -> str:
 
 def lock_held(run_dir: Path) -> bool:
     """Whether a server holds this home's lock now (a probe: taken and released)."""
-    path = server_dir(run_dir) / LOCK_NAME
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    from core.model.private_sockets import lock_is_held
+
+    return lock_is_held(server_dir(run_dir) / LOCK_NAME)
 
 
 def read_info(run_dir: Path) -> ServerInfo | None:

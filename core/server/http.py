@@ -43,6 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from core.model.files import append_log_line
 from core.model.tool_schemas import ENV_READY_FILE
 from core.platform import tcp_peer
 from core.providers.agent_http import MCP_PATH, TOKEN_MAX_BYTES, TOKEN_RE, token_digest
@@ -191,21 +192,8 @@ class AgentToolServer(ThreadingHTTPServer):
 
     def log(self, line: str) -> None:
         """One line to ``server.log`` (0600, started over past ``LOG_MAX_BYTES``)."""
-        try:
-            size = os.lstat(self.log_file).st_size
-        except OSError:
-            size = 0
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        if size > LOG_MAX_BYTES:
-            flags |= os.O_TRUNC
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-        with contextlib.suppress(OSError):
-            fd = os.open(self.log_file, flags, 0o600)
-            try:
-                os.write(fd, f"{stamp} switchboard server: {line}\n".encode(
-                    "utf-8", "backslashreplace"))
-            finally:
-                os.close(fd)
+        append_log_line(self.log_file, f"{stamp} switchboard server: {line}", LOG_MAX_BYTES)
 
     def run_call(self, digest: str, env: dict[str, str], body: bytes) -> bytes:
         """One ``tools/call`` in its own process with the launch's environment, bounded."""
