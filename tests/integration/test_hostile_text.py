@@ -179,6 +179,7 @@ def output_runs(ids: Ids) -> dict[tuple[str, ...], list[list[str]]]:
         ("usage",): [["usage"], ["usage", "--turns"],
                      ["usage", "--project", "alpha", "--since", "2020-01-01"]],
         ("limits",): [["limits"], ["limits", "--resume-all"]],
+        ("server",): [["server", "--status"]],
     }
 
 
@@ -261,6 +262,7 @@ def hostile_runs(ids: Ids, text: str) -> dict[tuple[str, ...], list[list[str]]]:
         ("frame", "message"): [["frame", "message", ids.workspace, "--text", h],
                                ["frame", "message", h, "--text", "hi"]],
         ("serve",): [["serve", "--port", h]],
+        ("frame", "fork"): [["frame", "fork", h], ["frame", "fork", h, "--title", h]],
         ("frame", "answer"): [["frame", "answer", h, "--yes"],
                               ["frame", "answer", ids.workspace, "--no"]],
     }
