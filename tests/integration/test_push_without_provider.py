@@ -35,7 +35,10 @@ def test_p_without_an_installed_provider_creates_nothing(tmp_path: Path,
     try:
         assert retry_until(lambda: _shows_navigator(tmux_socket, nav, 40), 30), \
             screen(tmux_socket, nav)
-        assert retry_until(lambda: "p Task" in screen(tmux_socket, nav), 30)  # state read
+        # state read: the project's frame is in the tree (the 26-column footer shows
+        # the keys' letters, `? Help` keeps its words)
+        assert retry_until(lambda: "? Help" in screen(tmux_socket, nav)
+                           and "alpha" in screen(tmux_socket, nav), 30), screen(tmux_socket, nav)
         # Under a loaded machine the tree's cursor may reach the active frame only after
         # the first key (p on no frame is refused with a toast): press again then.
         for _ in range(3):
