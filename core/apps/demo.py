@@ -190,7 +190,8 @@ def seed(root: Path) -> None:
     for index, (title, brief) in enumerate(DEMO_TASKS):
         if title in _task_titles(engine):
             continue
-        _wait_ready(engine, workspace)
+        # No wait for the workspace: its agent reports no Stop before its first turn, and
+        # a push from an agent that is not working runs at once.
         pushed = engine.frame_push(new_request_id(), workspace, title, brief)
         _wait_ready(engine, pushed.target_frame_id)
         if index < len(DEMO_TASKS) - 1:
