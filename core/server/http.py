@@ -330,27 +330,27 @@ class Handler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:  # noqa: N802
         self._other()
 
-    def _other(self) -> None:
+    def _refused_before_auth(self) -> bool:
+        """Host/Origin and path, checked before any token is read; True when answered."""
         refusal = self._origin_refusal()
         if refusal is not None:
             self._refuse(HTTPStatus.FORBIDDEN, refusal, close=True)
-            return
+            return True
         if self.path.split("?")[0] != MCP_PATH:
             self._plain(HTTPStatus.NOT_FOUND, f"not found: the agent tools are at {MCP_PATH}",
                         close=True)
+            return True
+        return False
+
+    def _other(self) -> None:
+        if self._refused_before_auth():
             return
         self._plain(HTTPStatus.METHOD_NOT_ALLOWED,
                     "method not allowed: POST one JSON-RPC message (no event stream here)",
                     close=True, headers=(("Allow", "POST"),))
 
     def do_POST(self) -> None:  # noqa: N802
-        refusal = self._origin_refusal()
-        if refusal is not None:
-            self._refuse(HTTPStatus.FORBIDDEN, refusal, close=True)
-            return
-        if self.path.split("?")[0] != MCP_PATH:
-            self._plain(HTTPStatus.NOT_FOUND, f"not found: the agent tools are at {MCP_PATH}",
-                        close=True)
+        if self._refused_before_auth():
             return
         found = self.server.registry.lookup(self.headers.get("Authorization"))
         if isinstance(found, str):
