@@ -145,9 +145,9 @@ def _approve(socket: Path) -> None:
     _wait(socket, gone, "the dialog to close")
 
 
-def test_a_turn_is_working_then_ready_from_its_own_hooks_and_resumes_by_id(
-        tmp_path: Path, tmux_socket: Path) -> None:
-    binary = _gemini()
+def _person_with_project(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A person's home whose own ~/.gemini picks the API key and trusts the project:
+    (home, project, their .gemini folder)."""
     person = tmp_path / "person"
     project = tmp_path / "src" / "demo"
     project.mkdir(parents=True)
@@ -157,10 +157,22 @@ def test_a_turn_is_working_then_ready_from_its_own_hooks_and_resumes_by_id(
         json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8")
     (theirs / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}),
                                                 encoding="utf-8")
-    before = (theirs / "settings.json").read_bytes()
+    return person, project, theirs
+
+
+def _hook_recorder(tmp_path: Path) -> tuple[Path, Path]:
+    """The recording hook script and the file it appends each event to."""
     recorder = tmp_path / "record_hook.py"
     recorder.write_text(_RECORDER, encoding="utf-8")
-    out = tmp_path / "hooks.tsv"
+    return recorder, tmp_path / "hooks.tsv"
+
+
+def test_a_turn_is_working_then_ready_from_its_own_hooks_and_resumes_by_id(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    binary = _gemini()
+    person, project, theirs = _person_with_project(tmp_path)
+    before = (theirs / "settings.json").read_bytes()
+    recorder, out = _hook_recorder(tmp_path)
     hook_command = (sys.executable, str(recorder), str(out))
     run_dir = tmp_path / "run"
     person_env = {"HOME": str(person), "PATH": f"{binary.parent}:/usr/bin:/bin",
@@ -213,18 +225,8 @@ def test_the_agent_tools_are_reachable_and_only_the_approved_ones_run_unasked(
     without a question, its server given the capability by variable name; ``task_push``
     (not approved) asks the person, announced by Notification(ToolPermission)."""
     binary = _gemini()
-    person = tmp_path / "person"
-    project = tmp_path / "src" / "demo"
-    project.mkdir(parents=True)
-    theirs = person / ".gemini"
-    theirs.mkdir(parents=True)
-    (theirs / "settings.json").write_text(
-        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8")
-    (theirs / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}),
-                                                encoding="utf-8")
-    recorder = tmp_path / "record_hook.py"
-    recorder.write_text(_RECORDER, encoding="utf-8")
-    out = tmp_path / "hooks.tsv"
+    person, project, theirs = _person_with_project(tmp_path)
+    recorder, out = _hook_recorder(tmp_path)
     calls = tmp_path / "calls.log"
     secret = "cap-" + "5" * 32
     server = Path(__file__).with_name("gemini_mcp_server.py")
@@ -268,18 +270,8 @@ def test_over_http_the_token_goes_as_a_bearer_header_from_the_environment(
     ``Authorization: Bearer <token>``, the token expanded from the pane environment
     (the per-launch files name only the variable)."""
     binary = _gemini()
-    person = tmp_path / "person"
-    project = tmp_path / "src" / "demo"
-    project.mkdir(parents=True)
-    theirs = person / ".gemini"
-    theirs.mkdir(parents=True)
-    (theirs / "settings.json").write_text(
-        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8")
-    (theirs / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}),
-                                                encoding="utf-8")
-    recorder = tmp_path / "record_hook.py"
-    recorder.write_text(_RECORDER, encoding="utf-8")
-    out = tmp_path / "hooks.tsv"
+    person, project, theirs = _person_with_project(tmp_path)
+    recorder, out = _hook_recorder(tmp_path)
     calls = tmp_path / "calls.log"
     token = "tok-" + "7" * 40
     person_env = {"HOME": str(person), "PATH": f"{binary.parent}:/usr/bin:/bin",
