@@ -73,13 +73,14 @@ def live_on_small_disk(small_disk: Path, tmux_socket: Path,
     surface.engine.conn.close()
 
 
-def run_hook(live: LiveSurface, payload: bytes) -> subprocess.CompletedProcess[str]:
+def run_hook(live: LiveSurface, payload: bytes,
+             prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     import os
 
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     env.update(live.env(), SWITCHBOARD_CONFIG=str(live.root / "config.toml"))
     return subprocess.run(
-        [sys.executable, "-m", "navigator.cli", "hook", "--provider", "claude",
+        [*prefix, sys.executable, "-m", "navigator.cli", "hook", "--provider", "claude",
          "UserPromptSubmit"], cwd=REPO, env=env, input=payload.decode(),
         capture_output=True, text=True, timeout=120)
 
@@ -155,52 +156,17 @@ def test_hook_on_a_full_disk_says_so_in_one_line_and_writes_nothing(
     assert activity(live) == "working"  # the same hook works once there is space
 
 
-def _writers(folder: str) -> list[str]:
-    """Processes with a file under ``folder`` open for writing (what makes a remount
-    read-only fail with EBUSY), as ``pid command: path``."""
-    import os
-
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                with open(f"/proc/{pid}/fdinfo/{fd}") as info:
-                    flags = next(int(line.split()[1], 8) for line in info
-                                 if line.startswith("flags:"))
-                if target.startswith(folder) and flags & os.O_ACCMODE != os.O_RDONLY:
-                    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                        command = cmdline.read().replace(b"\0", b" ").decode()[:80]
-                    found.append(f"{pid} {command}: {target}")
-        except OSError:
-            continue  # gone, or not ours to read
-    return found
-
-
 def test_hook_on_a_read_only_disk_says_so_in_one_line(live_on_small_disk: LiveSurface) -> None:
     live = live_on_small_disk
     before = dump(live)
-    # A read-only bind mount over the home: what a new process (the hook) sees is
-    # a read-only file system, while the files stay open underneath.
+    # The hook alone sees the home read-only: a mount namespace of its own where the
+    # home is bound over itself and remounted read-only. The navigator, the agent and
+    # any worker keep their files open on the real mount outside it, so the remount can
+    # never be busy (a shared bind remount was: whatever opened a file through it).
     home = str(live.root)
-    # The view's navigator opens the registry read-write once Textual has loaded; an
-    # open through the bind below (a slow start on a loaded machine) would keep the
-    # read-only remount busy for good. Let it open the file through the real mount first.
-    assert retry_until(lambda: any("navigator.cli ui" in line and "registry.sqlite3" in line
-                                   for line in _writers(home)), 30), _writers(home)
-    # So does the agent-tool host the agent's shim starts (its lock file, read-write):
-    # let it start through the real mount too, when the agent starts one.
-    retry_until(lambda: any("mcp_host" in line for line in _writers(home)), 10)
-    subprocess.run(["mount", "--bind", home, home], check=True)
-    try:
-        # EBUSY while a background process (a detached worker of an earlier hook) has a
-        # file open for writing through the new mount: wait for it to finish.
-        assert retry_until(lambda: subprocess.run(
-            ["mount", "-o", "remount,bind,ro", home], capture_output=True).returncode == 0,
-            30, interval=0.2), f"could not remount the home read-only: {_writers(home)}"
-        done = run_hook(live, payload_for(live, "UserPromptSubmit", prompt="hello"))
-    finally:
-        subprocess.run(["umount", "-l", home], check=True)
+    read_only = ("unshare", "--mount", "--propagation", "private", "sh", "-c",
+                 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"', home)
+    done = run_hook(live, payload_for(live, "UserPromptSubmit", prompt="hello"), read_only)
     assert done.returncode == 3, done.stderr
     line, = done.stderr.splitlines()
     assert line.startswith("switchboard: read_only: "), line

@@ -119,7 +119,8 @@ def _start(socket: Path, project: Path, env: dict[str, str], argv: tuple[str, ..
         time.sleep(0.1)
     # Gemini CLI refuses its interactive mode when it sees a CI variable (`is-in-ci`:
     # CI, CONTINUOUS_INTEGRATION, any CI_*): the CI runner's own must not reach the pane.
-    ci_vars = [k for k in os.environ if k in ("CI", "CONTINUOUS_INTEGRATION") or k.startswith("CI_")]
+    ci_vars = [k for k in os.environ
+               if k in ("CI", "CONTINUOUS_INTEGRATION") or k.startswith("CI_")]
     _tmux(socket, "-f", "/dev/null", "new-session", "-d", "-x", "150", "-y", "45", "-c",
           str(project), "env", *(f"-u{k}" for k in ci_vars),
           *(f"{k}={v}" for k, v in env.items()), *argv)
