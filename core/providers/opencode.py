@@ -23,13 +23,17 @@ here. Each piece was read from OpenCode 1.18.33's own bundle and checked by runn
 * **Agent tools.** ``mcp.switchboard``: ``{"type": "local", "command": argv,
   "environment": {NAME: "{env:NAME}"}}`` (OpenCode substitutes ``{env:NAME}`` when it
   reads the config, so a value never sits in it), or ``{"type": "remote", "url": ...,
-  "headers": {"Authorization": "Bearer {env:SWITCHBOARD_MCP_TOKEN}"}, "oauth": false}``.
+  "headers": {"Authorization": "Bearer {env:SWITCHBOARD_MCP_TOKEN}"}, "oauth": false}``;
+  each approved tool gets ``"permission": {"switchboard_<tool>": "allow"}``.
+* **Usage.** OpenCode keeps its messages in its own SQLite database; the plugin
+  appends each completed assistant message, as OpenCode sent it on its bus, to a
+  private ``opencode-usage.jsonl`` in the run folder and names it as the events'
+  ``transcript_path`` (``core.providers.opencode_usage``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,26 +45,30 @@ from core.model.session_enums import LaunchAction
 from core.providers.agent_http import ENV_TOKEN
 from core.providers.base import McpServer
 from core.providers.hook_files import check_hook_command
-from core.providers.opencode_events import OPENCODE_EVENTS
+from core.providers.opencode_events import OPENCODE_EVENTS, is_session_id
+from core.providers.opencode_usage import USAGE_FILE
 
 OPENCODE = "opencode"
 """The provider's name (its ``Provider`` value once registered) and its binary."""
 CONFIG_ENV = "OPENCODE_CONFIG_CONTENT"
 HOOK_ENV = "SWITCHBOARD_OPENCODE_HOOK"
+USAGE_ENV = "SWITCHBOARD_OPENCODE_USAGE"
 PLUGIN_FILE = "switchboard-opencode.js"
 MCP_SERVER_NAME = "switchboard"
-SESSION_ID = re.compile(r"ses_[0-9A-Za-z]{26}")
-"""OpenCode 1.18.33's session ids (``ses_db3705247ffeaxo2gytFH4CNh9``, recorded)."""
 
 PLUGIN_JS = """\
 // Switchboard's per-launch OpenCode plugin: the events that show the agent's state,
-// each handed to Switchboard's hook command, in order, the event as JSON on stdin.
+// each handed to Switchboard's hook command, in order, the event as JSON on stdin; and
+// each completed assistant message, as OpenCode recorded it, appended to the usage file.
 import { spawn } from "node:child_process";
+import { appendFileSync } from "node:fs";
 const HOOK = JSON.parse(process.env.__HOOK_ENV__ || "[]");
+const USAGE = process.env.__USAGE_ENV__ || "";
 const WANTED = new Set(__EVENTS__);
 let last = Promise.resolve();
 function deliver(name, payload) {
   if (!HOOK.length || !WANTED.has(name)) return;
+  const document = USAGE ? { ...payload, transcript_path: USAGE } : payload;
   last = last.then(() => new Promise((done) => {
     try {
       const child = spawn(HOOK[0], [...HOOK.slice(1), "--provider", "opencode", name],
@@ -68,19 +76,25 @@ function deliver(name, payload) {
       child.on("error", () => done());
       child.on("close", () => done());
       child.stdin.on("error", () => {});
-      child.stdin.end(JSON.stringify(payload));
+      child.stdin.end(JSON.stringify(document));
     } catch { done(); }
   }));
 }
+function record(event) {
+  const info = event.type === "message.updated" ? event.properties?.info : undefined;
+  if (!USAGE || info?.role !== "assistant" || !info.time?.completed) return;
+  try { appendFileSync(USAGE, JSON.stringify(info) + "\\n", { mode: 0o600 }); } catch {}
+}
 export const Switchboard = async () => ({
-  event: async ({ event }) => deliver(event.type, event),
+  event: async ({ event }) => { record(event); deliver(event.type, event); },
   "chat.message": async (input, output) => deliver("chat.message", { input, output }),
   "tool.execute.before": async (input, output) =>
     deliver("tool.execute.before", { input, output }),
   "tool.execute.after": async (input, output) =>
     deliver("tool.execute.after", { input, output }),
 });
-""".replace("__HOOK_ENV__", HOOK_ENV).replace("__EVENTS__", json.dumps(list(OPENCODE_EVENTS)))
+""".replace("__HOOK_ENV__", HOOK_ENV).replace("__USAGE_ENV__", USAGE_ENV).replace(
+    "__EVENTS__", json.dumps(list(OPENCODE_EVENTS)))
 
 
 @dataclass(frozen=True)
@@ -96,7 +110,7 @@ class OpencodeLaunch:
 def check_session_id(session_id: str | None, what: str) -> str:
     """An OpenCode session id, exactly; anything else is refused before exec (an id
     starting with ``-`` would be read as an option)."""
-    if not session_id or not SESSION_ID.fullmatch(session_id):
+    if not is_session_id(session_id):
         raise ProviderError(f"opencode {what} needs an OpenCode session id (ses_ and 26 "
                             f"letters or digits), not {str(session_id)[:64]!r}",
                             code="launch_invalid")
@@ -138,25 +152,39 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
             "environment": {name: f"{{env:{name}}}" for name in server.env_vars}}
 
 
+def tool_key(tool: str) -> str:
+    """The name OpenCode gives an MCP tool, which its ``permission`` rules match:
+    ``<server>_<tool>`` (1.18.33's bundle; both parts keep ``[A-Za-z0-9_-]``, which is
+    all an approved tool name may hold)."""
+    return f"{MCP_SERVER_NAME}_{tool}"
+
+
 def launch_config(plugin: Path, agent_tools: McpServer | None) -> dict[str, Any]:
-    """What ``OPENCODE_CONFIG_CONTENT`` holds: our plugin and MCP server, nothing else."""
+    """What ``OPENCODE_CONFIG_CONTENT`` holds: our plugin, our MCP server, and an
+    ``allow`` rule for each approved tool of it (merged over the person's rules, so it
+    wins for exactly those names and leaves every other rule of theirs as it was)."""
     config: dict[str, Any] = {"plugin": [plugin.as_uri()]}
     if agent_tools is not None:
         config["mcp"] = {MCP_SERVER_NAME: mcp_entry(agent_tools)}
+        if agent_tools.approved_tools:
+            config["permission"] = {tool_key(tool): "allow"
+                                    for tool in agent_tools.approved_tools}
     return config
 
 
 def plan(command: Sequence[str], action: LaunchAction, session_id: str | None,
          initial_prompt: str | None, run_dir: Path, hook_command: Sequence[str],
          agent_tools: McpServer | None, fork_from: str | None = None) -> OpencodeLaunch:
-    """One launch: the plugin written (0600) into the private ``run_dir``, the config and
-    the hook argv in the environment."""
+    """One launch: the plugin written (0600) into the private ``run_dir``, the config,
+    the hook argv and the usage file (``run_dir``, created by the plugin, 0600) in the
+    environment."""
     hook = check_hook_command(hook_command)
     argv = launch_argv(command, action, session_id, initial_prompt, fork_from)
     plugin = write_private(run_dir / PLUGIN_FILE, PLUGIN_JS)
     env: tuple[tuple[str, str], ...] = (
         (CONFIG_ENV, json.dumps(launch_config(plugin, agent_tools), sort_keys=True)),
-        (HOOK_ENV, json.dumps(list(hook))))
+        (HOOK_ENV, json.dumps(list(hook))),
+        (USAGE_ENV, str(run_dir / USAGE_FILE)))
     if agent_tools is not None and agent_tools.http is not None:
         env += ((ENV_TOKEN, agent_tools.http.token),)
     resumed = session_id if LaunchAction(action) is LaunchAction.RESUME else None

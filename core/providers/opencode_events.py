@@ -34,6 +34,7 @@ Same imports as the hook path: stdlib and the vocabulary only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeGuard
 
 from core.model.session_enums import Activity, ActivityReason, RuntimePresence
 
@@ -57,6 +58,20 @@ OPENCODE_EVENTS: tuple[str, ...] = (*OPENCODE_OUTCOMES, "session.status")
 plugin itself (a launch emits ~90 ``plugin.added`` and one event per streamed chunk)."""
 
 
+SESSION_PREFIX = "ses_"
+SESSION_ID_CHARS = 26
+"""An OpenCode 1.18.33 session id: ``ses_`` and 26 letters or digits
+(``ses_db3705247ffeaxo2gytFH4CNh9``, recorded)."""
+
+
+def is_session_id(value: object) -> TypeGuard[str]:
+    """Exactly an OpenCode session id (no ``re`` on the hook path)."""
+    if not isinstance(value, str) or len(value) != len(SESSION_PREFIX) + SESSION_ID_CHARS:
+        return False
+    rest = value[len(SESSION_PREFIX):]
+    return value.startswith(SESSION_PREFIX) and rest.isascii() and rest.isalnum()
+
+
 def opencode_outcome(name: str, payload: Mapping[str, object]) -> Outcome:
     """The outcome of one OpenCode event (``payload`` the event, or a hook's
     ``{"input", "output"}``)."""
@@ -74,4 +89,4 @@ def opencode_session_id(name: str, payload: Mapping[str, object]) -> str | None:
     holder = payload.get("input" if name in ("chat.message", "tool.execute.before",
                                              "tool.execute.after") else "properties")
     value = holder.get("sessionID") if isinstance(holder, Mapping) else None
-    return value if isinstance(value, str) and value.startswith("ses_") else None
+    return value if is_session_id(value) else None

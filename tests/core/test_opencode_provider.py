@@ -18,10 +18,12 @@ from core.providers.opencode import (
     HOOK_ENV,
     PLUGIN_FILE,
     PLUGIN_JS,
+    USAGE_ENV,
     launch_argv,
     plan,
 )
 from core.providers.opencode_events import OPENCODE_EVENTS
+from core.providers.opencode_usage import USAGE_FILE
 
 ID = "ses_db3705247ffeaxo2gytFH4CNh9"
 HOOK = ("/usr/bin/switchboard", "hook")
@@ -63,6 +65,8 @@ def test_plan_writes_a_private_plugin_and_passes_only_names_of_secrets(tmp_path:
         "headers": {"Authorization": f"Bearer {{env:{ENV_TOKEN}}}"}}
     assert "tok-secret-123" not in env[CONFIG_ENV] and env[ENV_TOKEN] == "tok-secret-123"
     assert json.loads(env[HOOK_ENV]) == list(HOOK)
+    assert env[USAGE_ENV] == str(run_dir / USAGE_FILE)
+    assert "permission" not in config  # no approved tools: the person's rules alone
     stdio = McpServer(("switchboard", "mcp"), ("SWITCHBOARD_CAP",))
     local = json.loads(dict(plan(("opencode",), LaunchAction.NEW, None, None, run_dir, HOOK,
                                  stdio).env)[CONFIG_ENV])
@@ -81,3 +85,20 @@ def test_a_hook_command_with_a_newline_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ProviderError):
         plan(("opencode",), LaunchAction.NEW, None, None, run_dir, ("a\nb",), None)
     assert list(run_dir.iterdir()) == []
+
+
+def test_each_approved_tool_is_allowed_by_its_opencode_name_and_no_other(
+        tmp_path: Path) -> None:
+    run_dir = private_dir(tmp_path / "run")
+    tools = McpServer(("switchboard", "mcp"), ("SWITCHBOARD_CAP",),
+                      approved_tools=("transition_claim", "push-task"))
+    config = json.loads(dict(plan(("opencode",), LaunchAction.NEW, None, None, run_dir, HOOK,
+                                  tools).env)[CONFIG_ENV])
+    assert config["permission"] == {"switchboard_transition_claim": "allow",
+                                    "switchboard_push-task": "allow"}
+
+
+def test_the_plugin_records_only_completed_assistant_messages_and_names_the_file() -> None:
+    assert f"process.env.{USAGE_ENV}" in PLUGIN_JS
+    assert 'info?.role !== "assistant" || !info.time?.completed' in PLUGIN_JS
+    assert "transcript_path: USAGE" in PLUGIN_JS and "mode: 0o600" in PLUGIN_JS
