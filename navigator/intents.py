@@ -281,6 +281,12 @@ def close_frame(state: NavigatorState | None, selection: Selection,
                lambda _: partial(client.close, frame.frame_id))
 
 
+SWITCH_TO: dict[str, str] = {"claude": "codex", "codex": "claude",
+                             "gemini": "claude", "opencode": "claude"}
+"""``P``'s target for each provider (every one named): Claude Code and Codex swap, the
+others move to Claude Code; ``frame switch-provider --to`` reaches any of them."""
+
+
 def switch_provider(state: NavigatorState | None, selection: Selection,
                     client: EngineClient) -> Intent:
     """P: the frame's task moves to the other provider, after the person confirms (its
@@ -295,7 +301,7 @@ def switch_provider(state: NavigatorState | None, selection: Selection,
     if frame.current_session is None:
         return Refusal(f"{frame.title} has no agent yet: n starts one.")
     now = Provider(frame.current_session.provider)
-    to = next(other for other in Provider if other is not now)
+    to = Provider(SWITCH_TO[now.value])
     return Ask(ConfirmScreen(f"Stop the {now.value} agent of "
                              f"“{frame.title}” and carry the task on with {to.value}? The new "
                              "agent gets its brief, last handoff and evidence so far.",

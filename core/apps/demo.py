@@ -30,6 +30,7 @@ from core.context.requests import new_request_id
 from core.install.hooks_install import launch_hook_command
 from core.model.enums import Provider
 from core.model.files import own_dir
+from core.providers.fake.argv import FAKE_PROVIDERS
 from core.providers.traits import traits
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ def demo_template(root: Path) -> Config:
     template = default_config(generation_id="", host_id=str(uuid.uuid4()), display_name="demo")
     return replace(
         template,
-        providers={p: ProviderConfig(command=fake_command(p)) for p in Provider},
+        providers={p: ProviderConfig(command=fake_command(p), enabled=p.value in FAKE_PROVIDERS)
+                   for p in Provider},
         checkouts=(CheckoutConfig(checkout_id=DEMO_CHECKOUT_ID, path=str(src)),),
         projects=(ProjectConfig(project_id=DEMO_PROJECT_ID, name="demo", root=str(src),
                                 checkout_id=DEMO_CHECKOUT_ID),),

@@ -253,6 +253,7 @@ def _installed() -> Finding:
 
 
 def _providers(engine: Engine) -> list[Finding]:
+    from core.config.config import OFF_BY_DEFAULT
     from core.model.enums import Provider
     from core.model.errors import ProviderError
     from core.providers.checks import check_provider
@@ -264,6 +265,11 @@ def _providers(engine: Engine) -> list[Finding]:
             version = check_provider(engine.config, provider)
         except ProviderError as exc:
             needed = provider in used
+            if exc.code == "provider_disabled" and not needed and provider in OFF_BY_DEFAULT:
+                findings.append(Finding(f"provider {provider.value}", Verdict.OK,
+                                        f"off (enabled = true under [providers.{provider.value}] "
+                                        "turns it on)"))
+                continue
             verdict = Verdict.FAIL if needed and exc.code != "provider_disabled" \
                 else Verdict.WARN
             message = exc.message if needed or exc.code == "provider_disabled" else (

@@ -247,8 +247,15 @@ class RetentionConfig:
 
 
 
+OFF_BY_DEFAULT: frozenset[Provider] = frozenset({Provider.GEMINI, Provider.OPENCODE})
+"""Providers a new config lists but leaves disabled (``enabled = true`` turns one on), so
+``doctor`` does not fail for a person who has not installed them."""
+
+
 def default_providers() -> dict[Provider, ProviderConfig]:
-    return {provider: ProviderConfig(command=(provider.value,)) for provider in _PROVIDER_ORDER}
+    return {provider: ProviderConfig(command=(provider.value,),
+                                     enabled=provider not in OFF_BY_DEFAULT)
+            for provider in _PROVIDER_ORDER}
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,14 @@ from enum import StrEnum
 
 
 class Provider(StrEnum):
+    """The agent CLIs Switchboard runs. Every place that acts by provider names each
+    member (``core.providers``); a member with no adapter yet is refused there by name,
+    never run as another provider."""
+
     CODEX = "codex"
     CLAUDE = "claude"
+    GEMINI = "gemini"
+    OPENCODE = "opencode"
 
 
 PENDING_SESSION_PREFIX = "pending-"

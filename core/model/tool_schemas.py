@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.model.session_enums import Provider
+
 ENV_READY_FILE = "SWITCHBOARD_MCP_READY_FILE"
 """Set by a Claude launch's ``--mcp-config``: the file the MCP server
 (``core.agent.mcp_server``) creates once it has answered ``tools/list``; the launch's
@@ -26,7 +28,8 @@ TASK_TOOLS: list[dict[str, Any]] = [
      "inputSchema": {"type": "object", "required": ["title", "brief"],
                      "additionalProperties": False, "properties": {
                          "title": _TEXT, "brief": _TEXT, "purpose": {"type": "string"},
-                         "provider": {"type": "string", "enum": ["claude", "codex"]}}}},
+                         "provider": {"type": "string",
+                                      "enum": sorted(p.value for p in Provider)}}}},
     {"name": "task_complete_return",
      "description": "Finish this task and return a summary and next action to the parent.",
      "inputSchema": {"type": "object", "required": ["summary", "next_action"],

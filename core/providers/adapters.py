@@ -1,4 +1,5 @@
-"""Which adapter runs a provider: Claude Code or Codex, by name.
+"""Which adapter runs a provider, by name: each member of ``Provider`` is named here, and
+one with no adapter yet is refused by name (never run as another provider).
 
 Kept out of ``core.providers.base`` (the port both adapters implement) so the
 port does not import its own implementations.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.model.enums import Provider
+from core.model.errors import ProviderError
 from core.providers.base import ProviderAdapter
 from core.providers.claude import ClaudeAdapter
 from core.providers.codex import CodexAdapter
@@ -21,7 +23,14 @@ def get_adapter(
     provider = Provider(provider)
     if provider is Provider.CLAUDE:
         return claude_adapter(command)
-    return codex_adapter(command)
+    if provider is Provider.CODEX:
+        return codex_adapter(command)
+    if provider in (Provider.GEMINI, Provider.OPENCODE):
+        raise ProviderError(f"{provider.value} agents cannot be started yet: its adapter is "
+                            "not finished; choose claude or codex",
+                            code="provider_unsupported")
+    raise ProviderError(f"no adapter for provider {provider.value!r}",
+                        code="provider_unsupported")
 
 
 def claude_adapter(command: str | Sequence[str] | None = None) -> ClaudeAdapter:

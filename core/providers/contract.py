@@ -25,10 +25,21 @@ LAUNCH_OPTIONS: dict[Provider, frozenset[str]] = {
     Provider.CLAUDE: frozenset({"--session-id", "--resume", "--settings", "--mcp-config"}),
     # core/providers/codex.py: hooks and the MCP server as -c (--config) overrides; resume
     Provider.CODEX: frozenset({"--config", "resume"}),
+    # core/providers/gemini.py: --session-id|--resume, --policy, --prompt-interactive
+    Provider.GEMINI: frozenset({"--session-id", "--resume", "--policy", "--prompt-interactive"}),
+    # core/providers/opencode.py: --session (resume), --fork, --prompt
+    Provider.OPENCODE: frozenset({"--session", "--fork", "--prompt"}),
 }
 HELP_ARGS: dict[Provider, tuple[tuple[str, ...], ...]] = {
     Provider.CLAUDE: (("--help",),),
     Provider.CODEX: (("--help",), ("resume", "--help")),
+    Provider.GEMINI: (("--help",),),
+    Provider.OPENCODE: (("--help",),),
+}
+HELP_PROGRAM: dict[Provider, str | None] = {
+    # yargs (Gemini CLI, OpenCode) lists a command as "  <program> <command>"
+    Provider.CLAUDE: None, Provider.CODEX: None,
+    Provider.GEMINI: "gemini", Provider.OPENCODE: "opencode",
 }
 HELP_TIMEOUT_S = 15.0
 _OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
@@ -95,13 +106,16 @@ class ContractReport:
                 f"tested): {self.since_tested.describe()}")
 
 
-def parse_help(texts: Sequence[str]) -> Surface:
-    """Options anywhere in the help; subcommands from its ``Commands:`` section."""
+def parse_help(texts: Sequence[str], program: str | None = None) -> Surface:
+    """Options anywhere in the help; subcommands from its ``Commands:`` section (where a
+    yargs help writes ``  <program> <command>``, the program's name is dropped)."""
     text = "\n".join(texts)
     commands = ""
     for part in texts:
         if "Commands:" in part:
             commands += part.split("Commands:", 1)[1]
+    if program is not None:
+        commands = commands.replace(f"\n  {program} ", "\n  ")
     return Surface(frozenset(_OPTION.findall(text)), frozenset(_COMMAND.findall(commands)))
 
 
@@ -117,8 +131,9 @@ def read_surface(provider: Provider, argv: Sequence[str],
             return None
         if done.returncode != 0:
             return None
-        texts.append(done.stdout)
-    return parse_help(texts)
+        # OpenCode 1.18.33 writes its help to stderr
+        texts.append(done.stdout or done.stderr)
+    return parse_help(texts, HELP_PROGRAM[provider])
 
 
 def check_contract(provider: Provider, surface: Surface) -> ContractReport:

@@ -1,8 +1,7 @@
 """What each Gemini CLI hook event says about the agent, as data (issue 41).
 
-Recorded from Gemini CLI 0.61.0 (``tests/fixtures/hooks/gemini-pending/gemini-0.61.0.tsv``;
-moved beside the other recordings once ``Provider`` has a ``gemini`` member, when this
-table joins ``core.providers.hooks._TABLES``). Every payload carries ``session_id``,
+Recorded from Gemini CLI 0.61.0 (``tests/fixtures/hooks/gemini-0.61.0.tsv``); this table
+is ``core.providers.hooks._TABLES``' entry for ``gemini``. Every payload carries ``session_id``,
 ``transcript_path``, ``cwd``, ``hook_event_name`` and ``timestamp``; none carries a turn
 id, so a turn end is matched to its prompt by order, not by key.
 

@@ -72,6 +72,7 @@ from core.model.control_line import CONTROL_TEMPLATE
 from core.model.errors import ProviderError
 from core.model.notice_line import notice_message_id
 from core.model.session_enums import Activity, ActivityReason, Provider, RuntimePresence
+from core.providers.gemini_hooks import GEMINI_NOTIFICATIONS, GEMINI_OUTCOMES
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_TOKEN_CHARS = 128
@@ -174,6 +175,15 @@ _CLAUDE_ONLY: dict[str, _Outcome] = {
 _TABLES: dict[Provider, dict[str, _Outcome]] = {
     Provider.CLAUDE: {**_COMMON, **_CLAUDE_ONLY},
     Provider.CODEX: dict(_COMMON),
+    # Gemini CLI's own event names (core.providers.gemini_hooks); OpenCode's plugin
+    # events are not parsed here yet, so a hook naming it is refused, never read as another's.
+    Provider.GEMINI: {event: (HookKind(kind), activity, reason, runtime)
+                      for event, (kind, activity, reason, runtime) in GEMINI_OUTCOMES.items()},
+}
+_TURN_KEYS: dict[Provider, str | None] = {
+    Provider.CLAUDE: "prompt_id",
+    Provider.CODEX: "turn_id",
+    Provider.GEMINI: None,  # no payload of Gemini CLI 0.61.0 carries a turn id
 }
 _NO_CHANGE: _Outcome = (HookKind.OTHER, None, None, None)
 AGENT_NEEDS_INPUT = "agent_needs_input"
@@ -188,6 +198,11 @@ _NOTIFICATION_OUTCOMES: dict[str, tuple[Activity, ActivityReason]] = {
     AGENT_NEEDS_INPUT: (Activity.NEEDS_INPUT, ActivityReason.QUESTION),
 }
 """``notification_type`` -> activity; every other type changes nothing (module docstring)."""
+_NOTIFICATIONS: dict[Provider, dict[str, tuple[Activity, ActivityReason]]] = {
+    Provider.CLAUDE: _NOTIFICATION_OUTCOMES,
+    Provider.CODEX: {},
+    Provider.GEMINI: GEMINI_NOTIFICATIONS,
+}
 CODEX_NOTIFY_EVENT = "notify"
 CODEX_TURN_COMPLETE = "agent-turn-complete"
 
@@ -347,6 +362,10 @@ def parse_hook_document(provider: Provider | str, event: str,
         provider = Provider(provider)
     except ValueError:
         raise _fail("hook_provider_invalid", f"unknown provider {str(provider)[:32]!r}") from None
+    table = _TABLES.get(provider)
+    if table is None:
+        raise _fail("hook_provider_unsupported",
+                    f"hooks of {provider.value} are not read yet; its agents cannot report")
     _check_event_name(event)
     document = _decode(payload)
     if provider is Provider.CODEX and event == CODEX_NOTIFY_EVENT:
@@ -359,9 +378,9 @@ def parse_hook_document(provider: Provider | str, event: str,
             f"hook was installed for {event!r} but the payload says {str(declared)[:64]!r}",
         )
     session_id = _session_id(document, "session_id")
-    turn_key = "prompt_id" if provider is Provider.CLAUDE else "turn_id"
-    turn_id = _turn_id(document, turn_key)
-    kind, activity, reason, runtime = _TABLES[provider].get(event, _NO_CHANGE)
+    turn_key = _TURN_KEYS[provider]
+    turn_id = _turn_id(document, turn_key) if turn_key is not None else None
+    kind, activity, reason, runtime = table.get(event, _NO_CHANGE)
 
     tool_name = None
     tool_use_id = None
@@ -386,8 +405,9 @@ def parse_hook_document(provider: Provider | str, event: str,
             activity, reason = Activity.NEEDS_INPUT, ActivityReason.QUESTION
     elif kind is HookKind.NOTIFICATION:
         notification_type = _optional_str(document, "notification_type")
-        if notification_type in _NOTIFICATION_OUTCOMES:
-            activity, reason = _NOTIFICATION_OUTCOMES[notification_type]
+        found = _NOTIFICATIONS[provider].get(notification_type or "")
+        if found is not None:
+            activity, reason = found
     elif kind is HookKind.TURN_STOPPED:
         flag = document.get("stop_hook_active", False)
         if not isinstance(flag, bool):

@@ -40,6 +40,19 @@ TRAITS: dict[Provider, ProviderTraits] = {
                                    prompt_hook_adds_context=False,
                                    hooks_as_launch_overrides=True,
                                    limits_only_in_usage_file=True),
+    # Gemini CLI 0.61.0: AfterTool carries no exit status; a BeforeAgent hook's output is
+    # not relied on; hooks come from the per-launch settings home (GEMINI_CLI_HOME), which
+    # the fake agent reads; a refused turn (429) is retried without end and fires no hook.
+    Provider.GEMINI: ProviderTraits(post_tool_use_means_passed=False,
+                                    prompt_hook_adds_context=False,
+                                    hooks_as_launch_overrides=False,
+                                    limits_only_in_usage_file=False),
+    # OpenCode 1.18.33: events come from a per-launch plugin named in its environment
+    # (OPENCODE_CONFIG_CONTENT), which a stand-in that runs no plugin must be given.
+    Provider.OPENCODE: ProviderTraits(post_tool_use_means_passed=False,
+                                      prompt_hook_adds_context=False,
+                                      hooks_as_launch_overrides=True,
+                                      limits_only_in_usage_file=False),
 }
 
 

@@ -25,17 +25,24 @@ from core.providers.window import TESTED, WindowPlace, dotted
 DEFAULT_TIMEOUT_S = 5.0
 MAX_VERSION_OUTPUT = 4096
 
-DEFAULT_EXECUTABLES: dict[Provider, str] = {Provider.CLAUDE: "claude", Provider.CODEX: "codex"}
+DEFAULT_EXECUTABLES: dict[Provider, str] = {Provider.CLAUDE: "claude", Provider.CODEX: "codex",
+                                            Provider.GEMINI: "gemini",
+                                            Provider.OPENCODE: "opencode"}
 
 _SEMVER = r"(?P<major>0|[1-9]\d{0,5})\.(?P<minor>0|[1-9]\d{0,5})\.(?P<patch>0|[1-9]\d{0,5})" \
     r"(?P<pre>-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?"
 _PATTERNS: dict[Provider, re.Pattern[str]] = {
     Provider.CLAUDE: re.compile(rf"{_SEMVER} \(Claude Code\)"),
     Provider.CODEX: re.compile(rf"codex-cli {_SEMVER}"),
+    # Gemini CLI 0.61.0 and OpenCode 1.18.33 print the bare version
+    Provider.GEMINI: re.compile(_SEMVER),
+    Provider.OPENCODE: re.compile(_SEMVER),
 }
 _EXAMPLES: dict[Provider, str] = {
     Provider.CLAUDE: "2.1.197 (Claude Code)",
     Provider.CODEX: "codex-cli 0.171.0",
+    Provider.GEMINI: "0.61.0",
+    Provider.OPENCODE: "1.18.33",
 }
 
 

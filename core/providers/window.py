@@ -90,7 +90,9 @@ class VersionWindow:
 
 
 NPM_PACKAGES: dict[Provider, str] = {Provider.CLAUDE: "@anthropic-ai/claude-code",
-                                     Provider.CODEX: "@openai/codex"}
+                                     Provider.CODEX: "@openai/codex",
+                                     Provider.GEMINI: "@google/gemini-cli",
+                                     Provider.OPENCODE: "opencode-ai"}
 """How each CLI is installed (the registry the real-CLI tier installs from too)."""
 
 
@@ -107,4 +109,10 @@ TESTED: dict[Provider, VersionWindow] = {
     # 0.166.0 (2026-10-29) is the oldest tested; 0.171.0 the newest released.
     Provider.CODEX: VersionWindow(Provider.CODEX, ((0, 166, 0), (0, 171, 0)),
                                   floor=(0, 166, 0), as_of="2026-12-05"),
+    # 0.61.0: the first recorded hooks (tests/fixtures/hooks/gemini-0.61.0.tsv).
+    Provider.GEMINI: VersionWindow(Provider.GEMINI, ((0, 61, 0),),
+                                   floor=(0, 61, 0), as_of="2026-12-06"),
+    # 1.18.33: the first recorded plugin events (tests/fixtures/hooks/opencode-1.18.33-*).
+    Provider.OPENCODE: VersionWindow(Provider.OPENCODE, ((1, 18, 33),),
+                                     floor=(1, 18, 33), as_of="2026-12-06"),
 }

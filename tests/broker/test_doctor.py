@@ -22,7 +22,8 @@ def test_doctor_healthy_then_names_a_broken_broker(
     parts = [line.split(":")[0].split(None, 1)[1] for line in out.splitlines()
              if not line.startswith(("verdict", "      do:"))]
     assert parts == ["switchboard", "registry", "broker", "session files", "tmux",
-                     "provider codex", "provider claude", "hooks"]
+                     "provider codex", "provider claude", "provider gemini",
+                     "provider opencode", "hooks"]
     assert out.splitlines()[-1] == "verdict: healthy"
     assert "no broker file yet" in out
 

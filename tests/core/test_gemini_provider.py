@@ -29,7 +29,7 @@ from core.providers.gemini import (
 )
 from core.providers.gemini_hooks import GEMINI_OUTCOMES, gemini_outcome
 
-RECORDING = (Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "gemini-pending"
+RECORDING = (Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
              / "gemini-0.61.0.tsv")
 SID = "3f0c8a52-1111-4222-8333-944455556677"
 HOOK = ("/opt/sb/switchboard", "hook")

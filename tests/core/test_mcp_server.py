@@ -193,7 +193,7 @@ def test_tools_list_has_four_tools_with_schemas(bare: McpProcess) -> None:
         # no tool takes authority as an argument
         assert not {"frame_id", "view_id", "pane_id", "pane"} & set(schema["properties"])
     assert tools["task_push"]["inputSchema"]["properties"]["provider"]["enum"] == \
-        ["claude", "codex"]
+        ["claude", "codex", "gemini", "opencode"]
 
 
 def test_parse_error_is_32700_and_the_server_keeps_serving(bare: McpProcess) -> None:
@@ -240,8 +240,8 @@ def test_unknown_tool_and_bad_params_are_32602(bare: McpProcess) -> None:
     ("task_push", {"title": "t"}, "missing required argument(s): brief"),
     ("task_push", {"title": "t", "brief": 3}, "brief must be a string"),
     ("task_push", {"title": "", "brief": "b"}, "title must not be empty"),
-    ("task_push", {"title": "t", "brief": "b", "provider": "gemini"},
-     "provider must be one of claude, codex"),
+    ("task_push", {"title": "t", "brief": "b", "provider": "mistral"},
+     "provider must be one of claude, codex, gemini, opencode"),
     ("task_push", {"title": "t", "brief": "b", "frame_id": "x"},
      "unexpected argument(s): frame_id"),
     ("task_complete_return", {"summary": "s"}, "missing required argument(s): next_action"),

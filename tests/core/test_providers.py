@@ -68,7 +68,23 @@ BY_NOTIFY_TYPE = {
 }
 
 
-def expected_outcome(event: str, payload: dict) -> tuple:
+GEMINI_BY_EVENT: dict[str, Outcome] = {
+    "BeforeAgent": (HookKind.PROMPT_SUBMITTED, Activity.WORKING, None, None),
+    "BeforeTool": (HookKind.TOOL_STARTED, Activity.WORKING, None, None),
+    "AfterTool": (HookKind.TOOL_FINISHED, Activity.WORKING, None, None),
+    "AfterAgent": TURN_DONE,
+    "SessionStart": (HookKind.SESSION_STARTED, None, None, RuntimePresence.LIVE),
+    "SessionEnd": (HookKind.SESSION_ENDED, None, None, RuntimePresence.STOPPED),
+}
+"""Gemini CLI 0.61.0's own event names (its permission dialog is a Notification)."""
+
+
+def expected_outcome(event: str, payload: dict, provider: Provider = Provider.CLAUDE) -> tuple:
+    if provider is Provider.GEMINI:
+        if event == "Notification":
+            assert payload["notification_type"] == "ToolPermission"
+            return (HookKind.NOTIFICATION, *NEEDS_PERMISSION, None)
+        return GEMINI_BY_EVENT[event]
     if event == "StopFailure" and payload.get("error") == "rate_limit":
         return (HookKind.OTHER, Activity.NEEDS_INPUT, ActivityReason.USAGE_LIMIT, None)
     if event == "Notification":
@@ -93,14 +109,14 @@ def test_every_recorded_line_normalizes(recording, provider, number, event, payl
 
     assert parsed.provider is provider
     assert parsed.event == event
-    assert outcome(parsed) == expected_outcome(event, document)
+    assert outcome(parsed) == expected_outcome(event, document, provider)
     if event == "notify":
         assert parsed.provider_session_id == document["thread-id"]
         assert parsed.turn_id == document["turn-id"]
     else:
         assert parsed.provider_session_id == document["session_id"]
-        turn_key = "prompt_id" if provider is Provider.CLAUDE else "turn_id"
-        assert parsed.turn_id == document.get(turn_key)
+        turn_key = {Provider.CLAUDE: "prompt_id", Provider.CODEX: "turn_id"}.get(provider)
+        assert parsed.turn_id == (document.get(turn_key) if turn_key else None)
     if event == "SessionStart":
         assert parsed.source == document["source"]
     if event == "SessionEnd":
@@ -111,6 +127,9 @@ def test_every_recorded_line_normalizes(recording, provider, number, event, payl
         # PermissionRequest.
         assert parsed.tool_use_id == document.get("tool_use_id")
         assert (parsed.tool_use_id is not None) == (event != "PermissionRequest")
+    elif event in ("BeforeTool", "AfterTool"):  # Gemini CLI: no tool-use id
+        assert parsed.tool_name == document["tool_name"]
+        assert parsed.tool_use_id is None
     else:
         assert parsed.tool_use_id is None
     assert parsed.model == document.get("model")  # Codex names its model; Claude 2.1.197 not
@@ -129,10 +148,12 @@ def test_every_recorded_line_normalizes(recording, provider, number, event, payl
 def test_every_release_of_the_window_has_a_recording():
     from core.providers.window import TESTED, dotted
 
-    recorded = {path.name for path in RECORDINGS}
+    recorded = {path.name for path in FIXTURES.iterdir()}
     for provider, window in TESTED.items():
         for version in window.tested:
-            assert f"{provider.value}-{dotted(version)}.tsv" in recorded
+            # OpenCode's plugin events are recorded as JSON lines, one file per launch
+            assert any(name.startswith(f"{provider.value}-{dotted(version)}")
+                       and name.endswith((".tsv", ".jsonl")) for name in recorded), provider
 
 
 def test_fixtures_cover_every_activity_outcome():
@@ -251,7 +272,7 @@ def test_control_prompt_is_recognised_without_keeping_the_text():
          "hook_payload_invalid"),
         ("claude", "Stop; rm -rf /", claude_payload("Stop").encode(), "hook_event_invalid"),
         ("claude", "", claude_payload("Stop").encode(), "hook_event_invalid"),
-        ("gemini", "Stop", claude_payload("Stop").encode(), "hook_provider_invalid"),
+        ("mistral", "Stop", claude_payload("Stop").encode(), "hook_provider_invalid"),
         ("codex", "notify", b'{"thread-id": "01a23608-d138-7bd0-b5fc-4cf37eeeb23a"}',
          "hook_payload_invalid"),
         ("codex", "notify", b'{"type": "agent-turn-complete"}', "hook_session_missing"),

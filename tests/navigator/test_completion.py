@@ -93,7 +93,8 @@ def test_bash_completes_commands_options_and_registry_names(
     assert "completion" in _bash(script, registry, "")
     assert _bash(script, registry, "fr") == ["frame"]
     assert set(_bash(script, registry, "frame", "")) >= {"list", "show", "start", "push"}
-    assert _bash(script, registry, "frame", "start", "x", "--provider", "") == ["claude", "codex"]
+    assert _bash(script, registry, "frame", "start", "x", "--provider", "") == [
+        "claude", "codex", "gemini", "opencode"]
     assert _bash(script, registry, "doctor", "--") == ["--help", "--json"]
     # a project name where a project goes, as a positional and as an option's value
     assert _bash(script, registry, "open", "") == ["alpha", "beta"]

@@ -7,10 +7,9 @@ private socket against the loopback Gemini API stand-in, and drives one short se
 as a person would: a plain prompt, a shell command that asks for permission and is
 allowed once, ``/quit``; then the same session again with ``--resume`` and one prompt.
 Paths are rewritten to ``/home/dev/...`` as in the other recordings, and the result goes
-to ``tests/fixtures/hooks/gemini-pending/gemini-<version>.tsv`` (beside the others once
-``Provider`` has a ``gemini`` member). Recording is a step of moving the tested window,
-not part of ``make test``; ``tests/realcli/record_hooks.py`` does the same for the other
-two CLIs.
+to ``tests/fixtures/hooks/gemini-<version>.tsv``, beside the other recordings. Recording
+is a step of moving the tested window, not part of ``make test``;
+``tests/realcli/record_hooks.py`` does the same for the other two CLIs.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from core.providers.gemini import plan
 from tests.realcli.gemini_standin import API_KEY, GeminiStandin
 from tests.realcli.install import ensure_gemini
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "gemini-pending"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 SESSION = "b647ebe7-d435-4405-be26-fae6cf724d98"
 WAIT_S = 90.0
 _RECORDER = (

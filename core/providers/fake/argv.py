@@ -69,6 +69,10 @@ class Opt:
         return next((n for n in self.names if n.startswith("--")), self.names[0])
 
 
+FAKE_PROVIDERS: tuple[str, ...] = ("claude", "codex")
+"""The providers whose CLI the fake agent emulates; any other is refused by name."""
+
+
 class ArgvError(Exception):
     """The real CLI would refuse this argv: its message (stderr) and exit code."""
 
@@ -81,7 +85,7 @@ class ArgvError(Exception):
 F, V, Q, L = Arity.FLAG, Arity.VALUE, Arity.OPTIONAL, Arity.VARIADIC
 
 FAKE_OPTIONS = (
-    Opt("--provider <provider>", V, "provider", ("claude", "codex")),
+    Opt("--provider <provider>", V, "provider", FAKE_PROVIDERS),
     Opt("--fake-version <version>", V, "fake_version"),
     Opt("--hook-command <command>", V, "hook_command"),
     Opt("--agent-command <command>", V, "agent_command"),
@@ -252,9 +256,10 @@ def provider_of(argv: list[str]) -> str:
             value = word.partition("=")[2]
         else:
             continue
-        if value in ("claude", "codex"):
+        if value in FAKE_PROVIDERS:
             return value
-        raise ArgvError(f"fake_agent: --provider must be claude or codex, not {value!r}", 2)
+        raise ArgvError(f"fake_agent: --provider must be one of {', '.join(FAKE_PROVIDERS)}, "
+                        f"not {value!r}", 2)
     raise ArgvError("fake_agent: --provider claude|codex is required", 2)
 
 
