@@ -9,6 +9,7 @@ differs is the script, because OpenCode offers its own tools under lowercase nam
 
 * ``OCTOOL`` -> the ``bash`` tool running ``OCTOOL_COMMAND`` (with ``"permission":
   {"bash": "ask"}`` in the launch config this is the permission prompt a test watches);
+* ``OCMCP`` -> the agent tool ``switchboard_transition_claim`` (MCP, no arguments);
 * ``OCSLOW`` -> a text answer held back for ``SLOW_S`` seconds (a turn that stays busy);
 * a tool result -> ``STANDIN-DONE <tool>``;
 * no tools offered (OpenCode's title request to its small model) -> ``STANDIN-SIDE``;
@@ -37,6 +38,9 @@ from tests.realcli.anthropic_standin import (
 OCTOOL_WORD = "OCTOOL"
 OCTOOL_COMMAND = "touch opencode-tooltest.txt"
 OCSLOW_WORD = "OCSLOW"
+OCMCP_WORD = "OCMCP"
+OCMCP_TOOL = "switchboard_transition_claim"
+"""The agent tool ``OCMCP`` calls, by the name OpenCode offers it (``<server>_<tool>``)."""
 SLOW_S = 4.0
 
 
@@ -68,6 +72,10 @@ def script(body: dict[str, Any]) -> Reply:
             return Reply(f"NO-TOOL: bash was not offered ({len(offered)} tools offered)")
         return Reply("Calling bash.", ToolCall("bash", {"command": OCTOOL_COMMAND,
                                                         "description": "Create a marker file"}))
+    if OCMCP_WORD in text:
+        if OCMCP_TOOL not in offered:
+            return Reply(f"NO-TOOL: {OCMCP_TOOL} was not offered ({len(offered)} offered)")
+        return Reply("Calling the agent tool.", ToolCall(OCMCP_TOOL, {}))
     if OCSLOW_WORD in text:
         return Reply("STANDIN-SLOW done", delay_s=SLOW_S)
     return Reply(f"STANDIN-OK: {text.strip()[:40]}")

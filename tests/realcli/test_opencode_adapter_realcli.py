@@ -18,7 +18,11 @@ import pytest
 
 from core.model.files import private_dir
 from core.model.session_enums import LaunchAction
-from core.providers.opencode import PLUGIN_FILE, plan
+from core.providers.agent_http import ENV_TOKEN, HttpEndpoint
+from core.providers.base import McpServer
+from core.providers.opencode import CONFIG_ENV, PLUGIN_FILE, plan
+from core.providers.opencode_usage import USAGE_FILE, read_opencode
+from tests.realcli.gemini_mcp_server import HttpToolServer
 from tests.realcli.install import OPENCODE_TESTED, RealCliUnavailable, ensure_opencode
 from tests.realcli.opencode_harness import TURN_S, private_env, start_pane, wait_for
 from tests.realcli.opencode_standin import OCTOOL_COMMAND, OpencodeStandin
@@ -112,3 +116,47 @@ def test_adapter_launch_delivers_hooks_and_resumes_by_id(
             for h in later} == {ident}
     # The person's own config came out as it went in.
     assert person.read_bytes() == theirs
+    # Usage: each turn end names the plugin's file, which holds every completed model
+    # request of the session (first turn 1, tool turn 2, resumed turn 1), 0600.
+    usage = run_dir / USAGE_FILE
+    idle = [h["event"] for h in first + later if h["argv"][-1] == "session.idle"]
+    assert {event["transcript_path"] for event in idle} == {str(usage)}
+    assert stat.S_IMODE(usage.stat().st_mode) == 0o600
+    batch = read_opencode(usage.read_bytes(), {})
+    assert batch.bad_lines == 0 and batch.per_model["claude-sonnet-4-5"].requests == 4
+
+
+def test_agent_tools_over_http_with_the_launch_token_and_the_approved_tool_unasked(
+        opencode_binary: Path, tmp_path: Path, tmux_socket: Path) -> None:
+    """The person asks before every tool (``"*": "ask"``); the launch's rule for the
+    approved agent tool wins for exactly that tool, reached over Streamable HTTP with
+    ``Authorization: Bearer`` from the pane environment, the token in no file."""
+    hooks = tmp_path / "hooks.jsonl"
+    script = tmp_path / "hook.py"
+    script.write_text(HOOK_SCRIPT, encoding="utf-8")
+    run_dir = private_dir(tmp_path / "run")
+    calls = tmp_path / "calls.log"
+    token = "tok-opencode-launch-4242"
+    person = tmp_path / "config" / "opencode" / "opencode.json"
+    with OpencodeStandin() as api, HttpToolServer(str(calls)) as tools:
+        person.parent.mkdir(parents=True)
+        person.write_text(json.dumps({"$schema": "https://opencode.ai/config.json",
+                                      **api.provider_config(), "permission": {"*": "ask"}}),
+                          encoding="utf-8")
+        agent_tools = McpServer(("unused",), (), approved_tools=("transition_claim",),
+                                http=HttpEndpoint(tools.url, token))
+        launch = plan((str(opencode_binary),), LaunchAction.NEW, None, None, run_dir,
+                      (sys.executable, str(script), str(hooks)), agent_tools)
+        assert token not in dict(launch.env)[CONFIG_ENV]
+        assert all(token not in f.read_text(encoding="utf-8") for f in run_dir.iterdir())
+        tui = start_pane(tmp_path, tmux_socket, hooks, launch.argv,
+                         {**private_env(tmp_path), **dict(launch.env)})
+        tui.type_line("OCMCP please")
+        wait_for("session.idle after the agent tool", lambda: "session.idle" in _names(hooks),
+                 TURN_S, tui.screen)
+        tui.tmux("kill-server")
+        seen = tools.auth
+    assert calls.read_text(encoding="utf-8").split("\t")[0] == "transition_claim"
+    assert seen and set(seen) == {f"Bearer {token}"}
+    assert "permission.asked" not in _names(hooks)
+    assert ENV_TOKEN in dict(launch.env)
