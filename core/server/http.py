@@ -21,10 +21,14 @@ Every request is checked before its body is read, each refusal one line of text:
 - A body over ``MAX_BODY_BYTES`` is 413 (not read), one without a length 411.
 
 One client never delays another: each connection has its own thread (at most
-``MAX_CONNECTIONS``; past that a connection is closed at once), every read has a
-timeout (``READ_TIMEOUT_S``) and a whole request a deadline, and calls are bounded
-(``MAX_CALLS`` at once, ``MAX_CALLS_PER_TOKEN`` of them per launch, each killed after
-``CALL_TIMEOUT_S``).
+``MAX_CONNECTIONS``), every read and write has a timeout (``READ_TIMEOUT_S``) and a whole
+request a deadline, and calls are bounded (``MAX_CALLS`` at once, ``MAX_CALLS_PER_TOKEN``
+of them per launch, each killed after ``CALL_TIMEOUT_S``). A new connection past
+``MAX_CONNECTIONS`` takes the place of the one that has waited longest for a request
+(one that never sends, a slowloris head, an idle keep-alive), so connections held open
+without a request cannot lock the agents out; a launch's token holds at most
+``MAX_BUSY_PER_TOKEN`` connections with a request in progress (more get 503), so one
+launch's requests cannot take every place either.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -54,6 +59,9 @@ READ_TIMEOUT_S = 10.0
 REQUEST_DEADLINE_S = 30.0
 """A request's body must have arrived whole by then (a trickling client is cut off)."""
 MAX_CONNECTIONS = 64
+MAX_BUSY_PER_TOKEN = 8
+"""Connections of one launch's token with a request in progress at once (Claude Code and
+Codex use one or two)."""
 MAX_CALLS = 16
 MAX_CALLS_PER_TOKEN = 4
 CALL_TIMEOUT_S = 110.0
@@ -155,10 +163,24 @@ def launch_ended(env: dict[str, str]) -> str | None:
     return None
 
 
+@dataclass
+class Link:
+    """One open connection: whether it waits for a request (and since when), or which
+    token's request it is serving."""
+
+    sock: socket.socket
+    waiting: bool = True
+    since: float = field(default_factory=time.monotonic)
+    token: str | None = None
+
+
 class AgentToolServer(ThreadingHTTPServer):
     """127.0.0.1 only, an ephemeral port, a thread per connection (bounded)."""
 
     daemon_threads = True
+    request_queue_size = 128
+    """The listen backlog: with socketserver's 5, a burst of connections (agents starting
+    together, or a flood) overflowed it and each further connect waited a 1 s SYN retry."""
     allow_reuse_address = True
     """A restarted server takes its predecessor's port even with connections of the old one
     still in TIME_WAIT (on Linux this never lets two listeners share a port)."""
@@ -166,7 +188,8 @@ class AgentToolServer(ThreadingHTTPServer):
     def __init__(self, tokens: Path, log: Path, port: int = 0) -> None:
         self.registry = Registry(tokens)
         self.log_file = log
-        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.links: dict[socket.socket, Link] = {}
+        self.links_lock = threading.Lock()
         self.calls = threading.BoundedSemaphore(MAX_CALLS)
         super().__init__(("127.0.0.1", port), Handler)
 
@@ -175,17 +198,53 @@ class AgentToolServer(ThreadingHTTPServer):
         return int(self.server_address[1])
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.connections.acquire(blocking=False):
-            self.log("refused a connection: too many open at once")
-            self.shutdown_request(request)
-            return
+        with self.links_lock:
+            if len(self.links) >= MAX_CONNECTIONS and not self._evict_longest_waiting():
+                self.log(f"refused a connection: {MAX_CONNECTIONS} open, each with a "
+                         "request in progress")
+                self.shutdown_request(request)
+                return
+            self.links[request] = Link(request)
         super().process_request(request, client_address)
+
+    def _evict_longest_waiting(self) -> bool:
+        """Close the connection that has waited longest for a request (under the lock);
+        False when every connection has a request in progress."""
+        waiting = [link for link in self.links.values() if link.waiting]
+        if not waiting:
+            return False
+        victim = min(waiting, key=lambda link: link.since)
+        del self.links[victim.sock]
+        with contextlib.suppress(OSError):
+            victim.sock.shutdown(socket.SHUT_RDWR)  # its thread's read ends; it closes
+        return True
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.connections.release()
+            with self.links_lock:
+                self.links.pop(request, None)
+
+    def link_waits(self, sock: socket.socket) -> None:
+        """The connection is between requests (or before its first): evictable."""
+        with self.links_lock:
+            link = self.links.get(sock)
+            if link is not None:
+                link.waiting, link.since, link.token = True, time.monotonic(), None
+
+    def link_busy(self, sock: socket.socket, token: str | None = None) -> bool:
+        """A request is in progress on the connection (of ``token`` once it is known);
+        False when that token already has ``MAX_BUSY_PER_TOKEN`` of them."""
+        with self.links_lock:
+            link = self.links.get(sock)
+            if link is None:
+                return True
+            if token is not None and sum(1 for other in self.links.values()
+                                         if other.token == token) >= MAX_BUSY_PER_TOKEN:
+                return False
+            link.waiting, link.token = False, token
+            return True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         self.log(f"a request failed: {sys.exc_info()[1]!r}")
@@ -285,6 +344,16 @@ class Handler(BaseHTTPRequestHandler):
                 return
         super().handle()
 
+    def handle_one_request(self) -> None:
+        self.server.link_waits(self.connection)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if parsed:
+            self.server.link_busy(self.connection)
+        return parsed
+
     def _plain(self, status: HTTPStatus, line: str, *, close: bool = False,
                headers: tuple[tuple[str, str], ...] = ()) -> None:
         body = (line + "\n").encode("utf-8")
@@ -358,6 +427,11 @@ class Handler(BaseHTTPRequestHandler):
                          headers=(("WWW-Authenticate", 'Bearer error="invalid_token"'),))
             return
         digest, env = found
+        if not self.server.link_busy(self.connection, digest):
+            self._refuse(HTTPStatus.SERVICE_UNAVAILABLE,
+                         f"busy: this launch already has {MAX_BUSY_PER_TOKEN} requests in "
+                         "progress; send one after another", close=True)
+            return
         length_text = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") or length_text is None or \
                 not length_text.isdigit():

@@ -193,6 +193,9 @@ def test_a_5_mib_body_gets_413_and_the_server_goes_on(served: Served) -> None:
 def test_slow_clients_do_not_delay_another(served: Served) -> None:
     port = served.info.port
     stalled: list[socket.socket] = []
+    slow_session = served.run_dir / "session-slow"
+    slow_session.mkdir(mode=0o700)
+    slow = agent_http.register_token(served.run_dir, slow_session, {})
     try:
         for _ in range(8):
             # Half a request line, then nothing (slowloris)
@@ -203,7 +206,7 @@ def test_slow_clients_do_not_delay_another(served: Served) -> None:
             sock = socket.create_connection(("127.0.0.1", port), timeout=30)
             sock.sendall("\r\n".join([
                 "POST /mcp HTTP/1.1", f"Host: {served.host}",
-                f"Authorization: Bearer {served.token}", "Content-Length: 1000"]).encode()
+                f"Authorization: Bearer {slow}", "Content-Length: 1000"]).encode()
                 + b"\r\n\r\n" + b'{"jsonrpc"')
             stalled.append(sock)
             # Connected, never a byte
