@@ -1,8 +1,7 @@
-"""Gemini CLI (issue 41), the third provider: its launch, per-launch settings and hooks.
+"""Gemini CLI (issue 41), the third provider: its adapter, launch, per-launch settings.
 
-Not registered yet: ``Provider`` has no ``gemini`` member, so nothing routes a launch
-here. This module holds what the adapter needs, each piece read from Gemini CLI
-0.61.0's own bundle and checked by running it (``tests/realcli/test_gemini_realcli.py``):
+Each piece was read from Gemini CLI 0.61.0's own bundle and checked by running it
+(``tests/realcli/test_gemini_realcli.py``):
 
 * **Identity.** ``gemini --session-id UUID`` starts a new session with an id chosen
   before exec (a reused id is refused by the CLI; a non-UUID is *not*, so it is checked
@@ -29,6 +28,15 @@ here. This module holds what the adapter needs, each piece read from Gemini CLI
   $SWITCHBOARD_MCP_TOKEN``. The approved tools run without a question through a
   per-launch policy file (``--policy``), rules of the user tier that allow exactly
   those tools of this server.
+* **No CI variables.** Gemini CLI turns its interactive mode off when its environment
+  says CI (``CI``, ``CONTINUOUS_INTEGRATION``, any ``CI_*``: the ``is-in-ci`` check;
+  ``CI=true`` or ``GITHUB_ACTIONS=true`` also make it headless), and a pane inherits the
+  environment its tmux server was started with. A launch runs it through ``env -u``
+  for each of those names (the fixed ones, and every ``CI_*`` the engine's environment
+  has), so an agent started from a CI job or a terminal that exports one still gets its
+  interactive screen.
+* **No fork.** Gemini CLI 0.61.0 has no way to start a new session as a copy of
+  another's conversation, so ``frame fork`` of a Gemini task is refused by name.
 """
 
 from __future__ import annotations
@@ -41,15 +49,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.model.enums import LaunchAction
-from core.model.errors import ProviderError
+from core.model.enums import LaunchAction, Provider
+from core.model.errors import ConfigError, ProviderError
 from core.model.files import private_dir, read_bounded, write_private
+from core.model.usage import UsageBatch
 from core.providers.agent_http import ENV_TOKEN
-from core.providers.base import McpServer
+from core.providers.base import AdapterCommon, HookPlace, LaunchInputs, LaunchPlan, McpServer
 from core.providers.hook_files import HOOK_TIMEOUT_S, check_hook_command
 
-GEMINI = "gemini"
-"""The provider's name (its ``Provider`` value once registered) and its binary."""
+GEMINI = Provider.GEMINI.value
+"""The provider's name and its binary."""
 GEMINI_HOME_ENV = "GEMINI_CLI_HOME"
 GEMINI_DIR = ".gemini"
 SETTINGS_FILE = "settings.json"
@@ -273,3 +282,73 @@ def plan(command: Sequence[str], action: LaunchAction, session_id: str,
         env += ((ENV_TOKEN, agent_tools.http.token),)
     return GeminiLaunch(argv=launch_argv(command, action, session_id, initial_prompt, policy),
                         env=env, session_id=session_id)
+
+
+CI_VARIABLES: tuple[str, ...] = ("CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS")
+CI_PREFIX = "CI_"
+
+
+def without_ci(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """``env -u NAME ... argv``: the CI variables are gone from the CLI's environment
+    (module docstring); removing one that is not set is harmless."""
+    names = sorted({*CI_VARIABLES, *(k for k in environ if k.startswith(CI_PREFIX))})
+    unset = [word for name in names for word in ("-u", name)]
+    return ("env", *unset, *argv)
+
+
+@dataclass(frozen=True)
+class GeminiAdapter(AdapterCommon):
+    """Gemini CLI: an id chosen before exec, per-launch settings through its home."""
+
+    provider: Provider = Provider.GEMINI
+    command: tuple[str, ...] = (GEMINI,)
+    hook_events: tuple[str, ...] = GEMINI_HOOK_EVENTS
+
+    def launch_plan(self, action: LaunchAction, session_id: str | None,
+                    initial_prompt: str | None, settings_path: Path | None) -> LaunchPlan:
+        """argv without per-launch files (``plan`` writes them): Gemini CLI reads no
+        settings file named on its command line, so none can be given here."""
+        if settings_path is not None:
+            raise ProviderError("gemini takes no settings file on its command line; its "
+                                "launch settings come from the launch's own home",
+                                code="launch_invalid")
+        action = LaunchAction(action)
+        checked = _check_uuid(session_id, f"{action.value} launch")
+        return LaunchPlan(provider=self.provider, action=action, session_id=checked,
+                          argv=launch_argv(self.command, action, checked, initial_prompt))
+
+    def plan(self, inputs: LaunchInputs) -> LaunchPlan:
+        """The launch's home (settings with our hooks and MCP server, links to the
+        person's login, trust and sessions), its policy file, and argv without CI."""
+        if inputs.fork_from is not None:
+            raise ProviderError("gemini cannot fork a conversation (Gemini CLI 0.61.0 has "
+                                "no fork); push a new task instead", code="launch_invalid")
+        launch = plan(self.command, inputs.action, inputs.session_id, inputs.initial_prompt,
+                      inputs.run_dir, inputs.hook_command, inputs.agent_tools, os.environ)
+        return LaunchPlan(provider=self.provider, action=LaunchAction(inputs.action),
+                          argv=without_ci(launch.argv, os.environ), env=launch.env,
+                          session_id=launch.session_id)
+
+    def new_session_id(self, fresh_id: str) -> str:
+        return fresh_id  # ``gemini --session-id UUID`` creates exactly that session
+
+    def hook_location(self, place: HookPlace) -> Path:
+        raise ConfigError("hooks install is not available for gemini: Switchboard's Gemini "
+                          "launches carry their hooks in their own settings home")
+
+    def hook_files(self, location: Path) -> tuple[Path, ...]:
+        return (location,)
+
+    def hook_dir(self, location: Path) -> Path:
+        return location.parent
+
+    def render_hook_files(self, hook_command: Sequence[str],
+                          originals: Sequence[bytes | None]) -> tuple[bytes, ...]:
+        raise ConfigError("hooks install is not available for gemini")
+
+    def read_usage(self, data: bytes, state: dict[str, Any],
+                   now_ms: int | None = None) -> UsageBatch:
+        """Gemini CLI's chat record: each reply's ``tokens``, once per message id."""
+        from core.providers.gemini_usage import read_gemini
+
+        return read_gemini(data, state, now_ms)

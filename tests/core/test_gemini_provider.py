@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from core.model.enums import LaunchAction
-from core.model.errors import ProviderError
+from core.model.enums import LaunchAction, Provider
+from core.model.errors import ConfigError, ProviderError
 from core.model.session_enums import Activity, ActivityReason, RuntimePresence
 from core.providers.agent_http import ENV_TOKEN, HttpEndpoint
-from core.providers.base import McpServer
+from core.providers.base import HookPlace, LaunchInputs, McpServer
 from core.providers.gemini import (
     GEMINI_HOME_ENV,
     GEMINI_HOOK_EVENTS,
     MCP_SERVER_NAME,
+    POLICY_FILE,
+    GeminiAdapter,
     launch_argv,
     person_gemini_dir,
     plan,
@@ -28,6 +30,7 @@ from core.providers.gemini import (
     write_overlay,
 )
 from core.providers.gemini_hooks import GEMINI_OUTCOMES, gemini_outcome
+from core.providers.gemini_usage import read_gemini
 
 RECORDING = (Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
              / "gemini-0.61.0.tsv")
@@ -175,3 +178,87 @@ def test_broken_settings_of_theirs_are_refused_by_name_and_nothing_is_written(
 def test_the_person_gemini_home_follows_their_own_variable(tmp_path: Path) -> None:
     assert person_gemini_dir({"HOME": "/h"}) == Path("/h/.gemini")
     assert person_gemini_dir({"HOME": "/h", GEMINI_HOME_ENV: "/g"}) == Path("/g/.gemini")
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+def _inputs(tmp_path: Path, **changes: object) -> LaunchInputs:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    fields: dict[str, object] = dict(
+        action=LaunchAction.NEW, session_id=SID, initial_prompt=None, run_dir=run,
+        launch_id="l-1", hook_command=HOOK, agent_tools=TOOLS)
+    fields.update(changes)
+    return LaunchInputs(**fields)  # type: ignore[arg-type]
+
+
+def test_the_adapter_plans_a_launch_without_ci_variables(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "person"))
+    monkeypatch.delenv(GEMINI_HOME_ENV, raising=False)
+    monkeypatch.setenv("CI_JOB_TOKEN", "x")
+    adapter = GeminiAdapter(command=("/opt/gemini",))
+    launched = adapter.plan(_inputs(tmp_path, initial_prompt="go on"))
+    assert launched.provider is Provider.GEMINI and launched.session_id == SID
+    argv = launched.argv
+    start = argv.index("/opt/gemini")
+    unset = argv[1:start]
+    assert argv[0] == "env" and unset[::2] == ("-u",) * (len(unset) // 2)
+    assert {"CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS", "CI_JOB_TOKEN"} == set(unset[1::2])
+    assert argv[start:] == ("/opt/gemini", "--policy", str(tmp_path / "run" / POLICY_FILE),
+                            "--session-id", SID, "--prompt-interactive", "go on")
+    assert launched.env_dict[GEMINI_HOME_ENV] == str(tmp_path / "run" / "gemini-home")
+    assert adapter.new_session_id(SID) == SID
+
+
+def test_the_adapter_resumes_by_id_and_refuses_a_fork_and_a_bad_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "person"))
+    adapter = GeminiAdapter()
+    resumed = adapter.plan(_inputs(tmp_path, action=LaunchAction.RESUME))
+    assert resumed.argv[-2:] == ("--resume", SID)
+    with pytest.raises(ProviderError, match="cannot fork"):
+        adapter.plan(_inputs(tmp_path, fork_from=SID))
+    with pytest.raises(ProviderError, match="UUID"):
+        adapter.plan(_inputs(tmp_path, session_id="pending-123"))
+    with pytest.raises(ProviderError, match="settings file"):
+        adapter.launch_plan(LaunchAction.NEW, SID, None, tmp_path / "s.json")
+
+
+def test_hooks_install_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match="gemini"):
+        GeminiAdapter().hook_location(HookPlace(project=Path("/p")))
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def _line(**fields: object) -> bytes:
+    return (json.dumps(fields) + "\n").encode()
+
+
+def test_usage_counts_each_reply_once_and_never_a_replayed_history() -> None:
+    reply = dict(id="a1", type="gemini", model="gemini-3.1-pro-preview",
+                 tokens={"input": 1234, "output": 56, "cached": 789, "thoughts": 7,
+                         "tool": 3, "total": 1297})
+    data = (_line(sessionId=SID, kind="main") + _line(id="u1", type="user", content=[])
+            + _line(**reply) + _line(**{"$set": {"lastUpdated": "x"}}) + b'{"id": "half')
+    batch = read_gemini(data, {})
+    usage = batch.per_model["gemini-3.1-pro-preview"]
+    assert usage.requests == 1
+    assert usage.tokens.as_list() == [1234 - 789 + 3, 56 + 7, 789, 0, 7]
+    assert batch.offset == data.rfind(b"\n") + 1  # the unfinished line waits
+    again = read_gemini(_line(**reply), batch.state)  # the same message: nothing more
+    assert again.empty
+    # a resumed session's new file starts with the whole history: never counted again
+    history = _line(**{"$set": {"messages": [reply, dict(reply, id="a2")]}})
+    assert read_gemini(history, {}).empty
+
+
+def test_a_bad_count_skips_its_line_only() -> None:
+    data = (_line(id="b", type="gemini", tokens={"input": -1})
+            + _line(id="c", type="gemini", model="m", tokens={"input": 10, "output": 2}))
+    batch = read_gemini(data, {})
+    assert batch.bad_lines == 1 and batch.per_model["m"].tokens.total == 12
+    assert GeminiAdapter().read_usage(data, {}).per_model["m"].requests == 1
