@@ -1,9 +1,13 @@
-"""A minimal MCP stdio server exposing the three agent tools.
+"""The agent tools' MCP messages: one handler for the home's server and for stdio.
 
-Newline-delimited JSON-RPC 2.0 (the MCP stdio transport): initialize,
-tools/list, tools/call and ping. Authority still comes only from the
-capability in the server process's environment, which the provider inherits
-from its pane; no tool takes a frame, view or pane argument.
+``handle`` answers one JSON-RPC 2.0 message (initialize, tools/list, tools/call,
+ping). Launched agents reach it over MCP streamable HTTP through the home's
+``switchboard server`` (``core.server``: each ``tools/call`` runs in a process with
+that launch's environment). ``serve`` is the same handler over newline-delimited
+stdio (``switchboard mcp``): no launch starts it; it is the tools' reference
+loop for tests and for a person running a tool by hand in an agent's pane.
+Authority comes only from the capability in the calling process's environment; no
+tool takes a frame, view or pane argument.
 
 Failure shapes follow MCP: malformed JSON is -32700, a message that is not a
 request is -32600, an unknown method -32601, an unknown tool -32602. Anything
@@ -16,10 +20,8 @@ keeps serving: one bad call must never take the tools away from the agent.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -204,74 +206,16 @@ def _skip_rest_of_line(stdin: BinaryIO) -> None:
             return
 
 
-ENV_REPLAY_FD = "SWITCHBOARD_MCP_REPLAY_FD"
-"""Set by the agent-tool shim (``core/providers/mcp_shim.c``) when it falls back to this
-server: an open, unlinked file of the lines it had read and not answered (the request
-in flight, and what followed it), to be read before stdin."""
-REPLAY_MAX_BYTES = MAX_LINE_BYTES + 2 * 65536
-"""The most a shim can hold unanswered: one whole line and the rest of one read."""
-
-
-class _ReplayThenStdin(io.RawIOBase):
-    """The shim's unanswered lines, then stdin, as one stream."""
-
-    def __init__(self, replay: bytes, rest: BinaryIO) -> None:
-        super().__init__()
-        self._replay = memoryview(replay)
-        self._rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        target = memoryview(buffer).cast("B")
-        if self._replay:
-            count = min(len(target), len(self._replay))
-            target[:count] = self._replay[:count]
-            self._replay = self._replay[count:]
-            return count
-        read1 = getattr(self._rest, "read1", self._rest.read)
-        data = read1(len(target))
-        target[:len(data)] = data
-        return len(data)
-
-
-def _with_replay(stdin: BinaryIO) -> BinaryIO:
-    """``stdin`` preceded by what the shim handed over (``ENV_REPLAY_FD``), if anything.
-
-    Why: a shim that loses its host server execs this server in its own process; a
-    request it had already read from the client would otherwise never be answered and
-    the client would wait for it until its own timeout. The variable is removed (no
-    tool's process inherits it) and only a regular file of this user is read."""
-    raw = os.environ.pop(ENV_REPLAY_FD, None)
-    if raw is None or not raw.isdigit() or int(raw) <= 2:
-        return stdin
-    fd = int(raw)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
-            return stdin
-        with os.fdopen(fd, "rb") as replay_file:
-            replay = replay_file.read(REPLAY_MAX_BYTES)
-    except OSError:
-        return stdin
-    if not replay:
-        return stdin
-    return io.BufferedReader(_ReplayThenStdin(replay, stdin))
-
-
 def serve(stdin: BinaryIO, stdout: BinaryIO, ready_file: str | None = None) -> None:
     """Serve until stdin closes: one JSON message per line in, one reply per line out.
 
     Each line is read with a bound: an oversized one gets a JSON-RPC error
-    (id null: its id was never read) and the server keeps serving. Lines a falling-back
-    shim had read and not answered come first (``ENV_REPLAY_FD``).
+    (id null: its id was never read) and the server keeps serving.
     ``ready_file`` (default: ``$SWITCHBOARD_MCP_READY_FILE``) is created after the
     first ``tools/list`` reply has been written and flushed.
     """
     if ready_file is None:
         ready_file = os.environ.get(ENV_READY_FILE)
-    stdin = _with_replay(stdin)
     while True:
         message: Any = None
         line = stdin.readline(MAX_LINE_BYTES + 1)

@@ -104,13 +104,14 @@ class ClaudeAdapter(AdapterCommon):
         wait for the agent tools, their permission) and ``--mcp-config`` file."""
         from core.providers import claude_settings
 
-        ready = claude_settings.fresh_ready_file(inputs.run_dir, inputs.launch_id)
         http = inputs.agent_tools.http
+        if http is None:
+            raise ProviderError("claude needs the agent tools' HTTP endpoint "
+                                "(`switchboard server`) to launch", code="launch_invalid")
+        ready = claude_settings.fresh_ready_file(inputs.run_dir, inputs.launch_id)
         settings = claude_settings.write_claude_launch_settings(
-            inputs.run_dir / "claude-settings.json", inputs.hook_command, ready,
-            http=http is not None)
-        mcp_config = claude_settings.write_mcp_config(inputs.run_dir,
-                                                      inputs.agent_tools.argv, ready, http)
+            inputs.run_dir / "claude-settings.json", inputs.hook_command, ready)
+        mcp_config = claude_settings.write_mcp_config(inputs.run_dir, http)
         return self.launch_plan(inputs.action, inputs.session_id, inputs.initial_prompt,
                                 settings, mcp_config=mcp_config, fork_from=inputs.fork_from)
 

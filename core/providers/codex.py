@@ -43,7 +43,7 @@ from core.providers.base import (
     check_prompt,
     check_uuid,
 )
-from core.providers.codex_config import SessionHooks, _toml_array, toml_string
+from core.providers.codex_config import SessionHooks, toml_string
 from core.providers.hooks import CODEX_HOOK_EVENTS
 
 CODEX_HOME_ENV = "CODEX_HOME"
@@ -55,17 +55,14 @@ TOOL_APPROVED = "approve"
 def mcp_overrides(server: McpServer) -> tuple[str, ...]:
     """The agent tools as ``-c`` config overrides (dotted key = TOML value): nothing
     is written, and each approved tool runs without a question (this launch only)."""
+    if server.http is None:
+        raise ProviderError("codex needs the agent tools' HTTP endpoint "
+                            "(`switchboard server`) to launch", code="launch_invalid")
     key = f"mcp_servers.{MCP_SERVER_NAME}"
-    if server.http is not None:
-        # Streamable HTTP: Codex sends ``Authorization: Bearer $SWITCHBOARD_MCP_TOKEN``
-        # (the variable's value is in the pane environment, never on the command line).
-        flags = ["-c", f"{key}.url={toml_string(server.http.url)}",
-                 "-c", f"{key}.bearer_token_env_var={toml_string(ENV_TOKEN)}"]
-    else:
-        command, *args = server.argv
-        flags = ["-c", f"{key}.command={toml_string(command)}",
-                 "-c", f"{key}.args={_toml_array(args)}",
-                 "-c", f"{key}.env_vars={_toml_array(server.env_vars)}"]
+    # Streamable HTTP: Codex sends ``Authorization: Bearer $SWITCHBOARD_MCP_TOKEN`` (the
+    # variable's value is in the pane environment, never on the command line).
+    flags = ["-c", f"{key}.url={toml_string(server.http.url)}",
+             "-c", f"{key}.bearer_token_env_var={toml_string(ENV_TOKEN)}"]
     for tool in server.approved_tools:
         flags += ["-c", f"{key}.tools.{tool}.approval_mode={toml_string(TOOL_APPROVED)}"]
     return tuple(flags)

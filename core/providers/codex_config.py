@@ -11,7 +11,7 @@ import json
 import re
 import shlex
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.model.enums import Provider
@@ -98,10 +98,6 @@ def toml_string(value: str) -> str:
     """
     return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
-
-
-def _toml_array(values: Iterable[str]) -> str:
-    return "[" + ", ".join(toml_string(v) for v in values) + "]"
 
 
 CODEX_CONFIG_FILE = "config.toml"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,7 @@ from core.model.enums import LaunchAction, PlacementState, Provider, RuntimePres
 from core.model.errors import Conflict, InvariantViolation, ProviderError, SwitchboardError
 from core.model.files import FolderNotPrivate, own_dir
 from core.model.tool_schemas import TOOLS as MCP_TOOLS
-from core.providers.agent_http import HttpEndpoint
+from core.providers.agent_http import ENV_TRANSPORT, HttpEndpoint, ServerUnavailable
 from core.providers.base import LaunchInputs, McpServer
 from core.providers.checks import check_provider
 from core.runtime.stage import CONTROL_TEMPLATE, gate_name
@@ -139,9 +138,10 @@ def run(ctx: Context, launch_id: str, *, present: bool = True,
         argv, env = _plan(ctx, provider, LaunchAction(launch["action"]), session,
                           CONTROL_TEMPLATE if initial_prompt_for else None,
                           launch_id=launch_id, tool_env=tool_env)
-    except (FolderNotPrivate, ProviderError) as exc:
-        # A run or socket folder someone else could reach, or a launch the adapter
-        # refuses (a fork whose parent session is gone): no pane, the start undone.
+    except (FolderNotPrivate, ProviderError, ServerUnavailable) as exc:
+        # A run folder someone else could reach, a launch the adapter refuses (a fork
+        # whose parent session is gone), or no server for its agent tools: no pane,
+        # the start undone.
         _roll_back_bundle(ctx, launch_id, f"{exc.code}: {exc.message}")
         raise
     env.update(tool_env)
@@ -221,22 +221,16 @@ def _plan(ctx: Context, provider: Provider, action: LaunchAction, session: sqlit
 
     config = ctx.config.providers.get(provider)
     command = config.command if config else None
-    home = getattr(ctx, "home", None)
-    run_dir = (home.run_dir if home is not None else engine_tmp()) / session["session_key"] \
-        .replace(":", "_")
-    own_dir(run_dir)
-    http = _http_endpoint(ctx, session, run_dir, launch_id, tool_env)
+    run_dir = own_dir(ctx.require_home().run_dir / session["session_key"].replace(":", "_"))
+    http = _agent_endpoint(ctx, session, run_dir, launch_id, tool_env or {})
     plan = get_adapter(provider, command).plan(LaunchInputs(
         fork_from=_fork_from(ctx, launch_id),
         action=action, session_id=session["provider_session_id"],
         initial_prompt=initial_prompt, run_dir=run_dir, launch_id=launch_id,
         hook_command=tuple(hook_command(ctx)),
-        agent_tools=McpServer(_agent_tools(home), AGENT_TOOL_ENV, AGENT_TOOL_NAMES, http)))
+        agent_tools=McpServer((), AGENT_TOOL_ENV, AGENT_TOOL_NAMES, http)))
     env = dict(plan.env)
-    if http is not None:
-        from core.providers.agent_http import ENV_TRANSPORT
-
-        env[ENV_TRANSPORT] = "http"  # its turn-start hook restarts a killed server
+    env[ENV_TRANSPORT] = "http"  # its turn-start hook restarts a killed server
     return list(plan.argv), env
 
 
@@ -249,27 +243,19 @@ def _fork_from(ctx: Context, launch_id: str) -> str | None:
     return fork_source(ctx, ctx.conn, launch) if launch is not None else None
 
 
-def _http_endpoint(ctx: Context, session: sqlite3.Row, run_dir: Path,
-                   launch_id: str, tool_env: dict[str, str] | None) -> HttpEndpoint | None:
-    """With ``[agent_tools] transport = "http"``: the home's server (started when it is
-    not running) and a token for this launch, registered with the launch's tool
-    environment. None keeps the stdio path: the other transport, no home (a test's
-    context), or a server that cannot start (the agent keeps its tools; the server's
-    log says why)."""
-    from core.config.config import AgentToolTransport
+def _agent_endpoint(ctx: Context, session: sqlite3.Row, run_dir: Path,
+                    launch_id: str, tool_env: dict[str, str]) -> HttpEndpoint:
+    """The agent tools of one launch: the home's ``switchboard server`` (started when it
+    is not running) and a bearer token for this launch, registered with the launch's
+    tool environment. The only transport (issue 38.2): no process of the agent's serves
+    the tools. A server that cannot start raises ``ServerUnavailable``: the launch is
+    refused before any pane exists, in one line naming the server's log."""
     from core.model.tool_schemas import ENV_READY_FILE
     from core.providers import agent_http
     from core.providers.claude_settings import READY_PREFIX
 
-    home = getattr(ctx, "home", None)
-    section = getattr(ctx.config, "agent_tools", None)
-    if home is None or tool_env is None or section is None or \
-            section.transport is not AgentToolTransport.HTTP:
-        return None
-    try:
-        info = agent_http.ensure_server(home.run_dir, home.child_env())
-    except agent_http.ServerUnavailable:
-        return None
+    home = ctx.require_home()
+    info = agent_http.ensure_server(home.run_dir, home.child_env())
     # The launch's "tools listed" marker, written by the server on this token's first
     # ``tools/list``: Claude's prompt waits for it (``fresh_ready_file``); Codex's
     # launch has no wait, and the marker is only a file in its run folder.
@@ -281,19 +267,6 @@ def _http_endpoint(ctx: Context, session: sqlite3.Row, run_dir: Path,
     return agent_http.HttpEndpoint(info.url, token)
 
 
-def _agent_tools(home: object) -> tuple[str, ...]:
-    """What the agent's CLI starts for its tools: the ~1 MB shim in front of this home's
-    one agent-tool host server when it can be built, else ``MCP_SERVER_ARGV``
-    (``core.providers.agent_tools``)."""
-    from core.providers.agent_tools import agent_tool_argv
-
-    run_dir = getattr(home, "run_dir", None)
-    return agent_tool_argv(run_dir if isinstance(run_dir, Path) else engine_tmp(),
-                           MCP_SERVER_ARGV)
-
-
-MCP_SERVER_ARGV = (sys.executable, "-m", "navigator.cli", "mcp")
-"""The agent tools as a stdio MCP server (`switchboard mcp`), for both providers."""
 AGENT_TOOL_NAMES = tuple(tool["name"] for tool in MCP_TOOLS)
 """The MCP server's tools, each by name; Codex runs them without asking."""
 

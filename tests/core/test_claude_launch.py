@@ -9,17 +9,23 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from core.agent.mcp_server import serve
-from core.model.tool_schemas import ENV_READY_FILE
+from core.model.enums import LaunchAction
+from core.model.errors import ProviderError
+from core.providers.agent_http import HttpEndpoint
+from core.providers.base import LaunchInputs, McpServer
+from core.providers.claude import ClaudeAdapter
 from core.providers.claude_settings import (
-    MCP_UNSEEN_S,
     claude_tool_names,
     fresh_ready_file,
     mcp_wait_command,
     render_claude_launch_settings,
     write_mcp_config,
 )
-from core.runtime.launcher import MCP_SERVER_ARGV
+
+ENDPOINT = HttpEndpoint("http://127.0.0.1:4242/mcp", "t" * 43)
 
 
 def test_launch_settings_allow_exactly_the_switchboard_tools(tmp_path: Path) -> None:
@@ -40,39 +46,51 @@ def test_launch_settings_allow_exactly_the_switchboard_tools(tmp_path: Path) -> 
                                            )["hooks"]
 
 
-def test_wait_hook_gives_up_once_without_our_server_and_waits_for_it(tmp_path: Path) -> None:
+def test_wait_hook_waits_for_the_servers_marker_and_gives_up_once(tmp_path: Path) -> None:
+    """No process of the agent's serves the tools (no ``pgrep``): the hook waits for the
+    marker the home's server writes, at most its limit, and only once per launch."""
     ready = tmp_path / "ready"
-    limit = MCP_UNSEEN_S + 15
-    command = mcp_wait_command(ready, limit_s=limit)
+    command = mcp_wait_command(ready, limit_s=2)
+    assert "pgrep" not in command
     started = time.monotonic()
-    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=limit + 5)
-    # No `navigator.cli mcp` child: it gives up after the unseen grace (wall clock, whole
-    # seconds), not after the longer limit.
-    assert MCP_UNSEEN_S - 1 <= time.monotonic() - started < MCP_UNSEEN_S + 3
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=15)
+    assert 1 <= time.monotonic() - started < 5  # the limit, in whole wall-clock seconds
     assert Path(f"{ready}.none").exists()
     started = time.monotonic()
     subprocess.run(["/bin/sh", "-c", command], check=True, timeout=10)
     assert time.monotonic() - started < 1  # and only once per launch
     Path(f"{ready}.none").unlink()
-    # Our "server" is a child of the shell that runs the hook (its $PPID), as under Claude.
-    script = (f"(exec -a 'python -m navigator.cli mcp' sleep 30) >/dev/null 2>&1 & s=$!; "
-              f"(sleep 1.5; touch {ready}) >/dev/null 2>&1 & "
-              f"sleep 0.3; sh -c {shlex.quote(command)}; echo waited; kill $s")
+    script = f"(sleep 1.5; touch {ready}) >/dev/null 2>&1 & sh -c {shlex.quote(command)}; " \
+             "echo waited"
     started = time.monotonic()
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=20)
+    done = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True,
+                          timeout=20)
     waited = time.monotonic() - started
     assert done.stdout.strip() == "waited" and ready.exists()
+    assert Path(f"{ready}.passed").exists()  # later prompts of the launch pass at once
     assert 1.2 < waited < 10, waited
 
 
-def test_mcp_config_names_the_ready_file_and_old_markers_go(tmp_path: Path) -> None:
+def test_mcp_config_is_the_http_endpoint_with_the_token_and_old_markers_go(
+        tmp_path: Path) -> None:
     (tmp_path / "claude-mcp-ready-old").touch()
-    ready = fresh_ready_file(tmp_path, "L2")
+    fresh_ready_file(tmp_path, "L2")
     assert not (tmp_path / "claude-mcp-ready-old").exists()
-    body = json.loads(write_mcp_config(tmp_path, MCP_SERVER_ARGV, ready).read_text())
-    server = body["mcpServers"]["switchboard"]
-    assert server["args"][-2:] == ["navigator.cli", "mcp"]
-    assert server["env"] == {ENV_READY_FILE: str(ready)}
+    path = write_mcp_config(tmp_path, ENDPOINT)
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds the launch's bearer token
+    assert json.loads(path.read_text()) == {"mcpServers": {"switchboard": {
+        "type": "http", "url": ENDPOINT.url,
+        "headers": {"Authorization": f"Bearer {ENDPOINT.token}"}}}}
+
+
+def test_a_claude_launch_without_the_http_endpoint_is_refused(tmp_path: Path) -> None:
+    inputs = LaunchInputs(action=LaunchAction.NEW, session_id="0" * 8 + "-0000-4000-8000-" +
+                          "0" * 12, initial_prompt=None, run_dir=tmp_path, launch_id="L1",
+                          hook_command=("sb", "hook"),
+                          agent_tools=McpServer((), ("SWITCHBOARD_CAPABILITY",)))
+    with pytest.raises(ProviderError, match="HTTP endpoint"):
+        ClaudeAdapter().plan(inputs)
+    assert not (tmp_path / "claude-mcp.json").exists()
 
 
 def test_server_marks_ready_only_after_listing_tools(tmp_path: Path) -> None:

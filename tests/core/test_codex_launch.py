@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from core.config.home import Home
 from core.model.enums import LaunchAction, Provider
 from core.model.errors import ProviderError
 from core.model.tool_schemas import TOOLS
 from core.providers.adapters import get_adapter
+from core.providers.agent_http import ENV_TOKEN, ENV_TRANSPORT, HttpEndpoint
 from core.providers.base import McpServer
 from core.providers.codex import mcp_overrides
 from core.providers.codex_config import (
@@ -30,7 +32,10 @@ from core.providers.fake.mcp import parse_overrides
 from core.providers.hook_files import HOOK_TIMEOUT_S, hook_argv
 from core.providers.hooks import CODEX_HOOK_EVENTS
 from core.runtime.launcher import AGENT_TOOL_NAMES, _plan
+from core.server.main import stop_server
 from tests.factories import make_engine
+
+ENDPOINT = HttpEndpoint("http://127.0.0.1:4242/mcp", "t" * 43)
 
 SID = "01a23608-d138-7bd0-b5fc-4cf37eeeb23a"
 COMMAND = ("/opt/py 3/bin/python", "-m", "navigator.cli", "hook")
@@ -89,33 +94,46 @@ def test_session_hooks_refuse_what_would_not_be_one_trusted_line(commands) -> No
 
 def test_agent_tools_are_approved_by_name_for_this_launch_only() -> None:
     assert set(AGENT_TOOL_NAMES) == {tool["name"] for tool in TOOLS}
-    server = McpServer(("py", "-m", "navigator.cli", "mcp"), ("A",), AGENT_TOOL_NAMES)
+    server = McpServer((), ("A",), AGENT_TOOL_NAMES, ENDPOINT)
     config = parse_overrides(list(mcp_overrides(server)[1::2]))["mcp_servers"]["switchboard"]
     assert config["tools"] == {name: {"approval_mode": "approve"} for name in AGENT_TOOL_NAMES}
     assert "default_tools_approval_mode" not in config
     with pytest.raises(ProviderError):
-        mcp_overrides(McpServer(("py",), (), ("task_push.approval_mode=x",)))
+        mcp_overrides(McpServer((), (), ("task_push.approval_mode=x",), ENDPOINT))
+    with pytest.raises(ProviderError, match="HTTP endpoint"):
+        mcp_overrides(McpServer(("py", "-m", "navigator.cli", "mcp"), ("A",)))
 
 
 def test_hooks_and_server_come_before_resume() -> None:
     plan = get_adapter("codex").launch_plan(
-        LaunchAction.RESUME, SID, "go", None, mcp_server=McpServer(("py",), ()),
+        LaunchAction.RESUME, SID, "go", None, mcp_server=McpServer((), (), (), ENDPOINT),
         hooks=codex_session_hooks(COMMAND))
     assert plan.argv[-3:] == ("resume", SID, "go")
     assert all(flag == "-c" for flag in plan.argv[1:-3:2])
-    assert plan.env == ()
+    assert plan.env == ((ENV_TOKEN, ENDPOINT.token),)  # the token: pane environment only
+    assert not any(ENDPOINT.token in part for part in plan.argv)
 
 
 def test_a_codex_launch_uses_the_persons_codex_home(tmp_path: Path) -> None:
     """No CODEX_HOME of Switchboard's and nothing written: the person's login, config
     and session files stay the ones Codex uses."""
     engine = make_engine(tmp_path)
-    session = {"session_key": "h:codex:pending-1", "provider_session_id": "pending-1"}
-    argv, env = _plan(engine, Provider.CODEX, LaunchAction.NEW, session, None)
+    engine.home = Home(root=tmp_path, config_path=tmp_path / "config.toml")
+    session = {"session_key": "h:codex:pending-1", "provider_session_id": "pending-1",
+               "project_id": None}
+    try:
+        argv, env = _plan(engine, Provider.CODEX, LaunchAction.NEW, session, None)
+    finally:
+        stop_server(engine.home.run_dir)
     assert "CODEX_HOME" not in env
+    assert env[ENV_TRANSPORT] == "http" and len(env[ENV_TOKEN]) == 43
     assert not list(tmp_path.rglob("codex-home")) and not list(tmp_path.rglob("hooks.json"))
     config = parse_overrides([flag for flag in argv[2::2]])
     assert set(config["hooks"]) == {*CODEX_HOOK_EVENTS, "state"}
     assert config["hooks"]["Stop"][0]["hooks"][0]["command"].startswith(
         shlex.quote(sys.executable))
-    assert set(config["mcp_servers"]["switchboard"]["tools"]) == set(AGENT_TOOL_NAMES)
+    tools = config["mcp_servers"]["switchboard"]
+    assert set(tools["tools"]) == set(AGENT_TOOL_NAMES)
+    assert tools["url"].startswith("http://127.0.0.1:") and tools["url"].endswith("/mcp")
+    assert tools["bearer_token_env_var"] == ENV_TOKEN
+    assert "command" not in tools  # no process of the agent's serves the tools

@@ -120,13 +120,13 @@ def test_per_launch_files_are_private_without_umask_help(tmp_path: Path) -> None
     in-process caller runs under a permissive umask."""
     from core.install.hooks_install import HookTarget, install
     from core.model.files import private_dir
+    from core.providers.agent_http import HttpEndpoint
     from core.providers.claude_settings import write_mcp_config
-    from core.runtime.launcher import MCP_SERVER_ARGV
 
     old = os.umask(0o022)
     try:
         run_dir = private_dir(tmp_path / "run" / "h_claude_x")
-        mcp = write_mcp_config(run_dir, MCP_SERVER_ARGV)
+        mcp = write_mcp_config(run_dir, HttpEndpoint("http://127.0.0.1:1/mcp", "t" * 43))
         install(HookTarget.claude_settings(run_dir / "settings.json"), ["sb", "hook"],
                 state_dir=run_dir / "hook-state")
     finally:

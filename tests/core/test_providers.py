@@ -504,18 +504,21 @@ def test_codex_new_and_resume_argv():
 
 def test_codex_gets_the_agent_tools_as_mcp_overrides_before_resume():
     from core.config.capabilities import AGENT_TOOL_ENV, ENV_CAPABILITY
+    from core.providers.agent_http import HttpEndpoint
     from core.providers.base import McpServer
     from core.providers.fake.mcp import parse_overrides
 
-    server = McpServer(("/opt/py 3/bin/python", "-m", "navigator.cli", "mcp"), AGENT_TOOL_ENV)
+    endpoint = HttpEndpoint("http://127.0.0.1:4242/mcp", "sbtok_" + "x" * 37)
+    server = McpServer((), AGENT_TOOL_ENV, (), endpoint)
     plan = get_adapter("codex").launch_plan(LaunchAction.RESUME, SID, CONTROL_TEMPLATE, None,
                                             mcp_server=server)
-    flags, rest = plan.argv[1:7], plan.argv[7:]
+    flags, rest = plan.argv[1:5], plan.argv[5:]
     assert rest == ("resume", SID, CONTROL_TEMPLATE)
-    assert flags[0::2] == ("-c", "-c", "-c")
+    assert flags[0::2] == ("-c", "-c")
     assert parse_overrides(list(flags[1::2])) == {"mcp_servers": {"switchboard": {
-        "command": "/opt/py 3/bin/python", "args": ["-m", "navigator.cli", "mcp"],
-        "env_vars": list(AGENT_TOOL_ENV)}}}
+        "url": endpoint.url, "bearer_token_env_var": "SWITCHBOARD_MCP_TOKEN"}}}
+    assert plan.env_dict == {"SWITCHBOARD_MCP_TOKEN": endpoint.token}
+    assert not any(endpoint.token in part for part in plan.argv)  # never on a command line
     assert ENV_CAPABILITY in AGENT_TOOL_ENV and "TMUX_PANE" in AGENT_TOOL_ENV
     assert not any("sbcap1_" in part for part in plan.argv)  # names only, never values
 

@@ -19,6 +19,7 @@ import pytest
 
 from core.model.enums import LaunchAction
 from core.providers.adapters import get_adapter
+from core.providers.agent_http import HttpEndpoint
 from core.providers.base import LaunchInputs, McpServer
 from core.providers.fake.argv import ArgvError, parse
 
@@ -33,8 +34,8 @@ def _inputs(tmp_path: Path, action: LaunchAction, fork_from: str | None = None,
     run_dir.mkdir(mode=0o700, exist_ok=True)
     return LaunchInputs(action=action, session_id=SID, initial_prompt=prompt, run_dir=run_dir,
                         launch_id="launch-1", hook_command=("/usr/bin/switchboard", "hook"),
-                        agent_tools=McpServer(("/usr/bin/python3", "-m", "navigator.cli", "mcp"),
-                                              ()),
+                        agent_tools=McpServer((), (), (), HttpEndpoint(
+                            "http://127.0.0.1:4242/mcp", "t" * 43)),
                         fork_from=fork_from)
 
 
