@@ -1,17 +1,17 @@
-"""A second user who makes Switchboard's shared-place folders first gets nothing (issue 37.1).
+"""A second user who makes Switchboard's private folders first gets nothing (issue 37.1).
 
-A home deep enough that its agent-tool socket path would not fit ``sun_path`` puts the
-socket in ``$TMPDIR/switchboard-run-UID/``. Another user who creates that folder first
-could swap the socket for their own and receive every agent's environment (the
-capability, API keys) and answer its tool calls. These tests perform the attack as a
-second uid would: the tests run as root, so the "other user" is a forked process that
-drops to uid 65534 (nobody) and makes the folder, binds a socket in it and listens; or
-the folder is made open to everybody (0777), or is a symbolic link planted in place.
+The agent tools are served by the home's one server over loopback HTTP (issue 38.2); the
+launch's bearer token, which stands for the agent's capability, is kept in the home's
+run folder (``<run>/server/tokens/<sha256>``, 0600 in 0700 folders) and in the launch's
+0600 MCP config. Another user who makes one of those folders first, or finds it open,
+could read or plant token records; the per-user temp folder (``$TMPDIR/switchboard-run-UID``)
+is shared ground the same way. These tests perform the attack as a second uid would:
+the tests run as root, so the "other user" is a forked process that drops to uid 65534
+(nobody) and makes the folder, binds a socket in it and listens; or the folder is made
+open to everybody (0777), or is a symbolic link planted in place.
 
-Each case is refused: the Python side in one line naming the folder and what to do
-(``own_dir`` / ``listen_private``), the compiled shim and the wake client by not
-connecting at all (the shim falls back to the full in-process server, so the agent
-keeps its tools). A person's own project folder is still accepted by ``private_dir``.
+Each case is refused in one line naming the folder and what to do (``own_dir`` /
+``listen_private``). A person's own project folder is still accepted by ``private_dir``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import shutil
 import signal
 import socket
 import stat
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,7 +31,7 @@ import pytest
 
 from core.model.files import FolderNotPrivate, check_own_dir, own_dir, private_dir
 from core.model.private_sockets import listen_private
-from core.providers import agent_tools
+from core.providers import agent_http
 from core.runtime import launcher
 from tests.core.test_cli import cli  # noqa: F401 - the fixture
 
@@ -59,13 +57,6 @@ def shared_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def long_run_dir(tmp_path: Path) -> Path:
-    """A run folder deep enough that its socket goes to the per-user temp folder."""
-    run_dir = tmp_path / ("deep-home-" + "x" * 80) / "run"
-    assert len(os.fsencode(run_dir / agent_tools.SOCKET_NAME)) > agent_tools.MAX_SOCKET_PATH
-    return run_dir
 
 
 def run_folder(shared: Path) -> Path:
@@ -173,19 +164,24 @@ WHAT = {"other_owner": f"belongs to uid {OTHER_UID}", "open_mode": "is open to o
 
 
 @pytest.mark.parametrize("kind", sorted(WHAT))
-def test_agent_socket_folder_planted_first_is_refused(kind: str, shared_tmp: Path,
-                                                      tmp_path: Path) -> None:
-    folder = run_folder(shared_tmp)
+def test_the_servers_token_folder_planted_first_is_refused(kind: str, tmp_path: Path) -> None:
+    """The home's ``server`` folder (lock, port file, log, token records) made first by
+    the other user, open to all, or a symbolic link to theirs: a launch's token is never
+    written there, nor read from there, and the server is not started in it."""
+    run_dir = own_dir(tmp_path / "home" / "run")
+    folder = run_dir / agent_http.SERVER_FOLDER
     plant(kind, folder, tmp_path)
     with pytest.raises(FolderNotPrivate) as refused:
-        agent_tools.socket_path(long_run_dir(tmp_path))
+        agent_http.register_token(run_dir, own_dir(run_dir / "session-a"), {"A": SECRET})
     message = refused.value.message
     assert str(folder) in message and WHAT[kind] in message
     assert "\n" not in message and "nothing was changed" in message
     assert refused.value.exit_code == 3
-    # nothing was put in the planted folder
+    for probe in (agent_http.tokens_dir, agent_http.server_dir, agent_http.running):
+        with pytest.raises(FolderNotPrivate):
+            probe(run_dir)  # nothing read from there either (a planted port or lock)
     if kind != "symlink":
-        assert list(folder.iterdir()) == []
+        assert list(folder.iterdir()) == []  # nothing was put in the planted folder
 
 
 @pytest.mark.parametrize("kind", sorted(WHAT))
@@ -197,55 +193,60 @@ def test_engine_tmp_planted_first_is_refused(kind: str, shared_tmp: Path,
         launcher.engine_tmp()
 
 
-def test_a_run_folder_open_to_others_is_refused_for_the_socket(tmp_path: Path) -> None:
-    """A short home keeps the socket in its run folder: that folder is checked the same
-    way (group/world access, another owner), before the launch names the socket."""
+def test_a_run_folder_open_to_others_is_refused_for_the_tokens(tmp_path: Path) -> None:
+    """The home's run folder itself open to others (group/world access): checked the
+    same way before a token is stored in it."""
     run_dir = tmp_path / "h" / "run"
     run_dir.mkdir(parents=True)
     os.chmod(run_dir, 0o777)
     with pytest.raises(FolderNotPrivate, match=f"{run_dir} is open to other users"):
-        agent_tools.socket_path(run_dir)
+        agent_http.tokens_dir(run_dir)
     os.chmod(run_dir, 0o700)
-    assert agent_tools.socket_path(run_dir) == run_dir / agent_tools.SOCKET_NAME
+    assert agent_http.tokens_dir(run_dir) == run_dir / "server" / "tokens"
 
 
-def test_a_launch_into_a_planted_socket_folder_is_refused_and_undone(
-        cli, sb_home: Path, shared_tmp: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_launch_into_a_planted_server_folder_is_refused_and_undone(
+        cli, sb_home: Path, tmp_path: Path) -> None:  # noqa: F811
     """The attack through a real launch (`switchboard frame start` on the workspace):
-    the agent-tool socket's folder was made by the other user (and the home's run
-    folder opened to all, so the socket lands in a planted folder whichever place its
-    path length picks). The launch is refused in one line naming the folder, no agent
-    runs, and the start is undone: once the folder is put right, the same command
-    starts the agent."""
+    the home's server folder, where the launch's token would be stored, was made by the
+    other user. The launch is refused in one line naming the folder, no agent runs, no
+    token is written, and the start is undone: once the folder is put right, the same
+    command starts the agent (its token 0600 in 0700 folders)."""
     route = cli("project", "enter", "alpha", "--json")
     before = cli("frame", "show", route["frame_id"], "--json")
     assert before["placement_state"] == "stopped_affinity"
-    plant("other_owner", run_folder(shared_tmp), tmp_path)
-    (sb_home / "run").mkdir(exist_ok=True)
-    os.chmod(sb_home / "run", 0o777)
+    run_dir = sb_home / "run"
+    run_dir.mkdir(mode=0o700, exist_ok=True)
+    planted = run_dir / agent_http.SERVER_FOLDER
+    plant("other_owner", planted, tmp_path)
     said = cli("frame", "start", route["frame_id"], expect=3)
     assert said.count("\n") == 1 and "folder_not_private" in said, said
-    assert "is open to other users" in said or f"belongs to uid {OTHER_UID}" in said
-    assert list(run_folder(shared_tmp).iterdir()) == []
+    assert str(planted) in said and f"belongs to uid {OTHER_UID}" in said
+    assert list(planted.iterdir()) == []
     assert cli("frame", "show", route["frame_id"], "--json") == before  # the start undone
 
-    os.rmdir(run_folder(shared_tmp))
-    os.chmod(sb_home / "run", 0o700)
+    os.rmdir(planted)
     started = cli("frame", "start", route["frame_id"], "--json")
     assert started["frame_id"] == route["frame_id"]
     after = cli("frame", "show", route["frame_id"], "--json")
     assert after["placement_state"] == "active"
     assert after["current_session_key"] == started["session_key"]
+    tokens = agent_http.tokens_dir(run_dir)
+    for folder in (run_dir, planted, tokens):
+        info = os.lstat(folder)
+        assert info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700, folder
+    records = list(tokens.iterdir())
+    assert records and all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in records)
+    mcp = list(run_dir.glob("*/claude-mcp.json"))
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in mcp)
 
 
-def test_own_folder_is_made_private_and_reused(shared_tmp: Path, tmp_path: Path) -> None:
-    """No attack: the folder is made 0700 and this user's, and used again next time."""
-    path = agent_tools.socket_path(long_run_dir(tmp_path))
-    folder = path.parent
+def test_own_folder_is_made_private_and_reused(shared_tmp: Path) -> None:
+    """No attack: the per-user temp folder is made 0700 and this user's, and used again."""
+    folder = launcher.engine_tmp()
     assert folder == run_folder(shared_tmp)
     info = os.lstat(folder)
     assert info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
-    assert agent_tools.socket_path(long_run_dir(tmp_path)) == path
     assert launcher.engine_tmp() == folder
 
 
@@ -283,61 +284,6 @@ def test_host_socket_is_not_made_in_a_folder_someone_else_made(shared_tmp: Path)
 
 
 # ---- the clients: nothing is sent to the other user's socket --------------------------
-
-
-def shim(tmp_path: Path) -> Path:
-    binary = agent_tools.shim_binary(tmp_path / "run")
-    assert binary is not None, "the shim could not be built (make setup installs cc)"
-    return binary
-
-
-FALLBACK = [sys.executable, "-c", "import sys; sys.stdin.read(); print('FULL SERVER')"]
-HELLO = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-
-
-def run_shim(binary: Path, sock: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {"PATH": os.environ.get("PATH", ""), "SWITCHBOARD_CAPABILITY": SECRET,
-           "ANTHROPIC_API_KEY": SECRET}
-    return subprocess.run([str(binary), str(sock), *FALLBACK], input=HELLO, env=env,
-                          capture_output=True, timeout=60)
-
-
-def test_shim_sends_nothing_to_a_socket_in_another_users_folder(shared_tmp: Path,
-                                                               tmp_path: Path) -> None:
-    """The attack end to end: the other user made the folder and listens; an agent's shim
-    is given that socket. It must not connect (its first line is the whole environment)
-    and must fall back to the full server."""
-    binary = shim(tmp_path)
-    forged = b'{"jsonrpc":"2.0","id":1,"result":{"forged":true}}\n'
-    attacker = start_attacker(run_folder(shared_tmp), "mcp-x.sock", answer=forged)
-    try:
-        done = run_shim(binary, attacker.sock)
-        received = attacker.received(1.0)
-    finally:
-        attacker.stop()
-    assert SECRET.encode() not in received and received == b""
-    assert b"forged" not in done.stdout
-    assert b"FULL SERVER" in done.stdout
-    assert b"not in a private folder of this user" in done.stderr
-
-
-def test_shim_refuses_a_socket_served_by_another_user(tmp_path: Path,
-                                                      shared_tmp: Path) -> None:
-    """A socket swapped into this user's own 0700 folder (the folder check passes) but
-    listened on by another user: the shim checks the listener's uid and sends nothing."""
-    binary = shim(tmp_path)
-    attacker = start_attacker(shared_tmp / "theirs", "mcp-x.sock")
-    mine = own_dir(shared_tmp / "mine")
-    swapped = mine / "mcp-x.sock"
-    os.rename(attacker.sock, swapped)  # the listening socket now sits in our folder
-    try:
-        done = run_shim(binary, swapped)
-        received = attacker.received(1.0)
-    finally:
-        attacker.stop()
-    assert received == b""
-    assert b"FULL SERVER" in done.stdout
-    assert b"served by another user" in done.stderr
 
 
 def test_wake_client_hands_no_terminal_to_another_users_socket(shared_tmp: Path) -> None:
