@@ -14,6 +14,7 @@ from core.model.errors import ProviderError
 from core.providers.base import ProviderAdapter
 from core.providers.claude import ClaudeAdapter
 from core.providers.codex import CodexAdapter
+from core.providers.gemini import GeminiAdapter
 
 
 def get_adapter(
@@ -25,9 +26,11 @@ def get_adapter(
         return claude_adapter(command)
     if provider is Provider.CODEX:
         return codex_adapter(command)
-    if provider in (Provider.GEMINI, Provider.OPENCODE):
+    if provider is Provider.GEMINI:
+        return GeminiAdapter(command=_as_command(command, "gemini"))
+    if provider is Provider.OPENCODE:
         raise ProviderError(f"{provider.value} agents cannot be started yet: its adapter is "
-                            "not finished; choose claude or codex",
+                            "not finished; choose another provider",
                             code="provider_unsupported")
     raise ProviderError(f"no adapter for provider {provider.value!r}",
                         code="provider_unsupported")
