@@ -361,6 +361,11 @@ def run_doctor(home: Home) -> list[Finding]:
         findings.append(_guarded("tmux", lambda: _tmux(engine)))
         findings.extend(_guarded_many("providers", lambda: _providers(engine)))
         findings.append(_guarded("hooks", lambda: _hooks(engine)))
+        if engine.config.agent_tools.obsolete_shim:
+            findings.append(Finding(
+                "agent tools", Verdict.WARN, '[agent_tools] transport = "shim" is no longer '
+                "used: every agent gets its tools over HTTP from `switchboard server`",
+                "remove the [agent_tools] section from the config"))
     finally:
         engine.conn.close()
     return findings

@@ -215,22 +215,30 @@ class LimitsConfig:
 
 
 class AgentToolTransport(StrEnum):
-    """How a launch's CLI reaches the agent tools (``[agent_tools] transport``)."""
+    """``[agent_tools] transport``: kept only so a config that names it still loads.
+
+    The agent tools are always served over MCP streamable HTTP by the home's
+    ``switchboard server`` (issue 38.2); the per-agent stdio shim is gone. ``shim`` is
+    read and ignored (``switchboard doctor`` says so in one line); any other word is
+    refused as before, so a typo is still named."""
 
     SHIM = "shim"
-    """A stdio MCP server per agent: the ~1 MB C shim in front of the unix-socket host."""
+    """No longer used: read as HTTP."""
     HTTP = "http"
-    """MCP streamable HTTP on 127.0.0.1, served by the home's one ``switchboard server``,
-    with a bearer token per launch."""
+    """MCP streamable HTTP on 127.0.0.1, a bearer token per launch (the only transport)."""
 
 
 @dataclass(frozen=True)
 class AgentToolsConfig:
-    """The agent tools' transport. ``shim`` stays the default until the real-CLI tier
-    passes over HTTP for the newest Claude Code and Codex releases (issue 38.2)."""
+    """The obsolete ``[agent_tools]`` section (see ``AgentToolTransport``); never written."""
 
     transport: AgentToolTransport = setting("enum", AgentToolTransport,
-                                            default=AgentToolTransport.SHIM)
+                                            default=AgentToolTransport.HTTP)
+
+    @property
+    def obsolete_shim(self) -> bool:
+        """The config still asks for the removed stdio shim."""
+        return self.transport is AgentToolTransport.SHIM
 
 
 INIT_EVIDENCE_DAYS = 30
@@ -902,8 +910,6 @@ def render_config(config: Config) -> str:
         section("[limits]", [("auto_resume", config.limits.auto_resume)])
     if config.retention.evidence_days is not None:
         section("[retention]", [("evidence_days", config.retention.evidence_days)])
-    if config.agent_tools != AgentToolsConfig():
-        section("[agent_tools]", [("transport", config.agent_tools.transport)])
     for repository in config.repositories:
         section("[[repositories]]", [("repository_id", repository.repository_id),
                                      ("name", repository.name), ("url", repository.url)])

@@ -185,7 +185,10 @@ def test_old_token_records_are_pruned_and_live_ones_kept(run_dir: Path) -> None:
         [live.name, aged.name, agent_http.token_digest(third)])
 
 
-def test_the_transport_switch_reads_renders_and_refuses() -> None:
+def test_an_old_transport_line_still_loads_and_is_never_written() -> None:
+    """HTTP is the only transport: a config written when ``[agent_tools] transport``
+    chose between "shim" and "http" still loads with either word (shim is read as
+    obsolete), a rewritten config drops the section, and a typo is still refused."""
     from core.config.config import (
         AgentToolTransport,
         ConfigError,
@@ -194,13 +197,33 @@ def test_the_transport_switch_reads_renders_and_refuses() -> None:
     )
     from tests.core.test_config import CONTRACT_EXAMPLE
 
-    assert parse_config(CONTRACT_EXAMPLE).agent_tools.transport is AgentToolTransport.SHIM
-    text = CONTRACT_EXAMPLE + '\n[agent_tools]\ntransport = "http"\n'
-    config = parse_config(text)
-    assert config.agent_tools.transport is AgentToolTransport.HTTP
-    assert parse_config(render_config(config)) == config
-    assert "[agent_tools]" not in render_config(parse_config(CONTRACT_EXAMPLE))
+    default = parse_config(CONTRACT_EXAMPLE)
+    assert default.agent_tools.transport is AgentToolTransport.HTTP
+    assert not default.agent_tools.obsolete_shim
+    for word, obsolete in (("http", False), ("shim", True)):
+        config = parse_config(CONTRACT_EXAMPLE + f'\n[agent_tools]\ntransport = "{word}"\n')
+        assert config.agent_tools.obsolete_shim is obsolete
+        assert "[agent_tools]" not in render_config(config)
     with pytest.raises(ConfigError) as refused:
         parse_config(CONTRACT_EXAMPLE + '\n[agent_tools]\ntransport = "tcp"\n')
     assert "agent_tools.transport" in refused.value.message
-    assert "http" in refused.value.message and "shim" in refused.value.message
+
+
+def test_doctor_says_in_one_line_that_the_shim_setting_is_no_longer_used(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from navigator.cli import main
+    from tests.integration.journey_env import make_live_engine
+
+    engine = make_live_engine(tmp_path, tmux_socket)
+    engine.conn.close()
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG", str(config))
+    main(["doctor"])
+    assert "transport" not in capsys.readouterr().out  # nothing to say without the line
+    config.write_text(config.read_text() + '\n[agent_tools]\ntransport = "shim"\n')
+    main(["doctor"])
+    said = [line for line in capsys.readouterr().out.splitlines() if "transport" in line]
+    assert said == ['warn  agent tools: [agent_tools] transport = "shim" is no longer used: '
+                    "every agent gets its tools over HTTP from `switchboard server`"], said

@@ -1,5 +1,6 @@
-"""Launches with ``[agent_tools] transport = "http"``: fake agents on a private tmux server
-reach the agent tools at the home's ``switchboard server``, started by the launch.
+"""Every launch's agent tools are at the home's ``switchboard server`` (the only
+transport): fake agents on a private tmux server reach them there, the server started by
+the launch.
 
 Fake Codex calls its tools over streamable HTTP with the bearer token from the pane
 variable its ``-c ...bearer_token_env_var`` names (as Codex does); fake Claude lists the
@@ -19,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from core.config.config import AgentToolsConfig, AgentToolTransport
 from core.context.requests import new_request_id
 from core.model.enums import Provider
 from core.providers import agent_http
@@ -27,8 +27,6 @@ from core.server.main import stop_server
 from tests.integration.journey_env import make_live_engine, one, tmux, type_line
 from tests.integration.transitions_env import screen
 from tests.waiting import retry_until
-
-HTTP = AgentToolsConfig(transport=AgentToolTransport.HTTP)
 
 
 def _messages(root: Path) -> list[tuple]:
@@ -52,7 +50,7 @@ def _start_command(socket: Path, pane: str) -> str:
 
 
 def test_codex_calls_its_tools_over_http(root: Path, tmux_socket: Path) -> None:
-    engine = make_live_engine(root, tmux_socket, agent_tools=HTTP)
+    engine = make_live_engine(root, tmux_socket)
     route = engine.project_enter(new_request_id(), "alpha")
     engine.frame_start(new_request_id(), route.frame_id, Provider.CODEX)
     main = one(engine, "SELECT main_pane_id FROM user_views")[0]
@@ -111,7 +109,7 @@ def test_codex_calls_its_tools_over_http(root: Path, tmux_socket: Path) -> None:
 
 
 def test_claude_lists_its_tools_over_http(root: Path, tmux_socket: Path) -> None:
-    engine = make_live_engine(root, tmux_socket, agent_tools=HTTP)
+    engine = make_live_engine(root, tmux_socket)
     route = engine.project_enter(new_request_id(), "alpha")
     started = engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
     main = one(engine, "SELECT main_pane_id FROM user_views")[0]

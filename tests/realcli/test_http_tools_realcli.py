@@ -1,11 +1,11 @@
-"""The newest real Claude Code and Codex with ``[agent_tools] transport = "http"``.
+"""Every real Claude Code and Codex of the window reaches the agent tools over HTTP.
 
-The same journeys as the stdio tier (a push, the child's claim of its brief), but each
+A push and the child's claim of its brief, for each release of the tested window: each
 CLI reaches the agent tools at the home's ``switchboard server`` over MCP streamable
-HTTP with its launch's bearer token: Claude Code from ``--mcp-config``'s ``type: http``
-with ``headers`` (some releases mishandled custom headers: this is where it shows),
-Codex from ``-c mcp_servers.switchboard.url`` and ``bearer_token_env_var``. No agent-tool
-process runs beside either CLI. Every release of the tested window runs it (the
+HTTP (the only transport) with its launch's bearer token: Claude Code from
+``--mcp-config``'s ``type: http`` with ``headers`` (some releases mishandled custom
+headers: this is where it shows), Codex from ``-c mcp_servers.switchboard.url`` and
+``bearer_token_env_var``. No agent-tool process runs beside either CLI (the
 ``claude_cli`` / ``codex_cli`` matrix). Run with ``-k http_tools``.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config.config import AgentToolsConfig, AgentToolTransport, ProviderConfig, TmuxConfig
+from core.config.config import ProviderConfig, TmuxConfig
 from core.config.home import Home
 from core.config.registry import init_registry
 from core.context.requests import new_request_id
@@ -39,11 +39,9 @@ from tests.waiting import fail_unless, retry_until
 
 pytestmark = [pytest.mark.tmux, pytest.mark.timeout(480)]
 
-HTTP = AgentToolsConfig(transport=AgentToolTransport.HTTP)
-
-
 def _no_tool_process(socket: Path) -> None:
-    """No ``navigator.cli mcp`` (nor the shim) runs under any pane of this tmux server."""
+    """No agent-tool process (``navigator.cli mcp``, or the old shim) runs under any pane
+    of this tmux server."""
     rows = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True,
                           check=True).stdout.splitlines()
     children: dict[str, list[tuple[str, str]]] = {}
@@ -69,12 +67,12 @@ def _http_server(run_dir: Path) -> agent_http.ServerInfo:
 def http_world(request: pytest.FixtureRequest, tmp_path: Path, tmux_socket: Path,
                claude_cli: RealCli, real_clis: RealClis,
                monkeypatch: pytest.MonkeyPatch) -> Iterator[claude_journey.World]:
-    """The Claude journey's world with the HTTP transport in its config."""
+    """The Claude journey's world, for the release ``claude_cli`` names."""
 
     def make_real_engine(root: Path, socket: Path, commands: dict, home: Home | None = None
                          ) -> Engine:
         home = home or Home(root=root, config_path=root / "config.toml")
-        template = replace(project_config(root / "src"), agent_tools=HTTP,
+        template = replace(project_config(root / "src"),
                            providers={p: ProviderConfig(command=tuple(c),
                                                         version_timeout_seconds=60)
                                       for p, c in commands.items()},
@@ -140,7 +138,7 @@ def test_http_tools_real_codex_push_and_claim(
                      for p in Provider}
         providers[Provider.CODEX] = ProviderConfig(command=(str(clis.codex),))
         template = replace(project_config(root / "src"), providers=providers,
-                           agent_tools=HTTP, tmux=TmuxConfig(socket_path=str(socket)))
+                           tmux=TmuxConfig(socket_path=str(socket)))
         init_registry(home, template=template)
         return open_engine(home, with_stage=True)
 
