@@ -95,13 +95,14 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
         remember_hook_open(opened)
     if recorded.outcome.handled:
         _record_evidence(home, parsed, recorded, now, document)
-        if parsed.event in ("Stop", "StopFailure") or recorded.bound_now:
+        if parsed.kind is HookKind.TURN_STOPPED or parsed.event == "StopFailure" \
+                or recorded.bound_now:
             from core.hooks.usage_handoff import after_turn  # a plain event imports nothing
 
             after_turn(home, parsed.provider.value, parsed.event, document,
                        recorded.outcome.session_key, parsed.turn_id,
                        first_hook=recorded.bound_now)
-    if recorded.outcome.handled and parsed.event == "UserPromptSubmit" and \
+    if recorded.outcome.handled and parsed.kind is HookKind.PROMPT_SUBMITTED and \
             env.get(ENV_AGENT_TOOLS) == "http":
         from core.providers.agent_http import ensure_for_turn  # HTTP launches only
 

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
     from core.config.home import Home
 
-TURN_END_EVENTS = frozenset({"Stop", "StopFailure"})
+TURN_END_EVENTS = frozenset({"Stop", "StopFailure", "session.idle"})
 """Claude Code's and Codex's turn ends (StopFailure: the turn ended on an API error,
-such as a rate limit; the transcript holds the error line)."""
+such as a rate limit; the transcript holds the error line), and OpenCode's
+(``session.idle``; its ``transcript_path`` is the plugin's usage file)."""
 WORKER_MODULE = "core.usage.worker"
 LOG_NAME = "usage-worker.log"
 

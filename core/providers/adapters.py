@@ -15,6 +15,7 @@ from core.providers.base import ProviderAdapter
 from core.providers.claude import ClaudeAdapter
 from core.providers.codex import CodexAdapter
 from core.providers.gemini import GeminiAdapter
+from core.providers.opencode import OpencodeAdapter
 
 
 def get_adapter(
@@ -26,12 +27,10 @@ def get_adapter(
         return claude_adapter(command)
     if provider is Provider.CODEX:
         return codex_adapter(command)
+    if provider is Provider.OPENCODE:
+        return OpencodeAdapter(command=_as_command(command, "opencode"))
     if provider is Provider.GEMINI:
         return GeminiAdapter(command=_as_command(command, "gemini"))
-    if provider is Provider.OPENCODE:
-        raise ProviderError(f"{provider.value} agents cannot be started yet: its adapter is "
-                            "not finished; choose another provider",
-                            code="provider_unsupported")
     raise ProviderError(f"no adapter for provider {provider.value!r}",
                         code="provider_unsupported")
 

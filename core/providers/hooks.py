@@ -176,7 +176,7 @@ _TABLES: dict[Provider, dict[str, _Outcome]] = {
     Provider.CLAUDE: {**_COMMON, **_CLAUDE_ONLY},
     Provider.CODEX: dict(_COMMON),
     # Gemini CLI's own event names (core.providers.gemini_hooks); OpenCode's plugin
-    # events are not parsed here yet, so a hook naming it is refused, never read as another's.
+    # events have another shape (core.providers.opencode_events, _parse_opencode).
     Provider.GEMINI: {event: (HookKind(kind), activity, reason, runtime)
                       for event, (kind, activity, reason, runtime) in GEMINI_OUTCOMES.items()},
 }
@@ -362,6 +362,10 @@ def parse_hook_document(provider: Provider | str, event: str,
         provider = Provider(provider)
     except ValueError:
         raise _fail("hook_provider_invalid", f"unknown provider {str(provider)[:32]!r}") from None
+    if provider is Provider.OPENCODE:  # plugin events, their own shape
+        _check_event_name(event)
+        document = _decode(payload)
+        return _parse_opencode(event, document), document
     table = _TABLES.get(provider)
     if table is None:
         raise _fail("hook_provider_unsupported",
@@ -474,4 +478,23 @@ def _parse_codex_notify(document: dict[str, object]) -> HookEvent:
         activity_reason=reason,
         runtime=None,
         notification_type=notify_type,
+    )
+
+
+def _parse_opencode(event: str, document: dict[str, object]) -> HookEvent:
+    """An OpenCode plugin event (``core.providers.opencode_events``): it states no turn
+    id, so its turn end is matched to the prompt by order; of the prompt only whether
+    it was a fixed line is kept."""
+    from core.providers.opencode_events import opencode_fields
+
+    found = opencode_fields(event, document)
+    kind, activity, reason, runtime = found.outcome
+    prompt = found.prompt
+    return HookEvent(
+        provider=Provider.OPENCODE, event=event, kind=HookKind(kind),
+        provider_session_id=found.session_id, turn_id=None, activity=activity,
+        activity_reason=reason, runtime=runtime, tool_name=found.tool_name,
+        tool_use_id=found.tool_use_id, model=found.model,
+        is_control_prompt=prompt is not None and prompt.strip() == CONTROL_TEMPLATE,
+        notice_message_id=notice_message_id(prompt) if prompt is not None else None,
     )

@@ -1,8 +1,7 @@
 """OpenCode (issue 41), the fourth provider: its launch, per-launch config and plugin.
 
-Not registered yet: ``Provider`` has no ``opencode`` member, so nothing routes a launch
-here. Each piece was read from OpenCode 1.18.33's own bundle and checked by running it
-(``tests/realcli/test_opencode_probe.py``):
+Each piece was read from OpenCode 1.18.33's own bundle and checked by running it
+(``tests/realcli/test_opencode_probe.py``, ``test_opencode_adapter_realcli.py``):
 
 * **Identity.** OpenCode names its sessions itself (``ses_`` and 26 letters or digits)
   and has no flag to choose a new session's id, so a new launch's id is learned from
@@ -39,17 +38,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.model.errors import ProviderError
+from core.model.errors import ConfigError, ProviderError
 from core.model.files import write_private
-from core.model.session_enums import LaunchAction
+from core.model.session_enums import LaunchAction, Provider
+from core.model.usage import UsageBatch
 from core.providers.agent_http import ENV_TOKEN
-from core.providers.base import McpServer
+from core.providers.base import (
+    PENDING_PREFIX,
+    AdapterCommon,
+    HookPlace,
+    LaunchInputs,
+    LaunchPlan,
+    McpServer,
+)
 from core.providers.hook_files import check_hook_command
 from core.providers.opencode_events import OPENCODE_EVENTS, is_session_id
 from core.providers.opencode_usage import USAGE_FILE
 
-OPENCODE = "opencode"
-"""The provider's name (its ``Provider`` value once registered) and its binary."""
+OPENCODE = Provider.OPENCODE.value
+"""The provider's name and its binary."""
 CONFIG_ENV = "OPENCODE_CONFIG_CONTENT"
 HOOK_ENV = "SWITCHBOARD_OPENCODE_HOOK"
 USAGE_ENV = "SWITCHBOARD_OPENCODE_USAGE"
@@ -99,8 +106,8 @@ export const Switchboard = async () => ({
 
 @dataclass(frozen=True)
 class OpencodeLaunch:
-    """argv and extra environment of one OpenCode process (``LaunchPlan``'s fields once
-    the provider is registered); ``session_id`` None: learned from ``session.created``."""
+    """argv and extra environment of one OpenCode process (``LaunchPlan``'s fields);
+    ``session_id`` None: learned from ``session.created``."""
 
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
@@ -189,3 +196,74 @@ def plan(command: Sequence[str], action: LaunchAction, session_id: str | None,
         env += ((ENV_TOKEN, agent_tools.http.token),)
     resumed = session_id if LaunchAction(action) is LaunchAction.RESUME else None
     return OpencodeLaunch(argv, env, resumed)
+
+
+INSTALL_DIR = ".opencode"
+INSTALL_PLUGIN = Path("plugin") / PLUGIN_FILE
+"""``hooks install``: OpenCode loads every ``.opencode/plugin/*.js`` of a project."""
+
+
+def installed_plugin(hook_command: Sequence[str]) -> str:
+    """The plugin ``hooks install`` writes: the launch's, with the hook argv written in
+    (no launch environment names it there); no usage file (no run folder)."""
+    hook = json.dumps(list(check_hook_command(hook_command)))
+    return PLUGIN_JS.replace(f'JSON.parse(process.env.{HOOK_ENV} || "[]")', hook, 1)
+
+
+@dataclass(frozen=True)
+class OpencodeAdapter(AdapterCommon):
+    """OpenCode in a view's main pane: ``plan`` above, its events parsed by
+    ``core.providers.opencode_events``, its usage read by ``core.providers.opencode_usage``."""
+
+    provider: Provider = Provider.OPENCODE
+    command: tuple[str, ...] = (OPENCODE,)
+    hook_events: tuple[str, ...] = OPENCODE_EVENTS
+
+    def launch_plan(self, action: LaunchAction, session_id: str | None,
+                    initial_prompt: str | None, settings_path: Path | None) -> LaunchPlan:
+        """The bare argv (no plugin, no config): what a launch without Switchboard's
+        run folder would run. ``settings_path`` has no OpenCode meaning and is refused."""
+        if settings_path is not None:
+            raise ProviderError("opencode takes no settings file; its per-launch config is "
+                                f"{CONFIG_ENV}", code="launch_invalid")
+        action = LaunchAction(action)
+        argv = launch_argv(self.command, action, session_id, initial_prompt)
+        return LaunchPlan(provider=self.provider, action=action, argv=argv,
+                          session_id=session_id if action is LaunchAction.RESUME else None)
+
+    def plan(self, inputs: LaunchInputs) -> LaunchPlan:
+        """The person's own OpenCode (their config, login and sessions database) with our
+        plugin, MCP server and tool rules given inline for this process only. A new
+        session's id is OpenCode's own, learned from its first event."""
+        session_id = None if inputs.action is LaunchAction.NEW else inputs.session_id
+        launch = plan(self.command, inputs.action, session_id, inputs.initial_prompt,
+                      inputs.run_dir, inputs.hook_command, inputs.agent_tools,
+                      inputs.fork_from)
+        return LaunchPlan(provider=self.provider, action=LaunchAction(inputs.action),
+                          argv=launch.argv, env=launch.env, session_id=launch.session_id)
+
+    def new_session_id(self, fresh_id: str) -> str:
+        return PENDING_PREFIX + fresh_id  # binding re-keys it when session.created names it
+
+    def hook_location(self, place: HookPlace) -> Path:
+        if place.settings is not None or place.codex_home is not None:
+            raise ConfigError("--settings is for --provider claude and --codex-home for "
+                              "--provider codex; name the OpenCode project with --project")
+        return Path(place.project or Path.cwd()) / INSTALL_DIR
+
+    def hook_files(self, location: Path) -> tuple[Path, ...]:
+        return (location / INSTALL_PLUGIN,)
+
+    def hook_dir(self, location: Path) -> Path:
+        return location / INSTALL_PLUGIN.parent
+
+    def render_hook_files(self, hook_command: Sequence[str],
+                          originals: Sequence[bytes | None]) -> tuple[bytes, ...]:
+        return (installed_plugin(hook_command).encode("utf-8"),)
+
+    def read_usage(self, data: bytes, state: dict[str, Any],
+                   now_ms: int | None = None) -> UsageBatch:
+        """The completed assistant messages the plugin copied from OpenCode's bus."""
+        from core.providers.opencode_usage import read_opencode
+
+        return read_opencode(data, state, now_ms)

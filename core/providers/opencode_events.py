@@ -4,8 +4,8 @@ OpenCode has no hook commands: a plugin (an ES module named in the launch's conf
 receives every event of its bus, ``{"id", "type", "properties"}``, plus named hooks
 such as ``chat.message`` and ``tool.execute.before``/``after``. Recorded from
 OpenCode 1.18.33 (``tests/fixtures/hooks/opencode-1.18.33-first.jsonl`` and
-``-resumed.jsonl``, ``python -m tests.realcli.opencode_record``). Not registered yet:
-``Provider`` has no ``opencode`` member, so nothing routes an event here.
+``-resumed.jsonl``, ``python -m tests.realcli.opencode_record``). The hook path
+(``core.providers.hooks``) reads each event through :func:`opencode_fields`.
 
 ==========================================  ==========================================
 event / hook (payload refinement)           activity / reason / runtime
@@ -34,8 +34,9 @@ Same imports as the hook path: stdlib and the vocabulary only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeGuard
+from typing import NamedTuple, TypeGuard
 
+from core.model.errors import ProviderError
 from core.model.session_enums import Activity, ActivityReason, RuntimePresence
 
 # event -> (kind, activity, reason, runtime); kind is a ``HookKind`` value.
@@ -58,6 +59,8 @@ OPENCODE_EVENTS: tuple[str, ...] = (*OPENCODE_OUTCOMES, "session.status")
 plugin itself (a launch emits ~90 ``plugin.added`` and one event per streamed chunk)."""
 
 
+_HOOKS = ("chat.message", "tool.execute.before", "tool.execute.after")
+"""Named hooks: their payload is ``{"input", "output"}``, not a bus event."""
 SESSION_PREFIX = "ses_"
 SESSION_ID_CHARS = 26
 """An OpenCode 1.18.33 session id: ``ses_`` and 26 letters or digits
@@ -86,7 +89,73 @@ def opencode_outcome(name: str, payload: Mapping[str, object]) -> Outcome:
 def opencode_session_id(name: str, payload: Mapping[str, object]) -> str | None:
     """The OpenCode session an event is about (``ses_...``), or None when it names none:
     events carry it in ``properties.sessionID``, hooks in ``input.sessionID``."""
-    holder = payload.get("input" if name in ("chat.message", "tool.execute.before",
-                                             "tool.execute.after") else "properties")
+    holder = payload.get("input" if name in _HOOKS else "properties")
     value = holder.get("sessionID") if isinstance(holder, Mapping) else None
     return value if is_session_id(value) else None
+
+MAX_PROMPT_PARTS = 64
+MAX_ID_CHARS = 128
+
+
+class OpencodeFields(NamedTuple):
+    """What the hook path keeps of one OpenCode event: identifiers and the outcome.
+    ``prompt`` (``chat.message`` only) is there to be compared with Switchboard's fixed
+    lines and dropped: ``core.providers.hooks`` keeps only the answer."""
+
+    session_id: str
+    outcome: Outcome
+    tool_name: str | None = None
+    tool_use_id: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _short_id(holder: Mapping[str, object], key: str) -> str | None:
+    """A short printable identifier, or None (it only enriches evidence)."""
+    value = holder.get(key)
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_CHARS:
+        return None
+    if not all(c.isascii() and c.isprintable() and not c.isspace() for c in value):
+        return None
+    return value
+
+
+def _prompt(document: Mapping[str, object]) -> str | None:
+    """The typed text of a ``chat.message``: its text parts that OpenCode did not add
+    itself (``synthetic``), joined."""
+    parts = _mapping(document.get("output")).get("parts")
+    if not isinstance(parts, list):
+        return None
+    texts = [str(part["text"]) for part in parts[:MAX_PROMPT_PARTS]
+             if isinstance(part, Mapping) and part.get("type") == "text"
+             and isinstance(part.get("text"), str) and not part.get("synthetic")]
+    return "\n".join(texts) if texts else None
+
+
+def opencode_fields(name: str, document: Mapping[str, object]) -> OpencodeFields:
+    """The session, outcome and identifiers of one event as the plugin handed it on;
+    an event that names no OpenCode session is refused by name."""
+    holder = _mapping(document.get("input" if name in _HOOKS else "properties"))
+    session_id = holder.get("sessionID")
+    if session_id is None:
+        raise ProviderError(f"opencode {name} names no sessionID; cannot tell which session"
+                            " it is", code="hook_session_missing")
+    if not is_session_id(session_id):
+        raise ProviderError(f"opencode {name}: sessionID is not an OpenCode session id: "
+                            f"{str(session_id)[:64]!r}", code="hook_session_invalid")
+    outcome = opencode_outcome(name, document)
+    if name == "chat.message":
+        return OpencodeFields(session_id, outcome,
+                              model=_short_id(_mapping(holder.get("model")), "modelID"),
+                              prompt=_prompt(document))
+    if name in ("tool.execute.before", "tool.execute.after"):
+        return OpencodeFields(session_id, outcome, _short_id(holder, "tool"),
+                              _short_id(holder, "callID"))
+    if name == "permission.asked":
+        return OpencodeFields(session_id, outcome, _short_id(holder, "permission"),
+                              _short_id(_mapping(holder.get("tool")), "callID"))
+    return OpencodeFields(session_id, outcome)
