@@ -53,12 +53,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import SupportsInt
 
 from core.model.control_line import CONTROL_TEMPLATE
 from core.providers.fake import argv as fake_argv
+from core.providers.fake import gemini as fake_gemini
 from core.providers.fake import transcript
 from core.providers.fake.mcp import (
     HttpMcpClient,
@@ -70,8 +71,10 @@ from core.providers.fake.mcp import (
     parse_overrides,
 )
 
-VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}"}
-DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0"}
+VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}",
+                 "gemini": "{version}"}
+DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0",
+                    "gemini": fake_gemini.GEMINI_VERSION}
 DEFAULT_REPLY = "FAKE-OK: offline stand-in reply."
 TOOL_WORD = "TOOLTEST"
 NOTICE_WORD = "NOTICETEST"
@@ -118,6 +121,11 @@ class HookRunner:
     def fire(self, event: str, payload: dict, *, match: str | None = None) -> list[str]:
         """Run the event's hooks; returns what they asked to add to the turn's context
         (``hookSpecificOutput.additionalContext``, as Claude reads it)."""
+        if self.provider == "gemini":
+            named = fake_gemini.event_name(event)
+            if named is None:
+                return []  # a step Gemini CLI sends no hook for
+            event = named
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         if self.direct_command is not None:
             argv = [*self.direct_command, "--provider", self.provider, event]
@@ -217,6 +225,9 @@ def build_runner(args: Launch, env: dict[str, str],
     if args.provider == "claude" and args.settings:
         configured = True
         _add_hook_groups((fake_argv.load_json_or_file(args.settings) or {}).get("hooks"), hooks)
+    elif args.provider == "gemini" and env.get("GEMINI_CLI_HOME"):
+        configured = True
+        _add_hook_groups(fake_gemini.hook_groups(fake_gemini.settings(env)), hooks)
     elif args.provider == "codex":
         import tomllib
 
@@ -405,6 +416,77 @@ class Session:
     def session_end(self, reason: str) -> dict:
         payload = self._head("SessionEnd")
         payload.update(hook_event_name="SessionEnd", reason=reason)
+        return payload
+
+
+@dataclass
+class GeminiSession(Session):
+    """Gemini CLI's payloads (``core.providers.fake.gemini``): its own event names, the
+    common keys of its recording, no turn id, its chat record in its own layout."""
+
+    chat_env: dict[str, str] = field(default_factory=dict)
+    """The environment the chat folder is found from (GEMINI_CLI_HOME, else HOME)."""
+    last_prompt: str = ""
+
+    @property
+    def transcript_path(self) -> str:
+        return fake_gemini.chat_path(self.cwd, self.chat_env, self.session_id, self.started)
+
+    def new_turn(self, prompt: str) -> None:
+        self.last_prompt = prompt
+
+    def record(self, role: str, text: str) -> None:
+        lines = [] if transcript.stored(self.transcript_path).exists() else [
+            fake_gemini.header(self.session_id)]
+        with contextlib.suppress(OSError):
+            transcript.append(self.transcript_path,
+                              [*lines, fake_gemini.chat_line(role, text)])
+
+    def new_tool_use_id(self) -> str:
+        self.tool_counter += 1
+        return f"{fake_gemini.SHELL_TOOL}-{self.tool_counter}"
+
+    def _gemini_head(self, event: str) -> dict:
+        named = fake_gemini.event_name(event) or event
+        return fake_gemini.head(self.session_id, self.transcript_path, self.cwd, named)
+
+    def session_start(self) -> dict:
+        payload = self._gemini_head("SessionStart")
+        payload["source"] = "resume" if self.resumed else "startup"
+        return payload
+
+    def user_prompt_submit(self, prompt: str) -> dict:
+        payload = self._gemini_head("UserPromptSubmit")
+        payload["prompt"] = prompt
+        return payload
+
+    def tool_event(self, event: str, command: str, description: str, tool_use_id: str,
+                   **extra: object) -> dict:
+        payload = self._gemini_head(event)
+        payload.update(tool_name=fake_gemini.SHELL_TOOL,
+                       tool_input={"command": command, "description": description})
+        if event == "PostToolUse":
+            payload["tool_response"] = {"llmContent": str(extra.get("tool_response", ""))[:2000],
+                                        "returnDisplay": ""}
+        return payload
+
+    def subagent_event(self, event: str, agent_id: str, agent_type: str) -> dict:
+        return self._gemini_head(event)  # never sent (fake_gemini.EVENT_NAMES)
+
+    def notification(self, message: str, notification_type: str) -> dict:
+        payload = self._gemini_head("Notification")
+        payload.update(notification_type=notification_type, message=message,
+                       details={"type": "exec", "title": "Confirm Shell Command"})
+        return payload
+
+    def stop(self, reply: str) -> dict:
+        payload = self._gemini_head("Stop")
+        payload.update(prompt=self.last_prompt, prompt_response=reply, stop_hook_active=False)
+        return payload
+
+    def session_end(self, reason: str) -> dict:
+        payload = self._gemini_head("SessionEnd")
+        payload["reason"] = "exit"
         return payload
 
 
@@ -709,6 +791,9 @@ class FakeAgent:
         if self.session.provider == "claude":
             self.hooks.fire("Notification", self.session.notification(
                 "Claude needs your permission", "permission_prompt"))
+        elif self.session.provider == "gemini":
+            self.hooks.fire("Notification", self.session.notification(
+                "Tool Confirm Shell Command requires execution", fake_gemini.PERMISSION_TYPE))
         # Like the real CLIs, wait for the person: the needs-input badge lasts until
         # they answer in the pane.
         answer = self.ask(f"  Allow Bash({command})? [y/n] ") if self.ask else None
@@ -928,10 +1013,12 @@ def parse_args(argv: Sequence[str]) -> Launch:
         resume = cli.session_id
     elif cli.provider == "codex" and cli.fork:
         fork_from = cli.session_id
+    elif cli.provider == "gemini" and isinstance(cli.get("resume"), str):
+        resume = str(cli.get("resume"))
     settings = cli.get("settings")
     return Launch(
         provider=cli.provider, prompt=cli.prompt,
-        session_id=cli.session_id if cli.provider == "claude" else None,
+        session_id=cli.session_id if cli.provider in ("claude", "gemini") else None,
         resume=resume, fork_from=fork_from,
         settings=settings if isinstance(settings, str) else None,
         overrides=overrides, print_mode=bool(cli.get("print")),
@@ -954,14 +1041,18 @@ USAGE = {
     "codex": "Usage: codex [OPTIONS] [PROMPT]\n       codex [OPTIONS] resume [SESSION_ID] "
              "[PROMPT]\n       codex [OPTIONS] fork [SESSION_ID] [PROMPT]  (fake_agent: "
              "offline stand-in)",
+    "gemini": "Usage: gemini [options] [command]  (fake_agent: offline stand-in)",
 }
+EMULATED = {"claude": (fake_argv.CLAUDE_OPTIONS, fake_argv.CLAUDE_COMMANDS),
+            "codex": (fake_argv.CODEX_OPTIONS, fake_argv.CODEX_COMMANDS),
+            "gemini": (fake_argv.GEMINI_OPTIONS, fake_argv.GEMINI_COMMANDS)}
+NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+
 def emulated_help(provider: str) -> str:
     """The usage, options and subcommands of the emulated CLI, laid out as its own help
     is, so a check that reads ``--help`` (``core.providers.contract``) sees what the
     fake accepts."""
-    options, commands = ((fake_argv.CLAUDE_OPTIONS, fake_argv.CLAUDE_COMMANDS)
-                         if provider == "claude"
-                         else (fake_argv.CODEX_OPTIONS, fake_argv.CODEX_COMMANDS))
+    options, commands = EMULATED[provider]
     lines = [USAGE[provider], "", "Options:"]
     lines += [f"  {opt.flags}" for opt in options if opt not in fake_argv.FAKE_OPTIONS]
     lines += ["", "Commands:"]
@@ -970,13 +1061,26 @@ def emulated_help(provider: str) -> str:
 
 
 FAKE_HELP = """fake_agent's own options (anywhere an option may go):
-  --provider claude|codex   which CLI to emulate (required)
+  --provider claude|codex|gemini   which CLI to emulate (required)
   --hook-command CMD        hooks run as: CMD --provider P EVENT
   --agent-command CMD       agent tools run as: CMD transition-claim --json, ...
   --no-stop-on WORD         a prompt containing WORD ends without Stop (repeatable)
   --session-end auto|always|never   fire SessionEnd at exit (auto: claude yes)
   --reply TEXT              the reply line
   --fake-version V          the version to report"""
+
+
+def _gemini_refusal(args: Launch, env: dict[str, str], cwd: str,
+                    initial_prompt: str | None) -> str | None:
+    """What Gemini CLI 0.61.0 refuses before its screen (``core.providers.fake.gemini``)."""
+    if fake_gemini.in_ci(env) and initial_prompt is None:
+        return fake_gemini.no_ci_input_message()
+    if args.session_id is not None and fake_gemini.session_exists(cwd, env, args.session_id):
+        return (f'Error starting session: Session ID "{args.session_id}" already exists. Use '
+                "--resume to resume it, or provide a different ID.")
+    if args.resume is not None and not fake_gemini.session_exists(cwd, env, args.resume):
+        return fake_gemini.unknown_session_message(cwd, env, args.resume)
+    return None
 
 
 def _print_prompt(launch: Launch) -> str | None:
@@ -1024,13 +1128,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.provider == "claude":
         env.setdefault("CLAUDE_PROJECT_DIR", cwd)
         session_id = args.session_id or args.resume or str(uuid.uuid4())
+    elif args.provider == "gemini":
+        session_id = args.session_id or args.resume or str(uuid.uuid4())
+        refused = _gemini_refusal(args, env, cwd, initial_prompt)
+        if refused is not None:
+            print(refused, file=sys.stderr)
+            return fake_gemini.SESSION_EXISTS_EXIT
+        if fake_gemini.in_ci(env):  # is-in-ci: headless, the prompt runs and it ends
+            args = replace(args, print_mode=True)
     else:
         session_id = args.resume or uuid7()
     if args.provider == "claude" and args.settings and \
             fake_argv.load_json_or_file(args.settings) is None:
         report(f"  ⎿ settings ignored (not a JSON object): {args.settings}")
     session = Session(args.provider, session_id, cwd,
-                      resumed=bool(args.resume or args.fork_from))
+                      resumed=bool(args.resume or args.fork_from)) \
+        if args.provider != "gemini" else \
+        GeminiSession(args.provider, session_id, cwd, resumed=bool(args.resume), chat_env=env)
     carried = 0
     if args.fork_from is not None:
         try:
@@ -1043,6 +1157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     http_server = HttpServer.from_codex_config(args.overrides, "switchboard", env)
     client: McpClient | HttpMcpClient | None = McpClient(server, env) \
         if server is not None else None
+    if args.provider == "gemini":
+        http_server = fake_gemini.http_server(fake_gemini.settings(env), "switchboard", env)
     if http_server is not None:
         client = HttpMcpClient(http_server)
         if isinstance(http_server, str):
@@ -1059,7 +1175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     servers = start_mcp_servers(args.mcp_configs, env)
     fire_end = args.session_end == "always" or (
-        args.session_end == "auto" and args.provider == "claude"
+        args.session_end == "auto" and args.provider in ("claude", "gemini")
     )
 
     def closed(signum: int, frame: object) -> None:
@@ -1067,7 +1183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGHUP, closed)
     signal.signal(signal.SIGTERM, closed)
-    name = "Claude Code" if args.provider == "claude" else "Codex"
+    name = NAMES[args.provider]
     report(f"✻ Fake {name} {version} (offline stand-in)")
     report(f"  session: {session_id}" + (" (resumed)" if args.resume else ""))
     if args.fork_from is not None:

@@ -69,7 +69,7 @@ class Opt:
         return next((n for n in self.names if n.startswith("--")), self.names[0])
 
 
-FAKE_PROVIDERS: tuple[str, ...] = ("claude", "codex")
+FAKE_PROVIDERS: tuple[str, ...] = ("claude", "codex", "gemini")
 """The providers whose CLI the fake agent emulates; any other is refused by name."""
 
 
@@ -165,6 +165,42 @@ CLAUDE_COMMANDS = ("agents", "auth", "auto-mode", "doctor", "gateway", "install"
                    "plugin", "plugins", "project", "setup-token", "ultrareview", "update",
                    "upgrade")
 """Subcommands: a first operand with one of these names is not a prompt."""
+
+GEMINI_OPTIONS = (
+    # Gemini CLI 0.61.0's ``gemini --help`` (yargs), the options a launch may meet
+    Opt("-d, --debug", F, "debug"),
+    Opt("-m, --model <model>", V, "model"),
+    Opt("-p, --prompt <prompt>", V, "print"),
+    Opt("-i, --prompt-interactive <prompt>", V, "prompt_interactive"),
+    Opt("--worktree <name>", V, "worktree"),
+    Opt("-s, --sandbox", F, "sandbox"),
+    Opt("--skip-trust", F, "skip_trust"),
+    Opt("-y, --yolo", F, "yolo"),
+    Opt("--approval-mode <mode>", V, "approval_mode", ("default", "auto_edit", "yolo", "plan")),
+    Opt("--policy <files>", V, "policy", repeatable=True),
+    Opt("--admin-policy <files>", V, "admin_policy", repeatable=True),
+    Opt("--acp", F, "acp"),
+    Opt("--experimental-acp", F, "experimental_acp"),
+    Opt("--allowed-mcp-server-names <names>", V, "allowed_mcp", repeatable=True),
+    Opt("--allowed-tools <tools>", V, "allowed_tools", repeatable=True),
+    Opt("-e, --extensions <names>", V, "extensions", repeatable=True),
+    Opt("-l, --list-extensions", F, "list_extensions"),
+    Opt("-r, --resume <session>", V, "resume"),
+    Opt("--session-id <id>", V, "session_id"),
+    Opt("--session-file <file>", V, "session_file"),
+    Opt("--list-sessions", F, "list_sessions"),
+    Opt("--delete-session <session>", V, "delete_session"),
+    Opt("--include-directories <dirs>", V, "include_directories", repeatable=True),
+    Opt("--screen-reader", F, "screen_reader"),
+    Opt("-o, --output-format <format>", V, "output_format", ("text", "json", "stream-json")),
+    Opt("--raw-output", F, "raw_output"),
+    Opt("--accept-raw-output-risk", F, "accept_raw_output_risk"),
+    Opt("-v, --version", F, "version"),
+    Opt("-h, --help", F, "help"),
+    *FAKE_OPTIONS,
+)
+GEMINI_COMMANDS = ("mcp", "extensions", "extension", "skills", "skill", "hooks", "hook", "gemma")
+
 
 CODEX_OPTIONS = (
     Opt("--config <key=value>", V, "config", repeatable=True),
@@ -265,7 +301,13 @@ def provider_of(argv: list[str]) -> str:
 
 def parse(argv: list[str]) -> CliArgs:
     provider = provider_of(argv)
-    return parse_claude(argv) if provider == "claude" else parse_codex(argv)
+    if provider == "claude":
+        return parse_claude(argv)
+    if provider == "codex":
+        return parse_codex(argv)
+    if provider == "gemini":
+        return parse_gemini(argv)
+    raise ArgvError(f"fake_agent: no grammar for provider {provider!r}", 2)
 
 
 # --- commander.js (Claude Code) ---------------------------------------------
@@ -580,3 +622,75 @@ def _codex_checks(args: CliArgs) -> None:
     if args.fork and args.session_id is not None and not _is_uuid(args.session_id):
         raise ArgvError(f"fake_agent: forking by session name ({args.session_id!r}) is not "
                         "emulated; give the session UUID", 1)
+
+
+# --- yargs (Gemini CLI) ------------------------------------------------------
+
+
+def _yargs_find(name: str) -> Opt | None:
+    return next((opt for opt in GEMINI_OPTIONS if name in opt.names), None)
+
+
+def parse_gemini(argv: list[str]) -> CliArgs:
+    """yargs as Gemini CLI 0.61.0 configures it (strict): ``--opt value`` or
+    ``--opt=value``; a value may start with ``-`` only in the ``=`` form; an unknown option
+    is ``Unknown argument: NAME`` (exit 1); a missing value is ``Not enough arguments
+    following: NAME`` (exit 1); the positional words are the query, joined by spaces.
+    ``--session-id`` takes any word: the CLI does not check that it is a UUID."""
+    args = CliArgs("gemini")
+    words = list(argv)
+    query: list[str] = []
+    while words:
+        word = words.pop(0)
+        if word == "--":
+            query += words
+            break
+        if not _maybe_option(word):
+            query.append(word)
+            continue
+        name, has_value, inline = word.partition("=")
+        opt = _yargs_find(name)
+        if opt is None:
+            raise ArgvError(f"Unknown argument: {name.lstrip('-')}", 1)
+        if opt.arity is Arity.FLAG:
+            args.values[opt.dest] = True
+            continue
+        if has_value:
+            value = inline
+        elif words and not _maybe_option(words[0]):
+            value = words.pop(0)
+        else:
+            raise ArgvError(f"Not enough arguments following: {opt.long.lstrip('-')}", 1)
+        if opt.choices and value not in opt.choices:
+            raise ArgvError(f"Invalid values:\n  Argument: {opt.long.lstrip('-')}, Given: "
+                            f"\"{value}\", Choices: "
+                            + ", ".join(f'"{choice}"' for choice in opt.choices), 1)
+        if opt.repeatable:
+            args.append(opt.dest, value)
+        else:
+            args.values[opt.dest] = value
+    if query and query[0] in GEMINI_COMMANDS:
+        raise ArgvError(f"fake_agent: gemini {query[0]} is not emulated", 2)
+    # its own checks, in its order (0.61.0 bundle, the yargs ``.check``)
+    interactive = args.get("prompt_interactive")
+    if sum(args.get(dest) is not None for dest in ("resume", "session_id", "session_file")) > 1:
+        raise ArgvError("The flags --resume, --session-id, and --session-file are mutually "
+                        "exclusive. Please provide only one.", 1)
+    if args.get("print") and query:
+        raise ArgvError("Cannot use both a positional prompt and the --prompt (-p) flag "
+                        "together", 1)
+    if args.get("print") and interactive:
+        raise ArgvError("Cannot use both --prompt (-p) and --prompt-interactive (-i) "
+                        "together", 1)
+    if args.get("yolo") and args.get("approval_mode"):
+        raise ArgvError("Cannot use both --yolo (-y) and --approval-mode together. Use "
+                        "--approval-mode=yolo instead.", 1)
+    args.operands = query
+    args.prompt = interactive if isinstance(interactive, str) else (
+        " ".join(query) if query else None)
+    printed = args.get("print")
+    if isinstance(printed, str):
+        args.prompt = printed
+    session = args.get("session_id")
+    args.session_id = session if isinstance(session, str) else None
+    return args
