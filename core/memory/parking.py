@@ -44,7 +44,6 @@ from pathlib import Path
 
 from core.model.errors import TmuxError
 from core.model.files import own_dir, write_private
-from core.model.private_sockets import lock_is_held
 from core.tmux.commands import Check, both, equals, gated, outcomes
 from core.tmux.errors import TmuxCommandFailed
 from core.tmux.identity import ServerIdentity, identity_command, run_guarded
@@ -81,21 +80,6 @@ _SCREEN_START = "\x1b[?7l\x1b[?25l\x1b[H\x1b[2J"
 not wrapped: a window shown at another size than it was parked at), no cursor, a
 clear screen."""
 _SCREEN_END = "\x1b[0m\x1b[?7h"
-WARM_SOCKET = "warm.sock"
-"""The warm navigator server's socket (``navigator.warm``), in ``SCREENS``."""
-WAKE_CLIENT = Path(__file__).with_name("wake_client.py")
-ENV_WARM_IDLE = "SWITCHBOARD_WARM_IDLE"
-"""Seconds the warm navigator server stays after its last hand-off (default
-``WARM_IDLE_S``); 0 turns it off. Read by the process that builds the wake line."""
-WARM_IDLE_S = 600.0
-"""Ten minutes: moving between views keeps it (each wake ~0.25 s instead of ~0.5 s,
-~0.9 s under a large fleet's load); a fleet looked at in one view gives its ~32 MB
-back."""
-MAX_SOCKET_PATH = 100
-"""Longer unix socket paths do not bind (108 bytes on Linux): those homes wake cold."""
-ENV_PANE_PID = "SWITCHBOARD_NAVIGATOR_PANE_PID"
-"""Set by ``wake_client`` for a navigator the warm server forked: its pane's pid
-(``pane_pid``), which is not the navigator's own (``own_pane_pid``)."""
 
 
 @dataclass(frozen=True)
@@ -199,95 +183,29 @@ def _save_screen(run_dir: Path, view_id: str, captured: Sequence[str]) -> Path:
     return path
 
 
-def warm_socket(run_dir: Path) -> Path | None:
-    """Where the warm navigator server listens; None when the path is too long to bind."""
-    path = screens_dir(run_dir) / WARM_SOCKET
-    return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
-
-
-def warm_idle() -> float:
-    """``WARM_IDLE_S``, or the environment's (0: no warm server, every wake is cold)."""
-    try:
-        return max(0.0, float(os.environ.get(ENV_WARM_IDLE, "") or WARM_IDLE_S))
-    except ValueError:
-        return WARM_IDLE_S
-
-
-def _is_default_navigator(command: Sequence[str]) -> bool:
-    """``python -OO -m navigator.cli ui ...``: what the warm server runs (a test's or a
-    person's own navigator command wakes cold, as it is)."""
-    return tuple(command[1:5]) == ("-OO", "-m", "navigator.cli", "ui")
-
-
-def warm_server_running(socket: Path) -> bool:
-    """Whether a warm server holds the lock beside ``socket`` (no connection made)."""
-    return lock_is_held(socket.with_name(socket.name + ".lock"))
-
-
-@dataclass(frozen=True)
-class WarmServer:
-    """The warm navigator server of one home and tmux server (``navigator.warm``)."""
-
-    socket: Path
-    tmux_bin: str
-    tmux_socket: str
-    idle_s: float
-
-    def start_line(self, python: str) -> str:
-        """The shell line a tmux job runs to start it: after two seconds, so the cold
-        navigator of the wake that found none has the cores first (~1 s loaded)."""
-        argv = ("env", "MALLOC_ARENA_MAX=1", python, "-OO", "-m", "navigator.warm",
-                str(self.socket), f"{self.idle_s:g}")
-        return f"sleep 2; exec {shlex.join(argv)} </dev/null >/dev/null 2>&1"
-
-    def client_command(self, command: Sequence[str]) -> tuple[str, ...]:
-        """``command`` (the navigator) behind ``wake_client``."""
-        python = command[0]
-        return (python, "-I", "-S", str(WAKE_CLIENT), str(self.socket), self.tmux_bin,
-                self.tmux_socket, self.start_line(python), "--", *command)
-
-
-def warm_server(runner: TmuxRunner, run_dir: Path) -> WarmServer | None:
-    """The warm server a wake hands its pane to; None when off or the socket path is too
-    long (the wake is then cold, as before)."""
-    socket, idle = warm_socket(run_dir), warm_idle()
-    if socket is None or idle <= 0:
-        return None
-    return WarmServer(socket, runner.tmux_bin or "tmux", runner.socket_path, idle)
-
-
-def own_pane_pid() -> int:
-    """This navigator's pane pid: its own, unless the warm server forked it."""
-    raw = os.environ.get(ENV_PANE_PID, "")
-    return int(raw) if raw.isdigit() else os.getpid()
-
-
 def keeper_command(screen: Path) -> tuple[str, ...]:
     """What a parked navigator pane runs: print the saved screen, exit ``ASLEEP_STATUS``."""
     return ("/bin/sh", "-c", f'cat "$0" 2>/dev/null; exit {ASLEEP_STATUS}', str(screen))
 
 
-def waking_spawn(spawn: NavigatorSpawn, screen: Path,
-                 warm: WarmServer | None = None) -> NavigatorSpawn:
-    """The navigator's own spawn, behind a ``cat`` of its saved screen (there at once);
-    with ``warm``, through ``wake_client``, which hands the pane to that server (or
-    starts one and runs the command itself when none answers)."""
-    command = tuple(spawn.command)
-    if warm is not None and _is_default_navigator(command):
-        command = warm.client_command(command)
+def waking_spawn(spawn: NavigatorSpawn, screen: Path) -> NavigatorSpawn:
+    """The navigator's own spawn, behind a ``cat`` of its saved screen: the screen is
+    there at once, and the navigator, exec'd by the same shell, paints over it when it
+    is ready (a cold start; see docs/decisions.md, "No warm navigator server")."""
     return NavigatorSpawn(
         view_id=spawn.view_id,
-        command=("/bin/sh", "-c", 'cat "$0" 2>/dev/null; exec "$@"', str(screen), *command),
+        command=("/bin/sh", "-c", 'cat "$0" 2>/dev/null; exec "$@"', str(screen),
+                 *spawn.command),
         env=spawn.env)
 
 
 def wake_line(runner: TmuxRunner, pane: NavigatorPane, spawn: NavigatorSpawn,
-              screen: Path, warm: WarmServer | None = None) -> str:
+              screen: Path) -> str:
     """The shell line the server hooks run to wake ``pane``: one tmux client that respawns
     it behind its saved screen (no Python on the way: the navigator's own start is the
     wait). ``respawn-pane`` without ``-k`` never touches a pane that runs, and a pane id
     is never reissued by the server that holds this window option."""
-    waking = waking_spawn(spawn, screen, warm)
+    waking = waking_spawn(spawn, screen)
     env = [arg for name, value in waking.env.items() for arg in ("-e", f"{name}={value}")]
     argv = [runner.tmux_bin or "tmux", "-S", runner.socket_path,
             "respawn-pane", "-t", pane.pane_id, *env, "--", *waking.command,
@@ -356,12 +274,11 @@ def park(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
         return []
     screens = _capture(runner, panes)
     commands: list[TmuxCommand] = [*hook_commands()]
-    warm = warm_server(runner, run_dir)
     spawns = {pane.view_id: spawn_of(pane.view_id) for pane in panes}
     for pane in panes:
         screen = _save_screen(run_dir, pane.view_id, screens.get(pane.pane_id, []))
         commands += _park_commands(pane, screen,
-                                   wake_line(runner, pane, spawns[pane.view_id], screen, warm))
+                                   wake_line(runner, pane, spawns[pane.view_id], screen))
     output = run_guarded(runner, expected, commands, refusal_stops=True)
     labels = outcomes(output.stdout, missing_raises=False)
     parked = [pane for index, pane in enumerate(panes)
@@ -390,8 +307,7 @@ def wake(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
     clear their wake lines. One guarded tmux process; returns the views woken."""
     if not panes:
         return []
-    warm = warm_server(runner, run_dir)
-    respawns = [(pane.pane_id, waking_spawn(spawn, screen_file(run_dir, pane.view_id), warm))
+    respawns = [(pane.pane_id, waking_spawn(spawn, screen_file(run_dir, pane.view_id)))
                 for pane, spawn in panes]
     results = respawn_navigators(runner, expected, respawns)
     clear: list[TmuxCommand] = []
@@ -497,7 +413,7 @@ def sweep(runner: TmuxRunner, run_dir: Path, view_ids: Iterable[str],
     expected = fleet.identity
     stamp = int(time.time() if now is None else now)
     decided = plan(fleet, view_ids, stamp, after,
-                   own_pane_pid() if own_pid is None else own_pid)
+                   os.getpid() if own_pid is None else own_pid)
     marks: list[TmuxCommand] = [("set-option", "-p", "-t", p.pane_id, OPT_UNSEEN, str(stamp))
                                 for p in decided.mark]
     marks += [("set-option", "-pu", "-t", p.pane_id, OPT_UNSEEN) for p in decided.unmark]

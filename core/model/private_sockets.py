@@ -1,13 +1,13 @@
 """Owner-only unix sockets and the locks beside them, shared by Switchboard's servers.
 
-The agent-tool host (``core.memory.mcp_host``) and the warm navigator server
-(``navigator.warm``) each listen on a socket in the home's 0700 run folder; the
-remote follower and the warm server are known to run by the ``flock`` their
-process holds. One spelling of each, so a later fix (a mode, a race) lands once.
+The agent-tool host (``core.memory.mcp_host``) listens on a socket in the home's
+0700 run folder; the remote follower and the server are known to run by the
+``flock`` their process holds. One spelling of each, so a later fix (a mode, a race)
+lands once.
 
 A socket is only made, and only connected to, in a folder that is this user's own
 with mode 0700 (``core.model.files.check_own_dir``); the clients that cannot import
-it (the C shim, the wake client) check the same by hand.
+it (the C shim) check the same by hand.
 """
 
 from __future__ import annotations

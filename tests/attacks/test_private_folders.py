@@ -281,20 +281,3 @@ def test_host_socket_is_not_made_in_a_folder_someone_else_made(shared_tmp: Path)
     with pytest.raises(FolderNotPrivate, match="open to other users"):
         listen_private(open_folder / "s.sock", 4)
     assert list(open_folder.iterdir()) == []
-
-
-# ---- the clients: nothing is sent to the other user's socket --------------------------
-
-
-def test_wake_client_hands_no_terminal_to_another_users_socket(shared_tmp: Path) -> None:
-    """The wake client sends its terminal fds and environment to the warm server; in a
-    folder the other user made it must not connect (it starts cold instead)."""
-    from core.memory import wake_client
-
-    attacker = start_attacker(shared_tmp / "navigators", "warm.sock")
-    try:
-        assert wake_client._handoff(str(attacker.sock), ["navigator"]) is None
-        received = attacker.received(1.0)
-    finally:
-        attacker.stop()
-    assert received == b""

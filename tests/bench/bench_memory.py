@@ -22,11 +22,9 @@ Figures, each beside its target:
 - small fleet (``--small``): everything Switchboard runs beside the agents and tmux;
   largest agent-tool process RSS;
 - wake: a client shows a parked view: time until its pane shows a screen again, and
-  until the navigator app has painted (its alternate screen with the Views panel);
-  the first wake finds no warm navigator server (``navigator.warm``) and starts one
-  (printed on its own), the next ``--wakes`` are measured once it runs (the median
-  and the max are theirs); the navigators' RSS after the wakes (that server
-  counts as a navigator, and so do the ``wake_client`` processes in woken panes);
+  until the navigator app has painted (its alternate screen with the Views panel),
+  over ``--wakes`` wakes (each a cold ``switchboard ui``); the navigators' RSS after
+  the wakes;
 - first ``tools/list``: ``switchboard mcp`` today against the shim with no host
   running (it starts one) and with one running; median of 5 each.
 """
@@ -64,12 +62,7 @@ from tests.waiting import retry_until
 REPO = Path(__file__).resolve().parents[2]
 AGENT_MARK = b"core.providers.fake.agent"
 HOST_MARK = b"core.memory.mcp_host"
-WARM_SERVER_ARGV = b"-m\0navigator.warm\0"
-"""The warm server itself (its forks have its argv and it as their parent; a woken
-pane's ``wake_client`` names it only inside one argument)."""
-NAVIGATOR_MARKS = (b"navigator.cli", b"navigator.warm", b"wake_client.py")
-"""A navigator: a cold one, the warm server and the navigators it forked (they keep its
-argv), and a woken pane's own process (``core/memory/wake_client.py``)."""
+NAVIGATOR_MARKS = (b"navigator.cli",)
 MCP_MARKS = (b"navigator.cli\0mcp", b"sb-mcp-shim")
 
 
@@ -294,17 +287,13 @@ def measure_fleet(views: int, agents: int, *, after: bool,
             figures["all_pss"] = sum(p.pss_mb for p in counted.everything)
             figures["parked"] = _parked(run)
             screens, usable = wake_figures(run, wake_rounds) if after else ([], [])
-            if len(usable) > 1:
+            if usable:
                 figures["wake_screen_s"] = statistics.median(screens)
-                figures["wake_usable_s"] = statistics.median(usable[1:])
-                figures["wake_usable_max_s"] = max(usable[1:])
-                figures["wake_first_s"] = usable[0]
-                # the woken navigators run until they park again; the warm server stays
+                figures["wake_usable_s"] = statistics.median(usable)
+                figures["wake_usable_max_s"] = max(usable)
+                # the woken navigators run until they park again
                 woken = census(run.server_pid, run.socket)
                 figures["woken_navigators_mb"] = woken.rss(woken.navigators)
-                figures["warm_server_mb"] = sum(p.rss_mb for p in woken.navigators
-                                                if WARM_SERVER_ARGV in p.argv
-                                                and p.ppid == run.server_pid)
         finally:
             if terminal is not None:
                 terminal.close()
@@ -319,12 +308,10 @@ def measure_fleet(views: int, agents: int, *, after: bool,
 def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
     """Show parked views one after another: seconds from the window being shown to a
     screen in its navigator pane (tmux's own reading, which takes a few ms itself),
-    and from the ``select-window`` to the app painted. ``rounds`` wakes after a first
-    one that starts the warm server (its figures come first in the lists)."""
+    and from the ``select-window`` to the app painted, for ``rounds`` wakes."""
     screens: list[float] = []
     usable: list[float] = []
-    candidates = [v for v in run.views[1:]][:rounds + 1] if rounds else []
-    warm = parking.warm_socket(run.socket.parent / "home" / "run")
+    candidates = run.views[1:][:rounds]
     for view in candidates:
         pane = run.navs[view]
         if not retry_until(lambda p=pane: _asleep(run.socket, p), 60.0):
@@ -343,11 +330,6 @@ def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
         screens.append(shown if shown is not None else usable[-1])
         print(f"  wake {len(usable)}: a screen after {screens[-1]:.3f} s, the app painted "
               f"after {usable[-1]:.3f} s", flush=True)
-        if len(usable) == 1 and warm is not None:
-            # The first wake found no warm server and started one (cold, reported on
-            # its own); the next ones are measured once it runs, as for a person who
-            # keeps moving between views.
-            retry_until(lambda: warm.exists() and parking.warm_server_running(warm), 30.0)
     return screens, usable
 
 
@@ -437,12 +419,9 @@ def main() -> int:
         print(f"                          the app painted after "
               f"{big_after['wake_usable_s']:.3f} s median, {big_after['wake_usable_max_s']:.3f}"
               f" s max   {_verdict(big_after['wake_usable_s'], 0.4)}")
-        print(f"                          (of {args.wakes} wakes once the warm server runs; "
-              f"the first wake, cold, which starts it: {big_after['wake_first_s']:.3f} s;"
-              f" after the wakes: navigators "
-              f"{big_after['woken_navigators_mb']:.1f} MB, the warm server "
-              f"{big_after['warm_server_mb']:.1f} MB of it, until the woken ones park "
-              "again and the server's idle time ends)")
+        print(f"                          (of {args.wakes} wakes, each a cold start; after "
+              f"the wakes: navigators {big_after['woken_navigators_mb']:.1f} MB, until the "
+              "woken ones park again)")
     print(f"{small[0]} views x {small[1]} agents, one view looked at:")
     print(f"  navigators              before {small_before['navigators_mb']:7.1f} MB   after "
           f"{small_after['navigators_mb']:7.1f} MB")

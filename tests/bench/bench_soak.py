@@ -22,8 +22,7 @@ allocator's working set; ``WARM_S`` for the others): a spike that comes back (a
 toast, a turn's transient allocations) moves no median, a leak moves the last one.
 A navigator that takes the host's reconcile turn over imports the turn's modules
 once (~5 MB, carried by the turn's holder only, by design): its series is judged
-from that takeover on, and the takeovers are counted. The warm navigator server
-(parked navigators wake through it) is followed like the watched navigator.
+from that takeover on, and the takeovers are counted.
 """
 
 from __future__ import annotations
@@ -145,8 +144,6 @@ def main(argv: list[str] | None = None) -> int:
     longest = max(watched, key=lambda s: len(s.values), default=Series(0, [0], 0))
     worst_other = max(others, key=lambda s: _thirds(s.values)[1] / max(1, _thirds(s.values)[0]),
                       default=Series(0, [0], 0))
-    warm = [s.warm_rss_kb for s in after if s.warm_rss_kb > 0]
-    warm_fds = [s.warm_fds for s in after if s.warm_fds > 0]
     # judged by the medians of its first and last thirds, as RSS is: a descriptor a
     # request holds for a moment (a tmux command's pipe) is not a leak, a growing count is
     worst_fds = max((_thirds(v) for v in nav_fds.values()), key=lambda t: t[1] - t[0],
@@ -159,8 +156,6 @@ def main(argv: list[str] | None = None) -> int:
         "nav_fds": all(flat(_thirds(v)) for v in nav_fds.values()), "own_fds": flat(own_fds),
         "rss": not any(_grown(s.values) for s in watched),
         "rss_others": not any(_grown(s.values) for s in others),
-        "warm": not warm or not _grown(warm),
-        "warm_fds": not warm_fds or flat(_thirds(warm_fds)),
         "wal": largest.wal_largest <= WAL_BOUND, "lost": lost == 0,
         "twice": report.typed_twice == 0,
         "phases": not report.problems,
@@ -190,12 +185,6 @@ def main(argv: list[str] | None = None) -> int:
           f"grew most, of {len(others)} followed {MIN_SERIES}+ samples after {WARM_S:g} s; "
           f"{sum(s.takeover for s in others)} judged from a reconcile-turn takeover)   "
           f"flat within 5 %: {_verdict(checks['rss_others'])}")
-    if warm:
-        first, last = _thirds(warm)
-        print(f"  warm navigator server   {first / 1024:6.1f} -> {last / 1024:.1f} MB, fds "
-              f"{_thirds(warm_fds)[0]} -> {_thirds(warm_fds)[1]} (medians of the first and "
-              f"last thirds)   flat within 5 %: "
-              f"{_verdict(checks['warm'] and checks['warm_fds'])}")
     print(f"  WAL file (largest)      {largest.wal_largest / 1024:6.0f} KB "
           f"({largest.wal_largest_name})   target <= {WAL_BOUND // (1024 * 1024)} MB: "
           f"{_verdict(checks['wal'])}   (all WAL "

@@ -129,9 +129,6 @@ class Sample:
     """The pid the host's reconcile turn stamp names: the one navigator that carries the
     turn's modules (``core.reconcile.reconcile_turn``); another one taking the turn
     over pays their import once, a step that stays and is not a leak."""
-    warm_rss_kb: int = -1
-    warm_fds: int = -1
-    """The warm navigator server (``navigator.warm``): long-lived, one per tmux server."""
 
 
 @dataclass
@@ -600,18 +597,12 @@ class Soak:
     # ------------------------------------------------------------------ counters
 
     def _navigator_pid(self, view: str) -> int | None:
-        """The view's running navigator process: the pane's own, or the one the warm
-        server forked for a woken pane (the pane then runs ``wake_client``, which only
-        waits; None while it hands the pane over)."""
+        """The view's running navigator process: the pane's own."""
         for line in _tmux(self.socket, "list-panes", "-a", "-F",
-                          "#{@sb_role} #{@sb_view} #{pane_pid} #{pane_dead} "
-                          "#{pane_tty}").splitlines():
+                          "#{@sb_role} #{@sb_view} #{pane_pid} #{pane_dead}").splitlines():
             parts = line.split()
             if parts[:2] == ["navigator", view] and parts[3:4] == ["0"]:
-                pid = int(parts[2])
-                if "wake_client" not in _cmdline(pid):
-                    return pid
-                return _forked_navigator(pid, parts[4] if len(parts) > 4 else "")
+                return int(parts[2])
         return None
 
     def _why_awake(self, view: str) -> str:
@@ -649,7 +640,7 @@ class Soak:
                       len(_tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()),
                       (self._navigator_pid(self.watched) or 0) if self.watched else 0,
                       sum(n for k, n in self.report.ops.items() if " refused " not in k),
-                      self._turn_holder(), *self._warm_server())
+                      self._turn_holder())
 
     def _turn_holder(self) -> int:
         from core.reconcile.reconcile_turn import STAMP_NAME
@@ -659,23 +650,6 @@ class Soak:
         except OSError:
             return 0
         return int(text) if text.isdigit() else 0
-
-    def _warm_server(self) -> tuple[int, int]:
-        """RSS (KB) and fds of this home's warm navigator server; -1, -1 when none runs."""
-        marker = str(self.root).encode()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                raw = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"navigator.warm" in raw and marker in raw:
-                pid = int(entry.name)
-                if _ppid(pid) and b"navigator.warm" not in \
-                        Path(f"/proc/{_ppid(pid)}/cmdline").read_bytes():
-                    return _rss_kb(pid), _fds(pid)
-        return -1, -1
 
     def orphans(self, server: int) -> list[str]:
         """Processes of this home that neither the tmux server nor this process owns,
@@ -797,22 +771,6 @@ def _fds(pid: int) -> int:
         return len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return -1
-
-
-def _forked_navigator(client: int, tty: str) -> int | None:
-    """The navigator the warm server forked for the pane whose process (``client``,
-    ``wake_client``) holds ``tty``: the warm server's child on that terminal."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == client:
-            continue
-        try:
-            if os.readlink(entry / "fd" / "0") != tty:
-                continue
-        except OSError:
-            continue
-        if "navigator.warm" in _cmdline(int(entry.name)):
-            return int(entry.name)
-    return None
 
 
 def _rss_kb(pid: int) -> int:
