@@ -40,11 +40,12 @@ from textual.worker import Worker
 
 from core.apps.client import EngineClient, SubjectPlace
 from core.model.errors import SwitchboardError
+from core.server.housekeeping import RECONCILE_INTERVAL_S
 from core.state.state_types import FrameSummary, NavigatorState, RecoveryRow, ViewRow
 from navigator import intents, lookup, targeting
 from navigator.first_keys import HOLD_LIMIT_S, FirstStateKeys
 from navigator.intents import BLOCKED_UNDER_DIALOGS, KEY_BINDINGS, PANEL_ONLY_ACTIONS
-from navigator.jobs import Group, Job, Jobs, request_problem
+from navigator.jobs import Group, Job, Jobs, problem_text, request_problem
 from navigator.layout import (
     COMPACT_ROWS,
     DEFAULT_NAVIGATOR_WIDTH,
@@ -64,6 +65,7 @@ from navigator.loading import (
     FULL_CHECK_TICKS,
     WATCH_TICK,
     Loaded,
+    NewRecoveries,
     Refresher,
     read_state_async,
 )
@@ -95,8 +97,11 @@ _Answer = TypeVar("_Answer")
 """What a dialog dismisses with (a confirmation, a task, a message, a handoff)."""
 _Target = TypeVar("_Target")
 
-#: Seconds between reconciles of tmux with the registry while the navigator runs.
-RECONCILE_INTERVAL = 10.0
+#: Seconds between two probes of the home's server (one ``flock`` test; a start only
+#: when none runs): a server killed while navigators run is back within this.
+SERVER_PROBE_INTERVAL = 10.0
+#: The server's pass interval; no navigator reconciles (kept for the benches' figures).
+RECONCILE_INTERVAL = RECONCILE_INTERVAL_S
 #: Transition states a request can end in that changed nothing.
 UNDONE_STATES = ("failed", "cancelled", "superseded")
 
@@ -128,12 +133,12 @@ class SwitchboardApp(App[None]):
     # ------------------------------------------------------------------ setup
 
     def __init__(self, client: EngineClient, *, view_id: str | None = None,
-                 poll_interval: float = 0.25, reconcile_interval: float | None = None,
-                 wake_on_change: bool = False, follow_remotes: bool = False,
-                 browser: bool = False) -> None:
-        """``reconcile_interval``: seconds between reconciles of tmux with the registry.
-        None means RECONCILE_INTERVAL when the client drives tmux (a stage) and off
-        without one (test and demo registries); 0 turns it off. ``wake_on_change``:
+                 poll_interval: float = 0.25, wake_on_change: bool = False,
+                 start_server: bool = False, browser: bool = False) -> None:
+        """``start_server``: make sure the home's server runs (at start, then a lock
+        probe every ``SERVER_PROBE_INTERVAL``): it reconciles tmux with the registry,
+        parks unseen navigators and follows the remote hosts; the navigator only shows
+        what it writes (the ``ui`` command's way). ``wake_on_change``:
         the kernel wakes the navigator when a registry file is written (the ``ui``
         command's way); the stat tick then runs only every ``WATCH_TICK`` seconds as
         a backstop. Without it, or where no watch can be set up, the tick polls every
@@ -142,18 +147,17 @@ class SwitchboardApp(App[None]):
         self.client = client
         self.bound_view_id = view_id
         self.poll_interval = poll_interval
-        if reconcile_interval is None:
-            reconcile_interval = RECONCILE_INTERVAL if client.drives_tmux else 0
-        self.reconcile_interval = reconcile_interval
         self.wake_on_change = wake_on_change
-        #: Start the followers of configured remote hosts (``core.remote.follower``).
-        self.follow_remotes = follow_remotes
+        #: Keep the home's server running (``core.server``): reconcile, parking, remotes.
+        self.start_server = start_server
+        self._server_problem: str | None = None
         #: Served to a browser (``switchboard serve``): no tmux view is on screen, so
         #: the preview captures the agent a view shows too (read-only).
         self.preview_shown = browser
         self.current_view_id: str | None = view_id
         self._jobs = Jobs()
         self.refresher = Refresher(self)
+        self._new_recoveries = NewRecoveries()
         self.inbox_messages: list[Any] = []
         self.memory = PaneMemory(self, UiStateStore(client, view_id or "default"))
         self.navigator_width = client.navigator_width()
@@ -220,25 +224,42 @@ class SwitchboardApp(App[None]):
         self.query_one(FrameTree).focus()
         self.refresher.load(first=True)
         self.set_timer(HOLD_LIMIT_S, self._first_keys.release)
-        if self.follow_remotes:
-            self._follow_remotes()
+        if self.start_server:
+            self._prune_remotes()
+            self._probe_server()
+            self.set_interval(SERVER_PROBE_INTERVAL, self._probe_server)
         tick = self.poll_interval
         if self.wake_on_change and self.refresher.watch():
             tick = max(tick, WATCH_TICK)
         self.set_interval(tick, self.refresher.poll)
         self.conflict_watch.start()
-        if self.reconcile_interval:
-            self.refresher.reconcile_tick()  # a restarted navigator first checks tmux
-            self.set_interval(self.reconcile_interval, self.refresher.reconcile_tick)
 
-    def _follow_remotes(self) -> None:
-        """Keep each configured remote host followed live (one ssh per host, shared by
-        every navigator of this home) for as long as this navigator runs."""
+    def _prune_remotes(self) -> None:
+        """Drop the cached rows of remotes no longer configured before the first state
+        is shown (the server does it on every pass too, which may come later)."""
         try:
-            self.client.remote_actions().follow()
-        except OSError as exc:
-            self.notify(f"Remote hosts are not followed live: {exc}", severity="warning",
-                        markup=False)
+            self.client.prune_remotes()
+        except (SwitchboardError, OSError) as exc:
+            self.notify(f"Removed remote hosts' rows were not dropped: {problem_text(exc)}",
+                        severity="warning", markup=False)
+
+    def _probe_server(self) -> None:
+        """Start the home's server unless it runs (in a worker: a start waits for its
+        port file); quiet unless it cannot start, said once per run of failures."""
+        if not self.group_busy(Group.SERVER):
+            self.start_job(self.client.ensure_server, Group.SERVER,
+                           Job(self._server_fine, self._server_failed), exclusive=True)
+
+    def _server_fine(self, _info: object) -> None:
+        self._server_problem = None
+
+    def _server_failed(self, error: Exception) -> None:
+        problem = problem_text(error)
+        if self._server_problem is None:
+            self.warn(f"The switchboard server could not start ({problem}): nothing "
+                      "reconciles tmux with the registry until it runs; `switchboard "
+                      "server` says why.", "Server not running", error=True)
+        self._server_problem = problem
 
     def configured_project_names(self) -> dict[str, str]:
         return {p.project_id: p.name for p in self.client.configured_projects()}
@@ -334,6 +355,7 @@ class SwitchboardApp(App[None]):
         if layout is not None:
             self.memory.layout = layout
         self.navigator_state = loaded.state
+        self._say_new_recoveries(loaded.state)
         self.conflict_watch.on_state(loaded.state)
         inbox = self.query_one(InboxList)
         if loaded.inbox_problem:
@@ -345,6 +367,13 @@ class SwitchboardApp(App[None]):
         self.memory.restore_once(self._restore_layout)
         if self._first_keys.holding:  # after the layout: a held key acts on this screen
             self.call_after_refresh(self._first_keys.release)
+
+    def _say_new_recoveries(self, state: NavigatorState) -> None:
+        """Once per recovery the server's reconcile opened since the last state."""
+        new = self._new_recoveries.count(state)
+        if new:
+            what = "1 recovery needs" if new == 1 else f"{new} recoveries need"
+            self.warn(f"{what} attention: {OPEN_ANYWHERE} says what to do.", "Recoveries")
 
     def warn(self, text: str, title: str, *, error: bool = False) -> None:
         self.notify(text, title=title, severity="error" if error else "warning", markup=False)

@@ -27,7 +27,7 @@ class Group(StrEnum):
     """Worker groups: an exclusive group keeps one worker of its kind running."""
 
     LOAD = "load"
-    RECONCILE = "reconcile"
+    SERVER = "server"
     REQUESTS = "requests"
     PREVIEW = "preview"
     DETAILS = "details"

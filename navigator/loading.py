@@ -2,7 +2,8 @@
 and the inbox (``read_state_async``: the registry's rows awaited on the event loop
 through aiosqlite, the lock-taking checks in a thread), the
 ``LoadGate`` that coalesces bursts of commits, and the ``Refresher`` that decides
-when to read (woken by a ``ChangeWatch``, or by its stat tick) and when to reconcile.
+when to read (woken by a ``ChangeWatch``, or by its stat tick). It never reconciles:
+the home's server does (``core.server.housekeeping``), and the navigator shows it.
 
 The inbox is read for one view and may be unavailable without the state being
 so: a missing or refusing broker becomes the panel's own line, never a failed load.
@@ -15,8 +16,7 @@ import math
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from core.apps.client import EngineClient
 from core.model.errors import SwitchboardError
@@ -25,9 +25,6 @@ from core.state.state_types import NavigatorState
 from navigator.jobs import Group, Job, problem_text
 from navigator.targeting import inbox_view_id
 from navigator.ui_state import PaneLayout, UiStateStore
-
-if TYPE_CHECKING:
-    from core.reconcile.reconcile import ReconcileReport
 
 _T = TypeVar("_T")
 #: Every this many poll ticks the navigator reads data_version even when no file moved
@@ -168,11 +165,26 @@ class LoadGate:
         self.busy = False
 
 
+@dataclass
+class NewRecoveries:
+    """Counts the open recoveries a state has that the last shown one did not.
+
+    The home's server reconciles (``core.server.housekeeping``); a navigator only
+    reads what it wrote, so every navigator can say it and none has to run anything.
+    The first state sets what is known without a word (those were there before)."""
+
+    known: set[tuple[str, str]] | None = None
+
+    def count(self, state: NavigatorState) -> int:
+        opened = {(r.host_id, r.recovery_id) for r in state.recoveries if r.state == "open"}
+        known, self.known = self.known, opened
+        return 0 if known is None else len(opened - known)
+
+
 class RefreshHost(Protocol):
     """What the refresher needs from the app (narrow: the app imports this module)."""
 
     client: EngineClient
-    reconcile_interval: float
 
     def start_job(self, work: Callable[[], _T] | Callable[[], Coroutine[Any, Any, _T]],
                   group: Group, job: Job[_T], *,
@@ -202,11 +214,12 @@ class Cancellable(Protocol):
 
 class Refresher:
     """Keeps the shown state current: a load worker only when a registry or broker file
-    moved, and the periodic reconcile of tmux with the registry. A ``ChangeWatch``
+    moved (the home's server reconciles tmux with the registry; this shows what it
+    wrote, and says when new recoveries appear). A ``ChangeWatch``
     (``watch``) wakes it on change; without one, a few stats per tick notice it. Either
     way the ``LoadGate`` coalesces bursts, and every ``full_check_ticks`` ticks the
     data_version is read even when no file seemed to move (the backstop). Failures are
-    said once per distinct problem (loads) or per run of failures (reconciles)."""
+    said once per distinct problem."""
 
     def __init__(self, host: RefreshHost, *, gap: float = LOAD_GAP,
                  max_gap: float | None = LOAD_GAP_MAX, settle: float = WAKE_SETTLE,
@@ -226,7 +239,6 @@ class Refresher:
         self.wakes = 0  # times the watch woke this navigator (the tests count them)
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._load_problem: str | None = None
-        self._reconcile_problem: str | None = None
 
     # ------------------------------------------------------------------ waking
 
@@ -405,38 +417,3 @@ class Refresher:
         self._host.warn(f"Could not read the registry: {problem}. The navigator keeps "
                         "the last state and retries; check `switchboard state navigator "
                         "--json`.", "Refresh failed", error=True)
-
-    # ------------------------------------------------------------------ reconciles
-
-    def reconcile_tick(self) -> None:
-        """Start a reconcile unless one still runs (a slow tmux never piles them up).
-        Watchdog, expired leases, exited providers, stale activity: what it writes
-        changes data_version, so the next poll redraws (an aged badge included)."""
-        host = self._host
-        if not host.group_busy(Group.RECONCILE):
-            host.start_job(partial(host.client.reconcile_if_due, host.reconcile_interval),
-                           Group.RECONCILE, Job(self._reconciled, self._reconcile_failed),
-                           exclusive=True)
-
-    def _reconciled(self, report: ReconcileReport | None) -> None:
-        """Quiet: speaks only when recoveries were opened."""
-        if report is None:
-            return  # another navigator of this host has the turn
-        self._reconcile_problem = None
-        opened = report.recoveries_opened
-        if opened:
-            what = "1 recovery needs" if opened == 1 else f"{opened} recoveries need"
-            from navigator.widgets.recoveries import OPEN_ANYWHERE
-
-            self._host.warn(f"{what} attention: {OPEN_ANYWHERE} says what to do.",
-                            "Recoveries")
-
-    def _reconcile_failed(self, error: Exception) -> None:
-        """Once per run of failures: the navigator still browses; the next tick retries."""
-        problem = problem_text(error)
-        if self._reconcile_problem is None:
-            self._host.warn(f"Could not check tmux against the registry ({problem}). "
-                            f"The navigator retries every {self._host.reconcile_interval:g}"
-                            " s; `switchboard reconcile` shows the whole error.",
-                            "Reconcile failed")
-        self._reconcile_problem = problem

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
         TransitionResult,
         ViewResult,
     )
+    from core.providers.agent_http import ServerInfo
     from core.reconcile.reconcile import ReconcileReport
     from core.reconcile.recovery import RecoveryRecord
     from core.remote.actions import RemoteActions
@@ -422,35 +423,19 @@ class EngineClient:
             return preview_lines(self._acting, frame_id)
 
     def reconcile(self) -> ReconcileReport:
-        """Compare tmux with the registry once, as `switchboard reconcile` (the navigator
-        runs it at start and then periodically)."""
+        """Compare tmux with the registry once, as `switchboard reconcile` (the home's
+        server runs it every interval: ``core.server.housekeeping``)."""
         from core.reconcile.reconcile import reconcile
 
         with self._lock:
             return reconcile(self._acting)
 
-    def reconcile_if_due(self, interval: float) -> ReconcileReport | None:
-        """Reconcile when this host's turn is due (``core.reconcile.reconcile_turn``), else None.
+    def ensure_server(self) -> ServerInfo | None:
+        """Start this home's server unless it runs (one lock probe when it does): it
+        reconciles, parks and follows remotes; a navigator only shows the results."""
+        from core.server.start import ensure_running
 
-        Each navigator calls this on its interval; one of them reconciles per
-        interval however many views are open."""
-        from core.reconcile.reconcile_turn import host_turn
-
-        with host_turn(self.home.run_dir, interval) as mine:
-            if not mine:
-                return None
-            from storage.connection import checkpoint_wal
-
-            try:
-                return self.reconcile()
-            finally:  # hooks leave the registry's checkpoints to this turn, even a failed one
-                with self._lock:
-                    checkpoint_wal(self.engine.conn)
-                self.refresh_attention_segment()
-                # Last: it may park this very navigator (core.memory.turn).
-                from core.memory.turn import park_unseen
-
-                park_unseen(self._acting, self._lock)
+        return ensure_running(self.home)
 
     def recover(self, recovery_id: str) -> RecoveryRecord:
         from core.reconcile import recovery
@@ -531,7 +516,7 @@ class EngineClient:
     @property
     def drives_tmux(self) -> bool:
         """Whether requests move tmux panes (a stage is attached): a navigator then
-        reconciles periodically and takes the person to views shown elsewhere."""
+        takes the person to views shown elsewhere."""
         return self.stage_wanted or getattr(self.engine, "stage", None) is not None
 
     def navigator_width(self) -> int:

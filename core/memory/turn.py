@@ -1,11 +1,10 @@
-"""The reconcile turn's share of parking: ``park_unseen``, called once per host turn.
+"""The parking policy's periodic part: ``park_unseen``, once per server pass.
 
-Only the periodic host turn (``EngineClient.reconcile_if_due``, run by a navigator)
-parks and wakes; an explicit ``switchboard reconcile`` or a test's ``reconcile()``
-leaves navigators alone, so nothing parks a navigator someone is about to use
-because they asked for a repair. Runs last in the turn: when the turn's own
-navigator is parked (another shown navigator takes the turn over), tmux ends this
-process right there, after the turn's commits and its checkpoint.
+Only the home's server (``core.server.housekeeping``, after each reconcile) parks
+and wakes; an explicit ``switchboard reconcile`` or a test's ``reconcile()`` leaves
+navigators alone, so nothing parks a navigator someone is about to use because they
+asked for a repair. The server is no navigator, so parking never ends the process
+that decides it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Where to look:
 - ``recovery``: what a person does with a recovery (list, show, resolve,
   dismiss, run; ``enter_view``); ``recover_view`` is what running a view's
   recovery does.
-- ``settlement``, ``unclaimed``, ``stop_worker``, ``provider_checks``,
-  ``reconcile_turn``: waits that cannot end on their own, a Stop's deferred
-  work, stale activity, and whose turn it is to reconcile.
+- ``settlement``, ``unclaimed``, ``stop_worker``, ``provider_checks``: waits
+  that cannot end on their own, a Stop's deferred work, stale activity. The
+  home's server (``core.server.housekeeping``) runs ``reconcile`` every interval.
 """

@@ -1,15 +1,18 @@
 """The ``switchboard server`` process: one per home, by an ``flock`` in its run folder.
 
 ``serve`` takes the lock (a second server refuses in one line), listens on
-127.0.0.1:<ephemeral port>, writes ``server.json`` (0600: pid, port, start time) and
-serves until SIGTERM/SIGINT. Killed with -9 it leaves a stale ``server.json`` and no
-lock holder: ``core.providers.agent_http.running`` reads "not running", and the next
-launch starts a new one (``ensure_server``). ``status`` and ``stop`` are what the
-command's ``--status`` and ``--stop`` do.
+127.0.0.1:<ephemeral port>, writes ``server.json`` (0600: pid, port, start time),
+runs the housekeeping pass (``core.server.housekeeping``: reconcile, checkpoint,
+attention segment, parking, remote followers) on a thread every interval, and serves
+until SIGTERM/SIGINT or its exit rule (``core.server.lifetime``: the home's tmux server
+gone for a while, or its lock file removed). Killed with -9 it leaves a stale
+``server.json`` and no lock holder: ``core.providers.agent_http.running`` reads "not
+running", and the next front end starts a new one. ``status`` and ``stop`` are what
+the command's ``--status`` and ``--stop`` do.
 
-Started detached by a launch as ``python -m core.server.main`` with only the home's
-variables of Switchboard (no capability in its environment: each call's child gets
-its own launch's).
+Started detached (``core.server.start``, or a launch) as ``python -m core.server.main``
+with only the home's variables of Switchboard and its tuning knobs (no capability in
+its environment: each call's child gets its own launch's).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +45,14 @@ from core.providers.agent_http import (
     server_dir,
     tokens_dir,
 )
+from core.server.housekeeping import (
+    TUNING_ENV,
+    Housekeeper,
+    PassReport,
+    interval_from_env,
+    run_loop,
+)
+from core.server.lifetime import TMUX_GONE_EXIT_S, ExitRule
 
 if TYPE_CHECKING:
     from core.server.http import AgentToolServer
@@ -79,9 +91,19 @@ def _take_lock(folder: Path) -> int | None:
     return fd
 
 
+HOUSEKEEPING_JOIN_S = 5.0
+"""How long a stopping server lets a pass in progress finish (a kill loses nothing
+either: the pass's writes are transactions)."""
+
+
 def serve(run_dir: Path, ready: threading.Event | None = None,
-          stop: threading.Event | None = None) -> int:
-    """Run the server until ``stop`` (or SIGTERM/SIGINT in the main thread)."""
+          stop: threading.Event | None = None, *, home: Home | None = None,
+          interval: float | None = None, tmux_gone_s: float = TMUX_GONE_EXIT_S,
+          on_pass: Callable[[PassReport], None] | None = None) -> int:
+    """Run the server until ``stop`` (or SIGTERM/SIGINT in the main thread), or until
+    its exit rule says so. ``interval``: seconds between housekeeping passes (None:
+    ``interval_from_env``)."""
+    home = home or Home.from_env()
     folder = server_dir(run_dir)
     lock = _take_lock(folder)
     if lock is None:
@@ -107,11 +129,19 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
         server.log(f"listening on 127.0.0.1:{server.port} (pid {os.getpid()})")
         if ready is not None:
             ready.set()
-        lock_inode = os.fstat(lock).st_ino
+        keeper = Housekeeper(home, server.log)
+        rule = ExitRule(folder / LOCK_NAME, os.fstat(lock).st_ino, keeper.tmux_socket,
+                        gone_after=tmux_gone_s)
+        housekeeping = threading.Thread(
+            target=run_loop, args=(keeper, interval or interval_from_env(), stop, on_pass),
+            name="housekeeping", daemon=True)
+        housekeeping.start()
         while not stop.wait(0.5):
-            if not _lock_file_is(folder, lock_inode):
-                server.log("its lock file was removed or replaced: exiting")
-                break
+            reason = rule.reason()
+            if reason is not None:
+                server.log(f"{reason}: exiting")
+                stop.set()
+        housekeeping.join(HOUSEKEEPING_JOIN_S)
         server.shutdown()
         server.server_close()
         server.log("stopped")
@@ -122,16 +152,6 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
     finally:
         os.close(lock)
     return 0
-
-
-def _lock_file_is(folder: Path, inode: int) -> bool:
-    """Whether the home's lock file is still the one this server holds. A home that was
-    deleted (a test's, a reset) takes its server with it instead of leaving it running,
-    and a new server for a re-made home never shares its lock with an old one."""
-    try:
-        return os.stat(folder / LOCK_NAME).st_ino == inode
-    except OSError:
-        return False
 
 
 def _listen(run_dir: Path, folder: Path) -> AgentToolServer:
@@ -172,12 +192,12 @@ def stop_server(run_dir: Path, wait_s: float = STOP_WAIT_S) -> ServerInfo | None
 def main() -> int:
     """``python -m core.server.main``: the detached start a launch makes."""
     os.umask(0o077)
-    run_dir = Home.from_env().run_dir
+    home = Home.from_env()
     for name in [n for n in os.environ if n.startswith("SWITCHBOARD_")
-                 and n not in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG")]:
+                 and n not in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG", *TUNING_ENV)]:
         del os.environ[name]
     try:
-        return serve(run_dir)
+        return serve(home.run_dir, home=home)
     except SwitchboardError as exc:
         print(f"switchboard server: {exc.message}", file=sys.stderr)
         return 1

@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
             client.shutdown()
             raise
     app = SwitchboardApp(client, view_id=args.view_id, poll_interval=args.poll,
-                         wake_on_change=True, follow_remotes=True, browser=args.browser)
+                         wake_on_change=True, start_server=True, browser=args.browser)
     app.run()
     if app.return_code in (0, None) and args.view_id and not args.browser \
             and os.environ.get("TMUX"):

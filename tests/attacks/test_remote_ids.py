@@ -175,7 +175,7 @@ async def test_removing_a_remote_drops_its_cached_rows(twins: Scenario) -> None:
     opened = open_current(twins.home)
     client = EngineClient(engine=Engine(conn=opened.conn, config=opened.config),
                           home=twins.home)
-    app = SwitchboardApp(client, poll_interval=3600, follow_remotes=True)
+    app = SwitchboardApp(client, poll_interval=3600, start_server=True)
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot)
         assert app.is_running

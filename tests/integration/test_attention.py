@@ -195,12 +195,15 @@ def test_a_burst_of_turn_ends_nudges_each_client_once(live, tmp_path: Path) -> N
     assert "; nudged /dev/" in out, out
 
 
-def test_stopping_an_agent_takes_it_out_of_the_status_line(live, tmp_path: Path,
-                                                           tmux_socket: Path) -> None:
+def test_stopping_an_agent_takes_it_out_of_the_status_line(
+        live, tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A stop sends no hook: the client that stops it puts the new counts in (issue 40.7);
-    so does the host's reconcile turn for an agent that went away by itself."""
+    so does the home's server, with no navigator running, for an agent that went away
+    by itself."""
     from core.apps.client import EngineClient
     from core.config.home import Home
+    from core.server.main import stop_server
+    from core.server.start import ensure_running
 
     engine, route, _ = live
     assert retry_until(lambda: "✓ 1 ready" in tmux(tmux_socket, "show-options", "-gqv",
@@ -218,10 +221,14 @@ def test_stopping_an_agent_takes_it_out_of_the_status_line(live, tmp_path: Path,
                                                     "@sb_attention"), 30)
     pid = tmux(tmux_socket, "display-message", "-p", "-t", main, "#{pane_pid}").strip()
     os.kill(int(pid), 9)
-    assert retry_until(lambda: client.reconcile_if_due(0.0) is not None
-                       and "ready" not in tmux(tmux_socket, "show-options", "-gqv",
-                                               "@sb_attention"), 30), \
-        tmux(tmux_socket, "show-options", "-gqv", "@sb_attention")
+    monkeypatch.setenv("SWITCHBOARD_RECONCILE_INTERVAL", "0.3")
+    ensure_running(client.home)
+    try:
+        assert retry_until(lambda: "ready" not in tmux(tmux_socket, "show-options", "-gqv",
+                                                       "@sb_attention"), 30), \
+            tmux(tmux_socket, "show-options", "-gqv", "@sb_attention")
+    finally:
+        stop_server(client.home.run_dir)
 
 
 def test_no_tmux_message_by_default(live, tmp_path: Path, tmux_socket: Path) -> None:

@@ -62,8 +62,7 @@ async def test_enter_on_another_project_in_a_bound_navigator_moves_the_client(
     session = engine.config.tmux.view_session
     client = EngineClient(engine=engine, home=Home(root=tmp_path,
                                                    config_path=tmp_path / "config.toml"))
-    app = SwitchboardApp(client, view_id=alpha.view_id, poll_interval=3600,
-                         reconcile_interval=0)
+    app = SwitchboardApp(client, view_id=alpha.view_id, poll_interval=3600)
     async with app.run_test(size=(40, 40)) as pilot:
         await settle(pilot)
         beta_id = next(p.project_id for p in engine.config.projects if p.name == "beta")

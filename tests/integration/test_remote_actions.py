@@ -150,7 +150,7 @@ async def test_the_navigator_messages_and_enters_a_remote_frame(far: Far) -> Non
     # the WAL under the first connection.
     far.engine.conn.close()
     client = EngineClient.open(far.home, with_stage=True)
-    app = SwitchboardApp(client, poll_interval=0.1, follow_remotes=True)
+    app = SwitchboardApp(client, poll_interval=0.1, start_server=True)
     frame_id = far.route.frame_id
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: frame_key(frame_id) in tree(app).frame_nodes(), 60)

@@ -33,7 +33,7 @@ class _CountingClient:
 
 async def test_idle_ticks_start_no_load_until_a_write(demo: Scenario) -> None:
     client = _CountingClient(demo)
-    app = SwitchboardApp(client, poll_interval=0.02, reconcile_interval=0)  # type: ignore[arg-type]
+    app = SwitchboardApp(client, poll_interval=0.02)  # type: ignore[arg-type]
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         start_ticks, start_reads = app.refresher.ticks, client.version_reads
@@ -66,7 +66,7 @@ def _hook_commits_needs_input(demo: Scenario) -> None:
 async def test_a_watching_navigator_wakes_on_a_commit_without_ticking(demo: Scenario) -> None:
     """With the kernel's wake (the ``ui`` command's way) no tick is needed to see a hook."""
     client = _CountingClient(demo)
-    app = SwitchboardApp(client, poll_interval=3600, reconcile_interval=0,  # type: ignore[arg-type]
+    app = SwitchboardApp(client, poll_interval=3600,  # type: ignore[arg-type]
                          wake_on_change=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
