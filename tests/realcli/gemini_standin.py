@@ -27,6 +27,8 @@ means a tool ran):
   (by the exact name the CLI offered, whatever prefix it gives MCP tools);
 * ``CALLTOOL <name>`` -> the offered tool whose name is or ends with ``_<name>``
   (an MCP tool by its short name), no arguments;
+* ``PUSH <title> :: <brief>`` -> the agent tool ``task_push`` with those arguments;
+  ``COMPLETE <summary> :: <next action>`` -> ``task_complete_return``;
 * a function response -> ``STANDIN-DONE <name>``;
 * anything else -> ``STANDIN-OK``.
 
@@ -58,6 +60,9 @@ LIMIT_WORD = "LIMITTEST"
 USAGE = {"promptTokenCount": 1234, "candidatesTokenCount": 56,
          "cachedContentTokenCount": 789, "thoughtsTokenCount": 7, "totalTokenCount": 1297}
 _CALLTOOL = re.compile(r"\bCALLTOOL\s+(?P<name>[A-Za-z0-9_-]+)")
+_WITH_ARGS = re.compile(r"^(?P<word>PUSH|COMPLETE)\s+(?P<first>.+?)\s+::\s+(?P<second>.+)$", re.M)
+_TOOLS_WITH_ARGS = {"PUSH": ("task_push", "title", "brief"),
+                    "COMPLETE": ("task_complete_return", "summary", "next_action")}
 _PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^:/]+):(?P<method>\w+)$")
 
 
@@ -160,6 +165,14 @@ def script(body: dict[str, Any], offered: Sequence[str]) -> Reply:
         if name is None:
             return Reply(text="NO-TOOL: transition_claim not offered")
         return Reply(call=(name, {}))
+    given = _WITH_ARGS.search(text)
+    if given is not None:
+        tool, first, second = _TOOLS_WITH_ARGS[given["word"]]
+        name = _offered(offered, tool)
+        if name is None:
+            return Reply(text=f"NO-TOOL: {tool} not offered")
+        return Reply(call=(name, {first: given["first"].strip(),
+                                  second: given["second"].strip()}))
     asked = _CALLTOOL.search(text)
     if asked is not None:
         name = _offered(offered, asked["name"])

@@ -8,7 +8,9 @@ server was started from an environment that says CI (Gemini CLI's is-in-ci check
 turn its interactive mode off); a turn is recorded working then ready from the CLI's own
 hooks under the exact session id chosen before exec; a stop and a start again resume
 that session by its id (the model is sent the earlier prompt); the person's own
-``~/.gemini/settings.json`` stays byte for byte what it was.
+``~/.gemini/settings.json`` stays byte for byte what it was. And the task journey: a
+Gemini workspace pushes a task (Gemini too), which claims its brief and completes back,
+the parent claiming the handoff; each fixed line typed once.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import pytest
 
 from core.context.requests import new_request_id
 from core.engine.engine import Engine
+from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
 from tests.integration.journey_env import one, tmux
-from tests.realcli.gemini_standin import API_KEY, GeminiStandin
+from tests.realcli.gemini_standin import API_KEY, GeminiStandin, script
 from tests.realcli.harness import (
     activity,
     main_pane,
@@ -173,3 +176,73 @@ def test_switchboard_launches_gemini_in_the_view_and_resumes_it_by_id(
             tmux(tmux_socket, "kill-server")
             _end(groups)
     assert theirs.read_bytes() == before
+
+
+def _transition(engine: Engine, kind: str) -> tuple | None:
+    return one(engine, "SELECT state FROM view_transitions WHERE kind = ?"
+                       " ORDER BY created_at, rowid", kind)
+
+
+def test_a_gemini_workspace_pushes_a_gemini_task_that_returns_its_handoff_once(
+        person: Path, tmux_socket: Path) -> None:
+    """push -> the child (Gemini too: a task runs on its parent's provider) claims its
+    brief from its initial prompt, the fixed line once; complete-return -> the parent,
+    live and ready, gets the fixed line typed once and claims the handoff; the child
+    closes completed."""
+    binary = _gemini()
+    groups: set[int] = set()
+    with GeminiStandin() as api:
+        command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
+                   "TERM=xterm-256color", str(binary))
+        engine = make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
+                                  home=xdg_home(person))
+        try:
+            parent = engine.project_enter(new_request_id(), "alpha").frame_id
+            started = engine.frame_start(new_request_id(), parent, Provider.GEMINI)
+            assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE"
+                                                   " launch_id = ?", started.launch_id)
+                               == ("bound",), SLOW)
+            main = main_pane(engine)
+            groups |= _groups(tmux_socket)
+            assert retry_until(lambda: PROMPT_READY in screen(tmux_socket, main), SLOW), \
+                screen(tmux_socket, main)
+
+            type_prompt(tmux_socket, main, "PUSH Fix the bug :: Make test_foo pass")
+            assert retry_until(lambda: _transition(engine, "push") == ("completed",), SLOW), \
+                screen(tmux_socket, main)
+            child = str(one(engine, "SELECT frame_id FROM frames WHERE title = ?",
+                            "Fix the bug")[0])
+            assert _session(engine, child)[0] == "gemini"
+            child_pane = main_pane(engine)
+            groups |= _groups(tmux_socket)
+            assert child_pane != main
+            assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM"
+                                                   " transition_briefs")[0] is not None, SLOW), \
+                screen(tmux_socket, child_pane)
+            assert retry_until(lambda: activity(engine, child) == "ready", SLOW), \
+                screen(tmux_socket, child_pane)
+            assert one(engine, "SELECT state, submission_count FROM control_turns"
+                               " WHERE kind = 'claim_brief'") == ("settled", 1)
+            assert screen(tmux_socket, child_pane).count(CONTROL_TEMPLATE) == 1
+
+            type_prompt(tmux_socket, child_pane, "COMPLETE Fixed foo :: review and merge")
+            assert retry_until(lambda: _transition(engine, "complete_return")
+                               == ("completed",), SLOW), screen(tmux_socket, child_pane)
+            assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE"
+                               " frame_id = ?", child) == ("closed", "completed")
+            assert retry_until(lambda: one(engine, "SELECT first_claimed_at FROM"
+                                                   " completion_handoffs")[0] is not None,
+                               SLOW), screen(tmux_socket, main)
+            assert retry_until(lambda: activity(engine, parent) == "ready", SLOW), \
+                screen(tmux_socket, main)
+            assert one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                               " WHERE kind = 'claim_handoff'") == ("live_input", "settled", 1)
+            assert screen(tmux_socket, main).count(CONTROL_TEMPLATE) == 1
+            called = [script(turn.body or {}, turn.tool_names).call for turn in api.turns()]
+            claims = [c for c in called if c is not None and c[0].endswith("transition_claim")]
+            assert len(claims) == 2, called  # the brief once, the handoff once
+        finally:
+            groups |= _groups(tmux_socket)
+            engine.conn.close()
+            tmux(tmux_socket, "kill-server")
+            _end(groups)
