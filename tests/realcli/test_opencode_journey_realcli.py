@@ -1,0 +1,152 @@
+"""Real OpenCode 1.18.33 launched by Switchboard's own launch path, in the person's home.
+
+A person whose OpenCode is set up with a model provider of their own (the loopback
+stand-in) and bash set to ask opens a project and starts OpenCode in it. The engine
+launches it in the view's main pane (``frame_start``, the launcher, the adapter's
+plan); the plugin's events bind the session to OpenCode's own ``ses_`` id and move
+the frame working -> ready, a shell command's permission prompt shows as needs input,
+the turn's usage is read from the plugin's usage file, and a stop and a new start
+resume exactly that session. The person's own config is left byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core.context.requests import new_request_id
+from core.engine.engine import Engine
+from core.model.enums import Provider
+from storage import session_db
+from storage.session_usage import UsageRow, turn_usage
+from tests.integration.journey_env import one
+from tests.realcli.harness import main_pane, make_real_engine, screen, type_prompt, xdg_home
+from tests.realcli.harness_codex import PROJECT, SCRUBBED_PREFIXES
+from tests.realcli.install import OPENCODE_TESTED, RealCliUnavailable, ensure_opencode
+from tests.realcli.opencode_harness import START_S, TURN_S
+from tests.realcli.opencode_standin import OCSLOW_WORD, OCTOOL_COMMAND, OpencodeStandin
+from tests.waiting import fail_unless
+
+pytestmark = [pytest.mark.tmux, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def opencode_binary() -> Path:
+    try:
+        return ensure_opencode(OPENCODE_TESTED[0])
+    except RealCliUnavailable as exc:  # the tier fails, never skips
+        pytest.fail(f"real-CLI tier cannot run: {exc}", pytrace=False)
+
+
+def _session(engine: Engine, frame_id: str) -> tuple[str, str, str, str | None]:
+    """(session_key, provider_session_id, activity, activity_reason) of a frame."""
+    row = one(engine, "SELECT s.session_key, s.provider_session_id, s.activity,"
+                      " s.activity_reason FROM frames f JOIN provider_sessions s"
+                      " ON s.session_key = f.current_session_key WHERE f.frame_id = ?",
+              frame_id)
+    assert row is not None
+    return tuple(row)  # type: ignore[return-value]
+
+
+def _usage(root: Path, session_key: str) -> list[UsageRow]:
+    path = session_db.session_db_path(root, session_key)
+    if not path.exists():
+        return []
+    conn = session_db.open_session_db_readonly(path)
+    try:
+        return turn_usage(conn, session_key)
+    finally:
+        conn.close()
+
+
+def test_real_opencode_started_by_switchboard_reports_and_resumes(
+        opencode_binary: Path, tmp_path: Path, tmux_socket: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "person"
+    with OpencodeStandin() as api:
+        # The person's own OpenCode config: their provider (the stand-in), bash asks.
+        theirs = root / ".config" / "opencode" / "opencode.json"
+        theirs.parent.mkdir(parents=True)
+        theirs.write_text(json.dumps({"$schema": "https://opencode.ai/config.json",
+                                      **api.provider_config(),
+                                      "permission": {"bash": "ask"}}), encoding="utf-8")
+        before = theirs.read_bytes()
+        # The tmux server (so every pane) starts from this process's environment.
+        for name in list(os.environ):
+            if name.startswith(SCRUBBED_PREFIXES):
+                monkeypatch.delenv(name)
+        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in {"HOME": root, "XDG_CONFIG_HOME": root / ".config",
+                            "XDG_STATE_HOME": root / ".local" / "state",
+                            "XDG_DATA_HOME": root / ".local" / "share",
+                            "XDG_CACHE_HOME": root / ".cache"}.items():
+            monkeypatch.setenv(name, str(value))
+        monkeypatch.setenv("OPENCODE_DISABLE_MODELS_FETCH", "1")  # nothing leaves loopback
+        home = xdg_home(root)
+        engine = make_real_engine(root, tmux_socket,
+                                  {Provider.OPENCODE: (str(opencode_binary),)}, home=home)
+        try:
+            route = engine.project_enter(new_request_id(), PROJECT)
+            start = engine.frame_start(new_request_id(), route.frame_id, Provider.OPENCODE)
+            pane = main_pane(engine)
+
+            def look() -> str:
+                return f"{_session(engine, route.frame_id)}\n{screen(tmux_socket, pane)}"
+
+            fail_unless(lambda: "ctrl+p" in screen(tmux_socket, pane), START_S, look)
+            assert not _session(engine, route.frame_id)[1].startswith("ses_")  # not yet
+
+            # --- working -> ready; the session id is OpenCode's own ---------------
+            type_prompt(tmux_socket, pane, f"hello {OCSLOW_WORD}")
+            fail_unless(lambda: _session(engine, route.frame_id)[2] == "working", TURN_S,
+                        look)
+            key, ident, *_ = _session(engine, route.frame_id)
+            assert ident.startswith("ses_") and key.endswith(f":opencode:{ident}"), key
+            assert one(engine, "SELECT state FROM launch_intents WHERE launch_id = ?",
+                       start.launch_id) == ("bound",)
+            fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S, look)
+            assert "STANDIN-SLOW done" in screen(tmux_socket, pane)
+            project_root = root / "src" / PROJECT  # make_real_engine's checkout
+
+            # --- usage: the turn's request, exactly the stand-in's numbers ----------
+            fail_unless(lambda: bool(_usage(home.root, key)), TURN_S,
+                        lambda: str(_usage(home.root, key)))
+            rows = _usage(home.root, key)
+            assert {row.model_id for row in rows} == {"claude-sonnet-4-5"}
+            assert sum(row.input_tokens for row in rows) == 1234
+            assert sum(row.output_tokens for row in rows) == 56
+
+            # --- a shell command asks: needs input -> allowed -> ready ---------------
+            type_prompt(tmux_socket, pane, "OCTOOL please")
+            fail_unless(lambda: _session(engine, route.frame_id)[2:] ==
+                        ("needs_input", "permission"), TURN_S, look)
+            assert "Permission required" in screen(tmux_socket, pane)
+            press_enter(tmux_socket, pane)
+            fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready", TURN_S, look)
+            # The command ran in the project's checkout: OpenCode took its folder from
+            # the pane's PWD, which the launch sets.
+            assert (project_root / OCTOOL_COMMAND.split()[-1]).exists()
+
+            # --- stop, start again: the same OpenCode session, resumed by its id -----
+            engine.frame_stop(new_request_id(), route.frame_id)
+            again = engine.frame_start(new_request_id(), route.frame_id)
+            pane = main_pane(engine)
+            fail_unless(lambda: "ctrl+p" in screen(tmux_socket, pane), START_S, look)
+            type_prompt(tmux_socket, pane, "hello again")
+            fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready" and
+                        "STANDIN-OK: hello again" in screen(tmux_socket, pane), TURN_S, look)
+            assert _session(engine, route.frame_id)[:2] == (key, ident)
+            assert again.session_key == key
+        finally:
+            engine.conn.close()
+    assert theirs.read_bytes() == before
+
+
+def press_enter(socket: Path, pane: str) -> None:
+    """Enter on OpenCode's permission prompt: its first choice, "Allow once"."""
+    subprocess.run(["tmux", "-S", str(socket), "send-keys", "-t", pane, "Enter"], check=True)
