@@ -20,10 +20,11 @@ if TYPE_CHECKING:
 
     from core.config.home import Home
 
-TURN_END_EVENTS = frozenset({"Stop", "StopFailure", "session.idle"})
+TURN_END_EVENTS = frozenset({"Stop", "StopFailure", "session.idle", "AfterAgent"})
 """Claude Code's and Codex's turn ends (StopFailure: the turn ended on an API error,
 such as a rate limit; the transcript holds the error line), and OpenCode's
-(``session.idle``; its ``transcript_path`` is the plugin's usage file)."""
+(``session.idle``; its ``transcript_path`` is the plugin's usage file) and Gemini CLI's
+(``AfterAgent``; its ``transcript_path`` is the session's chat record)."""
 WORKER_MODULE = "core.usage.worker"
 LOG_NAME = "usage-worker.log"
 

@@ -29,8 +29,10 @@ from core.context.requests import new_request_id
 from core.engine.engine import Engine
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
+from storage import session_db
+from storage.session_usage import UsageRow, turn_usage
 from tests.integration.journey_env import one, tmux
-from tests.realcli.gemini_standin import API_KEY, GeminiStandin, script
+from tests.realcli.gemini_standin import API_KEY, USAGE, GeminiStandin, script
 from tests.realcli.harness import (
     activity,
     main_pane,
@@ -107,6 +109,27 @@ def person(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield root
 
 
+def _usage(root: Path, session_key: str) -> list[UsageRow]:
+    path = session_db.session_db_path(root, session_key)
+    if not path.exists():
+        return []
+    conn = session_db.open_session_db_readonly(path)
+    try:
+        return turn_usage(conn, session_key)
+    finally:
+        conn.close()
+
+
+def _expected_tokens(requests: int) -> tuple[int, int, int, int]:
+    """(input, cache read, output, reasoning) of ``requests`` stand-in answers as Gemini
+    CLI records them: input without its cached part, thoughts counted as output."""
+    usage = USAGE
+    cached = usage["cachedContentTokenCount"]
+    return ((usage["promptTokenCount"] - cached) * requests, cached * requests,
+            (usage["candidatesTokenCount"] + usage["thoughtsTokenCount"]) * requests,
+            usage["thoughtsTokenCount"] * requests)
+
+
 def _session(engine: Engine, frame_id: str) -> tuple[str, str, str]:
     """(provider, provider session id, session key) of the frame's current session."""
     key = str(one(engine, "SELECT current_session_key FROM frames WHERE frame_id = ?",
@@ -150,6 +173,12 @@ def test_switchboard_launches_gemini_in_the_view_and_resumes_it_by_id(
             chats = list((person / ".gemini" / "tmp").rglob(f"session-*-{session_id[:8]}.jsonl"))
             assert chats, "the session is written into the person's own ~/.gemini/tmp"
             assert session_id in chats[0].read_text(encoding="utf-8").splitlines()[0]
+            # the turn's usage, from the CLI's own chat record (read at AfterAgent)
+            root = xdg_home(person).root
+            assert retry_until(lambda: len(_usage(root, key)) == 1, SLOW), _usage(root, key)
+            (row,) = _usage(root, key)
+            assert (row.provider, row.input_tokens, row.cache_read_tokens, row.output_tokens,
+                    row.reasoning_tokens) == ("gemini", *_expected_tokens(row.requests)), row
 
             # stop, then start again: the same session, resumed by its id
             engine.frame_stop(new_request_id(), frame)
@@ -170,6 +199,12 @@ def test_switchboard_launches_gemini_in_the_view_and_resumes_it_by_id(
             assert "hello there" in sent and "and again" in sent
             assert retry_until(lambda: activity(engine, frame) == "ready", SLOW), \
                 (activity(engine, frame), screen(tmux_socket, resumed))
+            # the resumed turn is counted; the history the CLI copies into a resumed
+            # session's record is not counted again
+            assert retry_until(lambda: len(_usage(root, key)) == 2, SLOW), _usage(root, key)
+            last = _usage(root, key)[-1]
+            assert (last.input_tokens, last.cache_read_tokens, last.output_tokens,
+                    last.reasoning_tokens) == _expected_tokens(last.requests), last
         finally:
             groups |= _groups(tmux_socket)
             engine.conn.close()
