@@ -68,7 +68,32 @@ class MainScreen(Screen[None]):
     splits the breadcrumb, the footer and the right column off this screen's
     edges instead, and the left panels fill what remains; only the right
     column stays a container (the height of its panels when narrow).
+
+    The stacked panels are shared out (``fit_stack``) again after a layout that
+    changed what it measures (``stack_measures``). Measuring on the App's own
+    Resize was too early: Textual hands the size on to the screen a moment
+    later (1/120 s), and a panel the last size hid is laid out only once the
+    class that hid it is gone, one layout later still. A navigator started in
+    the 40x50 holding pane, squeezed to one column and widened again by an
+    attaching 90x30 client measured the one-column, 23-row footer at 40x29,
+    and its sidebar hid Recoveries and Inbox until something else moved.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fitted_to: tuple[object, ...] = ()
+
+    def on_mount(self) -> None:
+        self.screen_layout_refresh_signal.subscribe(self, self._after_layout)
+
+    def _after_layout(self, _screen: Screen[Any]) -> None:
+        """Called after each layout, on the event loop (not inside the layout)."""
+        if not self.is_current:
+            return  # a dialog is up; its dismissal lays this screen out again
+        measures = stack_measures(self.app)
+        if measures != self._fitted_to:
+            self._fitted_to = measures
+            fit_stack(self.app)
 
 
 class LayoutKind(StrEnum):
@@ -166,6 +191,22 @@ def _wanted_rows(widget: Widget, width: int) -> int:
     return rows
 
 
+def _fixed_parts(app: App[Any]) -> list[Widget]:
+    """What a stacked navigator shows above or below its panels, whose rows the
+    tree and the panels share what is left of."""
+    from navigator.widgets.breadcrumb import Breadcrumb
+    from navigator.widgets.search import SearchBox
+    from navigator.widgets.views import ViewList
+
+    return [app.query_one(kind) for kind in (Breadcrumb, KeyFooter, ViewList, SearchBox)]
+
+
+def stack_measures(app: App[Any]) -> tuple[object, ...]:
+    """The size and the laid-out parts ``fit_stack`` measures: when a layout
+    changes none of them, the share it gave holds."""
+    return (app.size, *((part.display, part.outer_size) for part in _fixed_parts(app)))
+
+
 def fit_stack(app: App[Any]) -> None:
     """Give the stacked navigator's tree its rows first (``share_stack``).
 
@@ -175,12 +216,9 @@ def fit_stack(app: App[Any]) -> None:
     inline max-heights now bound them to what the tree leaves; in two columns the
     stylesheet's own heights hold again.
     """
-    from navigator.widgets.breadcrumb import Breadcrumb
     from navigator.widgets.inbox import InboxList
     from navigator.widgets.preview import PanePreview
     from navigator.widgets.recoveries import RecoveryList
-    from navigator.widgets.search import SearchBox
-    from navigator.widgets.views import ViewList
 
     panels: list[Widget] = [app.query_one(RecoveryList), app.query_one(InboxList),
                             app.query_one(PanePreview)]
@@ -192,8 +230,7 @@ def fit_stack(app: App[Any]) -> None:
                     panel.refresh(layout=True)
         return
     width = app.size.width
-    above = sum(_outer_rows(app.query_one(kind)) for kind in (Breadcrumb, KeyFooter,
-                                                              ViewList, SearchBox))
+    above = sum(_outer_rows(part) for part in _fixed_parts(app))
     tree = app.query_one(FrameTree)
     tree_want = (tree.virtual_size.height + tree.styles.gutter.height
                  + (1 if tree.show_horizontal_scrollbar else 0))

@@ -54,14 +54,13 @@ def _tree_first(lines: list[str]) -> bool:
             and recoveries == bottom + 1 and "no recoveries" in lines[recoveries + 1])
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "found at the end of session 15, not fixed: in a real 90x30/100x30/100x34 client the "
-    "stacked sidebar gives the tree every row and hides Recoveries and Inbox (the pilot "
-    "test at the same pane sizes, tests/navigator/test_screen_fit.py, passes); see the "
-    "closing note of issue 40"))
 @pytest.mark.parametrize("columns,rows", [(90, 30), (100, 30), (100, 34)])
 def test_the_tree_has_its_rows_in_common_terminals(tmp_path: Path, tmux_socket: Path,
                                                    columns: int, rows: int) -> None:
+    """The navigator starts in the 40x50 holding pane; the attaching client squeezes
+    it to one column and widens it again (tmux's resize hooks), and the stacked
+    sidebar is shared out after the layout at the real size, not with the heights
+    the footer had in one column (it hid Recoveries and Inbox)."""
     engine, view_id, nav, terminal = _attached(tmp_path, tmux_socket, columns, rows)
     try:
         assert retry_until(lambda: _tree_first(_lines(tmux_socket, nav)), 30), \
