@@ -56,6 +56,19 @@ TRAITS: dict[Provider, ProviderTraits] = {
 }
 
 
+NO_EVENT_FOR: dict[Provider, str] = {
+    Provider.CLAUDE: "",
+    Provider.CODEX: "",  # a refused turn fires no hook, but its rollout names the limit
+    # Gemini CLI 0.61.0 (tests/fixtures/hooks/gemini-0.61.0.tsv, docs/cli-versions.md)
+    Provider.GEMINI: "its start-up folder-trust question, an interrupted turn (Esc) and a "
+                     "turn the service refused (a 429 is retried without end)",
+    # OpenCode 1.18.33 (tests/fixtures/hooks/opencode-1.18.33-*.jsonl)
+    Provider.OPENCODE: "its process ending, an interrupted turn (Esc) and an API error",
+}
+"""What a provider's CLI sends no hook or event for: its activity shows unknown there (or
+what the screen shows), never a guess; ``doctor`` says it."""
+
+
 def traits(provider: Provider | str) -> ProviderTraits:
     """The traits of ``provider`` (a name is read as the enum: a stranger raises)."""
     return TRAITS[Provider(provider)]

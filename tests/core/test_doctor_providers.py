@@ -53,3 +53,27 @@ def test_a_codex_a_project_runs_still_fails(tmp_path: Path, tmux_socket: Path,
     lines = _doctor(tmp_path, tmux_socket, monkeypatch, capsys, codex_project=True)
     codex = [line for line in lines if "provider codex" in line]
     assert codex and codex[0].startswith("fail  provider codex:"), lines
+
+
+def test_an_enabled_gemini_is_checked_and_its_blind_spots_said(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Gemini (the fake as Gemini CLI 0.61.0): its version and help are checked like the
+    others', and doctor names what it sends no event for (issue 41); OpenCode, off by
+    default and run by nobody, is only said to be off."""
+    providers = {Provider.CLAUDE: ProviderConfig(command=fake_provider_command("claude")),
+                 Provider.CODEX: ProviderConfig(command=fake_provider_command("codex")),
+                 Provider.GEMINI: ProviderConfig(command=fake_provider_command("gemini"))}
+    engine = make_live_engine(tmp_path, tmux_socket, providers=providers)
+    engine.conn.close()
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG", str(tmp_path / "config.toml"))
+    clear_provider_cache()
+    main(["doctor"])
+    lines = capsys.readouterr().out.splitlines()
+    [gemini] = [line for line in lines if "provider gemini" in line]
+    assert gemini.startswith("ok    provider gemini: 0.61.0 (tested)"), lines
+    assert "every option Switchboard passes is there" in gemini
+    assert "no event for its start-up folder-trust question" in gemini
+    [opencode] = [line for line in lines if "provider opencode" in line]
+    assert opencode.startswith("ok    provider opencode: off"), lines
