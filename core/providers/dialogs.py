@@ -8,18 +8,22 @@ typed into it would answer it (2.1.300 turned a typed prompt plus Enter into
 "Yes" and rewrote the person's settings). So when a launch or a control turn does
 not progress, one bounded read of the pane's last lines is parsed here.
 
-What counts as a dialog, in both CLIs' full-screen UIs:
+What counts as a dialog, in the CLIs' full-screen UIs:
 
 * a selection list: an indented cursor line (``  ❯ Yes, ...`` in Claude Code,
-  ``› 1. Yes`` in Codex) with at least one more option line under it. The prompt
-  box where a person types is not indented (``❯ `` at column 0 between two rules
-  in Claude Code 2.1.3xx, ``│ > `` in older releases), so it never matches;
+  ``› 1. Yes`` in Codex, ``● 1. Trust folder`` in Gemini CLI's box) with at least
+  one more option line under it. The prompt box where a person types is not
+  indented (``❯ `` at column 0 between two rules in Claude Code 2.1.3xx, ``│ > ``
+  in older releases; Gemini CLI's `` >`` has no option line under it), so it
+  never matches;
 * a key hint that only dialogs show: "Enter to continue", "Enter to confirm",
   "Press Enter", "Esc to cancel" (the last one also ends a permission prompt,
-  which its hook already reports).
+  which its hook already reports; Gemini CLI's working line "(esc to cancel, 2s)"
+  is a turn, not a dialog).
 
-The dialog's words are its title: the first line of text under the last rule
-above the cursor or hint, cleaned to printable characters and cut to one line.
+The dialog's words are its title: the first line of text under the last rule (or a
+box's top edge) above the cursor or hint, cleaned to printable characters and cut
+to one line.
 Nothing here types or decides; it only says what the screen shows.
 """
 
@@ -33,11 +37,13 @@ DIALOG_LINES = 40
 """How much of the pane's bottom one read takes (a dialog sits at the bottom)."""
 MAX_TITLE_CHARS = 160
 
-_CURSOR = re.compile(r"^[ │]*\s[❯›>]\s+(?:\d+\.\s+)?\S")
+_CURSOR = re.compile(r"^[ │]*\s[❯›>●]\s+(?:\d+\.\s+)?\S")
 _OPTION = re.compile(r"^[ │]*\s{2,}(?:\d+\.\s+)?\S")
 _HINTS = ("enter to continue", "enter to confirm", "press enter", "esc to cancel",
           "esc to go back", "enter to select")
-_RULE = re.compile(r"^\s*[─━═╌-]{8,}\s*$")
+_RULE = re.compile(r"^\s*╭?[─━═╌-]{8,}╮?\s*$")
+_SPINNER = re.compile(r"\(esc to cancel, [0-9hms ]+\)", re.I)
+"""Gemini CLI's working line ("Thinking... (esc to cancel, 2s)"): a turn, not a dialog."""
 _BOX = re.compile(r"^[\s│╭╰─╮╯]*$")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -74,10 +80,10 @@ def _anchor(bottom: list[str]) -> tuple[int | None, str | None]:
     for index in range(len(bottom) - 1, -1, -1):
         line = bottom[index]
         if _CURSOR.match(line) and _has_option_below(bottom, index):
-            return index, _clean(re.sub(r"^[ │]*\s[❯›>]\s+", "", line))
+            return index, _clean(re.sub(r"^[ │]*\s[❯›>●]\s+", "", line))
     for index in range(len(bottom) - 1, -1, -1):
         lowered = bottom[index].lower()
-        if any(hint in lowered for hint in _HINTS):
+        if any(hint in lowered for hint in _HINTS) and not _SPINNER.search(lowered):
             return index, None
     return None, None
 

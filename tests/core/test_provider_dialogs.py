@@ -3,7 +3,8 @@
 The screens in ``tests/fixtures/screens`` were captured from the real CLIs in
 tmux (``capture-pane -p``): Claude Code 2.1.332's start-up "Make auto mode your
 default permission mode?" and its permission prompt, and the idle prompt boxes
-of 2.1.197 and 2.1.332 (manual mode, and auto mode after a finished turn).
+of 2.1.197 and 2.1.332 (manual mode, and auto mode after a finished turn); Gemini CLI
+0.61.0's folder-trust and permission questions, its prompt and a working turn.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ def lines(name: str) -> list[str]:
     ("claude-2.1.300-auto-mode-nudge-118x50.txt", "Make auto mode your default permission mode?",
      "Yes, set auto mode as my default permission mode"),
     ("claude-2.1.332-permission.txt", "Do you want to proceed?", "1. Yes"),
+    # Gemini CLI 0.61.0: the start-up folder trust question (no hook fires for it) and
+    # its permission question, each in a box with a "●" cursor
+    ("gemini-0.61.0-trust.txt", "Do you trust the files in this folder?",
+     "1. Trust folder (demo)"),
+    ("gemini-0.61.0-permission.txt", "? Shell  touch standin-tooltest.txt", "1. Allow once"),
 ])
 def test_a_dialog_is_found_with_its_words(name: str, title: str, selected: str) -> None:
     dialog = find_dialog(lines(name))
@@ -41,6 +47,8 @@ def test_a_dialog_is_found_with_its_words(name: str, title: str, selected: str) 
 @pytest.mark.parametrize("name", [
     "claude-2.1.197-idle.txt", "claude-2.1.332-idle-manual.txt",
     "claude-2.1.332-idle-auto-after-turn.txt",
+    # Gemini CLI 0.61.0's prompt, and its working line "(esc to cancel, 2s)"
+    "gemini-0.61.0-idle.txt", "gemini-0.61.0-working.txt",
 ])
 def test_an_idle_prompt_is_no_dialog(name: str) -> None:
     assert find_dialog(lines(name)) is None
