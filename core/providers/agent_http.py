@@ -173,6 +173,13 @@ def read_port_hint(run_dir: Path) -> int:
     return int(text) if text.isdigit() and 1024 <= int(text) < 65536 else 0
 
 
+#: The server's tuning knobs: of Switchboard's variables only these (and the home's own)
+#: reach a server a launch starts, so a bench's ``SWITCHBOARD_PARK_AFTER=off`` or a test's
+#: ``SWITCHBOARD_SSH`` holds whoever starts it first. Never a capability or token.
+SERVER_KNOBS = ("SWITCHBOARD_RECONCILE_INTERVAL", "SWITCHBOARD_PARK_AFTER",
+                "SWITCHBOARD_WARM_IDLE", "SWITCHBOARD_SSH")
+
+
 def ensure_server(run_dir: Path, home_env: Mapping[str, str],
                   wait_s: float = START_WAIT_S) -> ServerInfo:
     """The home's server, started detached (its own session, fork+exec) when none runs.
@@ -186,7 +193,8 @@ def ensure_server(run_dir: Path, home_env: Mapping[str, str],
     found = running(run_dir)
     if found is not None:
         return found
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SWITCHBOARD_") or k in SERVER_KNOBS}
     env.update(home_env)
     folder = server_dir(run_dir)
     with contextlib.suppress(FileNotFoundError):
