@@ -20,9 +20,6 @@ of a navigator's samples against the median of the first third, after its warm-u
 (``WATCH_WARM_S`` for the watched one, whose first minute fills Textual's and the
 allocator's working set; ``WARM_S`` for the others): a spike that comes back (a
 toast, a turn's transient allocations) moves no median, a leak moves the last one.
-A navigator that takes the host's reconcile turn over imports the turn's modules
-once (~5 MB, carried by the turn's holder only, by design): its series is judged
-from that takeover on, and the takeovers are counted.
 """
 
 from __future__ import annotations
@@ -73,29 +70,21 @@ class Series:
     values: list[int]
     ops: int
     """Operations drawn while it was sampled."""
-    takeover: bool = False
-    """It took the host's reconcile turn over while sampled (judged from then on)."""
 
 
 def rss_series(samples: list[Sample], *, watched: bool) -> list[Series]:
     """Per navigator process: the watched view's (after ``WATCH_WARM_S``) or the others'
-    (after ``WARM_S``), cut to the samples from its reconcile-turn takeover on."""
-    rows: dict[int, list[tuple[int, int, bool]]] = {}
+    (after ``WARM_S``)."""
+    rows: dict[int, list[tuple[int, int]]] = {}
     for sample in samples:
         for pid, rss, age in zip(sample.navigator_pids, sample.navigator_rss_kb,
                                  sample.navigator_ages, strict=False):
             if rss < 0 or (pid == sample.watched_pid) != watched:
                 continue
             if age >= (WATCH_WARM_S if watched else WARM_S):
-                rows.setdefault(pid, []).append((rss, sample.ops_done,
-                                                 sample.turn_holder == pid))
-    found = []
-    for pid, row in rows.items():
-        holding = [h for _, _, h in row]
-        start = holding.index(True) if True in holding and not holding[0] else 0
-        kept = row[start:]
-        found.append(Series(pid, [r for r, _, _ in kept], kept[-1][1] - kept[0][1],
-                            takeover=start > 0))
+                rows.setdefault(pid, []).append((rss, sample.ops_done))
+    found = [Series(pid, [r for r, _ in row], row[-1][1] - row[0][1])
+             for pid, row in rows.items()]
     return [s for s in found if len(s.values) >= MIN_SERIES]
 
 
@@ -182,9 +171,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{max(longest.values) / 1024:.1f} MB)   flat within 5 %: {_verdict(checks['rss'])}")
     first, last = _thirds(worst_other.values)
     print(f"  other navigators RSS    {first / 1024:6.1f} -> {last / 1024:.1f} MB (the one that "
-          f"grew most, of {len(others)} followed {MIN_SERIES}+ samples after {WARM_S:g} s; "
-          f"{sum(s.takeover for s in others)} judged from a reconcile-turn takeover)   "
-          f"flat within 5 %: {_verdict(checks['rss_others'])}")
+          f"grew most, of {len(others)} followed {MIN_SERIES}+ samples after {WARM_S:g} s)"
+          f"   flat within 5 %: {_verdict(checks['rss_others'])}")
     print(f"  WAL file (largest)      {largest.wal_largest / 1024:6.0f} KB "
           f"({largest.wal_largest_name})   target <= {WAL_BOUND // (1024 * 1024)} MB: "
           f"{_verdict(checks['wal'])}   (all WAL "

@@ -85,8 +85,9 @@ DRAWN = ("hook", "hook", "focus", "focus", "back", "push", "message", "message",
 MAX_TASKS = 3
 """Open tasks per view (a push beyond it closes nothing: it is skipped)."""
 
-HOST_SERVICES = ("core.memory.mcp_host",)
-"""Long-lived per-host processes started on purpose outside any pane (one at most)."""
+HOST_SERVICES = ("core.memory.mcp_host", "core.server.main")
+"""Long-lived per-home processes started on purpose outside any pane (one of each at
+most): the agent-tool host and the home's server."""
 
 ORPHAN_GRACE_S = 30.0
 WARM_S = 15.0
@@ -108,7 +109,7 @@ class Sample:
     clients: int
     orphans: tuple[str, ...]
     services: tuple[str, ...]
-    """Per-host services (the agent-tool host server): owned by the home, not a pane."""
+    """Per-home services (``HOST_SERVICES``): owned by the home, not a pane."""
     wal_bytes: int
     evidence_bytes: int
     navigator_rss_kb: tuple[int, ...]
@@ -125,10 +126,6 @@ class Sample:
     """The navigator of the view the attached client shows (0: none, or not running)."""
     ops_done: int = 0
     """Operations drawn so far (a leak grows with them, not with the clock)."""
-    turn_holder: int = 0
-    """The pid the host's reconcile turn stamp names: the one navigator that carries the
-    turn's modules (``core.reconcile.reconcile_turn``); another one taking the turn
-    over pays their import once, a step that stays and is not a leak."""
 
 
 @dataclass
@@ -639,17 +636,7 @@ class Soak:
                       str(biggest.relative_to(self.root)) if biggest else "",
                       len(_tmux(self.socket, "list-panes", "-a", "-F", "#{pane_id}").split()),
                       (self._navigator_pid(self.watched) or 0) if self.watched else 0,
-                      sum(n for k, n in self.report.ops.items() if " refused " not in k),
-                      self._turn_holder())
-
-    def _turn_holder(self) -> int:
-        from core.reconcile.reconcile_turn import STAMP_NAME
-
-        try:
-            text = (self.root / "run" / STAMP_NAME).read_text().strip()
-        except OSError:
-            return 0
-        return int(text) if text.isdigit() else 0
+                      sum(n for k, n in self.report.ops.items() if " refused " not in k))
 
     def orphans(self, server: int) -> list[str]:
         """Processes of this home that neither the tmux server nor this process owns,
