@@ -69,15 +69,3 @@ class RemoteActions:
     def answer(self, host_id: str, frame_id: str, yes: bool) -> RemoteReply:
         return run_request(self.remote(host_id), self.home,
                            ["frame", "answer", frame_id, "--yes" if yes else "--no"])
-
-    def follow(self) -> list[tuple[str, int]]:
-        """Keep every configured remote followed while this process lives, after
-        dropping the cached state of remotes no longer configured (a removed entry's
-        rows would otherwise stay in the tmux status counts for good)."""
-        from core.remote.interest import ensure_followers, hold_interest
-
-        self.prune()
-        if not self.config.remotes:
-            return []
-        hold_interest(self.home)  # the descriptor stays open: the lock lives with us
-        return ensure_followers(self.home, self.config)

@@ -25,11 +25,12 @@ stops reading the pipe until the allowance refills, so a flood fills the pipe an
 blocks the sender instead of holding this process on a core.
 
 Who owns it: exactly one follower per host and home, held by an exclusive
-``flock`` on its lock file (a second one exits at once), started on demand by
-``ensure_followers`` (the navigator calls it when it starts). A process that
-wants remote hosts followed holds a shared lock on the interest file for its
-lifetime (``interest``); the follower exits once no process has held it for
-``IDLE_EXIT_S``, marking its host offline as "not followed". Its ssh is killed
+``flock`` on its lock file (a second one exits at once), started by the home's
+server (``core.server.housekeeping``: ``ensure_followers`` on every pass, so a
+killed follower is back within a pass). The server holds a shared lock on the
+interest file for its lifetime (``interest``); the follower exits once no process
+has held it for ``IDLE_EXIT_S`` (the server ended: the home's tmux server is gone,
+or it was stopped), marking its host offline as "not followed". Its ssh is killed
 with it (and, should the follower itself be killed, by the kernel: the ssh child
 gets SIGTERM when its parent dies), and the remote's follow process exits on the
 broken pipe at its next heartbeat. No orphans on either side.
@@ -92,7 +93,7 @@ DOCUMENT_BURST = 10.0
 #: (so a host held at its rate costs a few reads a second, not one per byte).
 READ_CHUNK = 1 << 20
 MIN_READ = 64 * 1024
-NOT_FOLLOWED = "not followed: no navigator is running on this host"
+NOT_FOLLOWED = "not followed: no switchboard server runs for this home"
 
 
 # --------------------------------------------------------------------------- rate

@@ -7,8 +7,10 @@ Every ``interval`` seconds, while the home's tmux server is up, one pass:
 2. a passive WAL checkpoint (hooks leave the registry's checkpoints to this pass);
 3. the tmux status segment, when its counts moved without a hook (an agent found
    gone sends none);
-4. the parking policy (``core.memory.turn.park_unseen``);
-5. the remote followers: cached state of unconfigured remotes dropped, one follower
+4. the broker lines that wait for an agent able to take them (the backstop for a
+   Stop whose ``kick`` worker was lost);
+5. the parking policy (``core.memory.turn.park_unseen``);
+6. the remote followers: cached state of unconfigured remotes dropped, one follower
    per configured remote running (a killed one is started again), the interest held
    for the server's life.
 
@@ -113,6 +115,7 @@ class Housekeeper:
             self._step("checkpoint", problems, lambda: self._checkpoint(engine))
             if tmux_up:
                 self._step("attention", problems, lambda: self._attention(engine, socket))
+                self._step("delivery", problems, lambda: self._deliver(engine))
                 self._step("parking", problems, lambda: self._park(engine))
             self._step("remotes", problems, lambda: self._follow_remotes(engine))
         finally:
@@ -153,6 +156,30 @@ class Housekeeper:
                                capture_output=True, text=True, timeout=10, check=False)
         if shown.returncode == 0 and shown.stdout.rstrip("\n") != segment:
             spawn_segment(socket, segment)
+
+    def _deliver(self, engine: Engine) -> None:
+        """Type the broker lines that wait for an agent that can take them now.
+
+        An agent's Stop hands its pending lines to a detached ``kick`` worker at once;
+        this is the backstop for a Stop whose worker died or never started (killed,
+        out of memory), which otherwise waited for the agent's next Stop, possibly
+        never. Same gate, same pane locks and attempt records as every typist, so a
+        kill in the middle (of this server or of a worker) types nothing twice. One
+        read-only query per open frame; the broker is opened only for a project that
+        has a line waiting."""
+        from core.broker.kick import pending_for_frame
+        from core.broker.membership import deliver_pending
+
+        broker = self.home.broker_path
+        if not broker.exists():
+            return
+        rows = engine.conn.execute(
+            "SELECT frame_id, project_id FROM frames WHERE lifecycle_state = 'open'").fetchall()
+        projects = sorted({row[1] for row in rows if pending_for_frame(broker, row[0])})
+        for project_id in projects:
+            typed = sum(len(report.notified) for report in deliver_pending(engine, project_id))
+            if typed:
+                self.log(f"typed {typed} waiting broker line(s) in project {project_id}")
 
     @staticmethod
     def _park(engine: Engine) -> None:

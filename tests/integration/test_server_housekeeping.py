@@ -21,13 +21,25 @@ from pathlib import Path
 
 import pytest
 
+from core.broker.membership import person_send
 from core.config.home import Home
+from core.engine.engine import Engine
+from core.model.enums import Activity, ActivityReason
+from core.model.notice_line import managed_line
 from core.providers import agent_http
 from core.server.main import serve, stop_server
 from core.server.start import ensure_running
-from tests.integration.journey_env import tmux
+from storage.connection import write_transaction
+from storage.operations import sessions as sessions_ops
+from tests.integration.journey_env import tmux, type_line
 from tests.integration.test_chaos import Chaos
-from tests.integration.transitions_env import home_of, open_stage_engine, pane_of
+from tests.integration.transitions_env import (
+    build_world,
+    home_of,
+    open_stage_engine,
+    pane_of,
+    screen,
+)
 from tests.waiting import retry_until
 
 pytestmark = pytest.mark.tmux
@@ -59,18 +71,31 @@ def _live(engine_root: Path, frame_id: str) -> bool:
 
 def _started(home: Home) -> agent_http.ServerInfo:
     """A server of this test's knobs: one a launch started (agents' tools over HTTP)
-    is stopped first."""
+    is stopped first. An agent's turn-start hook may start one at the same moment
+    (as it does after a kill): then that one is this round's. A stopping server
+    holds its lock a moment after its port file went: the probe then waits."""
     stop_server(home.run_dir)
-    info = ensure_running(home)
-    assert info is not None, "a server was started behind the test's back"
-    return info
+    found: list[agent_http.ServerInfo] = []
+
+    def up() -> bool:
+        info = ensure_running(home) or agent_http.running(home.run_dir)
+        found[:] = [info] if info is not None else []
+        return bool(found)
+
+    assert retry_until(up, 20)
+    return found[0]
 
 
 def _killed(home: Home, info: agent_http.ServerInfo) -> None:
     """kill -9 of the server process alone, as an OOM killer or a crash would; the tmux
     client a pass may have running finishes its batch (it is not the server)."""
     os.kill(info.pid, signal.SIGKILL)
-    assert retry_until(lambda: not agent_http.lock_held(home.run_dir), 10)
+
+    def gone() -> bool:
+        found = agent_http.running(home.run_dir)  # an agent's hook may start the next one
+        return found is None or found.pid != info.pid
+
+    assert retry_until(gone, 10)
     time.sleep(0.3)
 
 
@@ -155,3 +180,103 @@ def test_kill_9_of_the_server_during_reconcile_loses_nothing(
     assert chaos.tally.failures == [] and chaos.tally.blocked == 0
     assert chaos.tally.consistent == 3
     assert landed >= KILLS_PER_FAULT  # at least a third of them landed mid-pass
+
+
+def _activity(engine: Engine, frame_id: str, activity: Activity) -> None:
+    """What the frame's hooks would record (``working`` at a prompt, ``ready`` at a Stop)."""
+    conn = engine.conn
+    key = conn.execute("SELECT current_session_key FROM frames WHERE frame_id = ?",
+                       (frame_id,)).fetchone()[0]
+    reason = ActivityReason.TURN_COMPLETE if activity is Activity.READY \
+        else ActivityReason.UNKNOWN
+    with write_transaction(conn) as tx:
+        sessions_ops.record_activity(tx, key, activity=activity, reason=reason,
+                                     runtime_presence="live", turn_id=None,
+                                     provider_version=None, now=engine.now())
+
+
+def _messages(broker: Path, ids: list[int]) -> dict[int, tuple[str, str | None]]:
+    """message id -> (status, notified_at)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{broker}?mode=ro", uri=True)
+    try:
+        return {i: tuple(conn.execute(  # type: ignore[misc]
+            "SELECT status_state, notified_at FROM messages WHERE message_id = ?",
+            (i,)).fetchone()) for i in ids}
+    finally:
+        conn.close()
+
+
+def _undelivered(broker: Path, ids: list[int]) -> list[int]:
+    """Never typed and not read: an agent that reads its messages after the first line
+    takes the others with it (they complete without a line of their own)."""
+    return [i for i, (state, notified) in _messages(broker, ids).items()
+            if state != "completed" and notified is None]
+
+
+def _typing(locks: Path) -> bool:
+    """Whether a typist is between typing a line and stamping it (an attempt record)."""
+    return any(f.is_file() and f.stat().st_size for f in locks.glob("*")) \
+        if locks.is_dir() else False
+
+
+@pytest.mark.timeout(400)
+def test_kill_9_of_the_server_during_message_delivery_types_each_line_once(
+        tmp_path: Path, tmux_socket: Path, fast_server: list[Home],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The person's messages wait while the shown agent works; its Stop is recorded but
+    its delivery worker is lost, so the server's pass types them. The server is killed
+    with -9 at seeded random moments of its passes (an agent's turn-start hook starts
+    the next one as it would); in the end every message reached the agent (read by
+    it), no line was typed twice, and the one the server typed is stamped."""
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False, quiet=False)
+    home = home_of(tmp_path)
+    fast_server.append(home)
+    child = world.workspace_id
+    pane = str(pane_of(engine, child))
+    type_line(tmux_socket, pane, "hello")  # a turn: its Stop makes the agent ready
+    query = ("SELECT activity FROM provider_sessions WHERE session_key = (SELECT"
+             " current_session_key FROM frames WHERE frame_id = ?)")
+    assert retry_until(lambda: engine.conn.execute(query, (child,)).fetchone()[0] == "ready",
+                       30)
+    stop_server(home.run_dir)  # a launch's server: from here on, this test's servers
+    _activity(engine, child, Activity.WORKING)
+    sent = [person_send(engine, child, f"note number {n}") for n in range(3)]
+    assert all(s.delivery.startswith("pending: its agent is working") for s in sent), sent
+    ids = [s.message_id for s in sent]
+    _activity(engine, child, Activity.READY)  # a Stop whose kick never ran
+    broker = home.broker_path
+    locks = broker.with_name(broker.name + ".locks")
+    rng = random.Random(SEED)
+    kills = mid_typing = before_done = 0
+    for round_ in range(12):
+        if not _undelivered(broker, ids):
+            break
+        left = _typing(locks)
+        info = _started(home)
+        # The first kill comes before a first pass can have typed (it imports the whole
+        # reconcile and tmux stack first); the others anywhere in the next passes.
+        time.sleep(rng.uniform(0.0, 0.2 if round_ == 0 else 2.5))
+        typing, waiting = _typing(locks), bool(_undelivered(broker, ids))
+        _killed(home, info)
+        kills += 1
+        mid_typing += typing and not left
+        before_done += waiting
+    _started(home)
+    assert retry_until(lambda: not _undelivered(broker, ids), 60), (
+        _undelivered(broker, ids), engine.conn.execute(query, (child,)).fetchone()[0],
+        (home.run_dir / "server" / "server.log").read_text()[-2000:], screen(tmux_socket, pane))
+    stop_server(home.run_dir)
+    assert retry_until(lambda: all(state == "completed" for state, _ in
+                                   _messages(broker, ids).values()), 60), _messages(broker, ids)
+    shown = screen(tmux_socket, pane)
+    found = _messages(broker, ids)
+    assert found[ids[0]][1] is not None  # the first line was typed, and stamped
+    for message_id in ids:
+        lines = shown.count(managed_line(message_id, "person"))
+        assert lines == (1 if found[message_id][1] is not None else 0), (message_id, shown)
+    with capsys.disabled():
+        print(f"\nserver kill -9 during delivery (seed {SEED}): {kills} kills, {before_done} "
+              f"while lines still waited, {mid_typing} between typing a line and stamping it")
+    assert before_done >= 1
