@@ -24,9 +24,10 @@ anything else (session.status idle, the     no change
 ==========================================  ==========================================
 
 ``session.status`` idle always comes with ``session.idle``; only the latter counts, so a
-turn end is seen once. No event at all for: the TUI process ending, and (not yet tried
-on 1.18.33) an interrupted turn or a refused API request: the activity is unknown then,
-never guessed. 1.18.33 shows no start-up or trust screen. Its ``question.asked`` event
+turn end is seen once; an Esc Esc interrupt also ends in ``session.idle`` (measured:
+the turn shows "interrupted"), so it reads ready. No event at all for: the TUI process
+ending, and (not recorded; OpenCode retries a 429 itself) a refused API request: the
+activity is unknown then, never guessed. 1.18.33 shows no start-up or trust screen. Its ``question.asked`` event
 (the question tool) is in the binary but not recorded, so it is not in the table yet.
 Same imports as the hook path: stdlib and the vocabulary only.
 """

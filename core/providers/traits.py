@@ -62,8 +62,10 @@ NO_EVENT_FOR: dict[Provider, str] = {
     # Gemini CLI 0.61.0 (tests/fixtures/hooks/gemini-0.61.0.tsv, docs/cli-versions.md)
     Provider.GEMINI: "its start-up folder-trust question, an interrupted turn (Esc) and a "
                      "turn the service refused (a 429 is retried without end)",
-    # OpenCode 1.18.33 (tests/fixtures/hooks/opencode-1.18.33-*.jsonl)
-    Provider.OPENCODE: "its process ending, an interrupted turn (Esc) and an API error",
+    # OpenCode 1.18.33 (tests/fixtures/hooks/opencode-1.18.33-*.jsonl); an Esc Esc
+    # interrupt ends in session.idle (measured), so it reads ready, not unknown
+    Provider.OPENCODE: "its process ending and a turn the service refused (it retries a "
+                       "429 itself)",
 }
 """What a provider's CLI sends no hook or event for: its activity shows unknown there (or
 what the screen shows), never a guess; ``doctor`` says it."""
