@@ -70,8 +70,8 @@ def test_unshown_navigator_parks_and_wakes_when_shown(
         before = _views(engine)
         monkeypatch.setenv(parking.ENV_PARK_AFTER, "0")
 
-        # alpha is not shown: marked unseen by the first sweep (or by a navigator's own
-        # first turn already), parked by the next
+        # alpha is not shown: marked unseen by the first sweep (or by the home server's
+        # first pass already), parked by the next
         first = park_unseen(engine)
         parked = first.parked or park_unseen(engine).parked
         assert parked == (alpha,)
@@ -104,7 +104,7 @@ def test_unshown_navigator_parks_and_wakes_when_shown(
                     parking.OPT_WAKE).strip() == ""
         assert _views(engine) == before
         # beta, now unshown, parks; alpha shown again stays (marked unseen by the first
-        # sweep, or already by a navigator's own turn, parked by the next)
+        # sweep, or already by the home server's pass, parked by the next)
         assert (park_unseen(engine).parked or park_unseen(engine).parked) == (beta,)
         assert not _pane_state(tmux_socket, nav_a)[0]
         # (its screen keeper prints and exits a moment after the park)
@@ -175,10 +175,10 @@ def test_woken_navigator_is_the_panes_own_process(
         monkeypatch.setenv(parking.ENV_PARK_AFTER, "0")
 
         def park_alpha() -> None:
-            """Park alpha now. A navigator's own reconcile turn that read the fleet while
+            """Park alpha now. A pass of the home's server that read the fleet while
             alpha was shown and parked may wake it once more right after (its respawn is
             gated on the pane being a dead navigator, which a parked one is): park again.
-            A navigator's own turn may also park alpha first (unshown, parking after 0 s):
+            The server's pass may also park alpha first (unshown, parking after 0 s):
             then there is nothing left to park and it is asleep all the same."""
             for _ in range(3):
                 parking.park_view(engine.stage.runner, engine.home.run_dir, alpha,
