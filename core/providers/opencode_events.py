@@ -27,8 +27,9 @@ anything else (session.status idle, the     no change
 turn end is seen once; an Esc Esc interrupt also ends in ``session.idle`` (measured:
 the turn shows "interrupted"), so it reads ready. No event at all for: the TUI process
 ending, and (not recorded; OpenCode retries a 429 itself) a refused API request: the
-activity is unknown then, never guessed. 1.18.33 shows no start-up or trust screen. Its ``question.asked`` event
-(the question tool) is in the binary but not recorded, so it is not in the table yet.
+activity is unknown then, never guessed. 1.18.33 shows no start-up or trust screen. Its
+``question.asked`` event (the question tool) is in the binary but not recorded, so it is
+not in the table yet.
 Same imports as the hook path: stdlib and the vocabulary only.
 """
 
