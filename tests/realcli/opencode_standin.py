@@ -9,7 +9,10 @@ differs is the script, because OpenCode offers its own tools under lowercase nam
 
 * ``OCTOOL`` -> the ``bash`` tool running ``OCTOOL_COMMAND`` (with ``"permission":
   {"bash": "ask"}`` in the launch config this is the permission prompt a test watches);
-* ``OCMCP`` -> the agent tool ``switchboard_transition_claim`` (MCP, no arguments);
+* ``OCMCP`` or the fixed claim line -> the agent tool ``switchboard_transition_claim``
+  (MCP, no arguments);
+* ``PUSH <title> :: <brief>`` -> ``switchboard_task_push`` with those arguments;
+  ``COMPLETE <summary> :: <next action>`` -> ``switchboard_task_complete_return``;
 * ``OCSLOW`` -> a text answer held back for ``SLOW_S`` seconds (a turn that stays busy);
 * a tool result -> ``STANDIN-DONE <tool>``;
 * no tools offered (OpenCode's title request to its small model) -> ``STANDIN-SIDE``;
@@ -21,6 +24,7 @@ It never opens a socket beyond 127.0.0.1.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -38,6 +42,12 @@ from tests.realcli.anthropic_standin import (
 OCTOOL_WORD = "OCTOOL"
 OCTOOL_COMMAND = "touch opencode-tooltest.txt"
 OCSLOW_WORD = "OCSLOW"
+CLAIM_LINE = "Call transition_claim()"
+"""The start of Switchboard's fixed claim line (``core.model.control_line``)."""
+_WITH_ARGS = re.compile(r"^(?P<word>PUSH|COMPLETE)\s+(?P<first>.+?)\s+::\s+(?P<second>.+)$",
+                        re.M)
+_TOOLS_WITH_ARGS = {"PUSH": ("switchboard_task_push", "title", "brief"),
+                    "COMPLETE": ("switchboard_task_complete_return", "summary", "next_action")}
 OCMCP_WORD = "OCMCP"
 OCMCP_TOOL = "switchboard_transition_claim"
 """The agent tool ``OCMCP`` calls, by the name OpenCode offers it (``<server>_<tool>``)."""
@@ -72,7 +82,14 @@ def script(body: dict[str, Any]) -> Reply:
             return Reply(f"NO-TOOL: bash was not offered ({len(offered)} tools offered)")
         return Reply("Calling bash.", ToolCall("bash", {"command": OCTOOL_COMMAND,
                                                         "description": "Create a marker file"}))
-    if OCMCP_WORD in text:
+    given = _WITH_ARGS.search(text)
+    if given is not None:
+        tool, first, second = _TOOLS_WITH_ARGS[given["word"]]
+        if tool not in offered:
+            return Reply(f"NO-TOOL: {tool} was not offered")
+        return Reply(f"Calling {tool}.", ToolCall(tool, {first: given["first"].strip(),
+                                                          second: given["second"].strip()}))
+    if OCMCP_WORD in text or CLAIM_LINE in text:
         if OCMCP_TOOL not in offered:
             return Reply(f"NO-TOOL: {OCMCP_TOOL} was not offered ({len(offered)} offered)")
         return Reply("Calling the agent tool.", ToolCall(OCMCP_TOOL, {}))

@@ -20,6 +20,7 @@ import pytest
 
 from core.context.requests import new_request_id
 from core.engine.engine import Engine
+from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
 from storage import session_db
 from storage.session_usage import UsageRow, turn_usage
@@ -63,30 +64,36 @@ def _usage(root: Path, session_key: str) -> list[UsageRow]:
         conn.close()
 
 
+def _person(root: Path, api: OpencodeStandin,
+            monkeypatch: pytest.MonkeyPatch) -> tuple[Path, bytes]:
+    """The person's home with their own OpenCode config (their provider: the stand-in;
+    bash asks), and this process's environment theirs (the tmux server, so every pane,
+    starts from it). Returns the config file and its bytes."""
+    theirs = root / ".config" / "opencode" / "opencode.json"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text(json.dumps({"$schema": "https://opencode.ai/config.json",
+                                  **api.provider_config(),
+                                  "permission": {"bash": "ask"}}), encoding="utf-8")
+    for name in list(os.environ):
+        if name.startswith(SCRUBBED_PREFIXES):
+            monkeypatch.delenv(name)
+    for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {"HOME": root, "XDG_CONFIG_HOME": root / ".config",
+                        "XDG_STATE_HOME": root / ".local" / "state",
+                        "XDG_DATA_HOME": root / ".local" / "share",
+                        "XDG_CACHE_HOME": root / ".cache"}.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.setenv("OPENCODE_DISABLE_MODELS_FETCH", "1")  # nothing leaves loopback
+    return theirs, theirs.read_bytes()
+
+
 def test_real_opencode_started_by_switchboard_reports_and_resumes(
         opencode_binary: Path, tmp_path: Path, tmux_socket: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "person"
     with OpencodeStandin() as api:
-        # The person's own OpenCode config: their provider (the stand-in), bash asks.
-        theirs = root / ".config" / "opencode" / "opencode.json"
-        theirs.parent.mkdir(parents=True)
-        theirs.write_text(json.dumps({"$schema": "https://opencode.ai/config.json",
-                                      **api.provider_config(),
-                                      "permission": {"bash": "ask"}}), encoding="utf-8")
-        before = theirs.read_bytes()
-        # The tmux server (so every pane) starts from this process's environment.
-        for name in list(os.environ):
-            if name.startswith(SCRUBBED_PREFIXES):
-                monkeypatch.delenv(name)
-        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
-            monkeypatch.delenv(name, raising=False)
-        for name, value in {"HOME": root, "XDG_CONFIG_HOME": root / ".config",
-                            "XDG_STATE_HOME": root / ".local" / "state",
-                            "XDG_DATA_HOME": root / ".local" / "share",
-                            "XDG_CACHE_HOME": root / ".cache"}.items():
-            monkeypatch.setenv(name, str(value))
-        monkeypatch.setenv("OPENCODE_DISABLE_MODELS_FETCH", "1")  # nothing leaves loopback
+        theirs, before = _person(root, api, monkeypatch)
         home = xdg_home(root)
         engine = make_real_engine(root, tmux_socket,
                                   {Provider.OPENCODE: (str(opencode_binary),)}, home=home)
@@ -145,6 +152,75 @@ def test_real_opencode_started_by_switchboard_reports_and_resumes(
         finally:
             engine.conn.close()
     assert theirs.read_bytes() == before
+
+
+def _transitions(engine: Engine) -> list[tuple]:
+    return [tuple(row) for row in engine.conn.execute(
+        "SELECT kind, state, failure FROM view_transitions ORDER BY created_at, rowid")]
+
+
+def _transition(engine: Engine, kind: str) -> tuple | None:
+    return one(engine, "SELECT state FROM view_transitions WHERE kind = ?"
+                       " ORDER BY created_at, rowid", kind)
+
+
+def test_an_opencode_workspace_pushes_an_opencode_task_that_returns_its_handoff_once(
+        opencode_binary: Path, tmp_path: Path, tmux_socket: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """push -> the child (OpenCode too: a task runs on its parent's provider) claims its
+    brief from its initial prompt (``--prompt``), the fixed line once; complete-return
+    -> the parent, live and ready, gets the fixed line typed once and claims the
+    handoff; the child closes completed. Every agent tool call goes over HTTP."""
+    root = tmp_path / "person"
+    with OpencodeStandin() as api:
+        _person(root, api, monkeypatch)
+        engine = make_real_engine(root, tmux_socket,
+                                  {Provider.OPENCODE: (str(opencode_binary),)},
+                                  home=xdg_home(root))
+        try:
+            parent = engine.project_enter(new_request_id(), PROJECT).frame_id
+            engine.frame_start(new_request_id(), parent, Provider.OPENCODE)
+            main = main_pane(engine)
+            fail_unless(lambda: "ctrl+p" in screen(tmux_socket, main), START_S,
+                        lambda: screen(tmux_socket, main))
+
+            type_prompt(tmux_socket, main, "PUSH Fix the bug :: Make test_foo pass")
+            fail_unless(lambda: _transition(engine, "push") == ("completed",), TURN_S,
+                        lambda: f"{_transitions(engine)}\n{_session(engine, parent)}\n"
+                                f"{screen(tmux_socket, main)}")
+            child = str(one(engine, "SELECT frame_id FROM frames WHERE title = ?",
+                            "Fix the bug")[0])
+            child_pane = main_pane(engine)
+            assert child_pane != main
+            assert one(engine, "SELECT s.provider FROM frames f JOIN provider_sessions s ON"
+                               " s.session_key = f.current_session_key WHERE f.frame_id = ?",
+                       child) == ("opencode",)
+            fail_unless(lambda: one(engine, "SELECT first_claimed_at FROM transition_briefs"
+                                    )[0] is not None, START_S + TURN_S,
+                        lambda: screen(tmux_socket, child_pane))
+            fail_unless(lambda: _session(engine, child)[2] == "ready", TURN_S,
+                        lambda: screen(tmux_socket, child_pane))
+            assert one(engine, "SELECT state, submission_count FROM control_turns"
+                               " WHERE kind = 'claim_brief'") == ("settled", 1)
+            assert screen(tmux_socket, child_pane).count(CONTROL_TEMPLATE) == 1
+
+            type_prompt(tmux_socket, child_pane, "COMPLETE Fixed foo :: review and merge")
+            fail_unless(lambda: _transition(engine, "complete_return") == ("completed",),
+                        TURN_S, lambda: screen(tmux_socket, child_pane))
+            assert one(engine, "SELECT lifecycle_state, close_reason FROM frames WHERE"
+                               " frame_id = ?", child) == ("closed", "completed")
+            fail_unless(lambda: one(engine, "SELECT first_claimed_at FROM"
+                                            " completion_handoffs")[0] is not None,
+                        TURN_S, lambda: screen(tmux_socket, main))
+            fail_unless(lambda: _session(engine, parent)[2] == "ready", TURN_S,
+                        lambda: screen(tmux_socket, main))
+            assert one(engine, "SELECT transport, state, submission_count FROM control_turns"
+                               " WHERE kind = 'claim_handoff'") == ("live_input", "settled", 1)
+            assert screen(tmux_socket, main).count(CONTROL_TEMPLATE) == 1
+            calls = api.journal.tool_calls()
+            assert calls.count("switchboard_transition_claim") == 2, calls  # brief, handoff
+        finally:
+            engine.conn.close()
 
 
 def press_enter(socket: Path, pane: str) -> None:
