@@ -5,8 +5,9 @@ stand-in) and bash set to ask opens a project and starts OpenCode in it. The eng
 launches it in the view's main pane (``frame_start``, the launcher, the adapter's
 plan); the plugin's events bind the session to OpenCode's own ``ses_`` id and move
 the frame working -> ready, a shell command's permission prompt shows as needs input,
-the turn's usage is read from the plugin's usage file, and a stop and a new start
-resume exactly that session. The person's own config is left byte for byte.
+the turn's usage is read from the plugin's usage file, and a stop and a new start, and
+a lost tmux server and a reopened engine, resume exactly that session. The person's
+own config is left byte for byte.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import pytest
 
 from core.context.requests import new_request_id
 from core.engine.engine import Engine
+from core.engine.open import open_engine
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
 from storage import session_db
 from storage.session_usage import UsageRow, turn_usage
-from tests.integration.journey_env import one
+from tests.integration.journey_env import one, tmux
 from tests.realcli.harness import main_pane, make_real_engine, screen, type_prompt, xdg_home
 from tests.realcli.harness_codex import PROJECT, SCRUBBED_PREFIXES
 from tests.realcli.install import OPENCODE_TESTED, RealCliUnavailable, ensure_opencode
@@ -149,9 +151,35 @@ def test_real_opencode_started_by_switchboard_reports_and_resumes(
                         "STANDIN-OK: hello again" in screen(tmux_socket, pane), TURN_S, look)
             assert _session(engine, route.frame_id)[:2] == (key, ident)
             assert again.session_key == key
+
+            # --- the tmux server dies: reopen, the same session resumes by its id ---
+            engine.conn.close()
+            pid = int(tmux(tmux_socket, "display-message", "-p", "#{pid}").strip())
+            tmux(tmux_socket, "kill-server")
+            fail_unless(lambda: not _alive(pid), 15, lambda: f"tmux server {pid} still runs")
+            engine = open_engine(home, with_stage=True)
+            engine.project_enter(new_request_id(), PROJECT)
+            after = engine.frame_start(new_request_id(), route.frame_id)
+            assert after.session_key == key
+            assert one(engine, "SELECT action FROM launch_intents WHERE launch_id = ?",
+                       after.launch_id) == ("resume",)
+            pane = main_pane(engine)
+            fail_unless(lambda: "hello again" in screen(tmux_socket, pane), START_S, look)
+            type_prompt(tmux_socket, pane, "after restart")
+            fail_unless(lambda: _session(engine, route.frame_id)[2] == "ready" and
+                        "STANDIN-OK: after restart" in screen(tmux_socket, pane), TURN_S, look)
+            assert _session(engine, route.frame_id)[:2] == (key, ident)
         finally:
             engine.conn.close()
     assert theirs.read_bytes() == before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _transitions(engine: Engine) -> list[tuple]:
