@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import socket
 import sqlite3
 import subprocess
@@ -44,7 +45,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +60,10 @@ READ_TIMEOUT_S = 10.0
 REQUEST_DEADLINE_S = 30.0
 """A request's body must have arrived whole by then (a trickling client is cut off)."""
 MAX_CONNECTIONS = 64
-MAX_BUSY_PER_TOKEN = 8
-"""Connections of one launch's token with a request in progress at once (Claude Code and
-Codex use one or two)."""
+MAX_BUSY_PER_TOKEN = 16
+"""Connections of one launch's token with a request in progress at once: past
+``MAX_CALLS_PER_TOKEN`` calls a launch gains nothing (they are refused), so this only
+leaves room for its lists and pings, and four launches at most could fill the server."""
 MAX_CALLS = 16
 MAX_CALLS_PER_TOKEN = 4
 CALL_TIMEOUT_S = 110.0
@@ -174,10 +176,11 @@ class Link:
     token: str | None = None
 
 
-class AgentToolServer(ThreadingHTTPServer):
-    """127.0.0.1 only, an ephemeral port, a thread per connection (bounded)."""
+class AgentToolServer(HTTPServer):
+    """127.0.0.1 only, an ephemeral port, a thread per open connection (at most
+    ``MAX_CONNECTIONS``, from a pool: the accepting thread only hands a connection over,
+    so a flood of connects never makes it wait for a new thread to be scheduled)."""
 
-    daemon_threads = True
     request_queue_size = 128
     """The listen backlog: with socketserver's 5, a burst of connections (agents starting
     together, or a flood) overflowed it and each further connect waited a 1 s SYN retry."""
@@ -188,9 +191,12 @@ class AgentToolServer(ThreadingHTTPServer):
     def __init__(self, tokens: Path, log: Path, port: int = 0) -> None:
         self.registry = Registry(tokens)
         self.log_file = log
+        self.calls = threading.BoundedSemaphore(MAX_CALLS)
         self.links: dict[socket.socket, Link] = {}
         self.links_lock = threading.Lock()
-        self.calls = threading.BoundedSemaphore(MAX_CALLS)
+        self.handed: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+        self.workers = 0
+        self.idle = 0
         super().__init__(("127.0.0.1", port), Handler)
 
     @property
@@ -205,7 +211,28 @@ class AgentToolServer(ThreadingHTTPServer):
                 self.shutdown_request(request)
                 return
             self.links[request] = Link(request)
-        super().process_request(request, client_address)
+            grow = self.idle == 0 and self.workers < MAX_CONNECTIONS
+            if grow:
+                self.workers += 1
+            else:
+                self.idle -= 1
+        self.handed.put((request, client_address))
+        if grow:
+            threading.Thread(target=self._work, daemon=True).start()
+
+    def _work(self) -> None:
+        """A pool thread: one connection at a time, for as long as it stays open."""
+        while True:
+            request, client_address = self.handed.get()
+            try:
+                self.finish_request(request, client_address)
+            except Exception:  # noqa: BLE001 - one connection's failure is logged, not fatal
+                self.handle_error(request, client_address)
+            finally:
+                with self.links_lock:
+                    self.links.pop(request, None)
+                    self.idle += 1
+                self.shutdown_request(request)
 
     def _evict_longest_waiting(self) -> bool:
         """Close the connection that has waited longest for a request (under the lock);
@@ -218,13 +245,6 @@ class AgentToolServer(ThreadingHTTPServer):
         with contextlib.suppress(OSError):
             victim.sock.shutdown(socket.SHUT_RDWR)  # its thread's read ends; it closes
         return True
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self.links_lock:
-                self.links.pop(request, None)
 
     def link_waits(self, sock: socket.socket) -> None:
         """The connection is between requests (or before its first): evictable."""

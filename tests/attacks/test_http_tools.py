@@ -233,12 +233,19 @@ def test_slow_clients_do_not_delay_another(served: Served) -> None:
 
 
 def test_many_clients_at_once_all_answered(served: Served) -> None:
+    """Six launches' agents, four requests each, all at once: every one is answered (a
+    launch may have up to ``MAX_BUSY_PER_TOKEN`` requests in progress)."""
+    tokens = [served.token]
+    for index in range(5):
+        session = served.run_dir / f"session-many-{index}"
+        session.mkdir(mode=0o700)
+        tokens.append(agent_http.register_token(served.run_dir, session, {}))
     results: list[int] = []
 
-    def one() -> None:
-        results.append(_post(served, LIST).status)
+    def one(token: str) -> None:
+        results.append(_post(served, LIST, token=token).status)
 
-    threads = [threading.Thread(target=one) for _ in range(24)]
+    threads = [threading.Thread(target=one, args=(token,)) for token in tokens * 4]
     for thread in threads:
         thread.start()
     for thread in threads:
