@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +35,7 @@ from core.context.requests import new_request_id
 from core.engine.engine import Engine
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
+from core.providers import agent_http
 from core.providers.claude_settings import claude_tool_names
 from core.providers.dialogs import find_dialog
 from storage.uri import sqlite_uri
@@ -447,20 +448,26 @@ def test_real_claude_completes_the_whole_journey(world: World) -> None:
     assert transcripts(world.home) == sessions_before
 
 
-def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_prompt_waits_for_a_slow_agent_tool_server(world: World) -> None:
     """Claude submits a prompt without waiting for MCP servers; the launch's hook
-    holds it until Switchboard's server has listed its tools, so the very first
-    request already offers them."""
-    slow = ("/bin/sh", "-c", f"sleep 4; exec {sys.executable} -m navigator.cli mcp")
-    monkeypatch.setattr("core.runtime.launcher.MCP_SERVER_ARGV", slow)
+    holds it until the home's server has listed its tools for this launch's token, so
+    the very first request already offers them. The server is made slow the way a
+    loaded machine makes it: stopped (SIGSTOP) as the launch starts, so Claude's
+    connection waits in its listen queue, and let go 4 s after the prompt was typed."""
     engine, socket = world.engine, world.socket
     route = engine.project_enter(new_request_id(), "alpha")
     engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
-    main = main_pane(engine)
-    world.wait_prompt(main)
-    type_prompt(socket, main, "PUSH Early :: typed before the tools were listed")
-    submitted = time.time()
+    server = agent_http.running(xdg_home(world.root).run_dir)
+    assert server is not None
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        main = main_pane(engine)
+        world.wait_prompt(main)
+        type_prompt(socket, main, "PUSH Early :: typed before the tools were listed")
+        submitted = time.time()
+        time.sleep(4)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
     assert retry_until(lambda: world.transition("push") is not None, SLOW), (
         screen(socket, main), [(r.path, len(r.tool_names)) for r in world.api.turns()],
         [reply.text for _, reply in world.api.journal.replies])
