@@ -11,15 +11,27 @@ what the person's terminal shows, not what tmux holds (``capture-pane`` reads th
 pane's grid, not what the client drew: issue 40.10 saw a tmux message on the
 client hold back the redraw of its panes).
 
-Each round the parked workspace's hooks run the way Claude Code runs them: the exact
-command of the launch's settings through ``/bin/sh -c``, a recorded 2.1.197 payload
-on stdin and the pane's environment. A Notification (it needs input) and, 6 s later,
-a Stop (its turn finished) each nudge the client. Meanwhile a token of six letters is
-typed into the child's pane every 0.2 s, each waited for on the client's screen.
+Each round, while the person only watches: the parked workspace's Notification (it
+needs input) runs the way Claude Code runs it (the exact command of the launch's
+settings through ``/bin/sh -c``, a recorded 2.1.197 payload on stdin, the pane's
+environment) and nudges the client; 2 s later, while that message may still be up,
+the child in main asks for a permission through its own hooks (the fake's TOOLTEST,
+sent with ``send-keys``: nobody is nudged about the agent the person looks at);
+then the workspace's Stop (its turn finished) nudges again. The workspace's
+Notification and Stop then run once more while a token of six letters is typed into
+the child's pane every 0.2 s, each waited for on the client's screen. Badges are
+timed while the person watches, since a key clears a tmux message.
+
+What a message does to a tmux 3.3a client (seen while writing this bench, in the
+client's output): while it is up, each change of a pane redraws the client's whole
+screen (5.6 KB at 120x40, not the changed cells), and in a bare tmux two panes that
+printed 20 lines a second drew nothing for the message's 4 s.
 
 Figures:
-- hook to badge: from the hook's start until the client shows the workspace's row
-  with the new badge (``!`` needs input, ``✓`` ready);
+- hook to badge: from the workspace's hook's start until the client shows its row
+  with the new badge (``!`` needs input, ``✓`` ready); for the child, from the line
+  sent until its row shows ``!`` (its UserPromptSubmit, PreToolUse, PermissionRequest
+  and Notification hooks run one after the other: no target, the two settings compared);
 - typing: from a token's write to the client's pty until the client shows it.
 The floors, measured in the same run: typing with no hook arriving, and ``python -c
 pass`` through ``/bin/sh -c`` (what any hook costs before its own work). The figures
@@ -75,6 +87,9 @@ COLUMNS, ROWS = 120, 40
 TYPE_EVERY_S = 0.2
 #: Typing goes on this long after each hook: a 4 s tmux message is up for all of it.
 WINDOW_S = 6.0
+#: The Stop comes this long after the Notification, while its message is still up
+#: (eight agents' hooks come closer together than that).
+NEXT_HOOK_S = 2.0
 TOKEN_LIMIT_S = 15.0
 
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()*+][0-9A-Za-z]"
@@ -170,6 +185,9 @@ class Figures:
     missed: int = 0  # badges never drawn within the limit
     messages: int = 0  # hooks whose tmux message the client showed
     after_exit: list[float] = field(default_factory=list)  # badge after the hook returned
+    #: The agent in main asks for a permission (its own hooks) while the workspace's
+    #: message may be up: from the line sent to it until its row shows ``!``.
+    main_needs: list[float] = field(default_factory=list)
 
 
 def _token() -> bytes:
@@ -191,8 +209,11 @@ def type_for(screen: Screen, seconds: float, delays: list[float]) -> None:
 
 
 def hook_round(screen: Screen, command: str, payload: bytes, env: dict[str, str],
-               badge: re.Pattern[str], figures: Figures, badges: list[float]) -> None:
-    """Run one hook in the background while typing; the badge's delay after it."""
+               badge: re.Pattern[str], figures: Figures, badges: list[float] | None,
+               window: float = WINDOW_S) -> None:
+    """Run one hook in the background; the badge's delay after it into ``badges``,
+    or, with None, type into the agent meanwhile (a key clears a tmux message, so
+    the badge is timed only while the person watches)."""
     walls: list[float] = []
 
     def run_hook() -> None:
@@ -206,7 +227,10 @@ def hook_round(screen: Screen, command: str, payload: bytes, env: dict[str, str]
     started = time.monotonic()
     hook = threading.Thread(target=run_hook)
     hook.start()
-    type_for(screen, WINDOW_S, figures.typing)
+    if badges is None:
+        type_for(screen, window, figures.typing)
+    else:
+        time.sleep(window)
     hook.join()
     figures.hook_wall.extend(walls)
     shown = screen.wait_shown(badge, started, TOKEN_LIMIT_S)
@@ -215,24 +239,51 @@ def hook_round(screen: Screen, command: str, payload: bytes, env: dict[str, str]
         figures.messages += 1
     if shown is None:
         figures.missed += 1
-    else:
+    elif badges is not None:
         badges.append(shown - started)
         if walls:
             figures.after_exit.append(shown - started - walls[0])
 
 
 def measure(screen: Screen, commands: dict[str, str], live: LiveSurface,
-            env: dict[str, str], name: str, rounds: int) -> Figures:
+            env: dict[str, str], name: str, rounds: int, socket: Path,
+            main_pane: str) -> Figures:
     figures = Figures(name)
-    needs = re.compile(r"!\s*alpha\b")   # the workspace's row: its title is the project's
-    ready = re.compile(r"✓\s*alpha\b")
+    # the workspace's row in the tree, "└ ▼ ! alpha" (its title is the project's name; the
+    # view's row, "✓ alpha › Tests", carries the view's badge and no ▼)
+    needs = re.compile(r"▼\s*!\s*alpha\b")
+    ready = re.compile(r"▼\s*✓\s*alpha\b")
     notification = recorded("Notification", live.provider_session_id)
     stop = recorded("Stop", live.provider_session_id)
     for _ in range(rounds):
-        hook_round(screen, commands["Notification"], notification, env, needs, figures,
-                   figures.needs_input)
-        hook_round(screen, commands["Stop"], stop, env, ready, figures, figures.ready)
+        for watching in (True, False):
+            hook_round(screen, commands["Notification"], notification, env, needs, figures,
+                       figures.needs_input if watching else None, NEXT_HOOK_S)
+            if watching:
+                main_asks(screen, socket, main_pane, figures)
+            hook_round(screen, commands["Stop"], stop, env, ready, figures,
+                       figures.ready if watching else None)
     return figures
+
+
+def main_asks(screen: Screen, socket: Path, main_pane: str, figures: Figures) -> None:
+    """The child in main runs a tool that needs a permission (the fake's TOOLTEST: its
+    own hooks, PreToolUse, PermissionRequest, Notification), sent with ``send-keys``
+    (a key from the client would clear a message); nobody is nudged about the agent
+    the person looks at, so only the workspace's message, if still up, is on screen.
+    Then it is allowed, and its turn ends."""
+    started = time.monotonic()
+    tmux(socket, "send-keys", "-t", main_pane, "-l", "TOOLTEST now")
+    tmux(socket, "send-keys", "-t", main_pane, "Enter")
+    shown = screen.wait_shown(re.compile(r"!\s*Tests\b"), started, TOKEN_LIMIT_S)
+    if shown is None:
+        figures.missed += 1
+    else:
+        figures.main_needs.append(shown - started)
+    time.sleep(max(0.0, started + WINDOW_S - time.monotonic()))
+    tmux(socket, "send-keys", "-t", main_pane, "y")
+    tmux(socket, "send-keys", "-t", main_pane, "Enter")
+    screen.wait_shown(re.compile(r"✓\s*Tests\b"), time.monotonic(), TOKEN_LIMIT_S)
 
 
 def _set_message(config: Path, on: bool) -> None:
@@ -247,7 +298,7 @@ def _set_message(config: Path, on: bool) -> None:
     config.write_text("\n".join(lines) + "\n")
 
 
-def _settled(live: LiveSurface, socket: Path) -> None:
+def _settled(live: LiveSurface, socket: Path) -> str:
     """The workspace pushed a child: the child in main (the keyboard in its pane), the
     workspace parked."""
     engine = live.engine
@@ -264,6 +315,7 @@ def _settled(live: LiveSurface, socket: Path) -> None:
         raise SystemExit(f"the push did not complete: {state()}")
     main_pane = engine.conn.execute("SELECT main_pane_id FROM user_views").fetchone()[0]
     tmux(socket, "select-pane", "-t", main_pane)
+    return str(main_pane)
 
 
 def run(rounds: int, floor_s: float) -> tuple[list[float], Series, list[Figures], float]:
@@ -284,7 +336,7 @@ def run(rounds: int, floor_s: float) -> tuple[list[float], Series, list[Figures]
         os.environ[ENV_CONFIG] = str(home.config_path)
         env = {**base_env, **live.env(), **home.child_env()}
         commands = hook_commands(live.engine)
-        _settled(live, socket)
+        main_pane = _settled(live, socket)
         window = live.engine.conn.execute("SELECT tmux_window_id FROM user_views").fetchone()[0]
         screen = Screen(socket, window)
         if screen.wait_shown(re.compile("Projects"), 0.0, 60) is None:
@@ -297,10 +349,10 @@ def run(rounds: int, floor_s: float) -> tuple[list[float], Series, list[Figures]
             python.add(BASELINE, base_env, b"")
         _set_message(home.config_path, False)
         quiet = measure(screen, commands, live, env, "default ([attention] message off)",
-                        rounds)
+                        rounds, socket, main_pane)
         _set_message(home.config_path, True)
         loud = measure(screen, commands, live, env, "message = true (the old default)",
-                       rounds)
+                       rounds, socket, main_pane)
         load = os.getloadavg()[0]
         live.engine.conn.close()
     finally:
@@ -344,6 +396,8 @@ def main() -> int:
               f"{BADGE_TARGET_S:.1f} s: {'OK' if badge_ok else 'OVER'}")
         print(f"    of which the hook command itself    {_ms(figures.hook_wall)}")
         print(f"    badge after the hook returned      {_ms(figures.after_exit)}")
+        print(f"    child's own '!', from its line     {_ms(figures.main_needs)}"
+              "  (four hooks in a row: no target; compare the two settings)")
         print(f"    typing while hooks arrive          {_ms(figures.typing)}"
               f"  target: worst <= floor's worst + {TYPING_SLACK_S * 1000:.0f} ms: "
               f"{'OK' if typing_ok else 'OVER'}")
