@@ -34,6 +34,7 @@ from core.evidence.store import (
     TimelineKind,
     filter_timeline,
 )
+from core.model.enums import Provider
 from core.model.text import shown
 from navigator.widgets.diff_view import one_line
 
@@ -193,12 +194,7 @@ class SessionDetailScreen(ModalScreen[None]):
         return text
 
     def _summary(self) -> Text:
-        counts, commands = self.detail.counts, self.detail.commands
-        failed = sum(1 for c in commands if c.outcome == "failed")
-        return Text(f"{counts.events} events · {len(commands)} commands ({failed} failed) · "
-                    f"{counts.tool_runs} tool runs ({counts.error} error)"
-                    + (f" · {counts.subagents} subagent{'' if counts.subagents == 1 else 's'}"
-                       " running" if counts.subagents else ""))
+        return Text(summary_line(self.detail))
 
     def _workspace(self) -> Text:
         workspace = self.detail.workspace
@@ -375,3 +371,21 @@ def open_in_pager(screen: ModalScreen, paths: list[str]) -> None:
     except OSError as exc:
         screen.notify(f"Could not start the pager ({exc}); set $PAGER. The output is at "
                       f"{paths[0]}", title="Output", severity="error", markup=False)
+
+
+CODEX_SUBAGENTS = " · subagents: Codex does not report them"
+"""Codex 0.171.0 calls no SubagentStart/SubagentStop hook and its rollout showed no spawned
+subagent in our runs (docs/cli-versions.md), so a Codex session's count would read 0
+whatever ran: ``i`` says so instead of showing nothing."""
+
+
+def summary_line(detail: SessionDetail) -> str:
+    """``i``'s one-line counts: events, commands, tool runs and running subagents."""
+    counts, commands = detail.counts, detail.commands
+    failed = sum(1 for c in commands if c.outcome == "failed")
+    line = (f"{counts.events} events · {len(commands)} commands ({failed} failed) · "
+            f"{counts.tool_runs} tool runs ({counts.error} error)")
+    if counts.subagents:
+        plural = "" if counts.subagents == 1 else "s"
+        return line + f" · {counts.subagents} subagent{plural} running"
+    return line + (CODEX_SUBAGENTS if detail.provider == Provider.CODEX.value else "")
