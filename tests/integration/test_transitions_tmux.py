@@ -24,12 +24,14 @@ from core.reconcile import recovery
 from core.reconcile.reconcile import reconcile
 from core.runtime.claims import claim_for_frame, settle_after_stop
 from core.runtime.stage import CONTROL_TEMPLATE, TmuxStage
+from core.server.main import stop_server
 from core.tmux import PaneSnapshot, ServerIdentityMismatch
 from storage.operations import views as views_ops
 from tests.integration.journey_env import tmux
 from tests.integration.transitions_env import (
     build_world,
     forge_reused_pane,
+    home_of,
     mark_ready,
     open_stage_engine,
     pane_of,
@@ -300,6 +302,9 @@ def test_holding_panes_are_unreachable_by_window_navigation(
 def test_a_pane_id_reused_after_a_server_restart_is_rejected(
         tmp_path: Path, tmux_socket: Path) -> None:
     engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    # The launch started the home's server; its pass would reconcile the killed server's
+    # surfaces away before the stage is asked about the reused pane id below.
+    stop_server(home_of(tmp_path).run_dir)
     view = views_ops.get_view(engine.conn, world.view_id)
     old_pane, old_server = pane_of(engine, world.workspace_id), view["tmux_server_id"]
     surface = engine.conn.execute("SELECT surface_id FROM surfaces WHERE pane_id = ?",
