@@ -1,47 +1,48 @@
-"""Memory benchmark (issue 25): parked navigators and the shared agent-tool server.
+"""Fleet benchmark (issue 38): every Switchboard process of a home, by memory and by CPU.
 
-Run: ``python -m tests.bench.bench_memory [--views 20] [--agents 10] [--small 8x2]``
-(``SB_BENCH_MEMORY=5x2`` for a quick run of the large fleet).
+Run: ``python -m tests.bench.bench_memory [--views 20] [--agents 10] [--small 8x2]
+[--wakes 5] [--storm 30]`` (``SB_BENCH_MEMORY=5x2`` for a quick run of the large fleet;
+``--small 0x0`` for the large fleet only).
 
 Two fleets on private tmux servers with real registries, real ``switchboard ui``
-navigators, live fake Claude agents (each starts its agent-tool server from the
-launch's MCP config, as Claude Code does) and one real ``tmux attach`` at 80x24
-looking at one view. Each fleet is measured twice in the same run: *before*
-(``SWITCHBOARD_PARK_AFTER=off``, ``SWITCHBOARD_MCP_SHIM=off``: every navigator runs
-and every agent has its own ``switchboard mcp``, as before issue 25) and *after*
-(parking after 2 s, through the navigators' own reconcile turns; the shim).
+navigators (parked 2 s after they stop being shown, ``SWITCHBOARD_PARK_AFTER=2``), live
+fake Claude agents and one real ``tmux attach`` at 80x24 looking at one view.
 
-Counted: every process Switchboard starts, found by walking ``/proc`` from the tmux
-server (its panes and everything under them) plus the agent-tool host server
-(detached on purpose); the fake agents themselves and tmux are "the agents and
-tmux" and are left out. RSS is summed per process (shared library pages count in
-each, as the issue's figures did); PSS is printed beside it.
+Counted: every process of the fleet's home, found by that home (``tests.bench.census``:
+its environment names the home, or it runs under the home's tmux server): navigators,
+the server (``core.server.main``), workers, hooks, agent-tool processes. The agents and
+tmux are left out ("beside the agents"). RSS is summed per process (shared library
+pages count in each, as the issue's figures do); PSS is printed beside it.
 
-Figures, each beside its target:
-- large fleet (``--views`` x ``--agents``): all navigators' RSS with one view looked at;
-- small fleet (``--small``): everything Switchboard runs beside the agents and tmux;
-  largest agent-tool process RSS;
-- wake: a client shows a parked view: time until its pane shows a screen again, and
-  until the navigator app has painted (its alternate screen with the Views panel),
-  over ``--wakes`` wakes (each a cold ``switchboard ui``); the navigators' RSS after
-  the wakes;
-- first ``tools/list``: ``switchboard mcp`` today against the shim with no host
-  running (it starts one) and with one running; median of 5 each.
+Figures, each beside its target and the load average when it was read:
+- small fleet (``--small``, 8 x 2): everything Switchboard runs once settled (<= 75 MB);
+  then right after a person has visited every view in turn, each until its navigator
+  has painted (<= 150 MB);
+- large fleet (``--views`` x ``--agents``, 20 x 10) with one view shown (<= 100 MB);
+- wake: a client shows a parked view: time until its pane shows its saved screen (at
+  once) and until the navigator (a cold ``switchboard ui``) has painted, ``--wakes``;
+- storm on the large fleet: ``--storm`` seconds of 5 hooks/s across its agents (the
+  launch's exact hook commands, recorded payloads): the CPU of every Switchboard
+  process but the hooks themselves (<= 15 % of a core), and the hooks' own.
+Floors measured in the same run: a bare Textual app's and a bare ``python``'s RSS in a
+pane of the same tmux server; the CPU of ``python -c pass`` run at the storm's rate.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.config.config import ProviderConfig, TmuxConfig
@@ -51,104 +52,27 @@ from core.context.requests import new_request_id
 from core.engine.open import open_engine
 from core.memory import parking
 from core.model.enums import Provider
-from core.providers import agent_tools
 from core.runtime.claims import claim_for_frame
-from tests.bench.bench_hook import hook_commands, installed_bytecode, recorded
+from tests.bench import census as counting
+from tests.bench.bench_hook import BASELINE, hook_commands, installed_bytecode, recorded
 from tests.factories import project_config
 from tests.integration.test_terminal_sizes import Terminal
 from tests.integration.transitions_env import pane_env, pane_of, quiet_provider_command, session_of
 from tests.waiting import retry_until
 
 REPO = Path(__file__).resolve().parents[2]
-AGENT_MARK = b"core.providers.fake.agent"
-HOST_MARK = b"core.memory.mcp_host"
-NAVIGATOR_MARKS = (b"navigator.cli",)
-MCP_MARKS = (b"navigator.cli\0mcp", b"sb-mcp-shim")
+HOOKS_PER_S = 5.0
+FLOOR_S = 10.0
+"""Seconds of ``python -c pass`` at the storm's rate, for the CPU floor."""
+TARGETS = {"small": 75.0, "visited": 150.0, "large": 100.0, "storm": 15.0, "screen": 0.05}
 
 
 def _verdict(value: float, target: float) -> str:
     return f"target <= {target:g}: {'OK' if value <= target else 'OVER'}"
 
 
-@dataclass
-class Proc:
-    pid: int
-    ppid: int
-    argv: bytes
-    rss_mb: float
-    pss_mb: float
-
-
-def _processes() -> dict[int, Proc]:
-    found: dict[int, Proc] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            base = Path("/proc", entry)
-            ppid = int((base / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            argv = (base / "cmdline").read_bytes()
-            rss = pss = 0.0
-            for line in (base / "smaps_rollup").read_text().splitlines():
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1]) / 1024
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1]) / 1024
-        except (OSError, ValueError, IndexError):
-            continue
-        found[int(entry)] = Proc(int(entry), ppid, argv, rss, pss)
-    return found
-
-
-@dataclass
-class Census:
-    """Switchboard's processes of one fleet, by kind."""
-
-    navigators: list[Proc] = field(default_factory=list)
-    agent_tools: list[Proc] = field(default_factory=list)
-    other: list[Proc] = field(default_factory=list)
-
-    def rss(self, kind: list[Proc]) -> float:
-        return sum(p.rss_mb for p in kind)
-
-    @property
-    def everything(self) -> list[Proc]:
-        return self.navigators + self.agent_tools + self.other
-
-
-def census(server_pid: int, socket: Path) -> Census:
-    """Every process under the tmux server, and the host server of this fleet's home."""
-    procs = _processes()
-    children: dict[int, list[int]] = {}
-    for proc in procs.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    result = Census()
-    seen: set[int] = set()
-
-    def walk(pid: int) -> Iterator[int]:
-        for child in children.get(pid, []):
-            if child not in seen:
-                seen.add(child)
-                yield child
-                yield from walk(child)
-
-    mine = list(walk(server_pid))
-    host_socket = os.fsencode(agent_tools.socket_path(socket.parent / "home" / "run"))
-    for proc in procs.values():
-        if HOST_MARK in proc.argv and host_socket in proc.argv:
-            mine.append(proc.pid)
-            mine.extend(walk(proc.pid))
-    for pid in mine:
-        proc = procs.get(pid)
-        if proc is None or proc.argv.startswith(b"tmux") or AGENT_MARK in proc.argv:
-            continue
-        if any(mark in proc.argv for mark in MCP_MARKS) or HOST_MARK in proc.argv:
-            result.agent_tools.append(proc)
-        elif any(mark in proc.argv for mark in NAVIGATOR_MARKS):
-            result.navigators.append(proc)
-        else:
-            result.other.append(proc)
-    return result
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def _tmux(socket: Path, *args: str) -> str:
@@ -177,11 +101,16 @@ def _env(**values: str | None) -> Iterator[None]:
 @dataclass
 class FleetRun:
     socket: Path
+    root: Path
     engine: object
     views: list[str]
     windows: dict[str, str]
     navs: dict[str, str]
+    frames: list[str]
     server_pid: int
+
+    def census(self) -> counting.Census:
+        return counting.census(self.root, self.server_pid)
 
 
 def build_fleet(folder: Path, views: int, agents: int) -> FleetRun:
@@ -211,24 +140,27 @@ def build_fleet(folder: Path, views: int, agents: int) -> FleetRun:
                        input=recorded("SessionStart", session))
 
     view_ids: list[str] = []
+    frames: list[str] = []
     for name in names:
         route = engine.project_enter(new_request_id(), name)
         engine.frame_start(new_request_id(), route.frame_id)
         retry_until(lambda r=route: pane_of(engine, r.frame_id) is not None, 60.0)
         bind(route.frame_id)
+        frames.append(route.frame_id)
         for index in range(agents - 1):
             child = engine.frame_push(new_request_id(), route.frame_id, f"task {index}",
                                       "Benchmark brief.").target_frame_id
             retry_until(lambda c=child: pane_of(engine, c) is not None, 60.0)
             claim_for_frame(engine, child, session_of(engine, child))
             bind(child)
+            frames.append(child)
             engine.frame_back(new_request_id(), route.view_id)
         view_ids.append(route.view_id)
     snap = engine.stage.snapshot()
     windows = {v: snap.view(v).window_id for v in view_ids}
     navs = {v: snap.view(v).navigator.pane_id for v in view_ids}
     server_pid = int(_tmux(socket, "display-message", "-p", "#{pid}").strip())
-    return FleetRun(socket, engine, view_ids, windows, navs, server_pid)
+    return FleetRun(socket, root, engine, view_ids, windows, navs, frames, server_pid)
 
 
 def _painted(socket: Path, pane: str) -> bool:
@@ -249,60 +181,54 @@ def _parked(run: FleetRun) -> int:
     return sum(line == f"navigator 1 {parking.ASLEEP_STATUS}" for line in out.splitlines())
 
 
-def measure_fleet(views: int, agents: int, *, after: bool,
-                  wake_rounds: int = 0) -> dict[str, float]:
-    """One fleet, one client on its first view; figures once settled."""
-    folder = Path(tempfile.mkdtemp(prefix="sbmem-", dir="/tmp"))
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def memory_floor(socket: Path) -> dict[str, float]:
+    """RSS of a bare Textual app (once painted) and of a bare ``python`` in panes of this
+    server: what any Textual UI, and any Python process, costs here."""
     figures: dict[str, float] = {}
-    park = "2" if after else "off"
-    shim = None if after else "off"
-    with _env(**{parking.ENV_PARK_AFTER: park, agent_tools.ENV_SHIM: shim, ENV_HOME: None,
-                 "TMUX": None, "TMUX_PANE": None}):
-        run = None
-        terminal = None
+    for name, argv in (("textual", (sys.executable, "-m", "tests.bench.bare_textual")),
+                       ("python", (sys.executable, "-c", "import time; time.sleep(60)"))):
+        pid = int(_tmux(socket, "new-window", "-d", "-c", str(REPO), "-P", "-F",
+                        "#{pane_pid}", "--", *argv).strip())
         try:
-            run = build_fleet(folder, views, agents)
-            run.engine.stage.navigator_command = None
-            looked = run.views[0]
-            _tmux(run.socket, "select-window", "-t", run.windows[looked])
-            terminal = Terminal(run.socket, run.engine.config.tmux.view_session, 80, 24)
-            for view in run.views:  # painted (or, after, already parked: it painted first)
-                retry_until(lambda v=view: _painted(run.socket, run.navs[v])
-                            or _asleep(run.socket, run.navs[v]), 90.0)
-            if after:  # the navigators' own turns (every 10 s) park the unseen ones
-                retry_until(lambda: _parked(run) >= views - 1, 120.0)
-            else:
-                time.sleep(5)
-            time.sleep(3)  # settle: hooks' workers, the host's first calls
-            counted = census(run.server_pid, run.socket)
-            figures["navigators_mb"] = counted.rss(counted.navigators)
-            figures["navigators_pss"] = sum(p.pss_mb for p in counted.navigators)
-            figures["navigator_procs"] = len(counted.navigators)
-            figures["tools_mb"] = counted.rss(counted.agent_tools)
-            figures["tools_procs"] = len(counted.agent_tools)
-            figures["tool_max_mb"] = max((p.rss_mb for p in counted.agent_tools
-                                          if HOST_MARK not in p.argv), default=0.0)
-            figures["other_mb"] = counted.rss(counted.other)
-            figures["all_mb"] = counted.rss(counted.everything)
-            figures["all_pss"] = sum(p.pss_mb for p in counted.everything)
-            figures["parked"] = _parked(run)
-            screens, usable = wake_figures(run, wake_rounds) if after else ([], [])
-            if usable:
-                figures["wake_screen_s"] = statistics.median(screens)
-                figures["wake_usable_s"] = statistics.median(usable)
-                figures["wake_usable_max_s"] = max(usable)
-                # the woken navigators run until they park again
-                woken = census(run.server_pid, run.socket)
-                figures["woken_navigators_mb"] = woken.rss(woken.navigators)
+            retry_until(lambda p=pid: _rss_mb(p) > 5, 30.0)
+            time.sleep(2)
+            figures[name] = _rss_mb(pid)
         finally:
-            if terminal is not None:
-                terminal.close()
-            if run is not None:
-                run.engine.conn.close()  # type: ignore[attr-defined]
-            subprocess.run(["tmux", "-S", str(folder / "tmux.sock"), "kill-server"],
-                           capture_output=True)
-            shutil.rmtree(folder, ignore_errors=True)
+            subprocess.run(["kill", str(pid)], capture_output=True)
     return figures
+
+
+def _settle(run: FleetRun, views: int) -> None:
+    """Every navigator painted or parked, all but the shown one parked, 3 s more."""
+    for view in run.views:  # painted (or already parked: it painted first)
+        retry_until(lambda v=view: _painted(run.socket, run.navs[v])
+                    or _asleep(run.socket, run.navs[v]), 90.0)
+    retry_until(lambda: _parked(run) >= views - 1, 120.0)
+    time.sleep(3)  # settle: hooks' workers, the server's first work
+
+
+def _record(figures: dict[str, float], name: str, counted: counting.Census) -> str:
+    figures[f"{name}_mb"] = counted.rss()
+    figures[f"{name}_pss"] = counted.pss()
+    figures[f"{name}_load"] = os.getloadavg()[0]
+    return counted.by_kind()
+
+
+def visit_every_view(run: FleetRun) -> None:
+    """A person shows each view in turn, each until its navigator has painted."""
+    for view in [*run.views[1:], run.views[0]]:
+        _tmux(run.socket, "select-window", "-t", run.windows[view])
+        retry_until(lambda v=view: _painted(run.socket, run.navs[v]), 60.0, 0.05)
 
 
 def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
@@ -311,8 +237,7 @@ def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
     and from the ``select-window`` to the app painted, for ``rounds`` wakes."""
     screens: list[float] = []
     usable: list[float] = []
-    candidates = run.views[1:][:rounds]
-    for view in candidates:
+    for view in run.views[1:][:rounds]:
         pane = run.navs[view]
         if not retry_until(lambda p=pane: _asleep(run.socket, p), 60.0):
             continue
@@ -329,57 +254,127 @@ def wake_figures(run: FleetRun, rounds: int) -> tuple[list[float], list[float]]:
         usable.append(time.perf_counter() - started)
         screens.append(shown if shown is not None else usable[-1])
         print(f"  wake {len(usable)}: a screen after {screens[-1]:.3f} s, the app painted "
-              f"after {usable[-1]:.3f} s", flush=True)
+              f"after {usable[-1]:.3f} s ({_load()})", flush=True)
     return screens, usable
 
 
-def first_tools_list(rounds: int = 5) -> dict[str, float]:
-    """Seconds from start to the tools/list answer: today's server, the shim cold, warm."""
-    hello = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n'
-             b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
-    folder = Path(tempfile.mkdtemp(prefix="sbmcp-", dir="/tmp"))
-    run_dir = folder / "run"
-    run_dir.mkdir(mode=0o700)
-    full = (sys.executable, *agent_tools.FULL_SERVER_TAIL)
-    shim = agent_tools.agent_tool_argv(run_dir, full)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
-    env[ENV_HOME] = str(folder)
-    socket = agent_tools.socket_path(run_dir)
+def _children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
-    def once(argv: tuple[str, ...]) -> float:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, cwd=REPO)
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(hello)
-        proc.stdin.flush()
-        proc.stdout.readline()
-        proc.stdout.readline()
-        took = time.perf_counter() - started
-        proc.stdin.close()
-        proc.wait(10)
-        proc.stdout.close()
-        return took
 
-    def stop_host() -> None:
-        for proc in _processes().values():
-            if HOST_MARK in proc.argv and os.fsencode(socket) in proc.argv:
-                os.kill(proc.pid, 15)
-        retry_until(lambda: not socket.exists(), 10.0)
+def cpu_floor(seconds: float) -> float:
+    """% of a core that ``python -c pass`` (through ``sh -c``, as a hook runs) costs at
+    the storm's rate: the least any hook could cost."""
+    env = {k: v for k, v in os.environ.items() if k != ENV_HOME}
+    before, started = _children_cpu_s(), time.monotonic()
+    threads = []
+    for index in range(int(seconds * HOOKS_PER_S)):
+        delay = started + index / HOOKS_PER_S - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        thread = threading.Thread(target=subprocess.run, args=(["/bin/sh", "-c", BASELINE],),
+                                  kwargs={"env": env, "capture_output": True})
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join(60)
+    return (_children_cpu_s() - before) / (time.monotonic() - started) * 100
 
+
+def storm(run: FleetRun, seconds: float) -> counting.Tracker:
+    """5 hooks/s across the fleet's agents (each agent's UserPromptSubmit, then its Stop),
+    each the launch's exact command with its pane's environment; the home's CPU
+    followed."""
+    engine = run.engine
+    commands = hook_commands(engine)
+    envs = {frame: pane_env(engine, frame) for frame in run.frames}  # type: ignore[arg-type]
+    keys = {frame: session_of(engine, frame) for frame in run.frames}  # type: ignore[arg-type]
+    sessions = {frame: engine.conn.execute(  # type: ignore[attr-defined]
+        "SELECT provider_session_id FROM provider_sessions WHERE session_key = ?",
+        (key,)).fetchone()[0] for frame, key in keys.items()}
+
+    def one(index: int) -> None:
+        # an agent's turn: its prompt, then (the next hook) its Stop; the agents in turn
+        frame = run.frames[(index // 2) % len(run.frames)]
+        event = "UserPromptSubmit" if index % 2 == 0 else "Stop"
+        subprocess.run(["/bin/sh", "-c", commands[event]], cwd=REPO, capture_output=True,
+                       env=envs[frame], input=recorded(event, sessions[frame]))
+
+    def hooks() -> None:
+        started, threads = time.monotonic(), []
+        for index in range(int(seconds * HOOKS_PER_S)):
+            delay = started + index / HOOKS_PER_S - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            thread = threading.Thread(target=one, args=(index,))
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join(60)
+        time.sleep(1.0)  # the last hooks' workers and the navigators' last redraw
+
+    return counting.follow(counting.Home(run.root, run.server_pid), hooks)
+
+
+def measure_fleet(views: int, agents: int, *, visit: bool = False, wake_rounds: int = 0,
+                  storm_s: float = 0.0) -> dict[str, float]:
+    """One fleet, one client on its first view; figures once settled."""
+    folder = Path(tempfile.mkdtemp(prefix="sbmem-", dir="/tmp"))
     figures: dict[str, float] = {}
-    try:
-        figures["today_s"] = statistics.median(once(full) for _ in range(rounds))
-        if shim != full:
-            cold = []
-            for _ in range(rounds):
-                stop_host()
-                cold.append(once(shim))
-            figures["cold_s"] = statistics.median(cold)
-            figures["warm_s"] = statistics.median(once(shim) for _ in range(rounds))
-    finally:
-        stop_host()
-        shutil.rmtree(folder, ignore_errors=True)
+    with _env(**{parking.ENV_PARK_AFTER: "2", ENV_HOME: None, "TMUX": None,
+                 "TMUX_PANE": None}):
+        run = None
+        terminal = None
+        try:
+            run = build_fleet(folder, views, agents)
+            run.engine.stage.navigator_command = None  # type: ignore[attr-defined]
+            _tmux(run.socket, "select-window", "-t", run.windows[run.views[0]])
+            terminal = Terminal(run.socket,
+                                run.engine.config.tmux.view_session,  # type: ignore[attr-defined]
+                                80, 24)
+            _settle(run, views)
+            figures["parked"] = _parked(run)
+            kinds = _record(figures, "settled", run.census())
+            print(f"  settled, one view shown ({figures['parked']:.0f} parked): "
+                  f"{figures['settled_mb']:.1f} MB: {kinds} ({_load()})", flush=True)
+            if visit:
+                visit_every_view(run)
+                kinds = _record(figures, "visited", run.census())
+                print(f"  right after visiting every view: {figures['visited_mb']:.1f} MB: "
+                      f"{kinds} ({_load()})", flush=True)
+                floor = memory_floor(run.socket)
+                figures["floor_textual"], figures["floor_python"] = floor["textual"], \
+                    floor["python"]
+            if wake_rounds:
+                _settle(run, views)
+                screens, usable = wake_figures(run, wake_rounds)
+                if usable:
+                    figures["wake_screen_s"] = statistics.median(screens)
+                    figures["wake_usable_s"] = statistics.median(usable)
+                    figures["wake_usable_max_s"] = max(usable)
+                    figures["wake_load"] = os.getloadavg()[0]
+            if storm_s:
+                _settle(run, views)
+                print(f"  storm {storm_s:g} s at {HOOKS_PER_S:g} hooks/s ...", flush=True)
+                tracked = storm(run, storm_s)
+                beside = [k for k in counting.Kind if k is not counting.Kind.HOOK]
+                figures["storm_cpu"] = tracked.percent(beside)
+                figures["storm_hooks_cpu"] = tracked.percent([counting.Kind.HOOK])
+                figures["storm_load"] = os.getloadavg()[0]
+                for kind in beside:
+                    if tracked.seen(kind):
+                        print(f"    {kind.value}: {tracked.percent([kind]):.2f} % of a core "
+                              f"({tracked.seen(kind)} processes)", flush=True)
+                figures["storm_floor_cpu"] = cpu_floor(min(FLOOR_S, storm_s))
+        finally:
+            if terminal is not None:
+                terminal.close()
+            if run is not None:
+                run.engine.conn.close()  # type: ignore[attr-defined]
+            subprocess.run(["tmux", "-S", str(folder / "tmux.sock"), "kill-server"],
+                           capture_output=True)
+            shutil.rmtree(folder, ignore_errors=True)
     return figures
 
 
@@ -395,51 +390,38 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=big[1])
     parser.add_argument("--small", default="8x2")
     parser.add_argument("--wakes", type=int, default=5)
+    parser.add_argument("--storm", type=float, default=30.0)
     args = parser.parse_args()
     installed_bytecode()
     small = _size(args.small)
-    print("first tools/list ...", flush=True)
-    lists = first_tools_list()
-    print(f"small fleet {small[0]}x{small[1]}, before and after ...", flush=True)
-    small_before = measure_fleet(*small, after=False)
-    small_after = measure_fleet(*small, after=True)
-    print(f"large fleet {args.views}x{args.agents}, before and after ...", flush=True)
-    big_before = measure_fleet(args.views, args.agents, after=False)
-    big_after = measure_fleet(args.views, args.agents, after=True, wake_rounds=args.wakes)
-    print(f"load average {os.getloadavg()[0]:.2f}")
-    print(f"{args.views} views x {args.agents} agents, one view looked at:")
-    print(f"  all navigators RSS      before {big_before['navigators_mb']:7.1f} MB "
-          f"({big_before['navigator_procs']:.0f} processes)   after "
-          f"{big_after['navigators_mb']:7.1f} MB ({big_after['navigator_procs']:.0f} "
-          f"processes, {big_after['parked']:.0f} parked; PSS {big_after['navigators_pss']:.1f}"
-          f" MB)   {_verdict(big_after['navigators_mb'], 150)}")
-    if "wake_usable_s" in big_after:
-        print(f"  showing a parked view   a screen after {big_after['wake_screen_s']:.3f} s "
-              f"(median)   {_verdict(big_after['wake_screen_s'], 0.05)}")
-        print(f"                          the app painted after "
-              f"{big_after['wake_usable_s']:.3f} s median, {big_after['wake_usable_max_s']:.3f}"
-              f" s max   {_verdict(big_after['wake_usable_s'], 0.4)}")
-        print(f"                          (of {args.wakes} wakes, each a cold start; after "
-              f"the wakes: navigators {big_after['woken_navigators_mb']:.1f} MB, until the "
-              "woken ones park again)")
-    print(f"{small[0]} views x {small[1]} agents, one view looked at:")
-    print(f"  navigators              before {small_before['navigators_mb']:7.1f} MB   after "
-          f"{small_after['navigators_mb']:7.1f} MB")
-    print(f"  agent-tool processes    before {small_before['tools_mb']:7.1f} MB "
-          f"({small_before['tools_procs']:.0f})   after {small_after['tools_mb']:7.1f} MB "
-          f"({small_after['tools_procs']:.0f}, the host server included)")
-    print(f"  largest per-agent tool  before {small_before['tool_max_mb']:7.1f} MB   after "
-          f"{small_after['tool_max_mb']:7.1f} MB   {_verdict(small_after['tool_max_mb'], 5)}")
-    print(f"  everything else         before {small_before['other_mb']:7.1f} MB   after "
-          f"{small_after['other_mb']:7.1f} MB")
-    print(f"  all Switchboard RSS     before {small_before['all_mb']:7.1f} MB   after "
-          f"{small_after['all_mb']:7.1f} MB (PSS {small_after['all_pss']:.1f} MB)   "
-          f"{_verdict(small_after['all_mb'], 100)}")
-    print(f"first tools/list          today {lists['today_s']:.3f} s   shim, no host yet "
-          f"{lists.get('cold_s', float('nan')):.3f} s   shim, host running "
-          f"{lists.get('warm_s', float('nan')):.3f} s   "
-          f"{_verdict(lists.get('cold_s', lists['today_s']), lists['today_s'] * 1.1)}"
-          " (today's, measured now, +10 %)")
+    s: dict[str, float] = {}
+    if small[0]:  # --small 0x0: the large fleet only
+        print(f"small fleet {small[0]}x{small[1]} ...", flush=True)
+        s = measure_fleet(*small, visit=True)
+    print(f"large fleet {args.views}x{args.agents} ...", flush=True)
+    b = measure_fleet(args.views, args.agents, wake_rounds=args.wakes, storm_s=args.storm)
+    if s:
+        print(f"floors: a bare Textual app {s['floor_textual']:.1f} MB, a bare python "
+              f"{s['floor_python']:.1f} MB (RSS, same run)")
+        print(f"{small[0]} views x {small[1]} agents, one view shown: all Switchboard "
+              f"{s['settled_mb']:7.1f} MB (PSS {s['settled_pss']:.1f})   "
+              f"{_verdict(s['settled_mb'], TARGETS['small'])}   (load {s['settled_load']:.2f})")
+        print(f"  right after visiting every view: {s['visited_mb']:7.1f} MB (PSS "
+              f"{s['visited_pss']:.1f})   {_verdict(s['visited_mb'], TARGETS['visited'])}   "
+              f"(load {s['visited_load']:.2f})")
+    print(f"{args.views} views x {args.agents} agents, one view shown: all Switchboard "
+          f"{b['settled_mb']:7.1f} MB (PSS {b['settled_pss']:.1f}; {b['parked']:.0f} parked)   "
+          f"{_verdict(b['settled_mb'], TARGETS['large'])}   (load {b['settled_load']:.2f})")
+    if "wake_usable_s" in b:
+        print(f"  showing a parked view: its saved screen after {b['wake_screen_s']:.3f} s "
+              f"(median)   {_verdict(b['wake_screen_s'], TARGETS['screen'])}; the navigator "
+              f"painted after {b['wake_usable_s']:.3f} s median, {b['wake_usable_max_s']:.3f} s"
+              f" max (a cold start; no target)   (load {b['wake_load']:.2f})")
+    if "storm_cpu" in b:
+        print(f"  storm {args.storm:g} s at {HOOKS_PER_S:g} hooks/s: Switchboard beside the hooks "
+              f"{b['storm_cpu']:.2f} % of a core   {_verdict(b['storm_cpu'], TARGETS['storm'])};"
+              f" the hooks themselves {b['storm_hooks_cpu']:.2f} % (floor: python -c pass at "
+              f"the same rate {b['storm_floor_cpu']:.2f} %)   (load {b['storm_load']:.2f})")
     return 0
 
 

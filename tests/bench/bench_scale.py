@@ -19,10 +19,12 @@ own hooks are no-ops, so the benchmark decides when a hook runs). Then:
   CPU ticks aside);
 - focus: ``view_focus`` between two parked tasks against a bare ``swap-pane``, the two
   interleaved over 30 rounds;
-- reconcile: host turns taken during the idle phase (the stamp file's mtime)
-  per interval, times tmux processes of one idle reconcile;
-- navigator RSS (largest; the reconcile-turn holder's and the others' apart), and
-  private memory (RSS less shared library pages).
+- reconcile: tmux processes of one idle reconcile pass (the server runs one per
+  interval);
+- navigator RSS (largest), every Switchboard process's RSS (``tests.bench.census``),
+  and private memory (RSS less shared library pages).
+CPU is counted for every Switchboard process of the home (``tests.bench.census``:
+navigators, the server, workers; the hooks apart), the navigators' share printed too.
 Targets are printed beside each figure; load average is printed too, since the
 machine is shared.
 """
@@ -50,7 +52,7 @@ from core.engine.open import open_engine
 from core.model.enums import Provider
 from core.reconcile.reconcile import reconcile
 from core.runtime.claims import claim_for_frame
-from navigator.app import RECONCILE_INTERVAL
+from tests.bench import census as counting
 from tests.bench.bench_hook import BASELINE, hook_commands, installed_bytecode, recorded
 from tests.bench.bench_tmux import quantile
 from tests.factories import project_config
@@ -222,33 +224,17 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         if len(navigators) != views:
             raise SystemExit(f"expected {views} navigator panes, found {len(navigators)}")
         time.sleep(8)  # navigators start, paint and settle
-        nav_pids = [pid for nav in navigators for pid in _children(nav)]
+        tracked_home = counting.Home(root, int(_tmux(socket, "display-message", "-p",
+                                                     "#{pid}").strip()))
 
         print(f"idle {idle_s:g} s ...", flush=True)
-        stamp = home.run_dir / "reconcile.stamp"  # core.reconcile.reconcile_turn.STAMP_NAME
-        turns, last_mtime = 0, None
-        before = _cpu_ticks(nav_pids)
-        started = time.monotonic()
-        while time.monotonic() - started < idle_s:
-            try:
-                mtime = stamp.stat().st_mtime_ns
-            except OSError:
-                mtime = None
-            if last_mtime is not None and mtime != last_mtime:
-                turns += 1
-            last_mtime = mtime
-            time.sleep(0.25)
-        idle_elapsed = time.monotonic() - started
-        figures["idle"] = (_cpu_ticks(nav_pids) - before) / TICK / idle_elapsed * 100
+        idle = counting.follow(tracked_home, lambda: time.sleep(idle_s))
+        figures["idle"] = idle.percent([counting.Kind.NAVIGATOR])
+        figures["idle_all"] = idle.percent()
         runner = engine.stage.runner
         count = runner.invocations
         reconcile(engine)
-        per_reconcile = runner.invocations - count
-        if last_mtime is None:  # no host turns (a build before them): each navigator
-            turns = int(idle_elapsed / RECONCILE_INTERVAL * views)  # reconciles on its own
-        figures["turns_per_interval"] = turns / (idle_elapsed / RECONCILE_INTERVAL)
-        figures["reconcile"] = figures["turns_per_interval"] * per_reconcile
-        figures["per_reconcile"] = per_reconcile
+        figures["per_reconcile"] = runner.invocations - count
 
         # hook floor and storm
         envs = {frame: pane_env(engine, frame) for _view, frame in frames}
@@ -259,7 +245,17 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         slowest: list[tuple[float, str, float]] = []  # (ms, event, seconds into the storm)
         lock = threading.Lock()
         total = int(storm_s * HOOKS_PER_S)
-        before = _cpu_ticks(nav_pids)
+        storm_cpu = counting.Tracker(tracked_home)
+        storm_cpu.start()
+        following = threading.Event()
+
+        def follow() -> None:
+            while not following.is_set():
+                storm_cpu.poll()
+                time.sleep(0.05)
+
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
         started = time.monotonic()
 
         def one(index: int) -> None:
@@ -286,10 +282,15 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         for thread in threads:
             thread.join(60)
         last_hook = time.monotonic()
-        storm_elapsed = last_hook - started
-        storm_ticks = _cpu_ticks(nav_pids) - before
-        figures["storm"] = storm_ticks / TICK / storm_elapsed * 100
-        figures["update_ms"] = storm_ticks / TICK * 1000 / max(1, len(samples)) / views
+        following.set()
+        follower.join(5)
+        storm_cpu.stop()
+        figures["storm"] = storm_cpu.percent([counting.Kind.NAVIGATOR])
+        beside = [k for k in counting.Kind if k is not counting.Kind.HOOK]
+        figures["storm_all"] = storm_cpu.percent(beside)
+        figures["storm_hooks"] = storm_cpu.percent([counting.Kind.HOOK])
+        figures["update_ms"] = (figures["storm"] / 100 * (storm_cpu.stopped - storm_cpu.started)
+                                * 1000 / max(1, len(samples)) / views)
         floor_p50 = statistics.median(floor)
         figures["floor_ms"] = floor_p50
         figures["hook_p50"] = statistics.median(samples) / floor_p50
@@ -303,6 +304,8 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
         # second at random. A burst is a 100 ms sample of 2 ticks or more (the storm's
         # last change loads in all 20 navigators within a few samples), or of 1 tick
         # within 0.3 s after one; an isolated single tick is idle.
+        nav_pids = [p.pid for p in tracked_home.processes(memory=False)
+                    if p.kind is counting.Kind.NAVIGATOR]
         quiet_since, ticks = time.monotonic(), _cpu_ticks(nav_pids)
         while time.monotonic() - quiet_since < 1.0 and time.monotonic() - last_hook < 60:
             time.sleep(0.1)
@@ -333,13 +336,9 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
             figures["swap_ms"] = statistics.median(swap)
         rss = {pid: _rss_mb(pid) for pid in navigators}
         figures["rss"] = max(rss.values())
-        try:  # the stamp names the navigator holding the host's reconcile turn
-            holder = int(stamp.read_text().strip())
-        except (OSError, ValueError):
-            holder = None
-        others = [mb for pid, mb in rss.items() if pid != holder]
-        if holder in rss and others:
-            figures["rss_holder"], figures["rss_others"] = rss[holder], max(others)
+        everything = counting.Census(tracked_home.processes())
+        figures["all_mb"] = everything.rss()
+        print(f"all Switchboard processes after the storm: {everything.by_kind()}", flush=True)
         figures["private"] = max(_private_mb(pid) for pid in navigators)
         figures["rss_floor"] = _bare_textual_rss(socket)
         # Correctness under load: nothing in this run stops an agent, so any surface
@@ -374,10 +373,15 @@ def main() -> int:
     parser.add_argument("--storm", type=float, default=30.0)
     args = parser.parse_args()
     f = run(args.views, args.agents, args.idle, args.storm)
-    print(f"{args.views} views x {args.agents} agents, idle {args.idle:g} s, storm "
+    print(f"{args.views} views x {args.agents} agents (every navigator running), idle "
+          f"{args.idle:g} s, storm "
           f"{args.storm:g} s at {HOOKS_PER_S:g}/s, load average {os.getloadavg()[0]:.2f}")
-    print(f"navigators idle CPU      {f['idle']:6.2f} % of a core   {_verdict(f['idle'], 2)}")
+    print(f"navigators idle CPU      {f['idle']:6.2f} % of a core   {_verdict(f['idle'], 2)}"
+          f"   (every Switchboard process: {f['idle_all']:.2f} %)")
     print(f"navigators storm CPU     {f['storm']:6.2f} % of a core   {_verdict(f['storm'], 20)}")
+    print(f"all Switchboard storm CPU {f['storm_all']:5.2f} % of a core, the hooks aside "
+          f"(navigators, server, workers)   {_verdict(f['storm_all'], 15)}; the hooks "
+          f"themselves {f['storm_hooks']:.2f} %")
     print(f"navigator CPU per update {f['update_ms']:6.2f} ms (per hook per view)   "
           f"{_verdict(f['update_ms'], 10)}")
     print(f"hook p50                 {f['hook_p50']:6.2f} x python -c pass "
@@ -390,14 +394,11 @@ def main() -> int:
               f"{_verdict(f['focus_median'], 2)}")
         print(f"focus p95                {f['focus_p95']:6.2f} x swap-pane "
               f"({f['swap_ms']:.1f} ms)")
-    print(f"reconcile tmux processes {f['reconcile']:6.2f} per interval per host "
-          f"({f['turns_per_interval']:.2f} turns x {f['per_reconcile']:g})   "
-          f"{_verdict(f['reconcile'], 2)}")
+    print(f"reconcile tmux processes {f['per_reconcile']:6.2f} per pass (one pass per "
+          "interval, the server's)")
     print(f"navigator RSS (largest)  {f['rss']:6.1f} MB   {_verdict(f['rss'], 45)}"
           f"   (a bare Textual app: {f['rss_floor']:.1f} MB)")
-    if "rss_holder" in f:
-        print(f"  the reconcile-turn holder {f['rss_holder']:.1f} MB (it carries the tmux "
-              f"adapter), every other navigator at most {f['rss_others']:.1f} MB")
+    print(f"all Switchboard RSS      {f['all_mb']:6.1f} MB (every navigator running)")
     print(f"navigator private memory {f['private']:6.1f} MB (largest; RSS less shared "
           "library pages: what one more view costs)")
     print(f"false alarms             {f['recoveries']:4.0f} recoveries, "
