@@ -15,6 +15,9 @@ user prompt of the request:
 - a typed broker notification (``[switchboard] message N from ...: call
   message_poll() ...``) -> ``message_poll``, then ``message_ack`` of message N
   once the poll listed it, then a message ``Acked N``;
+- ``SPAWNTEST`` -> Codex's own ``spawn_agent`` (namespace ``multi_agent_v1`` in 0.171.0,
+  given back as offered: without it Codex answers "unsupported call" and spawns nothing),
+  whose task is ``SUBAGENT_TASK``; the subagent's own request is answered with a text;
 - anything else -> one text message that ends the turn.
 
 A prompt containing ``SLOW`` is answered after ``SLOW_S`` seconds, so a test
@@ -48,6 +51,8 @@ TOOLTEST_COMMAND = f"touch {TOOLTEST_FILE}"
 SLOW = "SLOW"
 SLOW_S = 3.0
 LIMIT_WORD = "LIMITTEST"
+SPAWN_WORD = "SPAWNTEST"
+SUBAGENT_TASK = "You are a helper: say hello, then stop."
 LIMIT_ERROR = {"error": {"type": "usage_limit_reached",
                          "message": "The usage limit has been reached", "plan_type": "plus",
                          "resets_in_seconds": 120}}
@@ -187,6 +192,12 @@ class Script:
                             else {"summary": match["a"], "next_action": match["b"]})
                     return [self._call(tool, args)]
                 return [_message(f"Done: {tool} answered. Ending my turn.")]
+        if SUBAGENT_TASK in prompt:
+            return [_message("Hello from the helper.")]
+        if SPAWN_WORD in prompt:
+            if not self.outputs:
+                return [self._call("spawn_agent", {"message": SUBAGENT_TASK})]
+            return [_message("SPAWNTEST: the helper runs.")]
         if TOOLTEST in prompt:
             if not self.outputs:
                 name, namespace, args = self.shell_call()
