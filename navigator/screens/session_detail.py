@@ -34,7 +34,6 @@ from core.evidence.store import (
     TimelineKind,
     filter_timeline,
 )
-from core.model.enums import Provider
 from core.model.text import shown
 from navigator.widgets.diff_view import one_line
 
@@ -373,12 +372,6 @@ def open_in_pager(screen: ModalScreen, paths: list[str]) -> None:
                       f"{paths[0]}", title="Output", severity="error", markup=False)
 
 
-CODEX_SUBAGENTS = " · subagents: Codex does not report them"
-"""Codex 0.171.0 calls no SubagentStart/SubagentStop hook and its rollout showed no spawned
-subagent in our runs (docs/cli-versions.md), so a Codex session's count would read 0
-whatever ran: ``i`` says so instead of showing nothing."""
-
-
 def summary_line(detail: SessionDetail) -> str:
     """``i``'s one-line counts: events, commands, tool runs and running subagents."""
     counts, commands = detail.counts, detail.commands
@@ -387,5 +380,5 @@ def summary_line(detail: SessionDetail) -> str:
             f"{counts.tool_runs} tool runs ({counts.error} error)")
     if counts.subagents:
         plural = "" if counts.subagents == 1 else "s"
-        return line + f" · {counts.subagents} subagent{plural} running"
-    return line + (CODEX_SUBAGENTS if detail.provider == Provider.CODEX.value else "")
+        line += f" · {counts.subagents} subagent{plural} running"
+    return line
