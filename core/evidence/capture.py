@@ -14,6 +14,9 @@ The recorded shapes (tests/fixtures/hooks):
   ``PostToolUseFailure`` carries ``error`` (text) and ``is_interrupt``.
 - Codex ``PreToolUse``/``PostToolUse``: ``tool_input.command`` (a string or an
   argv list), ``tool_response`` a string (the output the model saw).
+- OpenCode 1.18.33 ``tool.execute.before``/``after`` (plugin hooks): the command in
+  ``output.args`` (before) or ``input.args`` (after); after, ``output.output`` is the
+  output the model saw and ``output.metadata.exit`` the exit code. No cwd is stated.
 
 An exit code is recorded only where the provider states it: an integer field
 of the response, Codex's ``Exit code: N`` header, Claude's ``Exit code N``
@@ -30,7 +33,9 @@ from enum import StrEnum
 from typing import NamedTuple
 
 #: Events whose payload may describe a shell command.
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
+OPENCODE_TOOL_EVENTS = frozenset({"tool.execute.before", "tool.execute.after"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied",
+                         *OPENCODE_TOOL_EVENTS})
 MAX_COMMAND_CHARS = 8192
 MAX_CWD_CHARS = 4096
 _CODEX_EXIT = re.compile(r"\AExit code: (-?\d+)\s*$", re.MULTILINE)
@@ -112,6 +117,8 @@ def command_facts(provider: str, event: str, document: dict[str, object]) -> Com
     """The command facts of one tool hook, or None when it did not run a command."""
     if event not in TOOL_EVENTS:
         return None
+    if event in OPENCODE_TOOL_EVENTS:
+        return _opencode_facts(provider, event, document)
     command = _command_text(document.get("tool_input"))
     if command is None:
         return None
@@ -155,6 +162,26 @@ def command_facts(provider: str, event: str, document: dict[str, object]) -> Com
     return _with_outcome(provider, facts)
 
 
+def _opencode_facts(provider: str, event: str,
+                    document: dict[str, object]) -> CommandFacts | None:
+    """OpenCode's plugin hooks: ``{"input", "output"}`` (module docstring)."""
+    given, result = document.get("input"), document.get("output")
+    given = given if isinstance(given, dict) else {}
+    result = result if isinstance(result, dict) else {}
+    before = event == "tool.execute.before"
+    command = _command_text(result.get("args") if before else given.get("args"))
+    if command is None:
+        return None
+    if before:
+        return CommandFacts(command, ".", finished=False)
+    meta = result.get("metadata")
+    code = _int(meta.get("exit")) if isinstance(meta, dict) else None
+    output = result.get("output")
+    return _with_outcome(provider, CommandFacts(
+        command, ".", True, combined=output if isinstance(output, str) else "",
+        exit_code=code, exit_source="opencode_metadata" if code is not None else None))
+
+
 def _with_outcome(provider: str, facts: CommandFacts) -> CommandFacts:
     """An exit code decides; without one, only a provider whose PostToolUse means the
     run passed (Claude's: a non-zero exit comes as PostToolUseFailure) says so."""
@@ -172,8 +199,14 @@ def _with_outcome(provider: str, facts: CommandFacts) -> CommandFacts:
 
 
 def prompt_text(document: dict[str, object], limit: int = 16384) -> str | None:
-    """A submitted prompt's text (UserPromptSubmit), bounded."""
+    """A submitted prompt's text (UserPromptSubmit; OpenCode's ``chat.message``: its
+    typed text parts), bounded."""
     prompt = document.get("prompt")
+    output = document.get("output")
+    if prompt is None and isinstance(output, dict) and isinstance(output.get("parts"), list):
+        prompt = "\n".join(part["text"] for part in output["parts"][:64]
+                           if isinstance(part, dict) and part.get("type") == "text"
+                           and isinstance(part.get("text"), str) and not part.get("synthetic"))
     return prompt[:limit] if isinstance(prompt, str) and prompt.strip() else None
 
 

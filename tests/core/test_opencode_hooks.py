@@ -120,3 +120,26 @@ def test_hooks_install_writes_a_project_plugin_with_the_hook_command_in_it(
     assert b'const HOOK = ["/bin/sb", "hook"];' in text
     with pytest.raises(ConfigError):
         adapter.hook_location(HookPlace(settings=tmp_path / "s.json"))
+
+
+def test_the_recorded_bash_run_is_evidence_with_its_exit_code_and_the_prompt_its_text(
+        ) -> None:
+    from core.evidence.capture import Outcome, command_facts, prompt_text
+
+    events = _events("first")
+    before = next(p for n, p in events if n == "tool.execute.before")
+    after = next(p for n, p in events if n == "tool.execute.after")
+    started = command_facts("opencode", "tool.execute.before", before)
+    assert started is not None and not started.finished
+    assert started.command == "touch opencode-tooltest.txt"
+    done = command_facts("opencode", "tool.execute.after", after)
+    assert done is not None and done.finished and done.command == started.command
+    assert (done.exit_code, done.exit_source, done.outcome) == \
+        (0, "opencode_metadata", Outcome.PASSED)
+    failed = json.loads(json.dumps(after))
+    failed["output"]["metadata"]["exit"] = 2
+    assert command_facts("opencode", "tool.execute.after", failed).outcome is Outcome.FAILED
+    not_shell = {"input": {"tool": "read", "args": {"filePath": "/x"}}, "output": {}}
+    assert command_facts("opencode", "tool.execute.after", not_shell) is None
+    prompt = next(p for n, p in events if n == "chat.message")
+    assert prompt_text(prompt) == "hello OpenCode"

@@ -27,7 +27,15 @@ from core.model.enums import Provider
 from storage import session_db
 from storage.session_usage import UsageRow, turn_usage
 from tests.integration.journey_env import one, tmux
-from tests.realcli.harness import main_pane, make_real_engine, screen, type_prompt, xdg_home
+from tests.realcli.harness import (
+    command_runs,
+    evidence_dump,
+    main_pane,
+    make_real_engine,
+    screen,
+    type_prompt,
+    xdg_home,
+)
 from tests.realcli.harness_codex import PROJECT, SCRUBBED_PREFIXES
 from tests.realcli.install import OPENCODE_TESTED, RealCliUnavailable, ensure_opencode
 from tests.realcli.opencode_harness import START_S, TURN_S
@@ -140,6 +148,11 @@ def test_real_opencode_started_by_switchboard_reports_and_resumes(
             # The command ran in the project's checkout: OpenCode took its folder from
             # the pane's PWD, which the launch sets.
             assert (project_root / OCTOOL_COMMAND.split()[-1]).exists()
+            # ... and is one command run in the session's evidence, its exit code stated.
+            fail_unless(lambda: [r.completed for r in command_runs(home, key, OCTOOL_COMMAND)]
+                        == [True], TURN_S, lambda: evidence_dump(home, key))
+            (run,) = command_runs(home, key, OCTOOL_COMMAND)
+            assert (run.exit_code, run.outcome, run.tool_name) == (0, "passed", "bash"), run
 
             # --- stop, start again: the same OpenCode session, resumed by its id -----
             engine.frame_stop(new_request_id(), route.frame_id)
