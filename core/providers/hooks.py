@@ -186,6 +186,14 @@ _TURN_KEYS: dict[Provider, str | None] = {
     Provider.GEMINI: None,  # no payload of Gemini CLI 0.61.0 carries a turn id
 }
 _NO_CHANGE: _Outcome = (HookKind.OTHER, None, None, None)
+_SUBAGENT_HOOKS = frozenset({Provider.CLAUDE, Provider.CODEX})
+_LEAD_ONLY = frozenset({Activity.WORKING, Activity.READY})
+"""A subagent's own hooks come under the lead's ``session_id`` with its ``agent_id``
+(Codex 0.171.0: the subagent's UserPromptSubmit, measured; it has no Stop of its own, only
+the lead's SubagentStop). Working or ready from them would say what the lead does: a
+subagent that starts after the lead's Stop would leave the lead "working" with nothing to
+end it. So they change no activity; needs-input still does (the subagent's question or
+permission is shown in the lead's pane)."""
 AGENT_NEEDS_INPUT = "agent_needs_input"
 """Claude Code 2.1.332's Notification for its own dialog up mid-turn (a notice)."""
 LIMIT_ERRORS = frozenset({"rate_limit"})
@@ -429,6 +437,9 @@ def parse_hook_document(provider: Provider | str, event: str,
     elif kind in (HookKind.SUBAGENT_STARTED, HookKind.SUBAGENT_STOPPED):
         subagent_id = _opaque_id(document, "agent_id")
         subagent_type = _opaque_id(document, "agent_type")
+    if (activity in _LEAD_ONLY and provider in _SUBAGENT_HOOKS
+            and document.get("agent_id") not in (None, "")):
+        activity, reason = None, None
 
     return HookEvent(
         provider=provider,

@@ -43,3 +43,31 @@ def test_a_strange_agent_id_is_dropped_not_fatal() -> None:
 def test_other_events_carry_no_subagent() -> None:
     body = {"session_id": SID, "hook_event_name": "Stop", "agent_id": "a1"}
     assert parse_hook("claude", "Stop", json.dumps(body)).subagent_id is None
+
+
+CHILD = "01a24d37-c5a5-76d0-b60d-e4c62bd9c4f0"
+TURN = "01a24d37-c5b0-7830-b009-62a39249e52d"
+
+
+@pytest.mark.parametrize("provider", [Provider.CLAUDE, Provider.CODEX])
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"])
+def test_a_subagents_own_turn_does_not_say_what_the_lead_does(
+        provider: Provider, event: str) -> None:
+    """Codex 0.171.0 sends the subagent's UserPromptSubmit under the lead's session id with
+    its ``agent_id`` (measured; recorded shape): it must not make the lead working (a
+    subagent may start after the lead's Stop, and nothing of the subagent's ends it)."""
+    body = {"session_id": SID, "turn_id": TURN, "hook_event_name": event,
+            "agent_id": CHILD, "agent_type": "default", "prompt": "You are a helper",
+            "tool_name": "exec_command", "tool_use_id": "call_9"}
+    parsed = parse_hook(provider, event, json.dumps(body))
+    assert (parsed.activity, parsed.activity_reason) == (None, None)
+    lead = {k: v for k, v in body.items() if k not in ("agent_id", "agent_type")}
+    assert parse_hook(provider, event, json.dumps(lead)).activity is not None
+
+
+@pytest.mark.parametrize("provider", [Provider.CLAUDE, Provider.CODEX])
+def test_a_subagents_permission_question_still_needs_the_person(provider: Provider) -> None:
+    body = {"session_id": SID, "turn_id": TURN, "hook_event_name": "PermissionRequest",
+            "agent_id": CHILD, "tool_name": "exec_command", "tool_use_id": "call_9"}
+    parsed = parse_hook(provider, "PermissionRequest", json.dumps(body))
+    assert parsed.activity is not None and parsed.activity.value == "needs_input"
