@@ -19,10 +19,9 @@ Each piece was read from OpenCode 1.18.33's own bundle and checked by running it
   in order (``<hook command> --provider opencode <event>``, the JSON on stdin); the rest
   (about 90 ``plugin.added`` a launch, one event per streamed chunk) is dropped there.
   The hook argv reaches it as JSON in ``SWITCHBOARD_OPENCODE_HOOK``.
-* **Agent tools.** ``mcp.switchboard``: ``{"type": "local", "command": argv,
-  "environment": {NAME: "{env:NAME}"}}`` (OpenCode substitutes ``{env:NAME}`` when it
-  reads the config, so a value never sits in it), or ``{"type": "remote", "url": ...,
-  "headers": {"Authorization": "Bearer {env:SWITCHBOARD_MCP_TOKEN}"}, "oauth": false}``;
+* **Agent tools.** ``mcp.switchboard``: ``{"type": "remote", "url": ..., "headers":
+  {"Authorization": "Bearer {env:SWITCHBOARD_MCP_TOKEN}"}, "oauth": false}`` (OpenCode
+  substitutes ``{env:NAME}`` when it reads the config, so the token never sits in it);
   each approved tool gets ``"permission": {"switchboard_<tool>": "allow"}``.
 * **Usage.** OpenCode keeps its messages in its own SQLite database; the plugin
   appends each completed assistant message, as OpenCode sent it on its bus, to a
@@ -151,12 +150,13 @@ def launch_argv(command: Sequence[str], action: LaunchAction, session_id: str | 
 
 
 def mcp_entry(server: McpServer) -> dict[str, Any]:
-    """The agent tools as OpenCode's ``mcp.switchboard``: names of variables, never values."""
-    if server.http is not None:
-        return {"type": "remote", "url": server.http.url, "oauth": False,
-                "headers": {"Authorization": f"Bearer {{env:{ENV_TOKEN}}}"}}
-    return {"type": "local", "command": list(server.argv),
-            "environment": {name: f"{{env:{name}}}" for name in server.env_vars}}
+    """The agent tools as OpenCode's ``mcp.switchboard``: Streamable HTTP (the only
+    transport), the bearer token by variable name, never its value."""
+    if server.http is None:
+        raise ProviderError("opencode needs the agent tools' HTTP endpoint "
+                            "(`switchboard server`) to launch", code="launch_invalid")
+    return {"type": "remote", "url": server.http.url, "oauth": False,
+            "headers": {"Authorization": f"Bearer {{env:{ENV_TOKEN}}}"}}
 
 
 def tool_key(tool: str) -> str:

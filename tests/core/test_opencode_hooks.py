@@ -20,6 +20,7 @@ from core.model.session_enums import (
     RuntimePresence,
 )
 from core.providers.adapters import get_adapter
+from core.providers.agent_http import HttpEndpoint
 from core.providers.base import HookPlace, LaunchInputs, McpServer
 from core.providers.hooks import HookKind, parse_hook, parse_hook_document
 from core.providers.opencode import CONFIG_ENV, PLUGIN_FILE, OpencodeAdapter
@@ -94,7 +95,8 @@ def test_the_adapter_plans_a_new_launch_with_a_pending_id_and_resumes_by_the_exa
     pending = adapter.new_session_id("abc")
     assert pending == PENDING_SESSION_PREFIX + "abc"
     run_dir = private_dir(tmp_path / "run")
-    tools = McpServer(("switchboard", "mcp"), ("SWITCHBOARD_CAP",))
+    tools = McpServer(("switchboard", "mcp"), ("SWITCHBOARD_CAP",),
+                      http=HttpEndpoint("http://127.0.0.1:9/mcp", "tok"))
     new = adapter.plan(LaunchInputs(LaunchAction.NEW, pending, "fix it", run_dir, "l1",
                                     ("/bin/sb", "hook"), tools))
     assert new.provider is Provider.OPENCODE and new.session_id is None

@@ -67,13 +67,10 @@ def test_plan_writes_a_private_plugin_and_passes_only_names_of_secrets(tmp_path:
     assert json.loads(env[HOOK_ENV]) == list(HOOK)
     assert env[USAGE_ENV] == str(run_dir / USAGE_FILE)
     assert "permission" not in config  # no approved tools: the person's rules alone
-    stdio = McpServer(("switchboard", "mcp"), ("SWITCHBOARD_CAP",))
-    local = json.loads(dict(plan(("opencode",), LaunchAction.NEW, None, None, run_dir, HOOK,
-                                 stdio).env)[CONFIG_ENV])
-    assert local["mcp"]["switchboard"] == {"type": "local", "command": ["switchboard", "mcp"],
-                                           "environment": {"SWITCHBOARD_CAP":
-                                                           "{env:SWITCHBOARD_CAP}"}}
-
+    stdio = McpServer(("switchboard", "mcp"), ("SWITCHBOARD_CAP",))  # no HTTP endpoint
+    with pytest.raises(ProviderError, match="HTTP endpoint"):
+        plan(("opencode",), LaunchAction.NEW, None, None, private_dir(tmp_path / "r2"), HOOK,
+             stdio)
 
 def test_the_plugin_passes_on_exactly_the_events_of_the_table() -> None:
     assert f"new Set({json.dumps(list(OPENCODE_EVENTS))})" in PLUGIN_JS
@@ -91,7 +88,8 @@ def test_each_approved_tool_is_allowed_by_its_opencode_name_and_no_other(
         tmp_path: Path) -> None:
     run_dir = private_dir(tmp_path / "run")
     tools = McpServer(("switchboard", "mcp"), ("SWITCHBOARD_CAP",),
-                      approved_tools=("transition_claim", "push-task"))
+                      approved_tools=("transition_claim", "push-task"),
+                      http=HttpEndpoint("http://127.0.0.1:9/mcp", "tok"))
     config = json.loads(dict(plan(("opencode",), LaunchAction.NEW, None, None, run_dir, HOOK,
                                   tools).env)[CONFIG_ENV])
     assert config["permission"] == {"switchboard_transition_claim": "allow",
