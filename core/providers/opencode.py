@@ -187,9 +187,10 @@ def plan(command: Sequence[str], action: LaunchAction, session_id: str | None,
     environment."""
     hook = check_hook_command(hook_command)
     argv = launch_argv(command, action, session_id, initial_prompt, fork_from)
-    plugin = write_private(run_dir / PLUGIN_FILE, PLUGIN_JS)
+    config = launch_config(run_dir / PLUGIN_FILE, agent_tools)  # refusals before a write
+    write_private(run_dir / PLUGIN_FILE, PLUGIN_JS)
     env: tuple[tuple[str, str], ...] = (
-        (CONFIG_ENV, json.dumps(launch_config(plugin, agent_tools), sort_keys=True)),
+        (CONFIG_ENV, json.dumps(config, sort_keys=True)),
         (HOOK_ENV, json.dumps(list(hook))),
         (USAGE_ENV, str(run_dir / USAGE_FILE)))
     if agent_tools is not None and agent_tools.http is not None:

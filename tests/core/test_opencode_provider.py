@@ -71,6 +71,7 @@ def test_plan_writes_a_private_plugin_and_passes_only_names_of_secrets(tmp_path:
     with pytest.raises(ProviderError, match="HTTP endpoint"):
         plan(("opencode",), LaunchAction.NEW, None, None, private_dir(tmp_path / "r2"), HOOK,
              stdio)
+    assert list((tmp_path / "r2").iterdir()) == []
 
 def test_the_plugin_passes_on_exactly_the_events_of_the_table() -> None:
     assert f"new Set({json.dumps(list(OPENCODE_EVENTS))})" in PLUGIN_JS
