@@ -86,10 +86,15 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self.screen_layout_refresh_signal.subscribe(self, self._after_layout)
 
+    def on_screen_resume(self) -> None:
+        """A dialog closed: the size may have changed under it, with no layout to come
+        (Textual laid this screen out in the background; fit_stack waits for the top)."""
+        self.call_after_refresh(self._after_layout, self)
+
     def _after_layout(self, _screen: Screen[Any]) -> None:
         """Called after each layout, on the event loop (not inside the layout)."""
         if not self.is_current:
-            return  # a dialog is up; its dismissal lays this screen out again
+            return  # a dialog is up (fit_stack reads the top screen's panels)
         measures = stack_measures(self.app)
         if measures != self._fitted_to:
             self._fitted_to = measures
