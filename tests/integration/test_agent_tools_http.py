@@ -131,3 +131,33 @@ def test_claude_lists_its_tools_over_http(root: Path, tmux_socket: Path) -> None
     assert retry_until(ready.exists, 15), sorted(p.name for p in session_dir.iterdir())
     settings = (session_dir / "claude-settings.json").read_text(encoding="utf-8")
     assert "pgrep" not in settings
+
+
+def test_a_launch_whose_server_cannot_start_is_refused_and_undone(
+        root: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No per-agent fallback: an agent without its tools could never claim a transition,
+    so a launch whose server cannot start is refused before any pane exists, in one line
+    naming the server's log, and the start is undone: the same start works once the
+    server can run."""
+    engine = make_live_engine(root, tmux_socket)
+    route = engine.project_enter(new_request_id(), "alpha")
+    log = root / "run" / "server" / "server.log"
+
+    def cannot_start(run_dir: Path, home_env: object) -> agent_http.ServerInfo:
+        raise agent_http.ServerUnavailable(f"`switchboard server` did not start within 10 s; "
+                                           f"see {log} or run `switchboard server`")
+
+    monkeypatch.setattr(agent_http, "ensure_server", cannot_start)
+    panes = tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+    with pytest.raises(agent_http.ServerUnavailable) as refused:
+        engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+    assert "\n" not in str(refused.value) and str(log) in str(refused.value)
+    assert tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split() == panes
+    assert one(engine, "SELECT state, failure FROM launch_intents") == (
+        "failed", f"server_unavailable: {refused.value.message}")
+    assert not list(root.glob("run/server/tokens/*"))  # no token was made for it
+
+    monkeypatch.undo()
+    engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
+    main = one(engine, "SELECT main_pane_id FROM user_views")[0]
+    assert retry_until(lambda: ">" in screen(tmux_socket, main).split(), 15.0)
