@@ -70,17 +70,19 @@ PENDING_PREFIX = PENDING_SESSION_PREFIX
 
 @dataclass(frozen=True)
 class McpServer:
-    """The agent tools as a stdio MCP server for one launch: its argv, the variable
-    *names* it must inherit (values never appear on a command line, so the raw
-    capability stays in the pane environment), and the tools that run without a
-    question."""
+    """The agent tools for one launch: the home's ``switchboard server`` endpoint with
+    this launch's bearer token (``http``, the only transport the launcher gives), the
+    variable *names* of the tool environment (values never appear on a command line),
+    and the tools that run without a question."""
 
     argv: tuple[str, ...]
+    """A stdio server's argv: only the Gemini and OpenCode adapters still read it when
+    ``http`` is unset (their tests' stand-ins); Claude and Codex refuse a launch without
+    ``http``. The launcher passes ``()``."""
     env_vars: tuple[str, ...]
     approved_tools: tuple[str, ...] = ()
     http: HttpEndpoint | None = None
-    """Set when ``[agent_tools] transport = "http"``: the CLI connects to the home's
-    ``switchboard server`` with this launch's bearer token instead of starting ``argv``."""
+    """The CLI connects to the home's ``switchboard server`` with this launch's token."""
 
     def __post_init__(self) -> None:
         for tool in self.approved_tools:
