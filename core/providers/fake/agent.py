@@ -21,8 +21,10 @@ code, so a LaunchPlan that runs here runs there. The fake's own options
 
 Per prompt: UserPromptSubmit; with "TOOLTEST" in the line PreToolUse,
 PermissionRequest (+ Notification permission_prompt for Claude), PostToolUse;
-with "/subagents N" N subagents start (SubagentStart each, both CLIs) and stay running
-until "/subagents done" stops them all (SubagentStop each); with "NOTICETEST" (Claude)
+with "/subagents N" N subagents start (SubagentStart each, both CLIs; a Codex subagent
+then sends its own UserPromptSubmit under the lead's session with its agent_id, as 0.171.0
+does) and stay running until "/subagents done" stops them all (SubagentStop each);
+"/subagents after N" starts them just after the turn's Stop; with "NOTICETEST" (Claude)
 a command auto mode checks, behind the notice Claude Code
 2.1.332 puts up mid-turn for people behind a gateway: PreToolUse, Notification
 agent_needs_input, a full-screen notice that only Enter continues (typed text and
@@ -727,8 +729,10 @@ class FakeAgent:
             self._tooltest()
         if NOTICE_WORD in prompt and self.session.provider == "claude":
             self._noticed_tool()
-        if stripped.startswith("/subagents "):
-            self._subagents(stripped[len("/subagents "):].strip())
+        subagents = stripped[len("/subagents "):].strip() \
+            if stripped.startswith("/subagents ") else None
+        if subagents is not None and not subagents.startswith("after "):
+            self._subagents(subagents)
         if stripped == CONTROL_TEMPLATE or CONTROL_TEMPLATE in added:
             # The fixed line typed in, or handed over as context: a model follows it.
             self._agent_tool("transition_claim", {}, show_instructions=True)
@@ -759,6 +763,9 @@ class FakeAgent:
         self.hooks.fire("Stop", self.session.stop(self.reply))
         if self.session.provider == "codex":
             self.hooks.fire("notify", self.session.notify_turn_complete(self.reply))
+        if subagents is not None and subagents.startswith("after "):
+            # background subagents that start once the lead's turn has ended
+            self._subagents(subagents[len("after "):].strip())
 
     def _subagents(self, how: str) -> None:
         """``N``: N more subagents start and keep running (in the background, as the real
@@ -776,6 +783,10 @@ class FakeAgent:
             self.subagents.append(agent_id)
             self.hooks.fire("SubagentStart", self.session.subagent_event(
                 "SubagentStart", agent_id, "general-purpose"), match="general-purpose")
+            if self.session.provider == "codex":
+                prompt = self.session.user_prompt_submit("You are a helper: say hello.")
+                prompt.update(agent_id=agent_id, agent_type="default")
+                self.hooks.fire("UserPromptSubmit", prompt)
         self.say(f"  ⎿ {count} subagents started")
 
     def _tooltest(self) -> None:
