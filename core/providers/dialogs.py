@@ -42,6 +42,11 @@ _OPTION = re.compile(r"^[ │]*\s{2,}(?:\d+\.\s+)?\S")
 _HINTS = ("enter to continue", "enter to confirm", "press enter", "esc to cancel",
           "esc to go back", "enter to select")
 _RULE = re.compile(r"^\s*╭?[─━═╌-]{8,}╮?\s*$")
+_INPUT = re.compile(r"^ >\s")
+"""Gemini CLI's input line (" >   Type your message", " > text"): drawn below a dialog
+only once it was answered. Its screen is not an alternate screen, so an answered dialog
+stays in view above it (the trust question, then "restarting to apply the trust
+changes", then the prompt)."""
 _SPINNER = re.compile(r"\(esc to cancel, [0-9hms ]+\)", re.I)
 """Gemini CLI's working line ("Thinking... (esc to cancel, 2s)"): a turn, not a dialog."""
 _BOX = re.compile(r"^[\s│╭╰─╮╯]*$")
@@ -70,7 +75,7 @@ def find_dialog(lines: Sequence[str]) -> PaneDialog | None:
         bottom.pop()  # a screen's blank bottom rows first, then its last lines
     bottom = bottom[-DIALOG_LINES:]
     anchor, selected = _anchor(bottom)
-    if anchor is None:
+    if anchor is None or any(_INPUT.match(line) for line in bottom[anchor + 1:]):
         return None
     return PaneDialog(title=_title(bottom, anchor), selected=selected)
 

@@ -49,6 +49,9 @@ def test_a_dialog_is_found_with_its_words(name: str, title: str, selected: str) 
     "claude-2.1.332-idle-auto-after-turn.txt",
     # Gemini CLI 0.61.0's prompt, and its working line "(esc to cancel, 2s)"
     "gemini-0.61.0-idle.txt", "gemini-0.61.0-working.txt",
+    # its answered trust question stays in view above the restarted CLI's prompt (no
+    # alternate screen): composed of the two captured screens, as the pane shows them
+    "gemini-0.61.0-trust-answered.txt",
 ])
 def test_an_idle_prompt_is_no_dialog(name: str) -> None:
     assert find_dialog(lines(name)) is None
