@@ -19,12 +19,14 @@ import functools
 import json
 import os
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from core.apps.client import EngineClient
 from core.context.requests import new_request_id
 from core.engine.engine import Engine
 from core.model.control_line import CONTROL_TEMPLATE
@@ -32,7 +34,13 @@ from core.model.enums import Provider
 from storage import session_db
 from storage.session_usage import UsageRow, turn_usage
 from tests.integration.journey_env import one, tmux
-from tests.realcli.gemini_standin import API_KEY, USAGE, GeminiStandin, script
+from tests.realcli.gemini_standin import (
+    API_KEY,
+    TOOLTEST_COMMAND,
+    USAGE,
+    GeminiStandin,
+    script,
+)
 from tests.realcli.harness import (
     activity,
     main_pane,
@@ -276,6 +284,103 @@ def test_a_gemini_workspace_pushes_a_gemini_task_that_returns_its_handoff_once(
             called = [script(turn.body or {}, turn.tool_names).call for turn in api.turns()]
             claims = [c for c in called if c is not None and c[0].endswith("transition_claim")]
             assert len(claims) == 2, called  # the brief once, the handoff once
+        finally:
+            groups |= _groups(tmux_socket)
+            engine.conn.close()
+            tmux(tmux_socket, "kill-server")
+            _end(groups)
+
+
+def _submit(engine: Engine, frame: str, socket: Path, pane: str, text: str) -> None:
+    """Type a line and see it taken (its BeforeAgent hook: working or needs input). Just
+    after the trust question, Gemini CLI restarts and redraws; an Enter that lands during
+    the redraw is dropped and the line stays in its input: Enter again while the input
+    still holds text (the placeholder is not shown) and no question is on screen."""
+    type_prompt(socket, pane, text)
+
+    def taken() -> bool:
+        if activity(engine, frame) in ("working", "needs_input"):
+            return True
+        shown = screen(socket, pane)
+        if PROMPT_READY not in shown and "Allow once" not in shown:
+            tmux(socket, "send-keys", "-t", pane, "Enter")
+        time.sleep(2.0)
+        return activity(engine, frame) in ("working", "needs_input")
+    assert retry_until(taken, SLOW), screen(socket, pane)
+
+
+def _processes_of(group: int) -> list[int]:
+    """The live processes of one process group (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_trust_and_permission_questions_need_input_and_a_stop_ends_the_cli(
+        person: Path, tmux_socket: Path) -> None:
+    """An untrusted folder: Gemini CLI asks whether to trust it before any hook fires;
+    the dialog watch shows needs input with its words and types nothing; the person
+    answers. A shell command asks (Notification ToolPermission): needs input until
+    approved, then ready. A stop ends every process of the CLI, not only its pane."""
+    binary = _gemini()
+    (person / ".gemini" / "trustedFolders.json").unlink()  # no folder trusted yet
+    groups: set[int] = set()
+    with GeminiStandin() as api:
+        command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
+                   "TERM=xterm-256color", str(binary))
+        engine = make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
+                                  home=xdg_home(person))
+        client = EngineClient(engine=engine, home=xdg_home(person))
+        try:
+            frame = engine.project_enter(new_request_id(), "alpha").frame_id
+            engine.frame_start(new_request_id(), frame, Provider.GEMINI)
+            main = main_pane(engine)
+            groups |= _groups(tmux_socket)
+            assert retry_until(lambda: "Do you trust the files in this folder?"
+                               in screen(tmux_socket, main), SLOW), screen(tmux_socket, main)
+
+            def recorded() -> tuple | None:
+                client.reconcile()
+                return one(engine, "SELECT bounded_explanation FROM recoveries WHERE"
+                                   " kind = 'provider_dialog' AND state = 'open'")
+            assert retry_until(lambda: recorded() is not None, SLOW), screen(tmux_socket, main)
+            assert activity(engine, frame) == "needs_input"
+            assert "Do you trust the files in this folder?" in (recorded() or ("",))[0]
+            tmux(tmux_socket, "send-keys", "-t", main, "Enter")  # the person: 1. Trust folder
+            assert retry_until(lambda: PROMPT_READY in screen(tmux_socket, main), SLOW), \
+                screen(tmux_socket, main)
+            assert retry_until(lambda: recorded() is None, SLOW), screen(tmux_socket, main)
+
+            _submit(engine, frame, tmux_socket, main, "TOOLTEST please")
+            assert retry_until(lambda: activity(engine, frame) == "needs_input", SLOW), \
+                screen(tmux_socket, main)
+            assert retry_until(lambda: "Allow once" in screen(tmux_socket, main), SLOW)
+
+            def approved() -> bool:
+                if "Allow once" not in screen(tmux_socket, main):
+                    return True
+                tmux(tmux_socket, "send-keys", "-t", main, "Enter")
+                time.sleep(1.0)
+                return "Allow once" not in screen(tmux_socket, main)
+            assert retry_until(approved, SLOW), screen(tmux_socket, main)
+            assert retry_until(lambda: activity(engine, frame) == "ready", SLOW), \
+                (activity(engine, frame), screen(tmux_socket, main))
+            assert (person / "src" / "alpha" / TOOLTEST_COMMAND.split()[-1]).exists()
+
+            pane_group = os.getpgid(int(tmux(tmux_socket, "display-message", "-p", "-t", main,
+                                             "#{pane_pid}").strip()))
+            assert _processes_of(pane_group)
+            engine.frame_stop(new_request_id(), frame)
+            assert retry_until(lambda: not _processes_of(pane_group), 30.0), \
+                f"left running after the stop: {_processes_of(pane_group)}"
         finally:
             groups |= _groups(tmux_socket)
             engine.conn.close()
