@@ -53,6 +53,7 @@ from core.engine.open import open_engine
 from core.memory import parking
 from core.model.enums import Provider
 from core.runtime.claims import claim_for_frame
+from core.server.start import ensure_running
 from tests.bench import census as counting
 from tests.bench.bench_hook import BASELINE, hook_commands, installed_bytecode, recorded
 from tests.factories import project_config
@@ -125,6 +126,9 @@ def build_fleet(folder: Path, views: int, agents: int) -> FleetRun:
                        tmux=TmuxConfig(socket_path=str(socket)))
     home = Home(root=root, config_path=root / "config.toml")
     init_registry(home, template=template)
+    # The home's server first, from here, so it is given this bench's parking knob (a
+    # server a launch starts gets only the home's variables).
+    ensure_running(home)
     engine = open_engine(home, with_stage=True)
     commands = hook_commands(engine)
     base_env = {k: v for k, v in os.environ.items() if k != ENV_HOME}

@@ -52,6 +52,7 @@ from core.engine.open import open_engine
 from core.model.enums import Provider
 from core.reconcile.reconcile import reconcile
 from core.runtime.claims import claim_for_frame
+from core.server.start import ensure_running
 from tests.bench import census as counting
 from tests.bench.bench_hook import BASELINE, hook_commands, installed_bytecode, recorded
 from tests.bench.bench_tmux import quantile
@@ -176,6 +177,9 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
             tmux=TmuxConfig(socket_path=str(socket)))
         home = Home(root=root, config_path=root / "config.toml")
         init_registry(home, template=template)
+        # The home's server first, from here, so it is given this bench's parking knob
+        # (a server a launch starts gets only the home's variables).
+        ensure_running(home)
         engine = open_engine(home, with_stage=True)
         print(f"setting up {views} views x {agents} agents ...", flush=True)
         frames: list[tuple[str, str]] = []  # (view, frame) of every agent
@@ -263,8 +267,10 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
                 took = _timed(BASELINE, base_env, b"")
                 with lock:
                     floor.append(took)
-            _view, frame = frames[index % len(frames)]
-            event = "UserPromptSubmit" if (index // len(frames)) % 2 == 0 else "Stop"
+            # an agent's turn: its prompt, then (the next hook) its Stop; the agents in
+            # turn (200 agents at 5/s would otherwise see no Stop within 30 s)
+            _view, frame = frames[(index // 2) % len(frames)]
+            event = "UserPromptSubmit" if index % 2 == 0 else "Stop"
             began = time.monotonic() - started
             took = _timed(commands[event], envs[frame], recorded(event, keys[frame]))
             with lock:
@@ -334,12 +340,17 @@ def run(views: int, agents: int, idle_s: float, storm_s: float) -> dict[str, flo
             figures["focus_median"] = statistics.median(focus) / statistics.median(swap)
             figures["focus_p95"] = quantile(focus, 0.95) / statistics.median(swap)
             figures["swap_ms"] = statistics.median(swap)
-        rss = {pid: _rss_mb(pid) for pid in navigators}
-        figures["rss"] = max(rss.values())
         everything = counting.Census(tracked_home.processes())
+        running = [p.pid for p in everything.procs if p.kind is counting.Kind.NAVIGATOR]
+        figures["navigators_gone"] = len(set(navigators) - set(running))
+        if figures["navigators_gone"]:  # exited or restarted during the run
+            print(f"{figures['navigators_gone']:.0f} of the {views} navigators of the start "
+                  "are no longer running", flush=True)
+        rss = {p.pid: p.rss_mb for p in everything.procs if p.kind is counting.Kind.NAVIGATOR}
+        figures["rss"] = max(rss.values(), default=0.0)
         figures["all_mb"] = everything.rss()
         print(f"all Switchboard processes after the storm: {everything.by_kind()}", flush=True)
-        figures["private"] = max(_private_mb(pid) for pid in navigators)
+        figures["private"] = max((_private_mb(pid) for pid in rss), default=0.0)
         figures["rss_floor"] = _bare_textual_rss(socket)
         # Correctness under load: nothing in this run stops an agent, so any surface
         # not live or any recovery opened is a false alarm (a load-induced misreading).

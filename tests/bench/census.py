@@ -97,7 +97,7 @@ def _pids() -> list[int]:
 class Home:
     """The home's processes, read on demand; a pid is judged once (its environment and
     command line do not change after exec, and a bench's phase is far shorter than
-    the kernel takes to reuse a pid)."""
+    the kernel takes to reuse a pid), but for hooks (see ``_judge``)."""
 
     def __init__(self, root: Path, tmux_pid: int | None = None) -> None:
         self.mark = b"SWITCHBOARD_HOME=" + os.fsencode(root) + b"\0"
@@ -106,8 +106,10 @@ class Home:
         self._argv: dict[int, bytes] = {}
 
     def _judge(self, pid: int, parents: dict[int, int]) -> Kind | None:
-        if pid in self._judged:
+        if pid in self._judged and self._judged[pid] is not Kind.HOOK:
             return self._judged[pid]
+        # (a hook is judged again: a worker it forks shows the hook's command line
+        # until its exec, and is told apart at the next reading)
         verdict: Kind | None = None
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes()
