@@ -34,8 +34,12 @@ from typing import NamedTuple
 
 #: Events whose payload may describe a shell command.
 OPENCODE_TOOL_EVENTS = frozenset({"tool.execute.before", "tool.execute.after"})
+GEMINI_TOOL_EVENTS = frozenset({"BeforeTool", "AfterTool"})
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied",
-                         *OPENCODE_TOOL_EVENTS})
+                         *OPENCODE_TOOL_EVENTS, *GEMINI_TOOL_EVENTS})
+GEMINI_SHELL_TOOL = "run_shell_command"
+_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+_GEMINI_FAILED = re.compile(r"^(?:Signal|Error): ", re.MULTILINE)
 MAX_COMMAND_CHARS = 8192
 MAX_CWD_CHARS = 4096
 _CODEX_EXIT = re.compile(r"\AExit code: (-?\d+)\s*$", re.MULTILINE)
@@ -119,6 +123,8 @@ def command_facts(provider: str, event: str, document: dict[str, object]) -> Com
         return None
     if event in OPENCODE_TOOL_EVENTS:
         return _opencode_facts(provider, event, document)
+    if event in GEMINI_TOOL_EVENTS:
+        return _gemini_facts(provider, event, document)
     command = _command_text(document.get("tool_input"))
     if command is None:
         return None
@@ -180,6 +186,35 @@ def _opencode_facts(provider: str, event: str,
     return _with_outcome(provider, CommandFacts(
         command, ".", True, combined=output if isinstance(output, str) else "",
         exit_code=code, exit_source="opencode_metadata" if code is not None else None))
+
+
+def _gemini_facts(provider: str, event: str,
+                  document: dict[str, object]) -> CommandFacts | None:
+    """Gemini CLI 0.61.0's BeforeTool/AfterTool of its shell tool. Its result text says
+    (its own tool description): "Exit Code: Only included if non-zero", "Error" for a
+    process-level error, "Signal" for a kill; so an output with none of them ran to 0."""
+    if document.get("tool_name") != GEMINI_SHELL_TOOL:
+        return None
+    command = _command_text(document.get("tool_input"))
+    if command is None:
+        return None
+    cwd = document.get("cwd")
+    cwd = cwd[:MAX_CWD_CHARS] if isinstance(cwd, str) and cwd else "."
+    if event == "BeforeTool":
+        return CommandFacts(command, cwd, finished=False)
+    response = document.get("tool_response")
+    text = response.get("llmContent") if isinstance(response, dict) else None
+    if not isinstance(text, str) or "Output:" not in text:
+        return _with_outcome(provider, CommandFacts(command, cwd, True))
+    match = _GEMINI_EXIT.search(text)
+    failed = _GEMINI_FAILED.search(text) is not None
+    code = int(match.group(1)) if match else (None if failed else 0)
+    facts = CommandFacts(command, cwd, True, combined=text, exit_code=code,
+                         exit_source="gemini_result_text" if code is not None else None,
+                         interrupted=failed and match is None and "Signal: " in text)
+    if failed and code is None:
+        return facts._replace(outcome=Outcome.FAILED)
+    return _with_outcome(provider, facts)
 
 
 def _with_outcome(provider: str, facts: CommandFacts) -> CommandFacts:

@@ -42,7 +42,9 @@ from tests.realcli.gemini_standin import (
     script,
 )
 from tests.realcli.harness import (
+    CommandRun,
     activity,
+    command_runs,
     main_pane,
     make_real_engine,
     screen,
@@ -324,12 +326,11 @@ def _processes_of(group: int) -> list[int]:
     return found
 
 
-def test_trust_and_permission_questions_need_input_and_a_stop_ends_the_cli(
+def test_the_trust_question_needs_input_with_its_words_until_answered(
         person: Path, tmux_socket: Path) -> None:
     """An untrusted folder: Gemini CLI asks whether to trust it before any hook fires;
     the dialog watch shows needs input with its words and types nothing; the person
-    answers. A shell command asks (Notification ToolPermission): needs input until
-    approved, then ready. A stop ends every process of the CLI, not only its pane."""
+    answers and the recovery resolves."""
     binary = _gemini()
     (person / ".gemini" / "trustedFolders.json").unlink()  # no folder trusted yet
     groups: set[int] = set()
@@ -358,7 +359,32 @@ def test_trust_and_permission_questions_need_input_and_a_stop_ends_the_cli(
             assert retry_until(lambda: PROMPT_READY in screen(tmux_socket, main), SLOW), \
                 screen(tmux_socket, main)
             assert retry_until(lambda: recorded() is None, SLOW), screen(tmux_socket, main)
+        finally:
+            groups |= _groups(tmux_socket)
+            engine.conn.close()
+            tmux(tmux_socket, "kill-server")
+            _end(groups)
 
+
+def test_a_permission_question_needs_input_the_run_is_evidence_and_a_stop_ends_the_cli(
+        person: Path, tmux_socket: Path) -> None:
+    """A shell command asks (Notification ToolPermission): needs input until approved,
+    then ready; the run is session evidence; a stop ends every process of the CLI, not
+    only its pane."""
+    binary = _gemini()
+    groups: set[int] = set()
+    with GeminiStandin() as api:
+        command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
+                   "TERM=xterm-256color", str(binary))
+        engine = make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
+                                  home=xdg_home(person))
+        try:
+            frame = engine.project_enter(new_request_id(), "alpha").frame_id
+            engine.frame_start(new_request_id(), frame, Provider.GEMINI)
+            main = main_pane(engine)
+            groups |= _groups(tmux_socket)
+            assert retry_until(lambda: PROMPT_READY in screen(tmux_socket, main), SLOW), \
+                screen(tmux_socket, main)
             _submit(engine, frame, tmux_socket, main, "TOOLTEST please")
             assert retry_until(lambda: activity(engine, frame) == "needs_input", SLOW), \
                 screen(tmux_socket, main)
@@ -374,6 +400,16 @@ def test_trust_and_permission_questions_need_input_and_a_stop_ends_the_cli(
             assert retry_until(lambda: activity(engine, frame) == "ready", SLOW), \
                 (activity(engine, frame), screen(tmux_socket, main))
             assert (person / "src" / "alpha" / TOOLTEST_COMMAND.split()[-1]).exists()
+            # ... and the run is session evidence: the exact command, where, passed (Gemini
+            # writes an exit code only when it is not 0)
+            key = _session(engine, frame)[2]
+
+            def runs() -> list[CommandRun]:
+                return command_runs(xdg_home(person), key, TOOLTEST_COMMAND)
+            assert retry_until(lambda: [r.completed for r in runs()] == [True], SLOW), runs()
+            (run,) = runs()
+            assert (Path(run.cwd).resolve(), run.tool_name, run.exit_code, run.outcome) == (
+                (person / "src" / "alpha").resolve(), "run_shell_command", 0, "passed"), run
 
             pane_group = os.getpgid(int(tmux(tmux_socket, "display-message", "-p", "-t", main,
                                              "#{pane_pid}").strip()))
