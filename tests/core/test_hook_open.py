@@ -229,7 +229,7 @@ def test_fast_parse_accepts_what_providers_send(argv: list[str], expected: tuple
 
 
 @pytest.mark.parametrize("argv", [
-    [], ["--help"], ["-h"], ["--provider", "claude"], ["--provider", "gemini", "Stop"],
+    [], ["--help"], ["-h"], ["--provider", "claude"], ["--provider", "aider", "Stop"],
     ["--prov", "claude", "Stop"], ["--provider", "claude", "a", "b", "c"],
     ["--provider"], ["--provider", "claude", "--provider", "codex", "Stop"],
     ["--provider", "claude", "--", "Stop"], ["--provider", "claude", "--verbose", "Stop"],

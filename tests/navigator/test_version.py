@@ -57,8 +57,12 @@ def test_version_reports_the_package_and_where_each_cli_stands(tmp_path: Path) -
     assert code == 0
     package = importlib.metadata.version("switchboard")
     assert lines[0] == f"switchboard {package} (Python {sys.version.split()[0]})"
-    assert lines[1:] == [f"claude  {dotted(newest)} (tested)  {claude}",
-                         "codex   not found",
+    # Names padded to the longest provider's ("opencode"); the two newer providers are
+    # off in a default config and not probed.
+    assert lines[1:] == [f"claude    {dotted(newest)} (tested)  {claude}",
+                         "codex     not found",
+                         "gemini    disabled in the config (not probed)",
+                         "opencode  disabled in the config (not probed)",
                          "loaded: -"]
 
 
@@ -71,9 +75,9 @@ def test_version_says_when_a_cli_is_outside_the_tested_window(tmp_path: Path) ->
     _fake_cli(bin_dir, "claude", "this is not a version line")
     code, lines = _version(tmp_path, bin_dir)
     assert code == 0
-    assert lines[2] == f"codex   {window.describe(newer)}  {codex}"
+    assert lines[2] == f"codex     {window.describe(newer)}  {codex}"
     assert "newer than the tested window" in lines[2]
-    assert lines[1].startswith("claude  ") and "expected a line like" in lines[1]
+    assert lines[1].startswith("claude    ") and "expected a line like" in lines[1]
 
 
 def test_the_version_is_semver_and_comes_from_pyproject() -> None:
