@@ -1,13 +1,11 @@
 """Owner-only unix sockets and the locks beside them, shared by Switchboard's servers.
 
-The agent-tool host (``core.memory.mcp_host``) listens on a socket in the home's
-0700 run folder; the remote follower and the server are known to run by the
-``flock`` their process holds. One spelling of each, so a later fix (a mode, a race)
-lands once.
+The remote follower and the home's server are known to run by the ``flock`` their
+process holds; a unix socket, where one is made, lives in the home's 0700 run folder.
+One spelling of each, so a later fix (a mode, a race) lands once.
 
 A socket is only made, and only connected to, in a folder that is this user's own
-with mode 0700 (``core.model.files.check_own_dir``); the clients that cannot import
-it (the C shim) check the same by hand.
+with mode 0700 (``core.model.files.check_own_dir``).
 """
 
 from __future__ import annotations

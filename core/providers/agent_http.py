@@ -176,8 +176,7 @@ def read_port_hint(run_dir: Path) -> int:
 #: The server's tuning knobs: of Switchboard's variables only these (and the home's own)
 #: reach a server a launch starts, so a bench's ``SWITCHBOARD_PARK_AFTER=off`` or a test's
 #: ``SWITCHBOARD_SSH`` holds whoever starts it first. Never a capability or token.
-SERVER_KNOBS = ("SWITCHBOARD_RECONCILE_INTERVAL", "SWITCHBOARD_PARK_AFTER",
-                "SWITCHBOARD_WARM_IDLE", "SWITCHBOARD_SSH")
+SERVER_KNOBS = ("SWITCHBOARD_RECONCILE_INTERVAL", "SWITCHBOARD_PARK_AFTER", "SWITCHBOARD_SSH")
 
 
 def ensure_server(run_dir: Path, home_env: Mapping[str, str],

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from core.config.home import Home
 from core.model.text import shown
+from core.providers.agent_http import SERVER_KNOBS
 from core.server.lifetime import tmux_alive
 
 if TYPE_CHECKING:
@@ -46,10 +47,11 @@ RECONCILE_INTERVAL_S = 10.0
 """Seconds between two passes (what every navigator's turn used to be due after)."""
 ENV_INTERVAL = "SWITCHBOARD_RECONCILE_INTERVAL"
 """A tuning knob a front end may pass to the server it starts (tests, benches)."""
-TUNING_ENV = (ENV_INTERVAL, "SWITCHBOARD_PARK_AFTER", "SWITCHBOARD_WARM_IDLE",
-              "SWITCHBOARD_SSH")
+TUNING_ENV = SERVER_KNOBS
 """The only Switchboard variables besides the home's that reach the server: knobs of
-its own policies and the ssh its remote followers run, never a capability."""
+its own policies and the ssh its remote followers run, never a capability. One list
+with the launch's start of the server (``agent_http.ensure_server``), so what a server
+gets never depends on which front end started it."""
 
 
 def interval_from_env() -> float:

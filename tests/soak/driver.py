@@ -85,7 +85,7 @@ DRAWN = ("hook", "hook", "focus", "focus", "back", "push", "message", "message",
 MAX_TASKS = 3
 """Open tasks per view (a push beyond it closes nothing: it is skipped)."""
 
-HOST_SERVICES = ("core.memory.mcp_host", "core.server.main")
+HOST_SERVICES = ("core.server.main",)
 """Long-lived per-home processes started on purpose outside any pane (one of each at
 most): the agent-tool host and the home's server."""
 

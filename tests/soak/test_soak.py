@@ -54,7 +54,7 @@ def test_a_short_seeded_soak_leaves_nothing_behind(soak: Soak) -> None:
     assert report.messages_delivered == report.messages_sent and report.typed_twice == 0
     for sample in report.samples:
         assert sample.orphans == (), sample.orphans
-        for service in HOST_SERVICES:  # one agent-tool host, one server at most
+        for service in HOST_SERVICES:  # the home's server, one at most
             assert sum(service in p for p in sample.services) <= 1, sample.services
         assert sample.clients == 0
         assert len(sample.navigator_fds) + sample.navigators_asleep == 3  # running or parked
