@@ -108,8 +108,10 @@ def check_provider(config: Config, provider: Provider | str) -> ProviderVersion:
     provider = Provider(provider)
     settings = config.providers.get(provider)
     if settings is None or not settings.enabled:
-        raise ProviderError(f"{provider.value} is disabled in the providers config; enable it "
-                            "or choose another provider", code="provider_disabled")
+        raise ProviderError(f"{provider.value} is disabled in the providers config; add "
+                            f"`enabled = true` under [providers.{provider.value}] in "
+                            "config.toml (`switchboard doctor` names the file), or choose "
+                            "another provider", code="provider_disabled")
     argv = resolve_command(provider, settings.command)
     key = (provider, tuple(argv), settings.version_timeout_seconds, _file_identity(argv[0]))
     found = _VERSIONS.get(key)
