@@ -673,7 +673,8 @@ def test_another_host_may_reuse_this_hosts_ids(dotted: str) -> None:
         ("navigator", "views.0.breadcrumb", [{"frameId": TASK, "title": "t"}] * 65,
          "at most 64"),
         ("navigator", "hosts.0.reachability", "maybe", "online, offline, unknown"),
-        ("navigator", "projects.0.frames.1.currentSession.provider", "aider", "codex, claude, gemini, opencode"),
+        ("navigator", "projects.0.frames.1.currentSession.provider", "aider",
+         "codex, claude, gemini, opencode"),
     ],
 )
 def test_typed_field_errors_name_their_path(
