@@ -55,3 +55,12 @@ def tmux_server(tmux_socket: Path) -> Iterator[libtmux.Server]:
         check=True, env=env,
     )
     yield libtmux.Server(socket_path=str(tmux_socket))
+
+
+@pytest.fixture
+def no_server_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The home's server (started by any launch for its agent tools) runs no periodic
+    pass within the test: tests that reconcile step by step and count what a pass
+    opened would otherwise race the server's own pass every 10 s. The agent tools it
+    serves are unaffected."""
+    monkeypatch.setenv("SWITCHBOARD_RECONCILE_INTERVAL", "3600")

@@ -60,7 +60,7 @@ from tests.integration.transitions_env import (
 )
 from tests.waiting import retry_until
 
-pytestmark = pytest.mark.tmux
+pytestmark = [pytest.mark.tmux, pytest.mark.usefixtures("no_server_pass")]
 REPO = Path(__file__).resolve().parents[2]
 AFTER_EVERY_LEASE = LEASE_MS + 120_000  # past the lease and any watchdog (<= 120 s)
 

@@ -51,7 +51,7 @@ from tests.integration.transitions_env import (
 )
 from tests.waiting import retry_until
 
-pytestmark = pytest.mark.tmux
+pytestmark = [pytest.mark.tmux, pytest.mark.usefixtures("no_server_pass")]
 
 FOREIGN_COMMAND = "sleep"
 

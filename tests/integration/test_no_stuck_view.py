@@ -55,7 +55,7 @@ from tests.integration.transitions_env import (
 )
 from tests.waiting import retry_until
 
-pytestmark = pytest.mark.tmux
+pytestmark = [pytest.mark.tmux, pytest.mark.usefixtures("no_server_pass")]
 REPO = Path(__file__).resolve().parents[2]
 LATER = LEASE_MS + 120_000
 

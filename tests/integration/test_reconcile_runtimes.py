@@ -36,7 +36,7 @@ from tests.integration.transitions_env import (
 )
 from tests.waiting import retry_until
 
-pytestmark = pytest.mark.tmux
+pytestmark = [pytest.mark.tmux, pytest.mark.usefixtures("no_server_pass")]
 
 
 class Crash(Exception):
