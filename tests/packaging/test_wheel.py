@@ -182,7 +182,7 @@ def test_the_installed_wheel_runs_version_demo_and_doctor(built: Built,
         assert version.returncode == 0, version.stderr
         assert version.stdout.startswith(f"switchboard {built.version} (Python ")
         assert [line.split()[0] for line in version.stdout.splitlines()[1:]] == [
-            "claude", "codex"]
+            "claude", "codex", "gemini", "opencode"]
 
         demo = switchboard("demo", "--home", str(home), "--no-attach")
         assert demo.returncode == 0, demo.stdout + demo.stderr
