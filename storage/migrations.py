@@ -11,7 +11,8 @@ recovery kind ``usage_limit``). Every existing row already satisfies a wider
 CHECK, so the on-disk rows need no rewrite: SQLite documents changing a
 table's stored ``CREATE TABLE`` text through ``writable_schema`` for exactly
 such constraint-only changes. v3 -> v4 adds a table (``extra_panes``), created
-empty from the current schema's text in the same transaction. The upgrade
+empty from the current schema's text in the same transaction; v4 -> v5 widens the
+provider CHECKs again (``gemini``, ``opencode``). The upgrade
 refuses (file unchanged) unless the old file's tables, columns, indexes and
 triggers are the ones the new schema has (less what it adds), so it can never
 paper over a file it does not understand.
@@ -32,6 +33,7 @@ WIDENED_TABLES: dict[int, tuple[str, ...]] = {
     1: ("registry_metadata", "recoveries"),
     2: ("registry_metadata", "provider_sessions", "recoveries"),
     3: ("registry_metadata",),
+    4: ("registry_metadata", "frames", "launch_intents", "provider_sessions", "surfaces"),
 }
 """Per source version: the tables whose CREATE text the next version changes."""
 ADDED_TABLES: dict[int, tuple[str, ...]] = {

@@ -1,8 +1,9 @@
-"""Registry schema v4: tables, constraints, partial unique indexes and edge triggers.
+"""Registry schema v5: tables, constraints, partial unique indexes and edge triggers.
 
-A v1, v2 or v3 file upgrades in place at its first open (storage.migrations); v4
+A v1, v2, v3 or v4 file upgrades in place at its first open (storage.migrations); v4
 added ``extra_panes`` (panes someone split into a view's window, moved out by
-reconcile and listed under their frame).
+reconcile and listed under their frame); v5 lets ``gemini`` and ``opencode`` be a
+frame's, launch's, session's and surface's provider (the provider CHECKs widen).
 
 The DDL is text, but every closed value set and every state machine is taken
 from ``core.model.enums`` / ``core.model.machines`` so storage refuses exactly what the
@@ -17,7 +18,7 @@ from enum import StrEnum
 import core.model.enums as e
 import core.model.machines as machines
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 PROTOCOL_VERSION = 1
 # 'SWBR' as a big-endian int: marks a file as a Switchboard registry.
 APPLICATION_ID = 0x53574252

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # builds the whole DDL (and core.model.machines), which the hook path must not pay for.
 # tests/core/test_hook_open.py asserts they equal the originals.
 APPLICATION_ID = 0x53574252
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 PROTOCOL_VERSION = 1
 
 HOOK_OPEN_CACHE = "hook-open.json"

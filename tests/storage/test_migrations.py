@@ -1,7 +1,7 @@
 """A home made by the previous release opens after an upgrade; a newer one is refused.
 
 Each previous release's registry is rebuilt from its recorded DDL
-(``tests/fixtures/registry/schema-v1.sql``, ``schema-v2.sql`` and ``schema-v3.sql``,
+(``tests/fixtures/registry/schema-v1.sql`` to ``schema-v4.sql``,
 the text each wrote): a real home with real rows is made by this release, then its
 tables are given back their old ``CREATE`` text and version (the tables a later
 version added are dropped), so the file is what that
@@ -27,7 +27,7 @@ from tests.storage.test_registry_file import home_at, registry_of, stamp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "registry"
 V1_SQL = FIXTURES / "schema-v1.sql"
-OLD_RELEASES = (1, 2, 3)
+OLD_RELEASES = (1, 2, 3, 4)
 
 
 def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
