@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from core.config.home import Home
 from core.model.text import shown
-from core.providers.agent_http import SERVER_KNOBS
 from core.server.lifetime import tmux_alive
 
 if TYPE_CHECKING:
@@ -47,11 +46,6 @@ RECONCILE_INTERVAL_S = 10.0
 """Seconds between two passes (what every navigator's turn used to be due after)."""
 ENV_INTERVAL = "SWITCHBOARD_RECONCILE_INTERVAL"
 """A tuning knob a front end may pass to the server it starts (tests, benches)."""
-TUNING_ENV = SERVER_KNOBS
-"""The only Switchboard variables besides the home's that reach the server: knobs of
-its own policies and the ssh its remote followers run, never a capability. One list
-with the launch's start of the server (``agent_http.ensure_server``), so what a server
-gets never depends on which front end started it."""
 
 
 def interval_from_env() -> float:
@@ -236,5 +230,5 @@ def run_loop(keeper: Housekeeper, interval: float, stop: threading.Event,
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
 
-__all__ = ["ENV_INTERVAL", "Housekeeper", "PassReport", "RECONCILE_INTERVAL_S", "TUNING_ENV",
+__all__ = ["ENV_INTERVAL", "Housekeeper", "PassReport", "RECONCILE_INTERVAL_S",
            "interval_from_env", "run_loop"]

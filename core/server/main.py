@@ -38,6 +38,7 @@ from core.providers.agent_http import (
     LOCK_NAME,
     LOG_NAME,
     PORT_HINT_NAME,
+    SERVER_KNOBS,
     ServerInfo,
     read_info,
     read_port_hint,
@@ -46,7 +47,6 @@ from core.providers.agent_http import (
     tokens_dir,
 )
 from core.server.housekeeping import (
-    TUNING_ENV,
     Housekeeper,
     PassReport,
     interval_from_env,
@@ -194,7 +194,7 @@ def main() -> int:
     os.umask(0o077)
     home = Home.from_env()
     for name in [n for n in os.environ if n.startswith("SWITCHBOARD_")
-                 and n not in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG", *TUNING_ENV)]:
+                 and n not in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG", *SERVER_KNOBS)]:
         del os.environ[name]
     try:
         return serve(home.run_dir, home=home)

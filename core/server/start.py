@@ -2,23 +2,15 @@
 
 A navigator calls ``ensure_running`` as it starts (in a worker: a start takes a few
 tenths of a second). The probe is one ``flock`` test on the server's lock; only a
-home without a server pays for a start. The home's variables and the server's tuning
-knobs (``housekeeping.TUNING_ENV``) are all of Switchboard's environment it gets.
+home without a server pays for a start. ``agent_http.ensure_server`` is the one start
+(a launch's too): it gives the server the home's variables and the server's tuning
+knobs (``agent_http.SERVER_KNOBS``), nothing else of Switchboard's environment.
 """
 
 from __future__ import annotations
 
-import os
-
 from core.config.home import Home
-from core.providers.agent_http import ServerInfo, ensure_server, lock_held, running
-from core.server.housekeeping import TUNING_ENV
-
-
-def server_env(home: Home) -> dict[str, str]:
-    """What a started server is given of Switchboard's variables."""
-    knobs = {name: os.environ[name] for name in TUNING_ENV if name in os.environ}
-    return home.child_env() | knobs
+from core.providers.agent_http import ServerInfo, ensure_server, lock_held
 
 
 def ensure_running(home: Home) -> ServerInfo | None:
@@ -26,7 +18,7 @@ def ensure_running(home: Home) -> ServerInfo | None:
     read it), after starting one if none held the lock."""
     if lock_held(home.run_dir):
         return None
-    return running(home.run_dir) or ensure_server(home.run_dir, server_env(home))
+    return ensure_server(home.run_dir, home.child_env())
 
 
-__all__ = ["ensure_running", "server_env"]
+__all__ = ["ensure_running"]
