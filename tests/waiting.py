@@ -9,8 +9,10 @@ during the final sleep still counts.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import pytest
@@ -52,3 +54,25 @@ def fail_unless(predicate: Callable[[], object], timeout: float, what: Callable[
     """
     if not retry_until(predicate, timeout, interval):
         pytest.fail(f"timed out after {timeout:.0f} s: {what()}", pytrace=False)
+
+
+def end_process_groups(groups: Iterable[int], grace: float = 5.0) -> None:
+    """End each process group: SIGTERM, then SIGKILL to one still there after ``grace``
+    seconds. A real CLI (Node) leaves helpers of its own behind its pane's shell, so a
+    test that started one ends its whole group, not only the pane."""
+    for group in groups:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(group, sig)
+            except ProcessLookupError:
+                break
+            if retry_until(lambda g=group: _group_gone(g), grace, 0.1):
+                break
+
+
+def _group_gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False

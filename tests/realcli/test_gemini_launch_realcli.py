@@ -15,10 +15,8 @@ the parent claiming the handoff; each fixed line typed once.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -52,7 +50,7 @@ from tests.realcli.harness import (
     xdg_home,
 )
 from tests.realcli.install import RealCliUnavailable, ensure_gemini
-from tests.waiting import retry_until
+from tests.waiting import end_process_groups, retry_until
 
 SLOW = 120.0  # the CLI (node) starts in seconds; the machine is shared
 PROMPT_READY = "Type your message"
@@ -75,25 +73,6 @@ def _groups(socket: Path) -> set[int]:
         except (ProcessLookupError, ValueError):
             continue
     return found
-
-
-def _end(groups: set[int]) -> None:
-    for group in groups:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(group, sig)
-            except ProcessLookupError:
-                break
-            if retry_until(functools.partial(_gone, group), 5.0, 0.1):
-                break
-
-
-def _gone(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 @pytest.fixture
@@ -219,7 +198,7 @@ def test_switchboard_launches_gemini_in_the_view_and_resumes_it_by_id(
             groups |= _groups(tmux_socket)
             engine.conn.close()
             tmux(tmux_socket, "kill-server")
-            _end(groups)
+            end_process_groups(groups)
     assert theirs.read_bytes() == before
 
 
@@ -290,7 +269,7 @@ def test_a_gemini_workspace_pushes_a_gemini_task_that_returns_its_handoff_once(
             groups |= _groups(tmux_socket)
             engine.conn.close()
             tmux(tmux_socket, "kill-server")
-            _end(groups)
+            end_process_groups(groups)
 
 
 def _submit(engine: Engine, frame: str, socket: Path, pane: str, text: str) -> None:
@@ -363,7 +342,7 @@ def test_the_trust_question_needs_input_with_its_words_until_answered(
             groups |= _groups(tmux_socket)
             engine.conn.close()
             tmux(tmux_socket, "kill-server")
-            _end(groups)
+            end_process_groups(groups)
 
 
 def test_a_permission_question_needs_input_the_run_is_evidence_and_a_stop_ends_the_cli(
@@ -421,4 +400,4 @@ def test_a_permission_question_needs_input_the_run_is_evidence_and_a_stop_ends_t
             groups |= _groups(tmux_socket)
             engine.conn.close()
             tmux(tmux_socket, "kill-server")
-            _end(groups)
+            end_process_groups(groups)

@@ -11,10 +11,8 @@ person's own ``~/.gemini/settings.json`` is byte for byte what it was.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -33,7 +31,7 @@ from core.providers.gemini_hooks import gemini_outcome
 from tests.realcli.gemini_mcp_server import HttpToolServer
 from tests.realcli.gemini_standin import API_KEY, GeminiStandin
 from tests.realcli.install import RealCliUnavailable, ensure_gemini
-from tests.waiting import retry_until
+from tests.waiting import end_process_groups, retry_until
 
 SID = "7d1e4c2a-5b6f-4a80-9c1d-2e3f4a5b6c7d"
 WAIT_S = 90.0
@@ -84,23 +82,8 @@ end when its tmux server goes, so each is ended by its group, not by name."""
 
 
 def _end_groups() -> None:
-    while _GROUPS:
-        group = _GROUPS.pop()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(group, sig)
-            except ProcessLookupError:
-                break
-            if retry_until(functools.partial(_gone, group), 5.0, 0.1):
-                break
-
-
-def _gone(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return True
-    return False
+    end_process_groups(_GROUPS)
+    _GROUPS.clear()
 
 
 @pytest.fixture(autouse=True)
