@@ -74,6 +74,21 @@ def person_env(person: PersonCodex, base: dict[str, str] | None = None) -> dict[
     return env
 
 
+def act_as_person(monkeypatch: pytest.MonkeyPatch, root: Path, person: PersonCodex) -> None:
+    """This test process becomes the person: their environment (no credentials or Codex
+    settings of this machine), no Switchboard home named, and Switchboard's default XDG
+    layout under ``root/sb`` (what a person who never set SWITCHBOARD_HOME has)."""
+    for name in list(os.environ):
+        if name.startswith(SCRUBBED_PREFIXES):
+            monkeypatch.delenv(name)
+    for name, value in person_env(person).items():
+        monkeypatch.setenv(name, value)
+    for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(root / "sb" / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "sb" / ".config"))
+
+
 def make_person(root: Path, clis: RealClis, base_url: str) -> PersonCodex:
     """Config and login as a person who has used Codex here before."""
     person = PersonCodex(home=root / "person", codex_home=root / "person" / ".codex",

@@ -11,7 +11,6 @@ agent polls and ACKs; the person sees the message in the Inbox meanwhile.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -27,10 +26,9 @@ from tests.integration.journey_env import one, tmux
 from tests.realcli.harness import witness_only
 from tests.realcli.harness_codex import (
     PROJECT,
-    SCRUBBED_PREFIXES,
+    act_as_person,
     make_codex_engine,
     make_person,
-    person_env,
     screen,
     switchboard_home,
     type_prompt,
@@ -75,15 +73,7 @@ def test_real_codex_task_agent_messages_its_parked_workspace(
         monkeypatch: pytest.MonkeyPatch) -> None:
     with OpenAIStandin() as standin:
         person = make_person(tmp_path, codex_clis, standin.base_url)
-        for name in list(os.environ):
-            if name.startswith(SCRUBBED_PREFIXES):
-                monkeypatch.delenv(name)
-        for name, value in person_env(person).items():
-            monkeypatch.setenv(name, value)
-        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
+        act_as_person(monkeypatch, tmp_path, person)
         engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
 
         def look(pane: str) -> str:

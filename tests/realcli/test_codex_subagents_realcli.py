@@ -11,7 +11,6 @@ subagent's lifetime, running then completed, and the tree counts none once it en
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -25,10 +24,9 @@ from storage.session_db import open_session_db_readonly, session_db_path
 from tests.integration.journey_env import one
 from tests.realcli.harness_codex import (
     PROJECT,
-    SCRUBBED_PREFIXES,
+    act_as_person,
     make_codex_engine,
     make_person,
-    person_env,
     screen,
     switchboard_home,
     type_prompt,
@@ -59,15 +57,7 @@ def test_a_codex_subagent_is_counted_from_its_hooks(
         monkeypatch: pytest.MonkeyPatch) -> None:
     with OpenAIStandin() as standin:
         person = make_person(tmp_path, codex_clis, standin.base_url)
-        for name in list(os.environ):
-            if name.startswith(SCRUBBED_PREFIXES):
-                monkeypatch.delenv(name)
-        for name, value in person_env(person).items():
-            monkeypatch.setenv(name, value)
-        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
+        act_as_person(monkeypatch, tmp_path, person)
         engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
         home = switchboard_home(tmp_path)
         route = engine.project_enter(new_request_id(), PROJECT)

@@ -11,7 +11,6 @@ never sees the fork's prompt. Run targeted: ``-k fork``.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,10 +25,9 @@ from tests.realcli.harness import main_pane, type_prompt
 from tests.realcli.harness_claude import transcript
 from tests.realcli.harness_codex import (
     PROJECT,
-    SCRUBBED_PREFIXES,
+    act_as_person,
     make_codex_engine,
     make_person,
-    person_env,
     switchboard_home,
 )
 from tests.realcli.harness_codex import screen as codex_screen
@@ -130,15 +128,7 @@ def test_real_codex_fork_carries_the_conversation(
     turn_s = 90.0
     with OpenAIStandin() as standin:
         person = make_person(tmp_path, codex_clis, standin.base_url)
-        for name in list(os.environ):
-            if name.startswith(SCRUBBED_PREFIXES):
-                monkeypatch.delenv(name)
-        for name, value in person_env(person).items():
-            monkeypatch.setenv(name, value)
-        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
+        act_as_person(monkeypatch, tmp_path, person)
         assert Home.from_env() == switchboard_home(tmp_path)
         engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
         route = engine.project_enter(new_request_id(), PROJECT)

@@ -37,6 +37,7 @@ from tests.realcli.harness_claude import transcript
 from tests.realcli.harness_codex import (
     PROJECT,
     SCRUBBED_PREFIXES,
+    act_as_person,
     make_codex_engine,
     make_person,
     person_env,
@@ -146,15 +147,7 @@ def test_real_codex_turn_usage(codex_cli: RealCli, codex_clis: RealClis, tmp_pat
                                tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with openai_standin.OpenAIStandin() as standin:
         person = make_person(tmp_path, codex_clis, standin.base_url)
-        for name in list(os.environ):
-            if name.startswith(SCRUBBED_PREFIXES):
-                monkeypatch.delenv(name)
-        for name, value in person_env(person).items():
-            monkeypatch.setenv(name, value)
-        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
+        act_as_person(monkeypatch, tmp_path, person)
         engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
         try:
             route = engine.project_enter(new_request_id(), PROJECT)
@@ -257,15 +250,7 @@ def test_real_codex_usage_limit(codex_cli: RealCli, codex_clis: RealClis, tmp_pa
     recovery) from what Codex wrote into its rollout file."""
     with openai_standin.OpenAIStandin() as standin:
         person = make_person(tmp_path, codex_clis, standin.base_url)
-        for name in list(os.environ):
-            if name.startswith(SCRUBBED_PREFIXES):
-                monkeypatch.delenv(name)
-        for name, value in person_env(person).items():
-            monkeypatch.setenv(name, value)
-        for name in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "sb" / ".local" / "state"))
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "sb" / ".config"))
+        act_as_person(monkeypatch, tmp_path, person)
         engine = make_codex_engine(tmp_path, tmux_socket, codex_clis)
         try:
             route = engine.project_enter(new_request_id(), PROJECT)
