@@ -75,6 +75,15 @@ def _groups(socket: Path) -> set[int]:
     return found
 
 
+def _engine(person: Path, tmux_socket: Path, binary: Path, api: GeminiStandin) -> Engine:
+    """The person's engine in the default XDG layout, its gemini command the real CLI
+    pointed at the stand-in."""
+    command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
+               "TERM=xterm-256color", str(binary))
+    return make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
+                            home=xdg_home(person))
+
+
 @pytest.fixture
 def person(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A person's home (the engine's HOME too, as when they run Switchboard): their own
@@ -134,10 +143,7 @@ def test_switchboard_launches_gemini_in_the_view_and_resumes_it_by_id(
     before = theirs.read_bytes()
     groups: set[int] = set()
     with GeminiStandin() as api:
-        command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
-                   "TERM=xterm-256color", str(binary))
-        engine = make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
-                                  home=xdg_home(person))
+        engine = _engine(person, tmux_socket, binary, api)
         try:
             route = engine.project_enter(new_request_id(), "alpha")
             frame = route.frame_id
@@ -216,10 +222,7 @@ def test_a_gemini_workspace_pushes_a_gemini_task_that_returns_its_handoff_once(
     binary = _gemini()
     groups: set[int] = set()
     with GeminiStandin() as api:
-        command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
-                   "TERM=xterm-256color", str(binary))
-        engine = make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
-                                  home=xdg_home(person))
+        engine = _engine(person, tmux_socket, binary, api)
         try:
             parent = engine.project_enter(new_request_id(), "alpha").frame_id
             started = engine.frame_start(new_request_id(), parent, Provider.GEMINI)
@@ -314,10 +317,7 @@ def test_the_trust_question_needs_input_with_its_words_until_answered(
     (person / ".gemini" / "trustedFolders.json").unlink()  # no folder trusted yet
     groups: set[int] = set()
     with GeminiStandin() as api:
-        command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
-                   "TERM=xterm-256color", str(binary))
-        engine = make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
-                                  home=xdg_home(person))
+        engine = _engine(person, tmux_socket, binary, api)
         client = EngineClient(engine=engine, home=xdg_home(person))
         try:
             frame = engine.project_enter(new_request_id(), "alpha").frame_id
@@ -353,10 +353,7 @@ def test_a_permission_question_needs_input_the_run_is_evidence_and_a_stop_ends_t
     binary = _gemini()
     groups: set[int] = set()
     with GeminiStandin() as api:
-        command = ("env", f"GEMINI_API_KEY={API_KEY}", f"GOOGLE_GEMINI_BASE_URL={api.url}",
-                   "TERM=xterm-256color", str(binary))
-        engine = make_real_engine(person, tmux_socket, {Provider.GEMINI: command},
-                                  home=xdg_home(person))
+        engine = _engine(person, tmux_socket, binary, api)
         try:
             frame = engine.project_enter(new_request_id(), "alpha").frame_id
             engine.frame_start(new_request_id(), frame, Provider.GEMINI)
