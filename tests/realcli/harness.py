@@ -138,9 +138,10 @@ def evidence_dump(home: Home, session_key: str) -> str:
 
 def witness_only(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The typist's own ``notified_at`` stamp touches no row from here on (as if it were
-    killed right after typing): only the agent's prompt hook, the witness of the line it
+    killed right after typing, its attempt record left in place): only the agent's prompt hook, the witness of the line it
     received (``storage.broker_witness``), can stamp. Returns the ids the typist tried
     to stamp, in order."""
+    from core.broker.delivery import PaneLocks
     from storage.broker_store import BrokerStore
 
     tried: list[int] = []
@@ -150,4 +151,8 @@ def witness_only(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return 0
 
     monkeypatch.setattr(BrokerStore, "stamp_notified", lost)
+    # A killed typist never ends its attempt either: the record stays, so any other
+    # typist (the server's delivery backstop) waits for the witness instead of typing
+    # the line again, as it would after a real kill.
+    monkeypatch.setattr(PaneLocks, "end_attempt", lambda locks, target: None)
     return tried
