@@ -61,7 +61,10 @@ from tests.integration.transitions_env import (
 )
 from tests.waiting import retry_until
 
-pytestmark = pytest.mark.tmux
+# Nothing settles behind the test's back: the home's server (started by the first
+# launch) runs no pass of its own while the engine's clock jumps past leases; the
+# server's own kill -9 chaos is tests/integration/test_server_housekeeping.py.
+pytestmark = [pytest.mark.tmux, pytest.mark.usefixtures("no_server_pass")]
 
 KILLS = 100
 """kill -9 injections per run (each one lands while the forked engine still runs)."""
