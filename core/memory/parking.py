@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,6 +75,9 @@ HOOK_INDEX = 47
 WAKE_HOOKS = ("session-window-changed", "client-session-changed", "client-attached")
 SCREENS = "navigators"
 """Folder under the run folder with each parked navigator's last screen."""
+SWEEP_LOCK = threading.Lock()
+"""One parking decision at a time in a process: the server's periodic sweep and its
+parking on leave (``core.memory.leave``) read and change the same panes."""
 _SEP = "\x1f"
 _SCREEN_START = "\x1b[?7l\x1b[?25l\x1b[H\x1b[2J"
 """Before a saved screen: no auto-wrap (a row wider than the pane is cut at its edge,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
-from core.memory.parking import SweepReport, park_after, sweep
+from core.memory.parking import SWEEP_LOCK, SweepReport, park_after, sweep
 from core.model.errors import TmuxError
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def park_unseen(ctx: Context, lock: AbstractContextManager[object] | None = None
         views = [row[0] for row in ctx.conn.execute(
             "SELECT view_id FROM user_views WHERE state <> 'retired'")]
     try:
-        return sweep(runner, home.run_dir, views, spawn_of)
+        with SWEEP_LOCK:
+            return sweep(runner, home.run_dir, views, spawn_of)
     except (TmuxError, OSError, ValueError):
         return SweepReport()
