@@ -24,6 +24,8 @@ from core.config.home import Home
 from core.state.names import NameKind, registry_names
 from tests.factories import make_engine
 
+PROVIDERS = ("claude", "codex", "gemini", "opencode")
+"""Every provider, as a completion offers them (issue 41 added the last two)."""
 BIN = Path(sys.executable).parent  # holds the `switchboard` entry point of this install
 
 
@@ -93,8 +95,15 @@ def test_bash_completes_commands_options_and_registry_names(
     assert "completion" in _bash(script, registry, "")
     assert _bash(script, registry, "fr") == ["frame"]
     assert set(_bash(script, registry, "frame", "")) >= {"list", "show", "start", "push"}
-    assert _bash(script, registry, "frame", "start", "x", "--provider", "") == [
-        "claude", "codex", "gemini", "opencode"]
+    assert _bash(script, registry, "frame", "start", "x", "--provider", "") == list(PROVIDERS)
+    # every option that names a provider offers all four (issue 41), and a prefix narrows
+    for words in (("project", "add", "x", "--provider"), ("frame", "push", "x", "--provider"),
+                  ("agent", "task-push", "--provider")):
+        assert _bash(script, registry, *words, "") == list(PROVIDERS), words
+    assert sorted(_bash(script, registry, "frame", "switch-provider", "x", "--to", "")) == \
+        list(PROVIDERS)
+    assert _bash(script, registry, "frame", "start", "x", "--provider", "ge") == ["gemini"]
+    assert _bash(script, registry, "project", "add", "x", "--provider", "o") == ["opencode"]
     assert _bash(script, registry, "doctor", "--") == ["--help", "--json"]
     # a project name where a project goes, as a positional and as an option's value
     assert _bash(script, registry, "open", "") == ["alpha", "beta"]
@@ -130,6 +139,8 @@ def test_fish_completes_through_its_own_complete(registry: Registry, tmp_path: P
     assert fish("switchboard frame diff Wr") == ["Write the parser"]  # a frame by its title
     assert fish("switchboard frame list --project ") == ["alpha", "beta"]
     assert fish("switchboard completion ") == ["bash", "fish", "zsh"]
+    assert fish("switchboard frame start x --provider ") == list(PROVIDERS)
+    assert sorted(fish("switchboard frame switch-provider x --to ")) == list(PROVIDERS)
     assert "--json" in fish("switchboard doctor -")
 
 
@@ -152,6 +163,7 @@ def test_zsh_function_offers_names_with_descriptions(registry: Registry, tmp_pat
         f"alpha:project at {registry.home / 'src' / 'alpha'}",
         f"beta:project at {registry.home / 'src' / 'beta'}"]
     assert zsh("completion", "")[1:] == ["bash", "zsh", "fish"]
+    assert zsh("project", "add", "x", "--provider", "")[1:] == list(PROVIDERS)
 
 
 def test_names_are_read_only_fast_and_silent_without_a_home(
