@@ -135,9 +135,10 @@ def _check_prompt(prompt: str | None) -> str | None:
 def launch_argv(command: Sequence[str], action: LaunchAction, session_id: str | None,
                 initial_prompt: str | None, fork_from: str | None = None
                 ) -> tuple[str, ...]:
-    """``opencode [--prompt P]``, ``opencode --session ID --fork`` or ``opencode --session
-    ID``. The prompt goes as the value of ``--prompt``, so one starting with ``-`` is
-    still a prompt."""
+    """``opencode [--prompt=P]``, ``opencode --session ID --fork`` or ``opencode --session
+    ID``. The prompt is joined to ``--prompt`` by ``=``: OpenCode 1.18.33 (yargs) reads a
+    separate word starting with ``-`` as an option, so ``--prompt "--help me"`` prints
+    its help and exits 1 (measured), while ``--prompt=--help me`` is that prompt."""
     argv = list(command)
     if LaunchAction(action) is LaunchAction.RESUME:
         argv += ["--session", check_session_id(session_id, "resume")]
@@ -145,7 +146,7 @@ def launch_argv(command: Sequence[str], action: LaunchAction, session_id: str | 
         argv += ["--session", check_session_id(fork_from, "fork"), "--fork"]
     prompt = _check_prompt(initial_prompt)
     if prompt is not None:
-        argv += ["--prompt", prompt]
+        argv.append(f"--prompt={prompt}")
     return tuple(argv)
 
 

@@ -100,7 +100,7 @@ def test_the_adapter_plans_a_new_launch_with_a_pending_id_and_resumes_by_the_exa
     new = adapter.plan(LaunchInputs(LaunchAction.NEW, pending, "fix it", run_dir, "l1",
                                     ("/bin/sb", "hook"), tools))
     assert new.provider is Provider.OPENCODE and new.session_id is None
-    assert new.session_id_from_hook and new.argv == ("/opt/opencode", "--prompt", "fix it")
+    assert new.session_id_from_hook and new.argv == ("/opt/opencode", "--prompt=fix it")
     assert (run_dir / PLUGIN_FILE).exists() and CONFIG_ENV in new.env_dict
     again = adapter.plan(LaunchInputs(LaunchAction.RESUME, ID, None, run_dir, "l2",
                                       ("/bin/sb", "hook"), tools))

@@ -36,7 +36,7 @@ def test_argv_new_resume_fork_and_a_prompt_that_looks_like_an_option() -> None:
     assert launch_argv(("opencode",), LaunchAction.NEW, None, None, fork_from=ID) == \
         ("opencode", "--session", ID, "--fork")
     assert launch_argv(("opencode",), LaunchAction.NEW, None, "--help me") == \
-        ("opencode", "--prompt", "--help me")
+        ("opencode", "--prompt=--help me")
 
 
 @pytest.mark.parametrize("bad", [None, "", "--help", "ses_short", ID + "x",
