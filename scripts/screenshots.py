@@ -39,11 +39,11 @@ class Shot:
     title: str
     select: str | None = None  # frame title to put the cursor on
     keys: Sequence[str] = field(default_factory=tuple)
-    empty: bool = False
     bound_view: str | None = None  # project whose view the pane belongs to
     prepare: Callable[[Scenario], None] | None = None  # extra state, written before start
     rest: float = 0.0  # seconds to rest on the selection (the preview reads after a rest)
     after: float = 0.0  # seconds to rest after the keys (a search runs after a pause)
+    scene: str = "demo"  # the registry it starts from: demo, empty or providers
 
 
 def record_evidence(scenario: Scenario) -> None:
@@ -116,12 +116,104 @@ def used_tokens(scenario: Scenario) -> None:
     record_usage(scenario, "Fix login")
 
 
+GEMINI_TASK = "Port the parser"
+OPENCODE_TASK = "Parser tests"
+
+
+def providers_scene(home: Path) -> Scenario:
+    """alpha's workspace runs Claude Code; it pushed a Gemini CLI task, which pushed an
+    OpenCode task (issue 41). Both providers are off in a new config: this scene's config
+    turns them on, as a person does under [providers.gemini] and [providers.opencode], and
+    lets a task push its own task ([automation] initial_max_depth = 2)."""
+    from dataclasses import replace
+
+    from core.apps.client import EngineClient
+    from core.config.config import AutomationConfig, ProviderConfig, default_providers
+    from core.config.home import Home
+    from core.context.requests import new_request_id
+    from core.model.enums import Activity, Provider
+    from core.model.ports import FixedClock, SequentialIds
+    from core.runtime.claims import claim_for_frame
+    from tests.factories import make_engine
+    from tests.navigator.scenario import back, push_and_claim, set_activity
+
+    providers = {provider: replace(config, enabled=True)
+                 for provider, config in default_providers().items()}
+    assert all(isinstance(config, ProviderConfig) for config in providers.values())
+    clock = FixedClock()
+    engine = make_engine(home, clock=clock, ids=SequentialIds(), providers=providers,
+                         automation=AutomationConfig(initial_max_depth=2))
+    scenario = Scenario(engine, EngineClient(engine=engine, home=Home(home, home / "config.toml")),
+                        Home(home, home / "config.toml"), clock)
+    route = engine.project_enter(new_request_id(), "alpha")
+    scenario.frames["alpha"], scenario.views["alpha"] = route.frame_id, route.view_id
+    scenario.tick()
+    claim_for_frame(engine, route.frame_id, None)  # the workspace's Claude Code session
+    scenario.tick()
+    push_and_claim(scenario, "alpha", "Fix login")
+    back(scenario, "alpha")
+    for title, parent, provider in ((GEMINI_TASK, "alpha", Provider.GEMINI),
+                                    (OPENCODE_TASK, GEMINI_TASK, Provider.OPENCODE)):
+        pushed = engine.frame_push(new_request_id(), scenario.frames[parent], title,
+                                   f"brief for {title}", provider=provider)
+        scenario.frames[title] = pushed.target_frame_id
+        scenario.tick()
+        claim_for_frame(engine, pushed.target_frame_id, None)
+        scenario.tick()
+    set_activity(scenario, "Fix login", Activity.READY, "live")
+    set_activity(scenario, GEMINI_TASK, Activity.WORKING, "live")
+    set_activity(scenario, OPENCODE_TASK, Activity.NEEDS_INPUT, "live")
+    route = engine.project_enter(new_request_id(), "beta")
+    scenario.frames["beta"], scenario.views["beta"] = route.frame_id, route.view_id
+    scenario.tick()
+    return scenario
+
+
+def gemini_work(scenario: Scenario) -> None:
+    """Two turns of the Gemini task: their hooks as Gemini CLI 0.61.0 sends them, and
+    their usage read by the same reader its AfterAgent hook starts from a chat record in
+    the CLI's shape."""
+    import json
+
+    from core.usage.worker import read_usage
+    from storage.session_db import open_session_db, record_hook_event, session_db_path
+
+    key = scenario.frame_row(GEMINI_TASK)["current_session_key"]
+    start = 1_767_261_600_000  # 2026-01-01 10:00:00 UTC
+    conn = open_session_db(session_db_path(scenario.home.root, key), now_ms=start)
+    try:
+        for event, kind, offset, tool in (
+                ("SessionStart", "session_started", 0, None),
+                ("BeforeAgent", "prompt_submitted", 1_000, None),
+                ("BeforeTool", "tool_started", 4_000, "read_file"),
+                ("AfterTool", "tool_finished", 4_120, "read_file"),
+                ("AfterAgent", "turn_stopped", 9_000, None),
+                ("BeforeAgent", "prompt_submitted", 58_000, None),
+                ("AfterAgent", "turn_stopped", 66_000, None)):
+            record_hook_event(conn, session_key=key, provider="gemini", project_id="alpha",
+                              project_root="/src/alpha", event=event, kind=kind,
+                              now_ms=start + offset, tool_name=tool)
+    finally:
+        conn.close()
+    record = scenario.home.root / "gemini-chat.jsonl"
+    for index, (reply, tokens) in enumerate((
+            ("r1", {"input": 8_200, "output": 410, "cached": 6_000, "thoughts": 900, "tool": 0}),
+            ("r2", {"input": 12_500, "output": 1_150, "cached": 9_800, "thoughts": 2_100,
+                    "tool": 300}))):
+        line = {"type": "gemini", "id": reply, "model": "gemini-3.1-pro-preview",
+                "content": "", "tokens": {**tokens, "total": sum(tokens.values())}}
+        with record.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line) + "\n")
+        read_usage(scenario.home.root, key, "gemini", str(record), f"t-{index}",
+                   start + 60_000 * index)
+
+
 SHOTS = (
     Shot("navigator-80x24", (80, 24), "Switchboard: projects, views, recoveries",
          select="Fix login"),
     Shot("navigator-sidebar-40x40", (40, 40), "Switchboard as the view's sidebar pane",
          select="Write docs", bound_view="alpha"),
-    Shot("first-run-80x24", (80, 24), "Switchboard: first run", empty=True),
+    Shot("first-run-80x24", (80, 24), "Switchboard: first run", scene="empty"),
     Shot("complete-return-80x24", (80, 24), "Complete and return",
          select="Fix login", keys=("c", *"login fixed", "tab", *"ship behind a flag")),
     Shot("human-close-40x40", (40, 40), "Human close asks first", select="Write docs",
@@ -150,6 +242,13 @@ SHOTS = (
          select="Fix login", keys=("u",), prepare=used_tokens, after=0.5),
     Shot("usage-detail-80x24", (80, 24), "i: the session's turns, their tokens and cost",
          select="Fix login", keys=("i",), prepare=used_tokens, after=0.5),
+    Shot("providers-80x24", (80, 24), "Claude Code workspace, Gemini CLI task, its OpenCode "
+         "task", select=GEMINI_TASK, scene="providers"),
+    Shot("providers-switch-80x24", (80, 24), "P on the OpenCode task: carry it on with Claude "
+         "Code", select=OPENCODE_TASK, keys=("P",), scene="providers"),
+    Shot("providers-usage-80x24", (80, 24), "i on the Gemini CLI task: its hooks, turns and "
+         "tokens", select=GEMINI_TASK, keys=("i",), prepare=gemini_work, after=0.5,
+         scene="providers"),
 )
 
 
@@ -235,12 +334,15 @@ async def main() -> int:
         demo.freeze()
         empty = new_scenario(base / "empty-template")
         empty.freeze()
+        providers = providers_scene(base / "providers-template")
+        providers.freeze()
+        scenes = {"demo": demo, "empty": empty, "providers": providers}
         converted = 0
         wanted = set(sys.argv[1:])  # names to regenerate; none given: every shot
         for index, shot in enumerate(SHOTS):
             if wanted and shot.name not in wanted:
                 continue
-            svg = await take(shot, empty if shot.empty else demo, base / f"home-{index}")
+            svg = await take(shot, scenes[shot.scene], base / f"home-{index}")
             png = to_png(svg)
             converted += png is not None
             print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else ""))
