@@ -391,7 +391,8 @@ def test_version_line_is_what_the_probe_expects():
         (["--provider", "claude", "--bogus"], 1, "error: unknown option '--bogus'"),
         (["--provider", "codex", "-c", "no-equals-sign"], 1,
          "Error parsing -c overrides: Invalid override (missing '='): no-equals-sign"),
-        (["--session-id", CLAUDE_SID], 2, "fake_agent: --provider claude|codex is required"),
+        (["--session-id", CLAUDE_SID], 2,
+         "fake_agent: --provider claude|codex|gemini|opencode is required"),
     ],
 )
 def test_bad_fake_argv_is_refused_as_the_real_cli_refuses_it(argv, code, first_line, tmp_path,

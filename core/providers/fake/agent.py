@@ -1,4 +1,5 @@
-"""A fake Claude Code / Codex that runs in a tmux pane and fires real-shaped hooks.
+"""A fake Claude Code / Codex / Gemini CLI / OpenCode that runs in a tmux pane and fires
+real-shaped hooks (OpenCode: plugin events, ``core.providers.fake.opencode``).
 
 Tests and the demo need a provider that behaves like the real one at the
 edges Switchboard depends on, without a model or network: a strict
@@ -62,6 +63,7 @@ from typing import SupportsInt
 from core.model.control_line import CONTROL_TEMPLATE
 from core.providers.fake import argv as fake_argv
 from core.providers.fake import gemini as fake_gemini
+from core.providers.fake import opencode as fake_opencode
 from core.providers.fake import transcript
 from core.providers.fake.mcp import (
     HttpMcpClient,
@@ -74,9 +76,10 @@ from core.providers.fake.mcp import (
 )
 
 VERSION_LINES = {"claude": "{version} (Claude Code)", "codex": "codex-cli {version}",
-                 "gemini": "{version}"}
+                 "gemini": "{version}", "opencode": "{version}"}
 DEFAULT_VERSIONS = {"claude": "2.1.197", "codex": "0.171.0",
-                    "gemini": fake_gemini.GEMINI_VERSION}
+                    "gemini": fake_gemini.GEMINI_VERSION,
+                    "opencode": fake_opencode.OPENCODE_VERSION}
 DEFAULT_REPLY = "FAKE-OK: offline stand-in reply."
 TOOL_WORD = "TOOLTEST"
 NOTICE_WORD = "NOTICETEST"
@@ -216,8 +219,18 @@ def _load_hooks_file(path: Path, into: HookTable) -> None:
     _add_hook_groups(document.get("hooks"), into)
 
 
-def build_runner(args: Launch, env: dict[str, str],
-                 report: Callable[[str], None]) -> HookRunner:
+def build_runner(args: Launch, env: dict[str, str], report: Callable[[str], None],
+                 opencode_config: dict | None = None) -> HookRunner | fake_opencode.PluginRunner:
+    if args.provider == "opencode":
+        from core.providers.opencode_events import OPENCODE_EVENTS
+
+        if args.hook_command:  # as a plugin passing every state event to that command
+            plugins = [fake_opencode.Plugin("--hook-command", tuple(shlex.split(
+                args.hook_command)), frozenset(OPENCODE_EVENTS), None)]
+        else:
+            plugins = fake_opencode.load_plugins(opencode_config or {}, os.getcwd(), env,
+                                                 report)
+        return fake_opencode.PluginRunner(plugins, env, report)
     if args.hook_command:
         return HookRunner(args.provider, tuple(shlex.split(args.hook_command)), env=env,
                           report=report)
@@ -284,6 +297,10 @@ class Session:
         stamp = time.gmtime(self.started)
         return (f"{home}/.codex/sessions/{time.strftime('%Y/%m/%d', stamp)}/rollout-"
                 f"{time.strftime('%Y-%m-%dT%H-%M-%S', stamp)}-{self.session_id}.jsonl")
+
+    def permission(self, tool: str, default: str) -> str:
+        """``allow``, ``ask`` or ``deny`` for a tool; only OpenCode reads a rule for it."""
+        return default
 
     def new_turn(self, prompt: str) -> None:
         if self.provider == "claude":
@@ -492,6 +509,82 @@ class GeminiSession(Session):
         return payload
 
 
+@dataclass
+class OpencodeSession(Session):
+    """OpenCode's plugin events for the fake's turn steps (``core.providers.fake.opencode``):
+    each step's payload is ``{"events": [(name, document), ...]}``, what the plugin runner
+    hands on. The session id is empty until the first prompt creates it."""
+
+    document: dict = field(default_factory=dict)
+    """The merged config: its permission rules."""
+    fork_source: str | None = None
+    turns: fake_opencode.OpencodeTurns | None = None
+    opened: list = field(default_factory=list)
+    """``session.created`` of the prompt that made the session, sent with that prompt."""
+
+    def _turns(self) -> fake_opencode.OpencodeTurns:
+        if self.turns is None:
+            self.turns = fake_opencode.OpencodeTurns(self.session_id, self.cwd)
+        return self.turns
+
+    def permission(self, tool: str, default: str) -> str:
+        return fake_opencode.rule(self.document, tool)
+
+    def new_turn(self, prompt: str) -> None:
+        turns = self._turns()
+        self.opened = turns.start()
+        if self.opened:
+            self.session_id = turns.session_id
+            if self.fork_source is not None:
+                fake_opencode.copy_session(self.fork_source, self.session_id)
+
+    def record(self, role: str, text: str) -> None:
+        self._turns().record(role, text)
+
+    def new_tool_use_id(self) -> str:
+        self.tool_counter += 1
+        return "toolu_" + secrets.token_hex(12)
+
+    def session_start(self) -> dict:
+        return fake_opencode.events([])  # OpenCode sends nothing at start
+
+    def user_prompt_submit(self, prompt: str) -> dict:
+        opened, self.opened = self.opened, []
+        return fake_opencode.events([*opened, *self._turns().prompt(prompt)])
+
+    def tool_event(self, event: str, command: str, description: str, tool_use_id: str,
+                   **extra: object) -> dict:
+        turns = self._turns()
+        args = {"command": command, "description": description}
+        if event == "PreToolUse":
+            return fake_opencode.events([turns.tool_before(tool_use_id, "bash", args)])
+        if event == "PermissionRequest":
+            return fake_opencode.events([turns.permission_asked(tool_use_id, "bash", command)])
+        response = extra.get("tool_response")
+        output = response if isinstance(response, str) else "(no output)"
+        return fake_opencode.events([*turns.permission_replied(tool_use_id, "once"),
+                                     turns.tool_after(tool_use_id, "bash", args, output, 0)])
+
+    def tool_permission(self, tool: str, call_id: str, reply: str | None) -> dict:
+        """An MCP tool's question (``reply`` None) or the person's answer to it."""
+        turns = self._turns()
+        if reply is None:
+            return fake_opencode.events([turns.permission_asked(call_id, tool, None)])
+        return fake_opencode.events(turns.permission_replied(call_id, reply))
+
+    def subagent_event(self, event: str, agent_id: str, agent_type: str) -> dict:
+        return fake_opencode.events([])
+
+    def notification(self, message: str, notification_type: str) -> dict:
+        return fake_opencode.events([])
+
+    def stop(self, reply: str) -> dict:
+        return fake_opencode.events(self._turns().end())
+
+    def session_end(self, reason: str) -> dict:
+        return fake_opencode.events([])  # no event when the TUI exits
+
+
 # --- terminal input ----------------------------------------------------------
 
 
@@ -697,7 +790,7 @@ def _escape_length(data: bytes) -> int:
 @dataclass
 class FakeAgent:
     session: Session
-    hooks: HookRunner
+    hooks: HookRunner | fake_opencode.PluginRunner
     agent_command: tuple[str, ...]
     no_stop_on: tuple[str, ...]
     reply: str
@@ -797,6 +890,13 @@ class FakeAgent:
         self.say(f"● Bash({command})")
         self.hooks.fire("PreToolUse", self.session.tool_event(
             "PreToolUse", command, "fake tool call", tool_use_id), match="Bash")
+        verdict = self.session.permission(fake_opencode.SHELL_TOOL, "ask")
+        if verdict == "deny":
+            self.say("  ⎿ denied by the permission rules")
+            return
+        if verdict == "allow":
+            self._ran(command, tool_use_id)
+            return
         self.hooks.fire("PermissionRequest", self.session.tool_event(
             "PermissionRequest", command, "fake tool call", tool_use_id), match="Bash")
         if self.session.provider == "claude":
@@ -807,11 +907,16 @@ class FakeAgent:
                 "Tool Confirm Shell Command requires execution", fake_gemini.PERMISSION_TYPE))
         # Like the real CLIs, wait for the person: the needs-input badge lasts until
         # they answer in the pane.
+        if self.session.provider == "opencode":
+            self.say("  △ Permission required")
         answer = self.ask(f"  Allow Bash({command})? [y/n] ") if self.ask else None
         if answer is None or answer.strip().lower() not in ("", "y", "yes"):
             self.say("  ⎿ permission denied")
             return
         self.say("  ⎿ permission granted")
+        self._ran(command, tool_use_id)
+
+    def _ran(self, command: str, tool_use_id: str) -> None:
         self.hooks.fire("PostToolUse", self.session.tool_event(
             "PostToolUse", command, "fake tool call", tool_use_id), match="Bash")
 
@@ -851,6 +956,8 @@ class FakeAgent:
         for MCP calls), else as a Bash command, with its Pre/PostToolUse hooks."""
         if self.mcp is not None:
             self.say(f"● switchboard.{tool}({json.dumps(arguments, ensure_ascii=False)})")
+            if not self._tool_allowed(tool):
+                return 1, "", f"the person did not allow switchboard_{tool}"
             code, stdout, stderr = self.mcp.call(tool, arguments)
             self._show(code, stdout, stderr, show_instructions)
             return code, stdout, stderr
@@ -875,6 +982,28 @@ class FakeAgent:
             "PostToolUse", command, "switchboard agent tool", tool_use_id,
             tool_response=response, duration_ms=elapsed), match="Bash")
         return code, stdout, stderr
+
+    def _tool_allowed(self, tool: str) -> bool:
+        """OpenCode asks before an MCP tool its rules say ``ask`` for (``deny``: refused
+        unasked); the other CLIs' launches allow Switchboard's tools."""
+        session = self.session
+        key = f"switchboard_{tool}"
+        verdict = session.permission(key, "allow")
+        if verdict == "allow" or not isinstance(session, OpencodeSession):
+            return True
+        if verdict == "deny":
+            self.say(f"  ⎿ {key} denied by the permission rules")
+            return False
+        call_id = session.new_tool_use_id()
+        self.hooks.fire("PermissionRequest", session.tool_permission(key, call_id, None))
+        self.say(f"  △ Permission required: Call tool {key}")
+        answer = self.ask(f"  Allow {key}? [y/n] ") if self.ask else None
+        allowed = answer is not None and answer.strip().lower() in ("", "y", "yes")
+        self.hooks.fire("PermissionRequest", session.tool_permission(
+            key, call_id, "once" if allowed else "reject"))
+        if not allowed:
+            self.say("  ⎿ permission denied")
+        return allowed
 
     def _run_cli(self, argv: list[str]) -> tuple[int, str, str]:
         try:
@@ -1026,6 +1155,9 @@ def parse_args(argv: Sequence[str]) -> Launch:
         fork_from = cli.session_id
     elif cli.provider == "gemini" and isinstance(cli.get("resume"), str):
         resume = str(cli.get("resume"))
+    elif cli.provider == "opencode" and cli.session_id is not None:
+        resume, fork_from = (None, cli.session_id) if cli.get("fork") else \
+            (cli.session_id, None)
     settings = cli.get("settings")
     return Launch(
         provider=cli.provider, prompt=cli.prompt,
@@ -1053,16 +1185,21 @@ USAGE = {
              "[PROMPT]\n       codex [OPTIONS] fork [SESSION_ID] [PROMPT]  (fake_agent: "
              "offline stand-in)",
     "gemini": "Usage: gemini [options] [command]  (fake_agent: offline stand-in)",
+    "opencode": "opencode [project]  (fake_agent: offline stand-in)",
 }
 EMULATED = {"claude": (fake_argv.CLAUDE_OPTIONS, fake_argv.CLAUDE_COMMANDS),
             "codex": (fake_argv.CODEX_OPTIONS, fake_argv.CODEX_COMMANDS),
-            "gemini": (fake_argv.GEMINI_OPTIONS, fake_argv.GEMINI_COMMANDS)}
-NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+            "gemini": (fake_argv.GEMINI_OPTIONS, fake_argv.GEMINI_COMMANDS),
+            "opencode": (fake_argv.OPENCODE_OPTIONS, fake_argv.OPENCODE_COMMANDS)}
+NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
+         "opencode": "OpenCode"}
 
 def emulated_help(provider: str) -> str:
     """The usage, options and subcommands of the emulated CLI, laid out as its own help
     is, so a check that reads ``--help`` (``core.providers.contract``) sees what the
     fake accepts."""
+    if provider == "opencode":
+        return fake_argv.opencode_help()
     options, commands = EMULATED[provider]
     lines = [USAGE[provider], "", "Options:"]
     lines += [f"  {opt.flags}" for opt in options if opt not in fake_argv.FAKE_OPTIONS]
@@ -1072,7 +1209,7 @@ def emulated_help(provider: str) -> str:
 
 
 FAKE_HELP = """fake_agent's own options (anywhere an option may go):
-  --provider claude|codex|gemini   which CLI to emulate (required)
+  --provider claude|codex|gemini|opencode   which CLI to emulate (required)
   --hook-command CMD        hooks run as: CMD --provider P EVENT
   --agent-command CMD       agent tools run as: CMD transition-claim --json, ...
   --no-stop-on WORD         a prompt containing WORD ends without Stop (repeatable)
@@ -1110,8 +1247,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc.message, file=sys.stderr)
         return exc.exit_code
     version = args.fake_version or DEFAULT_VERSIONS[args.provider]
-    if args.show_help:
-        print(emulated_help(args.provider) + "\n\n" + FAKE_HELP)
+    if args.show_help:  # OpenCode writes its help to stderr
+        print(emulated_help(args.provider) + "\n\n" + FAKE_HELP,
+              file=sys.stderr if args.provider == "opencode" else sys.stdout)
         return 0
     if args.show_version:
         print(VERSION_LINES[args.provider].format(version=version))
@@ -1147,17 +1285,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fake_gemini.SESSION_EXISTS_EXIT
         if fake_gemini.in_ci(env):  # is-in-ci: headless, the prompt runs and it ends
             args = replace(args, print_mode=True)
+    elif args.provider == "opencode":
+        session_id = args.resume or ""  # made at the first prompt
+        for asked in (args.resume, args.fork_from):
+            refused = fake_opencode.refusal(asked) if asked is not None else None
+            if refused is not None:
+                print(refused, file=sys.stderr)
+                return 1
     else:
         session_id = args.resume or uuid7()
     if args.provider == "claude" and args.settings and \
             fake_argv.load_json_or_file(args.settings) is None:
         report(f"  ⎿ settings ignored (not a JSON object): {args.settings}")
-    session = Session(args.provider, session_id, cwd,
-                      resumed=bool(args.resume or args.fork_from)) \
-        if args.provider != "gemini" else \
-        GeminiSession(args.provider, session_id, cwd, resumed=bool(args.resume), chat_env=env)
+    opencode_config = fake_opencode.config(env, cwd) if args.provider == "opencode" else {}
+    session: Session
+    if args.provider == "gemini":
+        session = GeminiSession(args.provider, session_id, cwd, resumed=bool(args.resume),
+                                chat_env=env)
+    elif args.provider == "opencode":
+        session = OpencodeSession(args.provider, session_id, cwd, resumed=bool(args.resume),
+                                  document=opencode_config, fork_source=args.fork_from)
+    else:
+        session = Session(args.provider, session_id, cwd,
+                          resumed=bool(args.resume or args.fork_from))
     carried = 0
-    if args.fork_from is not None:
+    if args.fork_from is not None and args.provider != "opencode":
         try:
             carried = transcript.fork(args.provider, args.fork_from, session_id, cwd,
                                       session.transcript_path)
@@ -1170,13 +1322,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if server is not None else None
     if args.provider == "gemini":
         http_server = fake_gemini.http_server(fake_gemini.settings(env), "switchboard", env)
+    if args.provider == "opencode":
+        http_server = fake_opencode.agent_tools(opencode_config)
     if http_server is not None:
         client = HttpMcpClient(http_server)
         if isinstance(http_server, str):
             report(f"  ⚠ {http_server}")
     agent = FakeAgent(
         session=session,
-        hooks=build_runner(args, env, report),
+        hooks=build_runner(args, env, report, opencode_config),
         agent_command=tuple(shlex.split(args.agent_command)),
         no_stop_on=tuple(args.no_stop_on),
         reply=args.reply,
@@ -1196,10 +1350,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, closed)
     name = NAMES[args.provider]
     report(f"✻ Fake {name} {version} (offline stand-in)")
-    report(f"  session: {session_id}" + (" (resumed)" if args.resume else ""))
+    report(f"  session: {session_id or '(made at the first prompt)'}"
+           + (" (resumed)" if args.resume else ""))
     if args.fork_from is not None:
         report(f"  forked from {args.fork_from}: {carried} earlier messages")
     report(f"  cwd: {cwd}")
+    if args.provider == "opencode":
+        report("  tab agents  ctrl+p commands")
     end_reason = "prompt_input_exit"
     with PromptReader(sys.stdin.fileno(), write) as reader:
         if not args.print_mode:

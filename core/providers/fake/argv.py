@@ -69,7 +69,7 @@ class Opt:
         return next((n for n in self.names if n.startswith("--")), self.names[0])
 
 
-FAKE_PROVIDERS: tuple[str, ...] = ("claude", "codex", "gemini")
+FAKE_PROVIDERS: tuple[str, ...] = ("claude", "codex", "gemini", "opencode")
 """The providers whose CLI the fake agent emulates; any other is refused by name."""
 
 
@@ -202,6 +202,37 @@ GEMINI_OPTIONS = (
 GEMINI_COMMANDS = ("mcp", "extensions", "extension", "skills", "skill", "hooks", "hook", "gemma")
 
 
+OPENCODE_OPTIONS = (
+    # OpenCode 1.18.33's ``opencode --help`` (yargs, strict), the TUI's options
+    Opt("-h, --help", F, "help"),
+    Opt("-v, --version", F, "version"),
+    Opt("--print-logs", F, "print_logs"),
+    Opt("--log-level <level>", V, "log_level", ("DEBUG", "INFO", "WARN", "ERROR")),
+    Opt("--pure", F, "pure"),
+    Opt("--port <port>", V, "port"),
+    Opt("--hostname <hostname>", V, "hostname"),
+    Opt("--mdns", F, "mdns"),
+    Opt("--mdns-domain <domain>", V, "mdns_domain"),
+    Opt("--cors <domains>", V, "cors", repeatable=True),
+    Opt("-m, --model <model>", V, "model"),
+    Opt("-c, --continue", F, "continue_"),
+    Opt("-s, --session <id>", V, "session"),
+    Opt("--fork", F, "fork"),
+    Opt("--prompt <prompt>", V, "prompt"),
+    Opt("--agent <agent>", V, "agent"),
+    Opt("--auto", F, "auto"),
+    Opt("--mini", F, "mini"),
+    Opt("--no-replay", F, "no_replay"),
+    Opt("--replay-limit <n>", V, "replay_limit"),
+    *FAKE_OPTIONS,
+)
+OPENCODE_COMMANDS = ("completion", "acp", "mcp", "attach", "run", "debug", "providers", "auth",
+                     "agent", "upgrade", "uninstall", "serve", "web", "models", "stats",
+                     "export", "import", "github", "pr", "session", "plugin", "plug", "db")
+OPENCODE_ERROR = "\x1b[91m\x1b[1mError: \x1b[0m"
+"""How OpenCode 1.18.33 starts the one line of a refusal it explains (red, bold)."""
+
+
 CODEX_OPTIONS = (
     Opt("--config <key=value>", V, "config", repeatable=True),
     Opt("--enable <FEATURE>", V, "enable", repeatable=True),
@@ -296,7 +327,7 @@ def provider_of(argv: list[str]) -> str:
             return value
         raise ArgvError(f"fake_agent: --provider must be one of {', '.join(FAKE_PROVIDERS)}, "
                         f"not {value!r}", 2)
-    raise ArgvError("fake_agent: --provider claude|codex is required", 2)
+    raise ArgvError(f"fake_agent: --provider {'|'.join(FAKE_PROVIDERS)} is required", 2)
 
 
 def parse(argv: list[str]) -> CliArgs:
@@ -307,6 +338,8 @@ def parse(argv: list[str]) -> CliArgs:
         return parse_codex(argv)
     if provider == "gemini":
         return parse_gemini(argv)
+    if provider == "opencode":
+        return parse_opencode(argv)
     raise ArgvError(f"fake_agent: no grammar for provider {provider!r}", 2)
 
 
@@ -693,4 +726,73 @@ def parse_gemini(argv: list[str]) -> CliArgs:
         args.prompt = printed
     session = args.get("session_id")
     args.session_id = session if isinstance(session, str) else None
+    return args
+
+
+# --- yargs (OpenCode) ---------------------------------------------------------
+
+
+def opencode_help() -> str:
+    """The usage OpenCode prints (to stderr) for --help and for an argv it refuses."""
+    lines = ["Commands:"]
+    lines += [f"  opencode {command}  (emulated)" for command in OPENCODE_COMMANDS]
+    lines += ["  opencode [project]  start opencode tui  [default]", "", "Options:"]
+    lines += [f"  {opt.flags}" for opt in OPENCODE_OPTIONS if opt not in FAKE_OPTIONS]
+    return "\n".join(lines)
+
+
+def parse_opencode(argv: list[str]) -> CliArgs:
+    """yargs as OpenCode 1.18.33 configures it (strict), measured against the binary: an
+    unknown option, a value outside its choices or a second positional word prints the
+    usage to stderr and exits 1, naming nothing; a separate word starting with ``-`` is
+    never a value (``--prompt -x`` is an empty prompt and the unknown option ``-x``);
+    ``--opt=value`` takes any value. ``--fork`` without ``--session`` or
+    ``--continue`` is its own one-line refusal. A session id is checked when it is
+    looked up (``core.providers.fake.opencode``), not here."""
+    args = CliArgs("opencode")
+    words = list(argv)
+    positional: list[str] = []
+    while words:
+        word = words.pop(0)
+        if word == "--":
+            positional += words
+            break
+        if not _maybe_option(word):
+            positional.append(word)
+            continue
+        name, has_value, inline = word.partition("=")
+        opt = next((o for o in OPENCODE_OPTIONS if name in o.names), None)
+        if opt is None:
+            raise ArgvError(opencode_help(), 1)
+        if opt.arity is Arity.FLAG:
+            args.values[opt.dest] = True
+            continue
+        if has_value:
+            value = inline
+        elif words and not _maybe_option(words[0]):
+            value = words.pop(0)
+        else:
+            value = ""  # yargs: no value is ""; a next word starting with - is an option
+        if opt.choices and value not in opt.choices:
+            raise ArgvError(opencode_help(), 1)
+        if opt.repeatable:
+            args.append(opt.dest, value)
+        else:
+            args.values[opt.dest] = value
+    if positional and positional[0] in OPENCODE_COMMANDS:
+        raise ArgvError(f"fake_agent: opencode {positional[0]} is not emulated", 2)
+    if len(positional) > 1:
+        raise ArgvError(opencode_help(), 1)
+    if positional:
+        raise ArgvError("fake_agent: opencode [project] (another folder) is not emulated; "
+                        "start it in the project folder", 2)
+    if args.get("fork") and not (args.get("session") or args.get("continue_")):
+        raise ArgvError(f"{OPENCODE_ERROR}--fork requires --continue or --session", 1)
+    if args.get("continue_") and not (args.get("help") or args.get("version")):
+        raise ArgvError("fake_agent: opencode --continue (the last session) is not emulated; "
+                        "give --session ID", 2)
+    prompt = args.get("prompt")
+    args.prompt = prompt if isinstance(prompt, str) and prompt else None
+    session = args.get("session")
+    args.session_id = session if isinstance(session, str) and session else None
     return args
