@@ -14,9 +14,22 @@ Each piece was read from Gemini CLI 0.61.0's own bundle and checked by running i
   folder whose ``.gemini`` it uses instead of ``~/.gemini``. A launch gets a home of its
   own in its private run folder: ``.gemini/settings.json`` there is the person's
   settings with Switchboard's hooks and MCP server added, and every other entry of the
-  person's ``~/.gemini`` (login, trusted folders, sessions under ``tmp/``) is a symbolic
-  link to theirs, so their login, trust and sessions stay in force and a resume finds
-  its session where the first launch wrote it. Nothing is written into their files.
+  person's ``~/.gemini`` but the trust file (login, sessions under ``tmp/``) is a symbolic
+  link to theirs, so their login and sessions stay in force and a resume finds
+  its session where the first launch wrote it. Switchboard writes nothing into their
+  files (a trust answer the person gives is saved by the CLI itself, below).
+* **Folder trust is the person's.** Gemini CLI asks "Do you trust the files in this
+  folder?" in a folder its trust file does not name, and loads no hook and no MCP server
+  (the user's own included) until the folder is trusted when it starts. It saves an
+  answer by writing a new file and renaming it over ``trustedFolders.json``, which would
+  replace the overlay's link with a file of the launch's own: the answer would be lost to
+  the person's own CLI and asked again by every other launch. So a launch names the
+  person's own file with ``GEMINI_CLI_TRUSTED_FOLDERS_PATH`` (theirs if they set it) and
+  the overlay has no entry of that name: an answer given in a Switchboard pane is theirs,
+  as when they run Gemini CLI themselves, and a folder is asked about once. Switchboard
+  never answers or pre-trusts; an answered question makes the CLI restart itself (exit
+  code 199, its parent process starts it again with the same arguments) and the
+  restarted CLI is the first to fire SessionStart.
 * **Hooks.** ``hooks.<Event>`` groups of ``{"type": "command", "command": ...}``, the
   JSON payload on stdin; arrays of one event from several layers are concatenated, so
   the person's own hooks still run. Switchboard subscribes to ``GEMINI_HOOK_EVENTS``
@@ -62,6 +75,9 @@ GEMINI = Provider.GEMINI.value
 GEMINI_HOME_ENV = "GEMINI_CLI_HOME"
 GEMINI_DIR = ".gemini"
 SETTINGS_FILE = "settings.json"
+TRUST_FILE = "trustedFolders.json"
+TRUST_FILE_ENV = "GEMINI_CLI_TRUSTED_FOLDERS_PATH"
+"""Gemini CLI reads and writes folder trust at this path when set (else in its home)."""
 OVERLAY_HOME = "gemini-home"
 """The per-launch home inside the session's run folder."""
 POLICY_FILE = "gemini-policy.toml"
@@ -257,8 +273,11 @@ def write_overlay(run_dir: Path, person_gemini: Path, hook_command: Sequence[str
     private_dir(person_gemini)
     for name in SHARED_ALWAYS:
         private_dir(person_gemini / name)
+    stale_trust = ours / TRUST_FILE  # an overlay made before trust was the person's
+    if stale_trust.is_symlink():
+        stale_trust.unlink()
     for entry in sorted(person_gemini.iterdir()):
-        if entry.name == SETTINGS_FILE:
+        if entry.name in (SETTINGS_FILE, TRUST_FILE):
             continue
         link = ours / entry.name
         if link.is_symlink():
@@ -269,6 +288,14 @@ def write_overlay(run_dir: Path, person_gemini: Path, hook_command: Sequence[str
     return home
 
 
+def person_trust_file(environ: Mapping[str, str]) -> Path:
+    """The person's own folder-trust file: their GEMINI_CLI_TRUSTED_FOLDERS_PATH, else
+    ``trustedFolders.json`` in their own ``.gemini`` (it need not exist yet: Gemini CLI
+    creates it at the first answer)."""
+    theirs = environ.get(TRUST_FILE_ENV)
+    return Path(theirs) if theirs else person_gemini_dir(environ) / TRUST_FILE
+
+
 def plan(command: Sequence[str], action: LaunchAction, session_id: str,
          initial_prompt: str | None, run_dir: Path, hook_command: Sequence[str],
          agent_tools: McpServer | None, environ: Mapping[str, str]) -> GeminiLaunch:
@@ -277,7 +304,8 @@ def plan(command: Sequence[str], action: LaunchAction, session_id: str,
     policy = None
     if agent_tools is not None and agent_tools.approved_tools:
         policy = write_private(run_dir / POLICY_FILE, render_policy(agent_tools))
-    env: tuple[tuple[str, str], ...] = ((GEMINI_HOME_ENV, str(home)),)
+    env: tuple[tuple[str, str], ...] = ((GEMINI_HOME_ENV, str(home)),
+                                        (TRUST_FILE_ENV, str(person_trust_file(environ))))
     if agent_tools is not None and agent_tools.http is not None:
         env += ((ENV_TOKEN, agent_tools.http.token),)
     return GeminiLaunch(argv=launch_argv(command, action, session_id, initial_prompt, policy),
@@ -319,7 +347,8 @@ class GeminiAdapter(AdapterCommon):
 
     def plan(self, inputs: LaunchInputs) -> LaunchPlan:
         """The launch's home (settings with our hooks and MCP server, links to the
-        person's login, trust and sessions), its policy file, and argv without CI."""
+        person's login and sessions), their own trust file by name, its policy file,
+        and argv without CI."""
         if inputs.fork_from is not None:
             raise ProviderError("gemini cannot fork a conversation (Gemini CLI 0.61.0 has "
                                 "no fork); push a new task instead", code="launch_invalid")

@@ -60,8 +60,9 @@ NO_EVENT_FOR: dict[Provider, str] = {
     Provider.CLAUDE: "",
     Provider.CODEX: "",  # a refused turn fires no hook, but its rollout names the limit
     # Gemini CLI 0.61.0 (tests/fixtures/hooks/gemini-0.61.0.tsv, docs/cli-versions.md)
-    Provider.GEMINI: "its start-up folder-trust question, an interrupted turn (Esc) and a "
-                     "turn the service refused (a 429 is retried without end)",
+    Provider.GEMINI: "its start-up folder-trust question, an interrupted turn (Esc), a "
+                     "turn the service refused (a 429 is retried without end) and a whole "
+                     "session in a folder untrusted when it started (it loads no hook then)",
     # OpenCode 1.18.33 (tests/fixtures/hooks/opencode-1.18.33-*.jsonl); an Esc Esc
     # interrupt ends in session.idle (measured), so it reads ready, not unknown
     Provider.OPENCODE: "its process ending and a turn the service refused (it retries a "

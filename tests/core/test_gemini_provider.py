@@ -22,9 +22,11 @@ from core.providers.gemini import (
     GEMINI_HOOK_EVENTS,
     MCP_SERVER_NAME,
     POLICY_FILE,
+    TRUST_FILE_ENV,
     GeminiAdapter,
     launch_argv,
     person_gemini_dir,
+    person_trust_file,
     plan,
     render_policy,
     write_overlay,
@@ -129,9 +131,12 @@ def test_the_launch_home_adds_ours_and_links_the_rest_of_theirs(tmp_path: Path) 
     assert settings["mcpServers"][MCP_SERVER_NAME] == {
         "command": "/opt/sb/mcp", "args": ["--serve"],
         "env": {"SWITCHBOARD_CAP": "$SWITCHBOARD_CAP"}}
-    for name in ("oauth_creds.json", "trustedFolders.json", "tmp"):
+    for name in ("oauth_creds.json", "tmp"):
         link = home / ".gemini" / name
         assert link.is_symlink() and link.resolve() == (person / name).resolve()
+    # trust is read and saved in their own file, named by the launch's environment: a
+    # link here would be replaced by the CLI's rename and the answer kept per launch
+    assert not (home / ".gemini" / "trustedFolders.json").exists()
     assert (person / "settings.json").read_bytes() == before  # theirs untouched
     assert sorted(p.name for p in person.iterdir()) == [
         "oauth_creds.json", "settings.json", "tmp", "trustedFolders.json"]
@@ -178,6 +183,24 @@ def test_broken_settings_of_theirs_are_refused_by_name_and_nothing_is_written(
 def test_the_person_gemini_home_follows_their_own_variable(tmp_path: Path) -> None:
     assert person_gemini_dir({"HOME": "/h"}) == Path("/h/.gemini")
     assert person_gemini_dir({"HOME": "/h", GEMINI_HOME_ENV: "/g"}) == Path("/g/.gemini")
+
+
+def test_a_launch_names_the_person_trust_file(tmp_path: Path) -> None:
+    """An answer to the trust question lands in the person's own file (issue 41): the
+    launch names it; their own variable wins; an overlay's old link to it is dropped."""
+    person = _person(tmp_path)
+    (tmp_path / "run" / "gemini-home" / ".gemini").mkdir(parents=True)
+    (tmp_path / "run" / "gemini-home" / ".gemini" / "trustedFolders.json").symlink_to(
+        person / "trustedFolders.json")
+    launch = plan(("gemini",), LaunchAction.NEW, SID, None, tmp_path / "run", HOOK, TOOLS,
+                  {"HOME": str(tmp_path / "person")})
+    assert dict(launch.env)[TRUST_FILE_ENV] == str(person / "trustedFolders.json")
+    assert not (tmp_path / "run" / "gemini-home" / ".gemini" / "trustedFolders.json").exists()
+    assert (person / "trustedFolders.json").read_text(encoding="utf-8") == "{}"
+    assert person_trust_file({"HOME": "/h", GEMINI_HOME_ENV: "/g"}) == Path(
+        "/g/.gemini/trustedFolders.json")
+    assert person_trust_file({"HOME": "/h", TRUST_FILE_ENV: "/t/trust.json"}) == Path(
+        "/t/trust.json")
 
 
 # --------------------------------------------------------------------------- the adapter
