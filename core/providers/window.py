@@ -76,7 +76,8 @@ class VersionWindow:
     def describe(self, version: Version) -> str:
         """One line for a person: the version and where it stands."""
         found, place = dotted(version), self.place(version)
-        span = f"{dotted(self.oldest)}..{dotted(self.newest)}"
+        span = dotted(self.oldest) if self.oldest == self.newest else \
+            f"{dotted(self.oldest)}..{dotted(self.newest)}"  # one release: named once
         if place is WindowPlace.TESTED:
             return f"{found} (tested)"
         if place is WindowPlace.INSIDE:

@@ -77,3 +77,48 @@ def test_an_enabled_gemini_is_checked_and_its_blind_spots_said(
     assert "no event for its start-up folder-trust question" in gemini
     [opencode] = [line for line in lines if "provider opencode" in line]
     assert opencode.startswith("ok    provider opencode: off"), lines
+
+
+def test_doctor_places_gemini_and_opencode_in_their_tested_windows(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Both new providers turned on (issue 41): each line names the installed version
+    against its tested window and what the CLI sends no event for (the activity shows
+    unknown there). A newer Gemini CLI than the window starts, flagged untested; one
+    below the floor fails with the npm package to upgrade."""
+    from core.config.config import load_config, render_config
+
+    def run_doctor(gemini: tuple[str, ...]) -> dict[str, str]:
+        providers = {p: ProviderConfig(command=fake_provider_command(p.value)) for p in
+                     (Provider.CLAUDE, Provider.CODEX, Provider.OPENCODE)}
+        providers[Provider.GEMINI] = ProviderConfig(command=gemini)
+        config = load_config(tmp_path / "config.toml")
+        (tmp_path / "config.toml").write_text(
+            render_config(replace(config, providers=providers)))
+        clear_provider_cache()
+        main(["doctor"])
+        lines = capsys.readouterr().out.splitlines()
+        return {name: next(line for line in lines if f"provider {name}:" in line)
+                for name in ("gemini", "opencode")}
+
+    make_live_engine(tmp_path, tmux_socket).conn.close()
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG", str(tmp_path / "config.toml"))
+
+    found = run_doctor(fake_provider_command("gemini"))
+    assert found["opencode"].startswith("ok    provider opencode: 1.18.33 (tested)"), found
+    assert "no event for its process ending and a turn the service refused" in \
+        found["opencode"]
+    assert "the activity shows unknown there" in found["opencode"]
+    assert found["gemini"].startswith("ok    provider gemini: 0.61.0 (tested)"), found
+    assert "a whole session in a folder untrusted when it started" in found["gemini"]
+
+    newer = run_doctor((*fake_provider_command("gemini"), "--fake-version", "0.62.0"))
+    assert newer["gemini"].startswith("warn  provider gemini: 0.62.0 is newer than the tested"
+                                      " window 0.61.0 (as of 2026-12-06): untested, it starts"
+                                      ), newer
+    assert "no event for its start-up folder-trust question" in newer["gemini"]
+
+    older = run_doctor((*fake_provider_command("gemini"), "--fake-version", "0.60.0"))
+    assert older["gemini"].startswith("warn  provider gemini:"), older  # nobody runs it
+    assert "0.60.0" in older["gemini"] and "no project runs gemini" in older["gemini"]
