@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
 import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING
 from core.context.stage_port import LaunchedPane, PresentRecord
 from core.model.enums import ViewMode
 from core.model.errors import Conflict, TmuxError
+from core.model.placeholder import placeholder_argv
 from core.tmux.adapter import TmuxAdapter
 from core.tmux.binding import ServerBindings
 from core.tmux.control_input import CONTROL_CLAIM_TEXT, ControlSubmission
@@ -106,7 +106,7 @@ class TmuxStage:
         self.view_session = ctx.config.tmux.view_session
         self.navigator_command: list[str] | None = None
         """argv of the navigator pane; None = `python -m navigator.cli ui` (tests override)."""
-        self.placeholder_command: list[str] = [sys.executable, "-m", "core.model.placeholder"]
+        self.placeholder_command: list[str] = placeholder_argv()
         self.servers = ServerBindings(self.runner,
                                       holding_session=ctx.config.tmux.holding_session,
                                       navigator_width=ctx.config.tmux.navigator_width,

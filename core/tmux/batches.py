@@ -63,8 +63,9 @@ def present_placeholder(runner: TmuxRunner, expected: ServerIdentity, *, view_id
         raise PlacementRefused(f"view {view_id} has no single main pane; reconcile it.")
     if layout.main.role is PaneRole.PLACEHOLDER:
         return layout.main.pane_id
+    # (a placeholder is a dead pane once it has printed: see core.model.placeholder)
     placeholder = next((p for p in snap if p.role is PaneRole.PLACEHOLDER and p.parked
-                        and p.serves_view == view_id and not p.dead), None)
+                        and p.serves_view == view_id), None)
     if placeholder is None:
         placeholder = new_parked_placeholder(runner, expected, holding_session=holding_session,
                                              view_id=view_id,
@@ -138,7 +139,7 @@ def split_placeholder_main(runner: TmuxRunner, expected: ServerIdentity, *, view
             ("split-window", "-h", "-t", navigator, "--", *placeholder_command),
             ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.PLACEHOLDER),
             ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
-            ("set-option", "-p", "-t", window, "remain-on-exit", "on"),
+            *topology.kept_after_exit(window),
             ("resize-pane", "-t", navigator, "-x", str(topology.DEFAULT_NAVIGATOR_WIDTH)),
             ("select-pane", "-t", navigator),
         ]),
@@ -157,6 +158,7 @@ def new_parked_placeholder(runner: TmuxRunner, expected: ServerIdentity, *,
          *placeholder_command),
         ("set-option", "-p", "-t", window, OPT_ROLE, PaneRole.PLACEHOLDER),
         ("set-option", "-p", "-t", window, OPT_SERVES, view_id),
+        *topology.kept_after_exit(window),
         ("select-pane", "-d", "-t", window),
         pane_state_command(window),
     ])

@@ -78,8 +78,10 @@ HOLDING_SIZE = (200, 50)
 VIEW_SIZE = (200, 50)
 """Size of a view session before any client attaches (tmux would use 80x24); an
 attaching client resizes it to its terminal."""
-ANCHOR_COMMAND = ("tail", "-f", "/dev/null")
-"""Keeps the holding session alive when no pane is parked; never killed."""
+ANCHOR_COMMAND = ("/bin/sh", "-c", "exit 0")
+"""Keeps the holding session alive when no pane is parked; never killed. It exits at
+once and its pane stays (``kept_after_exit``): a session needs a pane, not a process
+(a ``tail -f /dev/null`` was 1.8 MB, issue 38)."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NOT_NAVIGATOR = f"#{{!=:#{{{OPT_ROLE}}},{PaneRole.NAVIGATOR}}}"
@@ -105,6 +107,13 @@ class KeyBinding:
 
     def command(self) -> TmuxCommand:
         return ("bind-key", "-T", self.table, self.key, "run-shell", "-b", self.shell_command)
+
+
+def kept_after_exit(target: str) -> list[TmuxCommand]:
+    """A pane whose words stay on screen after its process exits, with no dead-pane
+    line under them: the placeholder (``core.model.placeholder``)."""
+    return [("set-option", "-p", "-t", target, "remain-on-exit", "on"),
+            ("set-option", "-p", "-t", target, "remain-on-exit-format", "")]
 
 
 def bound_keys(lines: Sequence[str], table: str) -> dict[str, str]:
@@ -300,6 +309,7 @@ def ensure_holding_session(
          "-x", str(width), "-y", str(height), *_command_args(ANCHOR_COMMAND)),
         *settings,
         ("set-option", "-p", "-t", anchor, OPT_ROLE, PaneRole.ANCHOR),
+        *kept_after_exit(anchor),
         ("select-pane", "-d", "-t", anchor),
     ]
 
@@ -382,8 +392,10 @@ def create_view(
             ("set-option", "-p", "-t", window, OPT_SURFACE, check_tag_value(main_surface_id))
         )
     else:
-        # The placeholder serves this view, so an empty frame can show it again.
-        commands.append(("set-option", "-p", "-t", window, OPT_SERVES, view_id))
+        # The placeholder serves this view, so an empty frame can show it again; it
+        # has printed and exited by now, and its words stay (no process behind them).
+        commands += [("set-option", "-p", "-t", window, OPT_SERVES, view_id),
+                     *kept_after_exit(window)]
     commands += [
         # Without -d the navigator becomes the active pane, so `window` targets it below.
         ("split-window", "-h", "-b", "-l", str(navigator_width), "-t", window,

@@ -89,6 +89,11 @@ def test_left_views_park_at_once_but_the_last_one(tmp_path: Path, tmux_socket: P
         for nav in navs:
             assert retry_until(lambda nav=nav: _shows_navigator(tmux_socket, nav, 40), 60), \
                 screen(tmux_socket, nav)
+        # an empty frame's main pane holds no process: the placeholder printed and exited
+        main = snap.view(views[0]).main.pane_id
+        assert retry_until(lambda: _pane_state(tmux_socket, main)[0], 10)
+        assert "No agent is running in this frame." in screen(tmux_socket, main)
+        assert "Pane is dead" not in screen(tmux_socket, main)
         watcher.step()  # the hooks are set; alpha is what the client shows
         hooks = tmux(tmux_socket, "show-hooks", "-g")
         assert f"client-detached[{leave.HOOK_INDEX}]" in hooks
