@@ -23,7 +23,7 @@ import subprocess
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from core.model.files import person_umask
 from core.tmux.errors import (
@@ -83,6 +83,11 @@ class TmuxRunner:
     Thread-safe: navigator thread workers and the engine may share a runner.
     """
 
+    acts_through_libtmux: ClassVar[bool] = True
+    """False in the home's server (``core.server.main``): its acting batches are spawned
+    like the reads (same argv, same output split), since importing libtmux would keep
+    ~3 MB in the one process that runs for the home's whole life (issue 38)."""
+
     def __init__(self, socket_path: str | os.PathLike[str], *, config_file: str | None = None):
         self.socket_path = os.fspath(socket_path)
         if not self.socket_path:
@@ -120,7 +125,8 @@ class TmuxRunner:
         # This tmux client may start the server the agents run in: it gets the
         # person's umask, so their files are not made private by Switchboard's.
         with person_umask():
-            output = self._spawn(argv) if reads else self._act(argv)
+            acts = not reads and self.acts_through_libtmux
+            output = self._act(argv) if acts else self._spawn(argv)
         if check and not output.ok:
             raise classify_failure(output, socket_path=self.socket_path)
         return output

@@ -132,3 +132,15 @@ def test_a_batch_that_acts_goes_through_libtmux_and_a_read_does_not(tmp_path: Pa
                           check=True).stdout.split()
     assert acted == ["True", "2"]
     assert read == ["False", "1", "True"]
+
+
+def test_the_servers_runner_acts_without_libtmux(runner: TmuxRunner,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The home's server spawns its acting batches like reads (issue 38: libtmux would
+    stay in its memory for the home's life): same effect, same count, no libtmux handle."""
+    monkeypatch.setattr(TmuxRunner, "acts_through_libtmux", False)
+    before = runner.invocations
+    runner.run([("set-option", "-g", "@sb_probe", "a;b"), ("show-options", "-gv", "@sb_probe")])
+    assert runner.invocations == before + 1
+    assert runner.run([("show-options", "-gv", "@sb_probe")]).stdout == ("a;b",)
+    assert runner._server is None
