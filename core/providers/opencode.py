@@ -61,6 +61,12 @@ HOOK_ENV = "SWITCHBOARD_OPENCODE_HOOK"
 USAGE_ENV = "SWITCHBOARD_OPENCODE_USAGE"
 PLUGIN_FILE = "switchboard-opencode.js"
 MCP_SERVER_NAME = "switchboard"
+MCP_TIMEOUT_MS = 30_000
+"""How long OpenCode waits for the agent tools' list (and each call) before it gives the
+server up ("Failed to get tools": the session has no agent tools at all). 1.18.33's
+default is 5 s, which a loaded machine's first ``tools/list`` exceeded (a mixed-tree run
+at load 17: the child never claimed its brief), and which ``transition_claim`` may need
+itself (it waits up to ``core.agent.tools.CLAIM_WAIT_S``, 20 s, for its presentation)."""
 
 PLUGIN_JS = """\
 // Switchboard's per-launch OpenCode plugin: the events that show the agent's state,
@@ -157,7 +163,8 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         raise ProviderError("opencode needs the agent tools' HTTP endpoint "
                             "(`switchboard server`) to launch", code="launch_invalid")
     return {"type": "remote", "url": server.http.url, "oauth": False,
-            "headers": {"Authorization": f"Bearer {{env:{ENV_TOKEN}}}"}}
+            "headers": {"Authorization": f"Bearer {{env:{ENV_TOKEN}}}"},
+            "timeout": MCP_TIMEOUT_MS}
 
 
 def tool_key(tool: str) -> str:

@@ -62,7 +62,7 @@ def test_plan_writes_a_private_plugin_and_passes_only_names_of_secrets(tmp_path:
     assert config["plugin"] == [plugin.as_uri()]
     assert config["mcp"]["switchboard"] == {
         "type": "remote", "url": "http://127.0.0.1:9/mcp", "oauth": False,
-        "headers": {"Authorization": f"Bearer {{env:{ENV_TOKEN}}}"}}
+        "headers": {"Authorization": f"Bearer {{env:{ENV_TOKEN}}}"}, "timeout": 30_000}
     assert "tok-secret-123" not in env[CONFIG_ENV] and env[ENV_TOKEN] == "tok-secret-123"
     assert json.loads(env[HOOK_ENV]) == list(HOOK)
     assert env[USAGE_ENV] == str(run_dir / USAGE_FILE)
