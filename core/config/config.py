@@ -29,6 +29,7 @@ from core.model.enums import (
     CompleteReturnPolicy,
     Provider,
     TaskPushPolicy,
+    TeammateMode,
     TransportPolicy,
     ViewMode,
 )
@@ -107,12 +108,26 @@ class ControlTurnsConfig:
 
 @dataclass(frozen=True)
 class ProviderConfig:
-    """How to start one provider CLI; ``command`` is an argv prefix, never a shell string."""
+    """How to start one provider CLI; ``command`` is an argv prefix, never a shell string.
+    ``teammates`` is read only under ``[providers.claude]`` (``TEAMMATE_KEY_PROVIDERS``)."""
 
     command: tuple[str, ...] = setting("argv")
     enabled: bool = setting("boolean", default=True)
     version_timeout_seconds: float = setting("number", VERSION_TIMEOUT_RANGE,
                                              default=DEFAULT_VERSION_TIMEOUT_SECONDS)
+    teammates: TeammateMode = setting("teammates", default=TeammateMode.IN_PROCESS)
+
+
+TEAMMATE_KEY_PROVIDERS: frozenset[Provider] = frozenset({Provider.CLAUDE})
+"""Agent teams with teammates of their own are Claude Code's; no other CLI has the key."""
+
+FRAMES_REFUSED = (
+    '"frames" is not available: Claude Code (2.1.332) puts each teammate\'s tmux pane '
+    "in the window of its own pane ($TMUX_PANE), which is the view when the lead is "
+    "shown, and has no option naming another window or pane, so a teammate would split "
+    'the view (docs/cli-versions.md "Teammates in tmux panes"); use "in-process"'
+)
+"""Why the config refuses ``teammates = "frames"``: what the CLI lacks, in one line."""
 
 
 @dataclass(frozen=True)
@@ -438,6 +453,13 @@ class _Reader:
             got = shown(value) if len(value) <= 64 else shown(value[:63]) + "…"
             return self.fail(path, f"must be one of {allowed} (got {got!r})")
 
+    def teammates(self, value: object, path: str) -> Any:
+        """A ``TeammateMode``; ``frames`` is a known value that is refused with its reason."""
+        mode = self.enum(value, path, TeammateMode)
+        if mode is TeammateMode.FRAMES:
+            return self.fail(path, FRAMES_REFUSED)
+        return mode
+
     def integer(self, value: object, path: str, bounds: tuple[int, int]) -> Any:
         low, high = bounds
         if isinstance(value, bool) or not isinstance(value, int):
@@ -653,6 +675,10 @@ def _read_providers(reader: _Reader, root: Mapping[str, Any]) -> dict[Provider, 
             reader.fail(where, f"must be a table (got {_toml_type(entry)})")
             continue
         provider = Provider(key)
+        if "teammates" in entry and provider not in TEAMMATE_KEY_PROVIDERS:
+            reader.fail(f"{where}.teammates", "only [providers.claude] has this key "
+                                              "(Claude Code's agent teams); remove it here")
+            entry = {k: v for k, v in entry.items() if k != "teammates"}
         providers[provider] = _record(reader, entry, where, ProviderConfig,
                                       defaults={"command": (provider.value,)})
     return providers
@@ -892,10 +918,13 @@ def render_config(config: Config) -> str:
     ])
     for provider in sorted(config.providers, key=lambda p: p.value):
         entry = config.providers[provider]
-        section(f"[providers.{provider.value}]", [
+        pairs: list[tuple[str, object]] = [
             ("command", entry.command), ("enabled", entry.enabled),
             ("version_timeout_seconds", float(entry.version_timeout_seconds)),
-        ])
+        ]
+        if entry.teammates is not TeammateMode.IN_PROCESS:
+            pairs.append(("teammates", entry.teammates))
+        section(f"[providers.{provider.value}]", pairs)
     section("[tmux]", [("socket_path", config.tmux.socket_path),
                        ("view_session", config.tmux.view_session),
                        ("holding_session", config.tmux.holding_session),

@@ -206,3 +206,14 @@ class CompleteReturnPolicy(StrEnum):
 class TransportPolicy(StrEnum):
     LIVE_FIRST = "live_first"
     RESUME_ONLY = "resume_only"
+
+
+class TeammateMode(StrEnum):
+    """``[providers.claude] teammates``: where Claude Code's agent-team teammates run.
+
+    ``in-process`` keeps them inside the lead's pane (every Switchboard launch passes
+    ``--teammate-mode in-process``). ``frames`` (each teammate a child frame of the lead)
+    is a known value the config refuses: see ``core.config.config.FRAMES_REFUSED``."""
+
+    IN_PROCESS = "in-process"
+    FRAMES = "frames"

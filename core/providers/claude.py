@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.model.enums import LaunchAction, Provider
+from core.model.enums import LaunchAction, Provider, TeammateMode
 from core.model.errors import ConfigError, ProviderError
 from core.model.usage import UsageBatch
 from core.providers.base import (
@@ -42,8 +42,10 @@ from core.providers.base import (
 )
 from core.providers.hooks import CLAUDE_HOOK_EVENTS
 
-TEAMMATE_MODE = ("--teammate-mode", "in-process")
-"""Teammates stay inside the lead's pane: never a split of the view's window."""
+TEAMMATE_MODE = ("--teammate-mode", TeammateMode.IN_PROCESS.value)
+"""Teammates stay inside the lead's pane: never a split of the view's window. It is the
+one value ``[providers.claude] teammates`` accepts (``frames`` is refused: see
+``core.config.config.FRAMES_REFUSED``), so no launch needs to read the config for it."""
 
 
 @dataclass(frozen=True)
