@@ -302,7 +302,7 @@ def _provider_finding(engine: Engine, provider: Provider, version: ProviderVersi
     """The version against the tested window, and the installed CLI's own help against
     the options Switchboard passes and the newest tested release (the drift verdict)."""
     from core.providers.contract import check_contract, read_surface
-    from core.providers.traits import NO_EVENT_FOR
+    from core.providers.traits import LIMITS_UNREAD, NO_EVENT_FOR
     from core.providers.version import resolve_command
 
     part = f"provider {provider.value}"
@@ -317,6 +317,8 @@ def _provider_finding(engine: Engine, provider: Provider, version: ProviderVersi
     unseen = NO_EVENT_FOR[provider]
     if unseen:
         detail += f"; it sends no event for {unseen}: the activity shows unknown there"
+    if LIMITS_UNREAD[provider]:
+        detail += f"; no usage limit is shown for it: {LIMITS_UNREAD[provider]}"
     if not contract.works:
         return Finding(part, Verdict.FAIL, detail,
                        f"install a tested {provider.value} (see `switchboard --version`)")

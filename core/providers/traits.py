@@ -72,6 +72,18 @@ NO_EVENT_FOR: dict[Provider, str] = {
 what the screen shows), never a guess; ``doctor`` says it."""
 
 
+LIMITS_UNREAD: dict[Provider, str] = {
+    Provider.CLAUDE: "",  # StopFailure names the limit and its reset
+    Provider.CODEX: "",  # its rollout names the limit (limits_only_in_usage_file)
+    Provider.GEMINI: "Gemini CLI 0.61.0 records none (a 429 is retried without end and "
+                     "leaves no line in its chat record)",
+    Provider.OPENCODE: "OpenCode 1.18.33 records none (it retries a 429 itself; its "
+                       "messages carry no limit)",
+}
+"""Why ``switchboard usage`` shows no usage limit for a provider (empty: it does show
+them); ``doctor`` says it, ``docs/cli-versions.md`` records the measurement."""
+
+
 def traits(provider: Provider | str) -> ProviderTraits:
     """The traits of ``provider`` (a name is read as the enum: a stranger raises)."""
     return TRAITS[Provider(provider)]

@@ -14,7 +14,14 @@ catalog (the five-minute cache write is ``cache_write``); the older Claude and
 GPT-5 rows from the providers' published list prices; the GPT-5.x and GPT-6
 models Codex 0.166-0.171 offer have no price stated anywhere Switchboard could
 read, so they carry the GPT-5 family's published price until a person's own row
-or a newer default replaces it. Within a table an exact id beats a prefix, and
+or a newer default replaces it. Gemini models (what Gemini CLI 0.61.0 starts with and
+names as its default, preview, flash and flash-lite models) and OpenCode 1.18.33's
+default (``big-pickle``, OpenCode Zen) from the model catalogue OpenCode 1.18.33 ships
+(a models.dev snapshot in its binary: the ``google`` provider's rows are the Gemini
+API's prices; ``gemini-3-pro-preview``, gone from that list, from its ``google-vertex``
+row). Gemini's rows take the base tier (prompts up to 200k tokens; 3.1 Pro costs more
+above) and no cache write price (the Gemini API bills cache storage by the hour, which
+no record here states). Within a table an exact id beats a prefix, and
 prefixes are tried in order, so a longer prefix comes before the shorter one it
 extends (``claude-opus-5-5*`` before ``claude-opus-5*``).
 """
@@ -31,6 +38,8 @@ CLAUDE_CATALOG = "2026-12-06"
 """The day the Claude rows were read from Claude Code 2.1.332's model catalog."""
 GPT_FAMILY = "2026-12-06"
 """The day the GPT-5.x/GPT-6 rows were given the GPT-5 family's published price."""
+OPENCODE_CATALOG = "2026-12-07"
+"""The day the Gemini and OpenCode Zen rows were read from OpenCode 1.18.33's catalogue."""
 
 DEFAULT_PRICES: tuple[PriceConfig, ...] = (
     # Claude Code 2.1.332's catalog (tier names in its bundle: tier_4_20_cache_read_0_20 ...)
@@ -64,6 +73,19 @@ DEFAULT_PRICES: tuple[PriceConfig, ...] = (
     # Codex 0.166-0.171's picker and default: no stated price; the GPT-5 family's
     PriceConfig("gpt-5.*", 1.25, 10.0, 0.125, 0.0, GPT_FAMILY),
     PriceConfig("gpt-6*", 1.25, 10.0, 0.125, 0.0, GPT_FAMILY),
+    # Gemini API (OpenCode 1.18.33's catalogue, provider google; base tier)
+    PriceConfig("gemini-3.1-pro-preview*", 2.0, 12.0, 0.2, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-3-pro*", 2.0, 12.0, 0.2, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-3-flash-preview", 0.5, 3.0, 0.05, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-3.8-flash", 0.75, 3.75, 0.075, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-3.5-flash-lite", 0.3, 2.5, 0.03, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-3.5-flash", 1.5, 9.0, 0.15, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-3.1-flash-lite", 0.25, 1.5, 0.025, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-2.5-pro", 1.25, 10.0, 0.125, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-2.5-flash-lite", 0.1, 0.4, 0.01, 0.0, OPENCODE_CATALOG),
+    PriceConfig("gemini-2.5-flash", 0.3, 2.5, 0.03, 0.0, OPENCODE_CATALOG),
+    # OpenCode 1.18.33's default model without a provider of the person's (OpenCode Zen)
+    PriceConfig("big-pickle", 0.0, 0.0, 0.0, 0.0, OPENCODE_CATALOG),
 )
 """Prices in US dollars per million tokens (input, output, cache read, cache write) on
 the date of each row."""

@@ -110,6 +110,8 @@ def test_doctor_places_gemini_and_opencode_in_their_tested_windows(
     assert "no event for its process ending and a turn the service refused" in \
         found["opencode"]
     assert "the activity shows unknown there" in found["opencode"]
+    assert "no usage limit is shown for it: OpenCode 1.18.33 records none" in found["opencode"]
+    assert "no usage limit is shown for it: Gemini CLI 0.61.0 records none" in found["gemini"]
     assert found["gemini"].startswith("ok    provider gemini: 0.61.0 (tested)"), found
     assert "a whole session in a folder untrusted when it started" in found["gemini"]
 

@@ -51,11 +51,25 @@ _CODEX_SLUG = re.compile(rb'"slug": "([a-z0-9.-]+)"')
 _CODEX_LISTED = re.compile(rb'"visibility": "list"')
 PICKER_SPAN = 40_000
 """Bytes after the picker's start that hold its model list."""
+# Gemini CLI's bundle: the models it names as its default, preview, flash and flash-lite
+# (``PREVIEW_GEMINI_3_1_MODEL = "gemini-3.1-pro-preview"``; not the embedding model)
+_GEMINI_MODEL = re.compile(rb'\b(?:DEFAULT|PREVIEW|BASE|LATEST)_GEMINI_(?!EMBEDDING)[A-Z0-9_]*'
+                           rb'MODEL = "(gemini-[a-z0-9.-]+)"')
+# OpenCode's binary: the models it prefers as the default, in order, before its small-model
+# list (1.18.33: ``["gpt-5","claude-sonnet-4","big-pickle","gemini-3-pro"]``, each matched
+# as a part of an available model's id)
+_OPENCODE_DEFAULTS = re.compile(rb'=\[((?:"[a-z0-9.-]+",?)+)\],\w+=\["gemini-flash"')
 
 
 def offered_models(provider: Provider, program: bytes) -> set[str]:
     """The model ids a CLI's program starts with or offers in its model picker."""
     found: set[str] = set()
+    if provider is Provider.GEMINI:
+        return {m.decode() for m in _GEMINI_MODEL.findall(program)}
+    if provider is Provider.OPENCODE:
+        for listed in _OPENCODE_DEFAULTS.findall(program):
+            found.update(word.strip(b'"').decode() for word in listed.split(b","))
+        return found
     if provider is Provider.CLAUDE:
         for start in _CLAUDE_PICKER.finditer(program):
             span = program[start.end():start.end() + PICKER_SPAN]
@@ -80,7 +94,8 @@ def unpriced(models: Iterable[str]) -> list[str]:
 
 def program_files(folder: Path) -> list[Path]:
     """The large program files of an installed CLI (Claude Code's bundled executable,
-    Codex's native binary), each once though npm hard-links them."""
+    Codex's and OpenCode's native binaries, Gemini CLI's bundle chunks), each once though
+    npm hard-links them (OpenCode's ``-baseline`` build, for older CPUs, is left out)."""
     seen: set[tuple[int, int]] = set()
     found = []
     for path in sorted(folder.rglob("*")):
@@ -89,7 +104,9 @@ def program_files(folder: Path) -> list[Path]:
         info = path.stat()
         if info.st_size < 1_000_000 or (info.st_dev, info.st_ino) in seen:
             continue
-        if path.name in ("claude", "claude.exe", "cli.js", "codex"):
+        if path.name in ("claude", "claude.exe", "cli.js", "codex", "opencode.exe") or (
+                path.name == "opencode" and "baseline" not in str(path)) or (
+                path.suffix == ".js" and path.parent.name == "bundle"):
             seen.add((info.st_dev, info.st_ino))
             found.append(path)
     return found

@@ -1,4 +1,5 @@
-"""Install the Claude Code, Codex and Gemini CLIs of the tested window with npm into a cache folder.
+"""Install the Claude Code, Codex, Gemini CLI and OpenCode releases of the tested window with npm
+into a cache folder.
 
 The tier runs the CLIs a person installs: every version of each provider's tested
 window (:data:`core.providers.window.TESTED`), or, for ``make realcli-latest``,
@@ -29,19 +30,18 @@ from core.providers.window import TESTED, dotted
 
 NPM_TIMEOUT_S = 600
 LATEST_ENV = "SWITCHBOARD_REALCLI_LATEST"
-GEMINI = "gemini"
-"""Gemini CLI, the third provider (issue 41): not yet a :class:`Provider` member, so it is
-installed by name; its binary is ``gemini`` like the provider's name."""
-GEMINI_PACKAGE = "@google/gemini-cli"
-GEMINI_TESTED = ("0.61.0",)
-"""Gemini CLI releases the tier runs, newest first (0.61.0: the newest on 2026-12-06)."""
-OPENCODE = "opencode"
-"""OpenCode, the fourth provider (issue 41): not yet a :class:`Provider` member either; its
-binary is ``opencode``. npm fetches the platform binary (``opencode-linux-x64`` ...) as an
-optional dependency of ``opencode-ai``, from the same registry."""
-OPENCODE_PACKAGE = "opencode-ai"
-OPENCODE_TESTED = ("1.18.33",)
-"""OpenCode releases the tier runs, newest first (1.18.33: the newest on 2026-12-06)."""
+GEMINI = Provider.GEMINI.value
+"""Gemini CLI, the third provider (issue 41); its binary is ``gemini`` like its name."""
+GEMINI_PACKAGE = PACKAGES[Provider.GEMINI]
+GEMINI_TESTED = tuple(dotted(v) for v in reversed(TESTED[Provider.GEMINI].tested))
+"""Gemini CLI releases of the tested window, newest first."""
+OPENCODE = Provider.OPENCODE.value
+"""OpenCode, the fourth provider (issue 41); its binary is ``opencode``. npm fetches the
+platform binary (``opencode-linux-x64`` ...) as an optional dependency of ``opencode-ai``,
+from the same registry."""
+OPENCODE_PACKAGE = PACKAGES[Provider.OPENCODE]
+OPENCODE_TESTED = tuple(dotted(v) for v in reversed(TESTED[Provider.OPENCODE].tested))
+"""OpenCode releases of the tested window, newest first."""
 
 
 class RealCliUnavailable(RuntimeError):
@@ -153,14 +153,16 @@ def ensure_cli(provider: Provider, version: str) -> RealCli:
     return RealCli(provider, version, binary)
 
 
-def ensure_gemini(version: str = GEMINI_TESTED[0]) -> Path:
-    """Gemini CLI at one version (its binary), installed once like the other two."""
-    return _ensure(GEMINI, GEMINI_PACKAGE, version)
+def ensure_gemini(version: str | None = None) -> Path:
+    """Gemini CLI at one version (its binary), installed once like the other CLIs; by
+    default the newest of the matrix (the registry's latest for ``make realcli-latest``)."""
+    return _ensure(GEMINI, GEMINI_PACKAGE, version or newest(Provider.GEMINI))
 
 
-def ensure_opencode(version: str = OPENCODE_TESTED[0]) -> Path:
-    """OpenCode at one version (its binary), installed once like the other CLIs."""
-    return _ensure(OPENCODE, OPENCODE_PACKAGE, version)
+def ensure_opencode(version: str | None = None) -> Path:
+    """OpenCode at one version (its binary), installed once like the other CLIs; by
+    default the newest of the matrix (the registry's latest for ``make realcli-latest``)."""
+    return _ensure(OPENCODE, OPENCODE_PACKAGE, version or newest(Provider.OPENCODE))
 
 
 def _ensure(name: str, package: str, version: str) -> Path:

@@ -23,7 +23,7 @@ from core.providers.base import McpServer
 from core.providers.opencode import CONFIG_ENV, PLUGIN_FILE, plan
 from core.providers.opencode_usage import USAGE_FILE, read_opencode
 from tests.realcli.gemini_mcp_server import HttpToolServer
-from tests.realcli.install import OPENCODE_TESTED, RealCliUnavailable, ensure_opencode
+from tests.realcli.install import RealCliUnavailable, ensure_opencode
 from tests.realcli.opencode_harness import TURN_S, private_env, start_pane, wait_for
 from tests.realcli.opencode_standin import OCTOOL_COMMAND, OpencodeStandin
 
@@ -37,7 +37,7 @@ with open(sys.argv[1], "a", encoding="utf-8") as out:
 @pytest.fixture(scope="module")
 def opencode_binary() -> Path:
     try:
-        return ensure_opencode(OPENCODE_TESTED[0])
+        return ensure_opencode()
     except RealCliUnavailable as exc:  # the tier fails, never skips
         pytest.fail(f"real-CLI tier cannot run: {exc}", pytrace=False)
 

@@ -37,7 +37,7 @@ from tests.realcli.harness import (
     xdg_home,
 )
 from tests.realcli.harness_codex import PROJECT, SCRUBBED_PREFIXES
-from tests.realcli.install import OPENCODE_TESTED, RealCliUnavailable, ensure_opencode
+from tests.realcli.install import RealCliUnavailable, ensure_opencode
 from tests.realcli.opencode_harness import START_S, TURN_S
 from tests.realcli.opencode_standin import OCSLOW_WORD, OCTOOL_COMMAND, OpencodeStandin
 from tests.waiting import fail_unless
@@ -48,7 +48,7 @@ pytestmark = [pytest.mark.tmux, pytest.mark.timeout(600)]
 @pytest.fixture(scope="module")
 def opencode_binary() -> Path:
     try:
-        return ensure_opencode(OPENCODE_TESTED[0])
+        return ensure_opencode()
     except RealCliUnavailable as exc:  # the tier fails, never skips
         pytest.fail(f"real-CLI tier cannot run: {exc}", pytrace=False)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcli.install import OPENCODE_TESTED, RealCliUnavailable, ensure_opencode
+from tests.realcli.install import RealCliUnavailable, ensure_opencode
 from tests.realcli.opencode_journey import run_journey
 from tests.realcli.opencode_standin import OCTOOL_COMMAND, OpencodeStandin
 
@@ -22,7 +22,7 @@ from tests.realcli.opencode_standin import OCTOOL_COMMAND, OpencodeStandin
 @pytest.fixture(scope="module")
 def opencode_binary() -> Path:
     try:
-        return ensure_opencode(OPENCODE_TESTED[0])
+        return ensure_opencode()
     except RealCliUnavailable as exc:  # the tier fails, never skips
         pytest.fail(f"real-CLI tier cannot run: {exc}", pytrace=False)
 
