@@ -385,6 +385,11 @@ PICKERS = {
     "codex 0.171.0": ("gpt-6.2-sol", "gpt-6.2-astra", "gpt-6-astra", "gpt-6.1-sol",
                       "gpt-6.1-terra", "gpt-6-sol", "gpt-6-luna", "gpt-5.6-sol",
                       "gpt-5.6-terra", "gpt-5.6-luna", "gpt-5.5"),
+    "gemini 0.61.0": ("gemini-2.5-pro", "gemini-3-flash-preview", "gemini-3-pro-preview",
+                      "gemini-3.1-flash-lite", "gemini-3.1-pro-preview",
+                      "gemini-3.1-pro-preview-customtools", "gemini-3.5-flash",
+                      "gemini-3.5-flash-lite", "gemini-3.8-flash"),
+    "opencode 1.18.33": ("big-pickle", "claude-sonnet-4", "gemini-3-pro", "gpt-5"),
 }
 """What each tested release's model picker offers, read from the installed release by
 ``tests.realcli.drift.offered_models`` on 2026-12-06 (``tests/realcli/test_prices_realcli``
@@ -423,3 +428,21 @@ def test_drift_names_an_offered_model_without_a_price() -> None:
               b'"slug": "o9-turbo",\n "visibility": "list"')
     offered = offered_models(Provider.CODEX, binary)
     assert offered == {"gpt-6.2-sol", "o9-turbo"} and unpriced(offered) == ["o9-turbo"]
+
+
+def test_drift_reads_gemini_and_opencode_models_and_names_one_without_a_price() -> None:
+    """Gemini CLI's bundle names its models as constants; OpenCode's binary lists the
+    models it prefers as its default just before its small-model list (issue 41)."""
+    from core.model.enums import Provider
+    from tests.realcli.drift import offered_models, unpriced
+
+    bundle = (b'var PREVIEW_GEMINI_3_1_MODEL = "gemini-3.1-pro-preview";\n'
+              b'var DEFAULT_GEMINI_EMBEDDING_MODEL = "gemini-embedding-001";\n'
+              b'var LATEST_GEMINI_FLASH_MODEL = "gemini-9.9-flash";\n'
+              b'var GEMINI_MODEL_ALIAS_AUTO = "auto";')
+    offered = offered_models(Provider.GEMINI, bundle)
+    assert offered == {"gemini-3.1-pro-preview", "gemini-9.9-flash"}
+    assert unpriced(offered) == ["gemini-9.9-flash"]
+    binary = b'defaultModel:F})),Mv=["gpt-5","big-pickle","kimi-k9"],fN=["gemini-flash","gpt-nano"]'
+    offered = offered_models(Provider.OPENCODE, binary)
+    assert offered == {"gpt-5", "big-pickle", "kimi-k9"} and unpriced(offered) == ["kimi-k9"]
