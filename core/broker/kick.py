@@ -4,7 +4,8 @@ Stdlib only (the hook path stays lean: no Textual, no engine, no libtmux): one
 read-only SQLite query says whether the stopped frame's member has a message
 that was never typed; only then a detached ``python -m core.apps.workers kick``
 does the real work (reconcile, gate, type under the pane lock) while the hook
-returns at once.
+returns at once. With the home's server running, that work is handed to it instead
+(``core.model.turn_end``), and no process is started.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ import sqlite3
 import sys
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from storage.uri import open_uri
+
+if TYPE_CHECKING:
+    from core.config.home import Home
 
 MANAGED_PREFIX = "switchboard-frame:"
 """Description prefix of a member that is a Switchboard-launched agent's frame."""
@@ -48,10 +53,19 @@ def pending_for_frame(broker_path: Path, frame_id: str) -> bool:
         conn.close()
 
 
-def kick_after_stop(broker_path: Path, frame_id: str, env: dict[str, str]) -> bool:
-    """Spawn a detached deliverer when this frame has undelivered messages; hook stays fast."""
+def kick_after_stop(broker_path: Path, frame_id: str, env: dict[str, str], *,
+                    home: Home | None = None) -> bool:
+    """Hand the delivery on when this frame has undelivered messages; hook stays fast.
+
+    To the home's running server when ``home`` is given and it runs
+    (``core.model.turn_end``), else to a detached deliverer."""
     if not pending_for_frame(broker_path, frame_id):
         return False
+    if home is not None:
+        from core.model.turn_end import KICK, hand_off
+
+        if hand_off(home.run_dir, KICK, frame_id, [frame_id]):
+            return True
     from core.model.spawn import spawn_detached
 
     with suppress(OSError):

@@ -71,6 +71,10 @@ def after_stop(conn: sqlite3.Connection, home: Home, session_key: str,
     latest = last_tool_run(conn, session_key)
     if latest is None or _already_seen(home, frame_id, latest):
         return False
+    from core.model.turn_end import CHANGES, hand_off
+
+    if hand_off(home.run_dir, CHANGES, frame_id, [frame_id]):
+        return True  # the home's running server refreshes it, no process started
     from core.config.capabilities import ENV_CAPABILITY
     from core.model.spawn import spawn_detached
 

@@ -212,7 +212,13 @@ def _task_of(conn: sqlite3.Connection, frame_id: str | None) -> str | None:
 
 
 def spawn_worker(home: Home, session_key: str, run_id: str, facts: HookFacts) -> None:
-    """Parse a big output in a detached process: the agent's hook returns now."""
+    """Parse a big output beside the agent: by the home's running server when there is
+    one (``core.model.turn_end``), else in a detached process; the hook returns now."""
+    from core.model.turn_end import EVIDENCE, hand_off
+
+    if hand_off(home.run_dir, EVIDENCE, run_id,
+                [session_key, run_id, facts.project_id, facts.frame_id or ""]):
+        return
     from core.config.capabilities import ENV_CAPABILITY
     from core.model.spawn import spawn_detached
 

@@ -15,16 +15,23 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.config.home import Home
 
 
-def run(session_key: str, run_id: str, project_id: str, frame_id: str | None) -> int:
+def run(session_key: str, run_id: str, project_id: str, frame_id: str | None,
+        home: Home | None = None) -> int:
+    """Parse the run's stored outputs (``home``: the environment's when None; the home's
+    server passes its own)."""
     from core.config.home import Home
     from core.evidence.debug import later_pass, record_fixes
     from core.evidence.hook import diagnostic_rows
     from storage import session_db
     from storage.session_evidence import complete_parse
 
-    home = Home.from_env()
+    home = home or Home.from_env()
     path = session_db.session_db_path(home.root, session_key)
     conn = session_db.open_session_db(path, create=False)
     try:
@@ -55,7 +62,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     try:
-        return run(*argv)
+        return run(argv[0], argv[1], argv[2], argv[3])
     except Exception:
         from core.config.home import Home
         from storage import session_db

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the navigator CLI imports this module: nothing heavy at imp
     import sqlite3
 
     from core.config.config import AttentionConfig
+    from core.config.registry import OpenRegistry
 
 SEGMENT_FORMAT = "#{" + OPTION + "}"
 TMUX_TIMEOUT_S = 5.0
@@ -246,6 +247,28 @@ def publish(socket: str, config: AttentionConfig, counts: AttentionCounts,
         _to_terminal(notice, bell=config.bell, desktop=config.desktop)
     if config.desktop and sent:
         _notify_send(sent[0].text)
+
+
+def publish_change(opened: OpenRegistry, frame_id: str | None,
+                   event: str | None) -> tuple[AttentionCounts, list[Notice]]:
+    """What ``switchboard attention --publish`` and the server's turn-end work do: the
+    segment installed (once per tmux server), the counts set and the clients not looking
+    at ``frame_id`` nudged about ``event`` (coalesced per frame and kind). Returns the
+    counts and the nudges sent."""
+    counts = read_counts(opened.conn)
+    settings = opened.config.attention
+    # the stage's own rule (core.runtime.stage.socket_path_for), without the stage
+    socket = opened.config.tmux.socket_path or str(opened.home.root / "tmux.sock")
+    if settings.status_line:
+        ensure_segment(socket)
+    subject = read_subject(opened.conn, frame_id) if frame_id else None
+    sent: list[Notice] = []
+    if subject is not None and event:
+        kind = AttentionKind(event)
+        sent = coalesce(notices(subject, kind, list_clients(socket)), subject.frame_id, kind,
+                        opened.home.run_dir / "attention", time.time())
+    publish(socket, settings, counts, sent)
+    return counts, sent
 
 
 def terminal_bytes(text: str, *, bell: bool, desktop: bool) -> bytes:

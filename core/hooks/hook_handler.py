@@ -112,10 +112,11 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
 
         witness_notice(home.broker_path, recorded.frame_id, parsed.notice_message_id, now)
     if recorded.attention is not None:
-        _publish_attention(env, recorded.frame_id, recorded.attention)
+        _publish_attention(home, env, recorded.frame_id, recorded.attention)
     if recorded.trusted_stop:
         from core.broker.kick import kick_after_stop
-        kick_after_stop(home.broker_path, recorded.frame_id, env)  # lines that waited for Stop
+        kick_after_stop(home.broker_path, recorded.frame_id, env,  # lines that waited for Stop
+                        home=home)
     if recorded.observed_controls:
         _lift_fences(home, generation, recorded.observed_controls)
     if not recorded.stop_work:
@@ -123,8 +124,8 @@ def handle_hook(provider: str, event: str, payload: bytes | str,
     if detach_stop_work:
         from core.hooks import stop_worker
 
-        stop_worker.start(home, generation, recorded.frame_id)
-        reason = recorded.outcome.reason + "; waiting work handed to a worker"
+        taker = stop_worker.hand_over(home, generation, recorded.frame_id)
+        reason = recorded.outcome.reason + f"; waiting work handed to {taker}"
         return recorded.outcome._replace(reason=reason)
     from core.hooks.stop_worker import run_waiting_work
 
@@ -272,16 +273,21 @@ def _attention(conn: sqlite3.Connection, before: str, after: Activity | None,
     return Attention(read_counts(conn).segment(), kind)
 
 
-def _publish_attention(env: dict[str, str], frame_id: str, attention: Attention) -> None:
+def _publish_attention(home: Home, env: dict[str, str], frame_id: str,
+                       attention: Attention) -> None:
     """Detached, never waited for: the status option straight through tmux (no Python
-    start-up per hook); the publisher process only when someone may need a nudge."""
+    start-up per hook); the nudges only when someone may need one, by the home's server
+    when it runs (``core.model.turn_end``), else by a publisher process."""
     from core.hooks.attention_counts import spawn_publish, spawn_segment
 
     socket = env.get("SWITCHBOARD_TMUX_SOCKET")
     if socket:
         spawn_segment(socket, attention.segment)
     if attention.kind is not None:
-        spawn_publish(env, frame_id, attention.kind)
+        from core.model.turn_end import ATTENTION, hand_off
+
+        if not hand_off(home.run_dir, ATTENTION, frame_id, [frame_id, attention.kind]):
+            spawn_publish(env, frame_id, attention.kind)
 
 
 def _record_evidence(home: Home, hook: HookEvent, recorded: _Recorded, now: int,

@@ -33,6 +33,17 @@ if TYPE_CHECKING:
 LOG_NAME = "stop-worker.log"
 
 
+def hand_over(home: Home, generation: str, frame_id: str) -> str:
+    """To the home's running server (``core.model.turn_end``), else to a worker of its
+    own (``start``); says which ("the server" or "a worker")."""
+    from core.model.turn_end import STOP, hand_off
+
+    if hand_off(home.run_dir, STOP, frame_id, [generation, frame_id]):
+        return "the server"
+    start(home, generation, frame_id)
+    return "a worker"
+
+
 def start(home: Home, generation: str, frame_id: str) -> None:
     """Start the worker in its own session, sharing no pipe with the hook: the
     provider waits for the hook's stdout/stderr to close, never for this.

@@ -5,8 +5,10 @@ failure is said on stderr; the provider's hook still succeeds). Only the Stop
 and StopFailure of a managed session do anything, and then only one
 ``posix_spawn`` of ``python -m core.usage.worker``: the hook imports none of the
 readers and never waits for the read, so a long transcript costs the agent's
-turn end nothing. The read is incremental and idempotent, so a worker that did
-not run is made up by the next turn end's.
+turn end nothing. When the home's server runs, the read is handed to it instead
+(``core.model.turn_end``: no interpreter started per turn end). The read is
+incremental and idempotent, so a worker that did not run is made up by the next
+turn end's.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ def after_turn(home: Home, provider: str, event: str, document: dict[str, object
     source = document.get("transcript_path")
     if not isinstance(source, str) or not source or "\x00" in source:
         return False
+    # a turn end's reader waits for its turn's lines (``core.usage.worker.SETTLE``)
+    tail = [""] if first_hook else [turn_id or "", "settle"]
+    from core.model.turn_end import USAGE, hand_off
+
+    if hand_off(home.run_dir, USAGE, session_key, [session_key, provider, source, *tail]):
+        return True  # the running server reads it (one item per session, coalesced)
     try:
         from core.model.spawn import spawn_detached
 
@@ -51,8 +59,6 @@ def after_turn(home: Home, provider: str, event: str, document: dict[str, object
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         home.run_dir.mkdir(parents=True, exist_ok=True)
-        # a turn end's reader waits for its turn's lines (``core.usage.worker.SETTLE``)
-        tail = [""] if first_hook else [turn_id or "", "settle"]
         spawn_detached([sys.executable, "-m", WORKER_MODULE, session_key, provider, source,
                         *tail], env,
                        log_path=str(home.run_dir / LOG_NAME))

@@ -3,7 +3,9 @@
 ``serve`` takes the lock (a second server refuses in one line), listens on
 127.0.0.1:<ephemeral port>, writes ``server.json`` (0600: pid, port, start time),
 runs the housekeeping pass (``core.server.housekeeping``: reconcile, checkpoint,
-attention segment, parking, remote followers) on a thread every interval, and serves
+attention segment, parking, remote followers) on a thread every interval, drains the
+hooks' turn-end work (``core.server.turn_end``: usage, changes, nudges, kicks, a Stop's
+waiting push) on another, and serves
 until SIGTERM/SIGINT or its exit rule (``core.server.lifetime``: the home's tmux server
 gone for a while, or its lock file removed). Killed with -9 it leaves a stale
 ``server.json`` and no lock holder: ``core.providers.agent_http.running`` reads "not
@@ -53,6 +55,7 @@ from core.server.housekeeping import (
     run_loop,
 )
 from core.server.lifetime import TMUX_GONE_EXIT_S, ExitRule
+from core.server.turn_end import TurnEndDrain
 
 if TYPE_CHECKING:
     from core.server.http import AgentToolServer
@@ -136,12 +139,16 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
             target=run_loop, args=(keeper, interval or interval_from_env(), stop, on_pass),
             name="housekeeping", daemon=True)
         housekeeping.start()
+        drain = threading.Thread(target=TurnEndDrain(home, server.log).run, args=(stop,),
+                                 name="turn-end", daemon=True)
+        drain.start()
         while not stop.wait(0.5):
             reason = rule.reason()
             if reason is not None:
                 server.log(f"{reason}: exiting")
                 stop.set()
         housekeeping.join(HOUSEKEEPING_JOIN_S)
+        drain.join(HOUSEKEEPING_JOIN_S)
         server.shutdown()
         server.server_close()
         server.log("stopped")

@@ -4,7 +4,6 @@ hook starts detached (`--publish`) when an agent's activity changed."""
 from __future__ import annotations
 
 import argparse
-import time
 from typing import TYPE_CHECKING
 
 from navigator.commands.output import emit
@@ -41,22 +40,11 @@ def _report(args: argparse.Namespace, opened: OpenRegistry) -> int:
     from core.hooks import attention
     from core.model.text import shown
 
-    counts = attention.read_counts(opened.conn)
     sent: list[attention.Notice] = []
     if args.publish:
-        settings = opened.config.attention
-        # the stage's own rule (core.runtime.stage.socket_path_for), without the stage
-        socket = opened.config.tmux.socket_path or str(opened.home.root / "tmux.sock")
-        if settings.status_line:
-            attention.ensure_segment(socket)
-        subject = attention.read_subject(opened.conn, args.frame) if args.frame else None
-        if subject is not None and args.event:
-            clients = attention.list_clients(socket)
-            kind = attention.AttentionKind(args.event)
-            sent = attention.coalesce(attention.notices(subject, kind, clients),
-                                      subject.frame_id, kind,
-                                      opened.home.run_dir / "attention", time.time())
-        attention.publish(socket, settings, counts, sent)
+        counts, sent = attention.publish_change(opened, args.frame, args.event)
+    else:
+        counts = attention.read_counts(opened.conn)
     nudged = [n.client.tty for n in sent]
     remote = "".join(f"\n{shown(r.host)}: needs input {r.needs_input}, ready {r.ready}, "
                      f"working {r.working}" for r in counts.remote)

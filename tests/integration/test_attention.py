@@ -20,6 +20,7 @@ import pytest
 
 from core.context.requests import new_request_id
 from core.hooks.attention import (
+    CHECKED_OPTION,
     AttentionCounts,
     AttentionKind,
     Client,
@@ -99,6 +100,10 @@ def live(tmp_path: Path, tmux_socket: Path, monkeypatch) -> Iterator[tuple]:
     type_line(tmux_socket, main, "hello")  # one turn: its Stop says ready
     assert retry_until(lambda: engine.conn.execute(
         "SELECT activity FROM provider_sessions").fetchone()[0] == "ready", 30)
+    # ... and its publish (the server's turn-end work) has looked at the status line
+    # once: a test that sets the person's own line afterwards races nothing
+    assert retry_until(lambda: tmux(tmux_socket, "show-options", "-gqv",
+                                    CHECKED_OPTION).strip() == "1", 30)
     window = engine.conn.execute("SELECT tmux_window_id FROM user_views").fetchone()[0]
     client = PtyClient(tmux_socket, window)
     try:

@@ -278,7 +278,13 @@ def test_kill_9_of_the_server_during_message_delivery_types_each_line_once(
     assert found[ids[0]][1] is not None  # the first line was typed, and stamped
     for message_id in ids:
         lines = shown.count(managed_line(message_id, "person"))
-        assert lines == (1 if found[message_id][1] is not None else 0), (message_id, shown)
+        # A stamped message's line was typed exactly once. An unstamped one's at most
+        # once: a typist killed between typing and stamping (the server's pass, or the
+        # kick it runs for the agent's Stop) leaves its attempt record, so none types it
+        # again, and a line that reached an agent which had already read the message
+        # has nothing left to stamp (``storage.broker_witness``).
+        assert lines == 1 if found[message_id][1] is not None else lines <= 1, \
+            (message_id, shown)
     with capsys.disabled():
         print(f"\nserver kill -9 during delivery (seed {SEED}): {kills} kills, {before_done} "
               f"while lines still waited, {mid_typing} between typing a line and stamping it")

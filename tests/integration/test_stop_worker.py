@@ -22,6 +22,7 @@ from core.context.requests import new_request_id
 from core.hooks import stop_worker
 from core.hooks.hook_handler import handle_hook
 from core.hooks.stop_worker import LOG_NAME
+from core.model import turn_end
 from tests.core.test_hook_handler import CLAUDE_FIXTURE, fixture_lines, launch_live_surface
 from tests.waiting import retry_until
 
@@ -60,6 +61,9 @@ def test_the_stop_hook_returns_and_the_worker_finishes_the_push(live, tmp_path: 
     assert state() == "prepared"  # the parent is working: the push waits for its Stop
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    # the launch's server would take the work (tests/integration/test_server_turn_end.py):
+    # this test is the worker's, the path a Stop takes when no server runs
+    env[turn_end.ENV_MODE] = turn_end.WORKER_MODE
     done = subprocess.run(
         [sys.executable, "-m", "navigator.cli", "hook", "--provider", "claude", "Stop",
          "--json"], input=_recorded("Stop", live.provider_session_id),
