@@ -6,7 +6,9 @@ is neither the navigator nor main: ``ServerSnapshot.view`` already leaves it
 out of main (a split never makes main look like "another pane"), and this
 step moves it out of the window into its own holding window, still running,
 tagged as an extra pane of the frame the view showed (``@sb_role extra``,
-``@sb_serves``, ``@sb_frame``). Every view of the live server is handled in
+``@sb_serves``, ``@sb_frame``); the navigator then gets its configured width back
+(a split's author may have laid the window out again: Claude Code's tmux teammates
+set its first pane to 30%). Every view of the live server is handled in
 one identity-guarded tmux process, including views with a transition in
 flight (the move touches neither main nor the navigator).
 
@@ -65,6 +67,7 @@ def evict_foreign_panes(ctx: Context, snap: ServerSnapshot | None,
     if snap is None or server_id is None:
         return 0
     moves: list[tuple[str, str, str]] = []
+    windows: list[str] = []
     for view in ctx.conn.execute(
             "SELECT view_id, active_frame_id FROM user_views WHERE state <> 'retired'"
             " AND tmux_server_id = ? AND tmux_window_id IS NOT NULL"
@@ -77,10 +80,12 @@ def evict_foreign_panes(ctx: Context, snap: ServerSnapshot | None,
             continue
         moves += [(pane.pane_id, view["view_id"], view["active_frame_id"])
                   for pane in layout.foreign]
+        if layout.foreign:
+            windows.append(layout.window_id)
     if not moves:
         return 0
     try:
-        moved = ctx.require_stage().adapter_for(server_id).evict_foreign(moves)
+        moved = ctx.require_stage().adapter_for(server_id).evict_foreign(moves, windows)
     except TmuxError:
         return 0
     return sum(pane is not None for pane in moved.values())

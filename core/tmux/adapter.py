@@ -166,12 +166,14 @@ class TmuxAdapter:
         return batches.restore_main(self.runner, self.expected, view_id=view_id,
                                     placeholder_command=placeholder_command)
 
-    def evict_foreign(self, moves: Sequence[tuple[str, str, str]]
-                      ) -> dict[str, PaneSnapshot | None]:
-        """Foreign panes (pane, view, frame) out of view windows into holding, in one
-        process (``core.tmux.batches.evict_foreign``)."""
+    def evict_foreign(self, moves: Sequence[tuple[str, str, str]],
+                      refit_windows: Sequence[str] = ()) -> dict[str, PaneSnapshot | None]:
+        """Foreign panes (pane, view, frame) out of view windows into holding, and the
+        navigators of ``refit_windows`` back to their width, in one process
+        (``core.tmux.batches.evict_foreign``)."""
         return batches.evict_foreign(self.runner, self.expected,
-                                     holding_session=self.holding_session, moves=moves)
+                                     holding_session=self.holding_session, moves=moves,
+                                     refit_windows=refit_windows)
 
     def show_extra(self, *, view_id: str, frame_id: str, extra_pane: str,
                    main_pane: str) -> PaneSnapshot | None:

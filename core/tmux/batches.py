@@ -174,7 +174,8 @@ def open_gate(runner: TmuxRunner, expected: ServerIdentity, gate: str) -> None:
 
 
 def evict_foreign(runner: TmuxRunner, expected: ServerIdentity, *, holding_session: str,
-                  moves: Sequence[tuple[str, str, str]]) -> dict[str, PaneSnapshot | None]:
+                  moves: Sequence[tuple[str, str, str]],
+                  refit_windows: Sequence[str] = ()) -> dict[str, PaneSnapshot | None]:
     """Move foreign panes out of view windows into the holding session, still running.
 
     ``moves`` are (pane, view, frame): a pane someone split into ``view``'s window,
@@ -187,6 +188,13 @@ def evict_foreign(runner: TmuxRunner, expected: ServerIdentity, *, holding_sessi
     goes with it) and a re-read. A refusal stops the batch (see ``gated``); the
     panes not moved are read again by the next pass. Returns each pane re-read
     after its move, or None when it was not moved.
+
+    Then each window of ``refit_windows`` (the view windows the panes left) runs its
+    navigator's own fit hook once (``window-resized``, set by
+    ``topology.navigator_fit_commands``): whoever split the window may have laid it
+    out again (Claude Code's tmux teammates shrink or widen its first pane to 30%),
+    and the navigator gets its configured width back. A window without the hook
+    (direct mode) is left as it is.
     """
     commands: list[TmuxCommand] = []
     for pane_id, view_id, frame_id in moves:
@@ -205,6 +213,8 @@ def evict_foreign(runner: TmuxRunner, expected: ServerIdentity, *, holding_sessi
             ]),
             pane_state_command(pane_id),
         ]
+    commands += [("set-hook", "-R", "-w", "-t", window, "window-resized")
+                 for window in dict.fromkeys(refit_windows)]
     output = run_guarded(runner, expected, commands, refusal_stops=True)
     labels = outcomes(output.stdout, missing_raises=False)
     moved = {p.pane_id: p for p in pane_lines(output.stdout)}

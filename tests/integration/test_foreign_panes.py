@@ -325,3 +325,31 @@ def test_a_server_restart_forgets_the_records_of_its_extra_panes(
     engine.stage.ensure_server(refresh=True)  # a new server on the same socket
     reconcile(engine)
     assert _records(engine) == [] and _listed(engine) == {}
+
+
+def _width(socket: Path, pane: str) -> int:
+    return int(tmux(socket, "display-message", "-p", "-t", pane, "#{pane_width}").strip())
+
+
+def test_a_split_that_laid_the_window_out_again_gives_the_navigator_its_width_back(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """What Claude Code's tmux teammates do (2.1.332): split, then ``select-layout
+    main-vertical`` and ``resize-pane -x 30%`` of the window's first pane."""
+    engine, world = build_world(tmp_path, tmux_socket, with_child=False)
+    main = pane_of(engine, world.workspace_id)
+    assert main is not None
+    window = _view_window(engine, world.view_id)
+    navigator = engine.conn.execute("SELECT navigator_pane_id FROM user_views"
+                                    " WHERE view_id = ?", (world.view_id,)).fetchone()[0]
+    width = _width(tmux_socket, navigator)
+    split = _split(tmux_socket, main)
+    tmux(tmux_socket, "select-layout", "-t", window, "main-vertical")
+    tmux(tmux_socket, "resize-pane", "-t", navigator, "-x", "30%")
+    assert _width(tmux_socket, navigator) != width
+
+    assert reconcile(engine).foreign_panes_moved == 1
+    assert sorted(_window_panes(tmux_socket, window)) == sorted([navigator, main])
+    assert _width(tmux_socket, navigator) == width
+    moved = engine.stage.snapshot().pane(split)
+    assert moved is not None and moved.parked and not moved.dead
+    assert problems(engine, world.view_id) == []
