@@ -9,7 +9,8 @@ names the CLI offered and what it sent back. It never opens a socket beyond
 The script reads the newest user turn:
 
 * a typed line containing the Switchboard control line -> ``transition_claim``;
-* ``PUSH title :: brief`` -> ``task_push``;
+* ``PUSH title :: brief`` -> ``task_push``; ``PUSHTO provider title :: brief`` ->
+  ``task_push`` on that provider (a mixed tree);
 * ``COMPLETE summary :: next action`` -> ``task_complete_return``;
 * ``MSG recipient :: text`` -> ``message_send``;
 * a typed broker notification (``[switchboard] message N from ...: call
@@ -114,6 +115,7 @@ RISKY_REASON = (f"[{RISKY_RULE}] Downloads a script from the network and pipes i
 _CHECKED_ACTION = re.compile(r'\{"Bash":\s*("(?:[^"\\]|\\.)*")')
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _PUSH = re.compile(r"\bPUSH\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
+_PUSHTO = re.compile(r"\bPUSHTO\s+(?P<p>[a-z]+)\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
 _COMPLETE = re.compile(r"\bCOMPLETE\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
 _MSG = re.compile(r"\bMSG\s+(?P<a>.+?)\s+::\s+(?P<b>.+)", re.S)
 _NOTICE = re.compile(r"\[switchboard\] message (?P<id>\d+) from .*message_poll\(\)")
@@ -339,6 +341,10 @@ def script(body: dict[str, Any], searched: dict[str, ToolCall] | None = None) ->
     if match := _MSG.search(text):
         return _call(offered, "message_send", {"to": match["a"].strip(),
                                                "text": match["b"].strip()})
+    if match := _PUSHTO.search(text):
+        return _call(offered, "task_push", {"title": match["a"].strip(),
+                                            "brief": match["b"].strip(),
+                                            "provider": match["p"]})
     if match := _PUSH.search(text):
         return _call(offered, "task_push", {"title": match["a"].strip(),
                                             "brief": match["b"].strip()})

@@ -28,6 +28,7 @@ means a tool ran):
 * ``CALLTOOL <name>`` -> the offered tool whose name is or ends with ``_<name>``
   (an MCP tool by its short name), no arguments;
 * ``PUSH <title> :: <brief>`` -> the agent tool ``task_push`` with those arguments;
+  ``PUSHTO <provider> <title> :: <brief>`` -> ``task_push`` on that provider;
   ``COMPLETE <summary> :: <next action>`` -> ``task_complete_return``;
 * a function response -> ``STANDIN-DONE <name>``;
 * anything else -> ``STANDIN-OK``.
@@ -61,6 +62,8 @@ USAGE = {"promptTokenCount": 1234, "candidatesTokenCount": 56,
          "cachedContentTokenCount": 789, "thoughtsTokenCount": 7, "totalTokenCount": 1297}
 _CALLTOOL = re.compile(r"\bCALLTOOL\s+(?P<name>[A-Za-z0-9_-]+)")
 _WITH_ARGS = re.compile(r"^(?P<word>PUSH|COMPLETE)\s+(?P<first>.+?)\s+::\s+(?P<second>.+)$", re.M)
+_PUSHTO = re.compile(r"^PUSHTO\s+(?P<provider>[a-z]+)\s+(?P<first>.+?)\s+::\s+(?P<second>.+)$",
+                     re.M)
 _TOOLS_WITH_ARGS = {"PUSH": ("task_push", "title", "brief"),
                     "COMPLETE": ("task_complete_return", "summary", "next_action")}
 _PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^:/]+):(?P<method>\w+)$")
@@ -165,6 +168,14 @@ def script(body: dict[str, Any], offered: Sequence[str]) -> Reply:
         if name is None:
             return Reply(text="NO-TOOL: transition_claim not offered")
         return Reply(call=(name, {}))
+    pushed = _PUSHTO.search(text)
+    if pushed is not None:
+        name = _offered(offered, "task_push")
+        if name is None:
+            return Reply(text="NO-TOOL: task_push not offered")
+        return Reply(call=(name, {"title": pushed["first"].strip(),
+                                  "brief": pushed["second"].strip(),
+                                  "provider": pushed["provider"]}))
     given = _WITH_ARGS.search(text)
     if given is not None:
         tool, first, second = _TOOLS_WITH_ARGS[given["word"]]

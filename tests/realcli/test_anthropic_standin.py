@@ -161,3 +161,12 @@ def test_a_gateway_that_refuses_the_check_answers_400_only_to_requests_asking_fo
     with AnthropicStandin() as api:  # the service itself takes the check
         safeguards = [{"type": "dangerous_tool_use"}]
         assert _post(api.url, {**turn, "safeguards": safeguards}, beta=CHECK_BETA)[0] == 200
+
+
+def test_pushto_pushes_a_task_on_the_named_provider() -> None:
+    offered = [*OFFERED, {"name": SWITCHBOARD_PREFIX + "task_push"}]
+    reply = script({"tools": offered, "messages": [_user("PUSHTO gemini Fix it :: the brief")]})
+    assert reply.tool is not None
+    assert (reply.tool.name, reply.tool.arguments) == (
+        SWITCHBOARD_PREFIX + "task_push",
+        {"title": "Fix it", "brief": "the brief", "provider": "gemini"})

@@ -126,3 +126,10 @@ def test_calltool_calls_an_offered_tool_by_its_short_name() -> None:
         "mcp_switchboard_task_push", {})
     assert script({"contents": [_user("CALLTOOL nope")]}, offered).text == (
         "NO-TOOL: nope not offered")
+
+
+def test_pushto_pushes_a_task_on_the_named_provider() -> None:
+    offered = ["run_shell_command", "mcp_switchboard_task_push"]
+    assert script({"contents": [_user("PUSHTO opencode Fix it :: the brief")]}, offered).call \
+        == ("mcp_switchboard_task_push", {"title": "Fix it", "brief": "the brief",
+                                          "provider": "opencode"})
