@@ -138,9 +138,9 @@ def evidence_dump(home: Home, session_key: str) -> str:
 
 def witness_only(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The typist's own ``notified_at`` stamp touches no row from here on (as if it were
-    killed right after typing, its attempt record left in place): only the agent's prompt hook, the witness of the line it
-    received (``storage.broker_witness``), can stamp. Returns the ids the typist tried
-    to stamp, in order."""
+    killed right after typing, its attempt record left in place): only the agent's
+    prompt hook, the witness of the line it received (``storage.broker_witness``), can
+    stamp. Returns the ids the typist tried to stamp, in order."""
     from core.broker.delivery import PaneLocks
     from storage.broker_store import BrokerStore
 
