@@ -90,6 +90,14 @@ def newest(provider: Provider) -> str:
     return matrix(provider)[0]
 
 
+def window_ends(provider: Provider) -> tuple[str, ...]:
+    """The newest and the oldest version of the matrix (one when it has one): for a narrow
+    check whose CLI-facing part other tests already run on every version (the whole
+    journey, the argv shapes), so the releases inside the window add only time."""
+    versions = matrix(provider)
+    return tuple(dict.fromkeys((versions[0], versions[-1])))
+
+
 @functools.cache
 def registry_latest(provider: Provider) -> str:
     """The version npm's ``latest`` tag names today."""

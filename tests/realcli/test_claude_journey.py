@@ -65,7 +65,7 @@ from tests.realcli.harness_claude import (
     transcript,
     transcripts,
 )
-from tests.realcli.install import RealCli, RealClis, newest
+from tests.realcli.install import RealCli, RealClis, newest, window_ends
 from tests.waiting import retry_until
 
 PUSH_TOOL, COMPLETE_TOOL, CLAIM_TOOL = (f"mcp__switchboard__{name}" for name in (
@@ -491,6 +491,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# The window's two ends only: the resume argv with a prompt is an argv shape checked on
+# every release (test_argv_shapes), and stop, resume and the handoff claim are the whole
+# journey's, on every release.
+@pytest.mark.parametrize("claude_cli", window_ends(Provider.CLAUDE), indirect=True,
+                         ids=lambda v: f"claude-{v}")
 def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(world: World) -> None:
     """``claude --resume ID ... -- "<fixed line>"``: the prompt is a prompt, and the
     resumed parent claims its handoff with one submission."""
@@ -528,6 +533,11 @@ def test_return_to_a_stopped_parent_resumes_it_with_the_fixed_line(world: World)
                child) == ("closed", "completed")
 
 
+# The window's two ends only: the subject is the broker (a parked workspace, one typed
+# line, poll and ACK); the agent tools over HTTP (test_http_tools_realcli) and the prompt
+# hook that witnesses the line (the whole journey) run on every release.
+@pytest.mark.parametrize("claude_cli", window_ends(Provider.CLAUDE), indirect=True,
+                         ids=lambda v: f"claude-{v}")
 def test_real_claude_task_agent_messages_its_parked_workspace(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 13 with the real CLI: the task agent sends its workspace agent a message
