@@ -5,10 +5,10 @@
 runs the housekeeping pass (``core.server.housekeeping``: reconcile, checkpoint,
 attention segment, parking, remote followers) on a thread every interval, drains the
 hooks' turn-end work (``core.server.turn_end``: usage, changes, nudges, kicks, a Stop's
-waiting push) on another, and serves
-until SIGTERM/SIGINT or its exit rule (``core.server.lifetime``: the home's tmux server
-gone for a while, or its lock file removed). Killed with -9 it leaves a stale
-``server.json`` and no lock holder: ``core.providers.agent_http.running`` reads "not
+waiting push) on another, parks the views a person leaves (``core.memory.leave``) on a
+third, and serves until SIGTERM/SIGINT or its exit rule (``core.server.lifetime``: the
+home's tmux server gone for a while, or its lock file removed). Killed with -9 it leaves
+a stale ``server.json`` and no lock holder: ``core.providers.agent_http.running`` reads "not
 running", and the next front end starts a new one. ``status`` and ``stop`` are what
 the command's ``--status`` and ``--stop`` do.
 
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config.home import Home
+from core.memory.leave import watch_leaves
 from core.model.errors import SwitchboardError
 from core.model.files import write_private
 from core.providers.agent_http import (
@@ -56,6 +57,7 @@ from core.server.housekeeping import (
 )
 from core.server.lifetime import TMUX_GONE_EXIT_S, ExitRule
 from core.server.turn_end import TurnEndDrain
+from core.tmux.runner import TmuxRunner
 
 if TYPE_CHECKING:
     from core.server.http import AgentToolServer
@@ -139,6 +141,10 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
             target=run_loop, args=(keeper, interval or interval_from_env(), stop, on_pass),
             name="housekeeping", daemon=True)
         housekeeping.start()
+        leaving = threading.Thread(target=watch_leaves,
+                                   args=(home, keeper.tmux_socket, server.log, stop),
+                                   name="leave-parking", daemon=True)
+        leaving.start()
         drain = threading.Thread(target=TurnEndDrain(home, server.log).run, args=(stop,),
                                  name="turn-end", daemon=True)
         drain.start()
@@ -203,6 +209,7 @@ def main() -> int:
     for name in [n for n in os.environ if n.startswith("SWITCHBOARD_")
                  and n not in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG", *SERVER_KNOBS)]:
         del os.environ[name]
+    TmuxRunner.acts_through_libtmux = False  # see there: libtmux would stay ~3 MB in here
     try:
         return serve(home.run_dir, home=home)
     except SwitchboardError as exc:

@@ -110,8 +110,9 @@ def test_left_views_park_at_once_but_the_last_one(tmp_path: Path, tmux_socket: P
         # alpha shown again: its saved screen at once, then the app itself
         saved = _plain(parking.screen_file(run_dir, views[0]).read_text())
         show(0)
+        # (the respawn clears the pane a few ms before the saved screen is printed)
+        assert retry_until(lambda: "alpha" in screen(tmux_socket, navs[0]), 2, interval=0.01)
         at_once = screen(tmux_socket, navs[0])
-        assert "alpha" in at_once
         assert [row.rstrip() for row in at_once.splitlines()[:3]] == \
             [row.rstrip() for row in saved.splitlines()[:3]] or _running(tmux_socket, navs[0])
         assert retry_until(lambda: _shows_navigator(tmux_socket, navs[0], 40), 60), \
@@ -164,3 +165,50 @@ def test_leave_book_keeps_the_view_left_last() -> None:
     book = leave.LeaveBook()
     book.note(fleet(1, 2))
     assert book.note(fleet(1, 2)) == ()
+
+
+def test_the_homes_server_parks_what_the_person_left(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same, end to end: the home's own server hears the hooks and parks, with no
+    pass due (``SWITCHBOARD_RECONCILE_INTERVAL`` an hour): a person who went from
+    alpha to beta to gamma has alpha parked within seconds, beta and gamma running."""
+    from core.server.main import stop_server
+    from core.server.start import ensure_running
+
+    names = ("alpha", "beta", "gamma")
+    engine = _engine(tmp_path, tmux_socket, names)
+    views = [engine.project_enter(new_request_id(), name).view_id for name in names]
+    snap = engine.stage.snapshot()
+    navs = [snap.view(v).navigator.pane_id for v in views]
+    windows = [snap.view(v).window_id for v in views]
+    tmux(tmux_socket, "select-window", "-t", windows[0])
+    terminal = Terminal(tmux_socket, engine.config.tmux.view_session, 80, 24)
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+    monkeypatch.setenv("SWITCHBOARD_RECONCILE_INTERVAL", "3600")
+    stop_server(engine.home.run_dir)  # one started by a launch has no such interval
+    ensure_running(engine.home)
+    try:
+        for nav in navs:
+            assert retry_until(lambda nav=nav: _shows_navigator(tmux_socket, nav, 40), 60), \
+                screen(tmux_socket, nav)
+        # the server's first reading sets the hooks
+        assert retry_until(lambda: f"client-detached[{leave.HOOK_INDEX}]" in tmux(
+            tmux_socket, "show-hooks", "-g"), 20)
+        tmux(tmux_socket, "select-window", "-t", windows[1])
+        assert retry_until(lambda: _shows_navigator(tmux_socket, navs[1], 40), 30)
+        tmux(tmux_socket, "select-window", "-t", windows[2])
+        assert retry_until(lambda: _asleep(tmux_socket, navs[0]), 15), \
+            screen(tmux_socket, navs[0])
+        assert _running(tmux_socket, navs[1]) and _running(tmux_socket, navs[2])
+        assert "alpha" in screen(tmux_socket, navs[0]), (
+            screen(tmux_socket, navs[0]),
+            parking.screen_file(engine.home.run_dir, views[0]).read_text()[:300])
+        # shown again, alpha wakes behind its saved screen
+        tmux(tmux_socket, "select-window", "-t", windows[0])
+        # (the respawn clears the pane a few ms before the saved screen is printed)
+        assert retry_until(lambda: "alpha" in screen(tmux_socket, navs[0]), 2, interval=0.01)
+        assert retry_until(lambda: _shows_navigator(tmux_socket, navs[0], 40), 60), \
+            screen(tmux_socket, navs[0])
+    finally:
+        terminal.close()
+        stop_server(engine.home.run_dir)
