@@ -49,6 +49,7 @@ from core.memory.parking import (
     screens_dir,
 )
 from core.model.errors import SwitchboardError
+from core.tmux.errors import TmuxUnavailable
 from core.tmux.identity import ServerIdentity, run_guarded
 from core.tmux.runner import TmuxCommand, TmuxRunner
 
@@ -193,6 +194,10 @@ class LeaveWatcher:
             seen, next_read = stamp, now + RECHECK_S
             try:
                 parked = self.step()
+            except TmuxUnavailable:  # no tmux server (yet, or any more): nothing to park
+                self._hooked = None
+                next_read = now + RETRY_S
+                continue
             except (SwitchboardError, OSError, ValueError) as exc:
                 self._hooked = None
                 next_read = now + RETRY_S

@@ -12,6 +12,7 @@ are on the panes, not on who parked them.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -212,3 +213,23 @@ def test_the_homes_server_parks_what_the_person_left(
     finally:
         terminal.close()
         stop_server(engine.home.run_dir)
+
+
+def test_no_tmux_server_is_nothing_to_park_and_nothing_to_log(tmp_path: Path) -> None:
+    """The watcher of a home whose tmux server is gone (the server exits a while later)
+    retries quietly: a log line there would only say that tmux is not running."""
+    import threading
+
+    from core.config.home import Home
+
+    said: list[str] = []
+    home = Home(root=tmp_path, config_path=tmp_path / "config.toml")
+    watcher = leave.LeaveWatcher(home, lambda: str(tmp_path / "no-server.sock"), said.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    thread.start()
+    leave.left_file(home.run_dir).touch()  # a leave heard: a reading, which finds no server
+    time.sleep(1.0)
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive() and said == []
