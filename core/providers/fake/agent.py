@@ -897,6 +897,8 @@ class FakeAgent:
         if verdict == "allow":
             self._ran(command, tool_use_id)
             return
+        if self.session.provider == "opencode":  # the question is drawn with its event
+            self.say("  △ Permission required")
         self.hooks.fire("PermissionRequest", self.session.tool_event(
             "PermissionRequest", command, "fake tool call", tool_use_id), match="Bash")
         if self.session.provider == "claude":
@@ -907,8 +909,6 @@ class FakeAgent:
                 "Tool Confirm Shell Command requires execution", fake_gemini.PERMISSION_TYPE))
         # Like the real CLIs, wait for the person: the needs-input badge lasts until
         # they answer in the pane.
-        if self.session.provider == "opencode":
-            self.say("  △ Permission required")
         answer = self.ask(f"  Allow Bash({command})? [y/n] ") if self.ask else None
         if answer is None or answer.strip().lower() not in ("", "y", "yes"):
             self.say("  ⎿ permission denied")
@@ -995,8 +995,8 @@ class FakeAgent:
             self.say(f"  ⎿ {key} denied by the permission rules")
             return False
         call_id = session.new_tool_use_id()
-        self.hooks.fire("PermissionRequest", session.tool_permission(key, call_id, None))
         self.say(f"  △ Permission required: Call tool {key}")
+        self.hooks.fire("PermissionRequest", session.tool_permission(key, call_id, None))
         answer = self.ask(f"  Allow {key}? [y/n] ") if self.ask else None
         allowed = answer is not None and answer.strip().lower() in ("", "y", "yes")
         self.hooks.fire("PermissionRequest", session.tool_permission(
