@@ -111,9 +111,11 @@ class KeyBinding:
 
 def kept_after_exit(target: str) -> list[TmuxCommand]:
     """A pane whose words stay on screen after its process exits, with no dead-pane
-    line under them: the placeholder (``core.model.placeholder``)."""
+    line under them: the placeholder (``core.model.placeholder``). ``-q``: tmux 3.2 has
+    no ``remain-on-exit-format`` (3.3 added it) and shows its "Pane is dead" line there,
+    rather than failing the batch that builds the view."""
     return [("set-option", "-p", "-t", target, "remain-on-exit", "on"),
-            ("set-option", "-p", "-t", target, "remain-on-exit-format", "")]
+            ("set-option", "-pq", "-t", target, "remain-on-exit-format", "")]
 
 
 def bound_keys(lines: Sequence[str], table: str) -> dict[str, str]:
