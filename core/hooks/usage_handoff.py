@@ -47,9 +47,10 @@ def after_turn(home: Home, provider: str, event: str, document: dict[str, object
         return False
     # a turn end's reader waits for its turn's lines (``core.usage.worker.SETTLE``)
     tail = [""] if first_hook else [turn_id or "", "settle"]
-    from core.model.turn_end import USAGE, hand_off
+    from core.model.turn_end import USAGE, hand_off, path_key
 
-    if hand_off(home.run_dir, USAGE, session_key, [session_key, provider, source, *tail]):
+    if hand_off(home.run_dir, USAGE, path_key(session_key, source),
+                [session_key, provider, source, *tail]):
         return True  # the running server reads it (one item per session, coalesced)
     try:
         from core.model.spawn import spawn_detached

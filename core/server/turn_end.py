@@ -43,6 +43,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.config.home import Home
 from core.model.files import own_dir
@@ -59,6 +60,9 @@ from core.model.turn_end import (
     USAGE,
     spool_dir,
 )
+
+if TYPE_CHECKING:
+    from storage.session_usage import UsageRow
 
 POLL_S = 0.2
 """Seconds between two looks at the spool: a Stop's work starts within this (a listing
@@ -94,6 +98,8 @@ class _Settling:
     item: Item
     size: int = -1
     due: float = 0.0
+    unmarked: tuple[str, UsageRow, int] | None = None
+    """A limit the read found whose registry write failed (busy): tried again first."""
 
 
 def read_item(path: Path) -> Item:
@@ -290,16 +296,34 @@ class TurnEndDrain:
             self.log(f"usage of session {key}: skipped {count} unreadable line(s) of "
                      f"{shown(source)} (first: {reason}); the lines after them were read")
 
-        def read() -> list[object]:
-            return list(worker.read_usage(
-                home.root, key, provider, source, turn_id or None,
-                mark=lambda k, row, now: worker.mark_limited(home, k, row, now),
-                skipped=skipped))
+        def mark(session_key: str, row: UsageRow, now: int) -> None:
+            # the rows are stored before this runs: a busy registry must not lose the
+            # limit, so it is kept and written at the next look
+            state.unmarked = (session_key, row, now)
+            worker.mark_limited(home, session_key, row, now)
+            state.unmarked = None
 
-        if not settle:
-            read()
-            return True
+        def read() -> list[UsageRow]:
+            return worker.read_usage(home.root, key, provider, source, turn_id or None,
+                                     mark=mark, skipped=skipped)
+
         over = self.clock() >= state.item.at + worker.SETTLE_S
+        if state.unmarked is not None:
+            try:
+                mark(*state.unmarked)
+            except Exception:
+                if over:
+                    raise
+                return False
+            return True
+        if not settle:
+            try:
+                read()
+            except Exception:
+                if over or state.unmarked is None:
+                    raise
+                return False
+            return True
         try:
             size = os.stat(source).st_size
             if size != state.size:

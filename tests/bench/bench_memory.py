@@ -23,7 +23,10 @@ Figures, each beside its target and the load average when it was read:
   once) and until the navigator (a cold ``switchboard ui``) has painted, ``--wakes``;
 - storm on the large fleet: ``--storm`` seconds of 5 hooks/s across its agents (the
   launch's exact hook commands, recorded payloads): the CPU of every Switchboard
-  process but the hooks themselves (<= 15 % of a core), and the hooks' own.
+  process but the hooks themselves (<= 15 % of a core), and the hooks' own; twice in
+  the same run, first with the turn-end work in a Python worker per Stop
+  (``SWITCHBOARD_TURN_END=worker``: before issue 38's hand-off, and the hook's path when
+  no server runs), then handed to the home's server (``core.server.turn_end``).
 Floors measured in the same run: a bare Textual app's and a bare ``python``'s RSS in a
 pane of the same tmux server; the CPU of ``python -c pass`` run at the storm's rate.
 """
@@ -51,6 +54,7 @@ from core.config.registry import init_registry
 from core.context.requests import new_request_id
 from core.engine.open import open_engine
 from core.memory import parking
+from core.model import turn_end
 from core.model.enums import Provider
 from core.runtime.claims import claim_for_frame
 from core.server.start import ensure_running
@@ -286,13 +290,15 @@ def cpu_floor(seconds: float) -> float:
     return (_children_cpu_s() - before) / (time.monotonic() - started) * 100
 
 
-def storm(run: FleetRun, seconds: float) -> counting.Tracker:
+def storm(run: FleetRun, seconds: float, extra_env: dict[str, str] | None = None
+          ) -> counting.Tracker:
     """5 hooks/s across the fleet's agents (each agent's UserPromptSubmit, then its Stop),
-    each the launch's exact command with its pane's environment; the home's CPU
-    followed."""
+    each the launch's exact command with its pane's environment (plus ``extra_env``); the
+    home's CPU followed."""
     engine = run.engine
     commands = hook_commands(engine)
-    envs = {frame: pane_env(engine, frame) for frame in run.frames}  # type: ignore[arg-type]
+    envs = {frame: {**pane_env(engine, frame), **(extra_env or {})}  # type: ignore[arg-type]
+            for frame in run.frames}
     keys = {frame: session_of(engine, frame) for frame in run.frames}  # type: ignore[arg-type]
     sessions = {frame: engine.conn.execute(  # type: ignore[attr-defined]
         "SELECT provider_session_id FROM provider_sessions WHERE session_key = ?",
@@ -359,17 +365,23 @@ def measure_fleet(views: int, agents: int, *, visit: bool = False, wake_rounds: 
                     figures["wake_usable_max_s"] = max(usable)
                     figures["wake_load"] = os.getloadavg()[0]
             if storm_s:
-                _settle(run, views)
-                print(f"  storm {storm_s:g} s at {HOOKS_PER_S:g} hooks/s ...", flush=True)
-                tracked = storm(run, storm_s)
-                beside = [k for k in counting.Kind if k is not counting.Kind.HOOK]
-                figures["storm_cpu"] = tracked.percent(beside)
-                figures["storm_hooks_cpu"] = tracked.percent([counting.Kind.HOOK])
-                figures["storm_load"] = os.getloadavg()[0]
-                for kind in beside:
-                    if tracked.seen(kind):
-                        print(f"    {kind.value}: {tracked.percent([kind]):.2f} % of a core "
-                              f"({tracked.seen(kind)} processes)", flush=True)
+                # before and after in one run: the hooks' turn-end work in a Python worker
+                # per Stop (what a hook does when no server runs), then handed to the server
+                for prefix, extra in (("storm_workers", {turn_end.ENV_MODE:
+                                                         turn_end.WORKER_MODE}),
+                                      ("storm", {})):
+                    _settle(run, views)
+                    print(f"  storm {storm_s:g} s at {HOOKS_PER_S:g} hooks/s"
+                          f"{' (workers forced)' if extra else ''} ...", flush=True)
+                    tracked = storm(run, storm_s, extra)
+                    beside = [k for k in counting.Kind if k is not counting.Kind.HOOK]
+                    figures[f"{prefix}_cpu"] = tracked.percent(beside)
+                    figures[f"{prefix}_hooks_cpu"] = tracked.percent([counting.Kind.HOOK])
+                    figures[f"{prefix}_load"] = os.getloadavg()[0]
+                    for kind in counting.Kind:
+                        if tracked.seen(kind):
+                            print(f"    {kind.value}: {tracked.percent([kind]):.2f} % of a "
+                                  f"core ({tracked.seen(kind)} processes)", flush=True)
                 figures["storm_floor_cpu"] = cpu_floor(min(FLOOR_S, storm_s))
         finally:
             if terminal is not None:
@@ -421,6 +433,11 @@ def main() -> int:
               f"(median)   {_verdict(b['wake_screen_s'], TARGETS['screen'])}; the navigator "
               f"painted after {b['wake_usable_s']:.3f} s median, {b['wake_usable_max_s']:.3f} s"
               f" max (a cold start; no target)   (load {b['wake_load']:.2f})")
+    if "storm_workers_cpu" in b:
+        print(f"  storm {args.storm:g} s at {HOOKS_PER_S:g} hooks/s, a Python worker per Stop "
+              f"(SWITCHBOARD_TURN_END=worker, the no-server fallback): Switchboard beside the "
+              f"hooks {b['storm_workers_cpu']:.2f} % of a core; the hooks themselves "
+              f"{b['storm_workers_hooks_cpu']:.2f} %   (load {b['storm_workers_load']:.2f})")
     if "storm_cpu" in b:
         print(f"  storm {args.storm:g} s at {HOOKS_PER_S:g} hooks/s: Switchboard beside the hooks "
               f"{b['storm_cpu']:.2f} % of a core   {_verdict(b['storm_cpu'], TARGETS['storm'])};"

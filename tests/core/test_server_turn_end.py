@@ -74,6 +74,10 @@ def _usage(home: Home, key: str) -> list[tuple[str | None, int, int]]:
         conn.close()
 
 
+def _usage_item(source: Path | str) -> str:
+    return turn_end.item_name(turn_end.USAGE, turn_end.path_key("k", str(source)))
+
+
 def _spool(home: Home) -> list[str]:
     return sorted(n for n in os.listdir(turn_end.spool_dir(home.run_dir))
                   if not n.startswith("."))
@@ -107,9 +111,10 @@ def test_stops_of_one_session_are_one_read_done_by_the_server(
     assert after_turn(home, "claude", "Stop", source, "k", "p1")
     assert after_turn(home, "claude", "Stop", source, "k", "p1")  # a burst: coalesced
     assert spawned == []  # no process at all
-    assert _spool(home) == ["usage.k"]
+    name = _usage_item(source["transcript_path"])
+    assert _spool(home) == [name]
     folder = turn_end.spool_dir(home.run_dir)
-    assert os.stat(folder / "usage.k").st_mode & 0o777 == 0o600
+    assert os.stat(folder / name).st_mode & 0o777 == 0o600
     assert server.tick() == 1
     server.tick()  # reaps it: done, removed
     assert _spool(home) == [] and server.done == 1
@@ -126,7 +131,8 @@ def test_a_claimed_item_left_by_a_killed_server_is_done_first(
     source = {"transcript_path": str(_transcript(tmp_path))}
     assert after_turn(home, "claude", "Stop", source, "k", "p1")
     folder = turn_end.spool_dir(home.run_dir)
-    os.replace(folder / "usage.k", folder / "usage.k.taken")  # claimed, then killed
+    name = _usage_item(source["transcript_path"])
+    os.replace(folder / name, folder / f"{name}.taken")  # claimed, then killed
     fresh = TurnEndDrain(home, lambda line: None)
     assert fresh.tick() == 1
     fresh.tick()
@@ -187,7 +193,7 @@ def test_a_settling_read_waits_for_its_turns_lines(
     assert after_turn(home, "claude", "Stop", {"transcript_path": str(path)}, "k", "p1")
     server.tick()
     server.tick()
-    assert _spool(home) == ["usage.k.taken"]  # still settling, still on disk
+    assert _spool(home) == [f"{_usage_item(path)}.taken"]  # still settling, still on disk
     path.write_text(claude_line("m1", "claude-sonnet-4-5", 7, 3))
     time.sleep(0.3)
     server.tick()
@@ -202,3 +208,52 @@ def test_the_worker_mode_knob_keeps_the_workers(home: Home, tmp_path: Path,
     assert after_turn(home, "claude", "Stop", {"transcript_path": str(_transcript(tmp_path))},
                       "k", "p1")
     assert len(spawned) == 1 and _spool(home) == []
+
+
+def test_reads_of_one_session_from_two_files_are_two_items(
+        home: Home, tmp_path: Path, server: TurnEndDrain, spawned: list[list[str]]) -> None:
+    """Coalescing merges the same work only: a second file of the session (Codex's first
+    prompt names its rollout, a Stop another) is read too."""
+    first = _transcript(tmp_path)
+    second = tmp_path / "other.jsonl"
+    second.write_text(claude_line("m9", "claude-sonnet-4-5", 1, 1))
+    assert after_turn(home, "claude", "Stop", {"transcript_path": str(first)}, "k", "p1")
+    assert after_turn(home, "claude", "Stop", {"transcript_path": str(second)}, "k", "p1")
+    assert _spool(home) == sorted([_usage_item(first), _usage_item(second)])
+    assert server.tick() == 2
+    server.tick()
+    assert _spool(home) == [] and sorted(_usage(home, "k")) == [("p1", 1, 1), ("p1", 110, 25)]
+
+
+def test_a_limit_whose_registry_write_failed_is_written_at_the_next_look(
+        home: Home, tmp_path: Path, server: TurnEndDrain, spawned: list[list[str]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex states a usage limit only in its rollout: the read stores the rows, then
+    marks the session limited; a busy registry there must not lose the limit (the rows
+    are already read, so reading again finds nothing)."""
+    import sqlite3
+
+    from tests.core.test_usage import codex_context, codex_count
+
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(codex_context("gpt-5") + codex_count(100, 0, 5) + json.dumps(
+        {"type": "event_msg", "payload": {"type": "task_complete", "error": {
+            "message": "You've hit your usage limit. Try again in 3 minutes.",
+            "codex_error_info": "usage_limit_exceeded"}}}) + "\n")
+    marked: list[str | None] = []
+
+    def mark(_home: Home, _key: str, row, _now: int) -> bool:
+        marked.append(row.limit_kind)
+        if len(marked) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return True
+
+    monkeypatch.setattr("core.usage.worker.mark_limited", mark)
+    assert after_turn(home, "codex", "Stop", {"transcript_path": str(rollout)}, "k", "t1")
+    server.tick()
+    server.tick()
+    assert len(marked) == 1 and _spool(home)  # kept, to be marked again
+    time.sleep(0.3)
+    server.tick()
+    server.tick()
+    assert len(marked) == 2 and marked[0] == marked[1] is not None and _spool(home) == []

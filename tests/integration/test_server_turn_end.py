@@ -111,7 +111,8 @@ def test_work_spooled_to_a_server_killed_before_it_ran_is_done_after_restart(
         os.kill(info.pid, signal.SIGKILL)
         assert retry_until(lambda: not agent_http.lock_held(home.run_dir), 15)
         folder = turn_end.spool_dir(home.run_dir)
-        assert "usage.k" in os.listdir(folder)  # not done, not lost
+        name = turn_end.item_name(turn_end.USAGE, turn_end.path_key("k", str(source)))
+        assert name in os.listdir(folder)  # not done, not lost
         # no server now: the next hand-off is a worker's (nothing waits for a server)
         assert after_turn(home, "claude", "Stop", {"transcript_path": str(source)}, "k2", "p1")
         assert len(_python(spawned)) == 1
