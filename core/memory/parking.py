@@ -213,7 +213,7 @@ def wake_line(runner: TmuxRunner, pane: NavigatorPane, spawn: NavigatorSpawn,
     env = [arg for name, value in waking.env.items() for arg in ("-e", f"{name}={value}")]
     argv = [runner.tmux_bin or "tmux", "-S", runner.socket_path,
             "respawn-pane", "-t", pane.pane_id, *env, "--", *waking.command,
-            ";", "set-option", "-pu", "-t", pane.pane_id, "remain-on-exit-format"]
+            ";", "set-option", "-puq", "-t", pane.pane_id, "remain-on-exit-format"]
     return " ".join(shlex.quote(arg) for arg in argv) + " >/dev/null 2>&1"
 
 
@@ -241,7 +241,7 @@ def _park_commands(pane: NavigatorPane, screen: Path, wake: str) -> list[TmuxCom
         checks.append(Check(pane.pane_id, equals("#{pane_pid}", str(pane.pane_pid)),
                             "navigator_restarted"))
     then: list[TmuxCommand] = [
-        ("set-option", "-p", "-t", pane.pane_id, "remain-on-exit-format", ""),
+        ("set-option", "-pq", "-t", pane.pane_id, "remain-on-exit-format", ""),
         ("set-option", "-pu", "-t", pane.pane_id, OPT_UNSEEN)]
     if pane.in_view_window:
         then.append(("set-option", "-w", "-t", pane.window_id, OPT_WAKE, wake))
@@ -316,7 +316,7 @@ def wake(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
     results = respawn_navigators(runner, expected, respawns)
     clear: list[TmuxCommand] = []
     for pane, _ in panes:
-        clear.append(("set-option", "-pu", "-t", pane.pane_id, "remain-on-exit-format"))
+        clear.append(("set-option", "-puq", "-t", pane.pane_id, "remain-on-exit-format"))
         if pane.in_view_window:
             clear.append(("set-option", "-wu", "-t", pane.window_id, OPT_WAKE))
     with contextlib.suppress(TmuxError):  # leftovers only cost a no-op wake later
