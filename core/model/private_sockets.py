@@ -11,12 +11,14 @@ with mode 0700 (``core.model.files.check_own_dir``).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
 from pathlib import Path
 
 from core.model.files import check_own_dir
+from core.model.flocks import lock_is_held
+
+__all__ = ["listen_private", "lock_is_held"]  # lock_is_held lives in core.model.flocks (lean)
 
 
 def listen_private(path: Path, backlog: int) -> socket.socket:
@@ -39,22 +41,3 @@ def listen_private(path: Path, backlog: int) -> socket.socket:
     os.chmod(path, 0o600)
     server.listen(backlog)
     return server
-
-
-def lock_is_held(path: Path) -> bool:
-    """Whether some process holds an ``flock`` on ``path`` (no file: nobody does).
-
-    Asks with a shared, non-blocking lock it lets go at once: it never holds up the
-    holder, and never creates the file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-

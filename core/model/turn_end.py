@@ -34,6 +34,8 @@ import stat
 import time
 from pathlib import Path
 
+from core.model.flocks import lock_is_held
+
 SPOOL_FOLDER = "turn-end"
 """Under the server's private folder (``core.providers.agent_http.server_dir``)."""
 SERVER_FOLDER = "server"
@@ -87,25 +89,7 @@ def server_takes_work(run_dir: Path) -> bool:
     except OSError:
         beat = 0.0
     alive = time.time() - beat <= ALIVE_S
-    return alive and _lock_held(folder / LOCK_NAME)
-
-
-def _lock_held(path: Path) -> bool:
-    """``core.model.private_sockets.lock_is_held``, without its ``socket`` import (2.9 ms
-    of every Stop hook, measured with ``-X importtime``)."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return alive and lock_is_held(folder / LOCK_NAME)
 
 
 def private_folder(path: Path) -> bool:
