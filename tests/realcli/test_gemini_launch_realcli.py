@@ -10,7 +10,10 @@ hooks under the exact session id chosen before exec; a stop and a start again re
 that session by its id (the model is sent the earlier prompt); the person's own
 ``~/.gemini/settings.json`` stays byte for byte what it was. And the task journey: a
 Gemini workspace pushes a task (Gemini too), which claims its brief and completes back,
-the parent claiming the handoff; each fixed line typed once.
+the parent claiming the handoff; each fixed line typed once; a second task is left with
+back (parked, its CLI still running), shown again with focus (the same process) and
+closed (its CLI ends, the tree drops it); then the tmux server dies and
+``switchboard restore`` resumes the workspace in main by its exact session id.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 from core.apps.client import EngineClient
 from core.context.requests import new_request_id
 from core.engine.engine import Engine
+from core.engine.open import open_engine
 from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
 from storage import session_db
@@ -50,6 +54,7 @@ from tests.realcli.harness import (
     xdg_home,
 )
 from tests.realcli.install import RealCliUnavailable, ensure_gemini
+from tests.realcli.journey_steps import back_focus_close, kill_server, restore
 from tests.waiting import end_process_groups, retry_until
 
 SLOW = 120.0  # the CLI (node) starts in seconds; the machine is shared
@@ -227,7 +232,8 @@ def test_a_gemini_workspace_pushes_a_gemini_task_that_returns_its_handoff_once(
     with GeminiStandin() as api:
         engine = _engine(person, tmux_socket, binary, api)
         try:
-            parent = engine.project_enter(new_request_id(), "alpha").frame_id
+            route = engine.project_enter(new_request_id(), "alpha")
+            parent = route.frame_id
             started = engine.frame_start(new_request_id(), parent, Provider.GEMINI)
             assert retry_until(lambda: one(engine, "SELECT state FROM launch_intents WHERE"
                                                    " launch_id = ?", started.launch_id)
@@ -271,6 +277,45 @@ def test_a_gemini_workspace_pushes_a_gemini_task_that_returns_its_handoff_once(
             called = [script(turn.body or {}, turn.tool_names).call for turn in api.turns()]
             claims = [c for c in called if c is not None and c[0].endswith("transition_claim")]
             assert len(claims) == 2, called  # the brief once, the handoff once
+
+            # --- back, focus, close on a second task ---------------------------------
+            second = engine.frame_push(new_request_id(), parent, "Look around",
+                                       "read the README")
+            assert retry_until(lambda: one(engine, "SELECT state FROM view_transitions"
+                                                   " WHERE transition_id = ?",
+                                           second.transition_id) == ("completed",), SLOW)
+            looker = str(one(engine, "SELECT frame_id FROM frames WHERE title = ?",
+                             "Look around")[0])
+            groups |= _groups(tmux_socket)
+            assert retry_until(lambda: activity(engine, looker) == "ready", SLOW), \
+                screen(tmux_socket, main_pane(engine))
+            back_focus_close(engine, tmux_socket, route.view_id, main, looker, SLOW)
+
+            # --- the tmux server dies: `switchboard restore` resumes the parent by id -
+            _, session_id, key = _session(engine, parent)
+            engine.conn.close()
+            kill_server(tmux_socket)
+            lines = restore()
+            assert "alpha: view reopened (navigator mode)" in lines, lines
+            assert f"  \u201calpha\u201d (main): resumed session {key}" in lines, lines
+            engine = open_engine(xdg_home(person), with_stage=True)
+            assert _session(engine, parent)[2] == key
+            assert one(engine, "SELECT action, target_session_key FROM launch_intents"
+                               " WHERE frame_id = ? ORDER BY created_at DESC LIMIT 1",
+                       parent) == ("resume", key)
+            revived = main_pane(engine)
+            groups |= _groups(tmux_socket)
+            assert retry_until(lambda: PROMPT_READY in screen(tmux_socket, revived), SLOW), \
+                screen(tmux_socket, revived)
+            asked = len(api.turns())
+            type_prompt(tmux_socket, revived, "after restore")
+            assert retry_until(lambda: len(api.turns()) > asked, SLOW), \
+                screen(tmux_socket, revived)
+            sent = json.dumps(api.turns()[-1].body)  # the conversation came back
+            assert "PUSH Fix the bug" in sent and "after restore" in sent
+            assert retry_until(lambda: activity(engine, parent) == "ready", SLOW), \
+                (activity(engine, parent), screen(tmux_socket, revived))
+            assert _session(engine, parent)[1:] == (session_id, key)
         finally:
             groups |= _groups(tmux_socket)
             engine.conn.close()
