@@ -27,8 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from core.agent import tools_broker as _broker_tools
-from core.agent import tools_context as _context_tools
 from core.model.errors import SwitchboardError
 from core.model.tool_schemas import BROKER_NAMES, CONTEXT_NAMES, ENV_READY_FILE, TOOLS
 
@@ -88,12 +86,18 @@ def _check_number(key: str, value: Any, spec: dict[str, Any]) -> None:
 
 
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    from core.agent import tools as agent_tools
-
+    # Each tool module is imported by the call that uses it: every ``tools/call`` is a
+    # fresh process (``core.server.call``), and the broker's modules alone cost ~100 ms
+    # of imports that a context tool never uses.
     if name in BROKER_NAMES:
-        return _broker_tools.call(name, arguments)
+        from core.agent import tools_broker
+
+        return tools_broker.call(name, arguments)
     if name in CONTEXT_NAMES:
-        return _context_tools.call(name, arguments)
+        from core.agent import tools_context
+
+        return tools_context.call(name, arguments)
+    from core.agent import tools as agent_tools
 
     if name == "task_push":
         return agent_tools.task_push(arguments["title"], arguments["brief"],

@@ -20,6 +20,7 @@ from core.model.enums import CreatedBy, Provider
 from core.model.errors import Conflict, RequestConflict, SwitchboardError, Unauthorized
 
 if TYPE_CHECKING:
+    from core.context.reader import RegistryReader
     from core.engine.engine import Engine
 
 CLAIM_WAIT_S = 20.0
@@ -32,7 +33,7 @@ NO_CAPABILITY = ("no Switchboard capability in this environment; agent tools onl
                  "inside a pane that Switchboard launched")
 
 
-def _authority(engine: Engine, env: dict[str, str]) -> Authority:
+def _authority(engine: RegistryReader, env: dict[str, str]) -> Authority:
     raw = env.get(ENV_CAPABILITY)
     if not raw:
         raise Unauthorized(NO_CAPABILITY)
@@ -60,6 +61,26 @@ def authorized(env: dict[str, str] | None) -> Iterator[tuple[Engine, Authority]]
         yield engine, _authority(engine, env)
     finally:
         engine.conn.close()
+
+
+@contextmanager
+def authorized_reader(env: dict[str, str] | None) -> Iterator[tuple[RegistryReader, Authority]]:
+    """``authorized`` for a tool that only reads: the registry and its config, opened and
+    checked by the same ``open_current``, and the same capability, generation and pane
+    checks, without the ``Engine`` and its tmux stage. Each call is a fresh process, and
+    importing the engine (its requests, sagas and providers) is most of a read's time."""
+    from core.config.registry import open_current
+    from core.context.reader import RegistryReader
+
+    env = dict(os.environ if env is None else env)
+    if not env.get(ENV_CAPABILITY):
+        raise Unauthorized(NO_CAPABILITY)  # before touching (or requiring) any registry
+    opened = open_current(Home.from_env(env))
+    reader = RegistryReader(conn=opened.conn, config=opened.config, home=opened.home)
+    try:
+        yield reader, _authority(reader, env)
+    finally:
+        reader.conn.close()
 
 
 def _provider(value: str | None) -> Provider | None:

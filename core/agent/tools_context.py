@@ -64,9 +64,9 @@ def _pending_for(engine: Any, frame_id: str) -> int | None:
 
 def switchboard_current(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """My frame, project, parent, children, whether I am shown, and my unread messages."""
-    from core.agent.tools import authorized
+    from core.agent.tools import authorized_reader
 
-    with authorized(env) as (engine, authority):
+    with authorized_reader(env) as (engine, authority):
         conn = engine.conn
         me = _frame_row(conn, authority.frame_id)
         project = conn.execute("SELECT name FROM projects WHERE project_id = ?",
@@ -88,9 +88,9 @@ def switchboard_current(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def switchboard_context(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The project's open frames: titles, roles, parents, activity and who is shown."""
-    from core.agent.tools import authorized
+    from core.agent.tools import authorized_reader
 
-    with authorized(env) as (engine, authority):
+    with authorized_reader(env) as (engine, authority):
         conn = engine.conn
         me = _frame_row(conn, authority.frame_id)
         shown = _shown(conn, me["project_id"])
@@ -107,9 +107,9 @@ def switchboard_context(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def switchboard_history(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Closed tasks of this project, newest first, with their handoff summaries."""
-    from core.agent.tools import authorized
+    from core.agent.tools import authorized_reader
 
-    with authorized(env) as (engine, authority):
+    with authorized_reader(env) as (engine, authority):
         conn = engine.conn
         me = _frame_row(conn, authority.frame_id)
         rows = conn.execute(
@@ -127,9 +127,9 @@ def switchboard_history(*, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def transition_status(*, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The latest transitions that involve my frame (push, return, back, focus), newest first."""
-    from core.agent.tools import authorized
+    from core.agent.tools import authorized_reader
 
-    with authorized(env) as (engine, authority):
+    with authorized_reader(env) as (engine, authority):
         rows = engine.conn.execute(
             "SELECT transition_id, kind, state, source_frame_id, target_frame_id, failure,"
             " created_at, updated_at FROM view_transitions"
