@@ -8,7 +8,6 @@ that config, pointer and database metadata agree and never creates state.
 from __future__ import annotations
 
 import shlex
-import socket
 import sqlite3
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -93,6 +92,8 @@ def _publish(home: Home, template: Config | None, clock: Clock, ids: IdSource,
              tmux_socket: str | None = None) -> InitResult:
     generation_id = ids.new_id()
     if template is None:
+        import socket  # here: every agent-tool call opens the registry, none publishes one
+
         config = default_config(generation_id=generation_id, host_id=ids.new_id(),
                                 display_name=socket.gethostname()[:128] or "localhost")
         # A first config says how long closed frames' evidence is kept, so `prune`
