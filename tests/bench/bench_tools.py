@@ -219,7 +219,7 @@ class ShimAgent:
 
 def run_old(calls: int, firsts: int) -> list[Series]:
     """The same series on the shim + unix host (run in the old tree's imports)."""
-    from core.providers import agent_tools  # type: ignore[attr-defined,unused-ignore]
+    from core.providers import agent_tools  # the old tree's (deleted in c7da969)
 
     installed_bytecode()
     folder, base_env, live, home = _surface("sbbench-oldtools-")
