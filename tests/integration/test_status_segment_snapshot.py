@@ -37,7 +37,9 @@ def _status_as_drawn(inner: Path, window: str, tmp_path: Path, cols: int, rows: 
     outer = tmp_path / f"outer-{cols}x{rows}.sock"
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     env["TERM"] = "xterm-256color"
-    attach = f"TERM=xterm-256color tmux -S {inner} attach -t {window}"
+    # Without TMUX, as `switchboard open` attaches (tmux calls a client nested when its
+    # tty was one of the inner server's dead, kept panes).
+    attach = f"env -u TMUX TERM=xterm-256color tmux -S {inner} attach -t {window}"
     subprocess.run(["tmux", "-S", str(outer), "-f", "/dev/null", "new-session", "-d",
                     "-x", str(cols), "-y", str(rows), attach], env=env, check=True)
     try:

@@ -75,7 +75,10 @@ def _attach_client(socket: Path, outer: Path, session: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     subprocess.run(["tmux", "-f", "/dev/null", "-S", str(outer), "new-session", "-d",
                     "-x", "160", "-y", "45", "-s", "terminal",
-                    f"tmux -S {socket} attach-session -t ={session}"], check=True, env=env)
+                    # Without TMUX, as `switchboard open` attaches: tmux refuses a client
+                    # whose tty was a (now dead, kept) pane's of this server as "nested".
+                    f"env -u TMUX tmux -S {socket} attach-session -t ={session}"],
+                   check=True, env=env)
     assert retry_until(lambda: "attached" in tmux(socket, "list-clients"), 5.0, interval=0.02)
 
 
