@@ -26,7 +26,7 @@ from core.model.control_line import CONTROL_TEMPLATE
 from core.model.enums import Provider
 from storage import session_db
 from storage.session_usage import UsageRow, turn_usage
-from tests.integration.journey_env import one, tmux
+from tests.integration.journey_env import one
 from tests.realcli.harness import (
     command_runs,
     evidence_dump,
@@ -38,6 +38,7 @@ from tests.realcli.harness import (
 )
 from tests.realcli.harness_codex import PROJECT, SCRUBBED_PREFIXES
 from tests.realcli.install import RealCliUnavailable, ensure_opencode
+from tests.realcli.journey_steps import back_focus_close, kill_server, restore
 from tests.realcli.opencode_harness import START_S, TURN_S
 from tests.realcli.opencode_standin import OCSLOW_WORD, OCTOOL_COMMAND, OpencodeStandin
 from tests.waiting import fail_unless
@@ -165,17 +166,16 @@ def test_real_opencode_started_by_switchboard_reports_and_resumes(
             assert _session(engine, route.frame_id)[:2] == (key, ident)
             assert again.session_key == key
 
-            # --- the tmux server dies: reopen, the same session resumes by its id ---
+            # --- the tmux server dies: `switchboard restore` resumes it by its id -----
             engine.conn.close()
-            pid = int(tmux(tmux_socket, "display-message", "-p", "#{pid}").strip())
-            tmux(tmux_socket, "kill-server")
-            fail_unless(lambda: not _alive(pid), 15, lambda: f"tmux server {pid} still runs")
+            kill_server(tmux_socket)
+            lines = restore()
+            assert "alpha: view reopened (navigator mode)" in lines, lines
+            assert f"  \u201calpha\u201d (main): resumed session {key}" in lines, lines
             engine = open_engine(home, with_stage=True)
-            engine.project_enter(new_request_id(), PROJECT)
-            after = engine.frame_start(new_request_id(), route.frame_id)
-            assert after.session_key == key
-            assert one(engine, "SELECT action FROM launch_intents WHERE launch_id = ?",
-                       after.launch_id) == ("resume",)
+            assert one(engine, "SELECT action, target_session_key FROM launch_intents"
+                               " WHERE frame_id = ? ORDER BY created_at DESC LIMIT 1",
+                       route.frame_id) == ("resume", key)
             pane = main_pane(engine)
             fail_unless(lambda: "hello again" in screen(tmux_socket, pane), START_S, look)
             type_prompt(tmux_socket, pane, "after restart")
@@ -185,14 +185,6 @@ def test_real_opencode_started_by_switchboard_reports_and_resumes(
         finally:
             engine.conn.close()
     assert theirs.read_bytes() == before
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _transitions(engine: Engine) -> list[tuple]:
@@ -219,7 +211,8 @@ def test_an_opencode_workspace_pushes_an_opencode_task_that_returns_its_handoff_
                                   {Provider.OPENCODE: (str(opencode_binary),)},
                                   home=xdg_home(root))
         try:
-            parent = engine.project_enter(new_request_id(), PROJECT).frame_id
+            route = engine.project_enter(new_request_id(), PROJECT)
+            parent = route.frame_id
             engine.frame_start(new_request_id(), parent, Provider.OPENCODE)
             main = main_pane(engine)
             fail_unless(lambda: "ctrl+p" in screen(tmux_socket, main), START_S,
@@ -262,6 +255,18 @@ def test_an_opencode_workspace_pushes_an_opencode_task_that_returns_its_handoff_
             assert screen(tmux_socket, main).count(CONTROL_TEMPLATE) == 1
             calls = api.journal.tool_calls()
             assert calls.count("switchboard_transition_claim") == 2, calls  # brief, handoff
+
+            # --- back, focus, close on a second task ---------------------------------
+            second = engine.frame_push(new_request_id(), parent, "Look around",
+                                       "read the README")
+            fail_unless(lambda: one(engine, "SELECT state FROM view_transitions WHERE"
+                                            " transition_id = ?", second.transition_id)
+                        == ("completed",), START_S + TURN_S, lambda: str(_transitions(engine)))
+            looker = str(one(engine, "SELECT frame_id FROM frames WHERE title = ?",
+                             "Look around")[0])
+            fail_unless(lambda: _session(engine, looker)[2] == "ready", START_S + TURN_S,
+                        lambda: screen(tmux_socket, main_pane(engine)))
+            back_focus_close(engine, tmux_socket, route.view_id, main, looker, TURN_S)
         finally:
             engine.conn.close()
 
