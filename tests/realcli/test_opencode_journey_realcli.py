@@ -6,8 +6,10 @@ launches it in the view's main pane (``frame_start``, the launcher, the adapter'
 plan); the plugin's events bind the session to OpenCode's own ``ses_`` id and move
 the frame working -> ready, a shell command's permission prompt shows as needs input,
 the turn's usage is read from the plugin's usage file, and a stop and a new start, and
-a lost tmux server and a reopened engine, resume exactly that session. The person's
-own config is left byte for byte.
+a lost tmux server brought back by ``switchboard restore``, resume exactly that
+session. The person's own config is left byte for byte. The task journey adds back
+(the child parked, its CLI running), focus (the same process) and close (its CLI
+ends, the tree drops it).
 """
 
 from __future__ import annotations
