@@ -288,6 +288,36 @@ def test_a_call_runs_only_with_its_own_launchs_environment(served: Served) -> No
     assert "no Switchboard capability in this environment" in result["content"][0]["text"]
 
 
+def test_a_405_keeps_the_connection_for_the_next_post_unless_it_had_a_body(
+        served: Served) -> None:
+    """The MCP client sends its GET (the optional event stream) as it sends ``tools/list``;
+    OpenCode's fetch could put that POST on the connection a 405 closed and fail it, and
+    showed "Failed to get tools". A bodiless 405 keeps the connection: the POST sent on
+    it right behind the GET is answered. A GET with a body (never read) is still closed."""
+    get = "\r\n".join(["GET /mcp HTTP/1.1", f"Host: {served.host}",
+                        f"Authorization: Bearer {served.token}",
+                        "Accept: text/event-stream"]) + "\r\n\r\n"
+    body = json.dumps(LIST).encode()
+    post = "\r\n".join(["POST /mcp HTTP/1.1", f"Host: {served.host}",
+                         f"Authorization: Bearer {served.token}",
+                         "Content-Type: application/json", f"Content-Length: {len(body)}",
+                         "Connection: close"]) + "\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", served.info.port), timeout=15) as sock:
+        sock.sendall(get.encode("latin-1") + post.encode("latin-1") + body)
+        refused = _read_answer(sock)
+        assert refused.status == 405 and "connection" not in refused.headers
+        listed = _read_answer(sock)
+    assert listed.status == 200
+    assert {tool["name"] for tool in json.loads(listed.body)["result"]["tools"]}
+
+    with socket.create_connection(("127.0.0.1", served.info.port), timeout=15) as sock:
+        sock.sendall(get.replace("\r\n\r\n", "\r\nContent-Length: 5\r\n\r\n")
+                     .encode("latin-1") + b"hello")
+        refused = _read_answer(sock)
+        assert refused.status == 405 and refused.headers["connection"] == "close"
+        assert sock.recv(1024) == b""
+
+
 def test_get_is_405_and_a_notification_is_202_without_a_body(served: Served) -> None:
     get = _request(served.info.port, "\r\n".join([
         "GET /mcp HTTP/1.1", f"Host: {served.host}", f"Authorization: Bearer {served.token}",
