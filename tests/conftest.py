@@ -94,8 +94,8 @@ def tmux_server(tmux_socket: Path) -> Iterator[libtmux.Server]:
 
 @pytest.fixture
 def no_server_pass(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The home's server (started by any launch for its agent tools) runs no periodic
-    pass within the test: tests that reconcile step by step and count what a pass
-    opened would otherwise race the server's own pass every 10 s. The agent tools it
-    serves are unaffected."""
-    monkeypatch.setenv("SWITCHBOARD_RECONCILE_INTERVAL", "3600")
+    """The home's server (started by any launch for its agent tools) runs no housekeeping
+    pass within the test, not even the one at its start: tests that reconcile step by
+    step, count what a pass opened, or move the engine's clock would otherwise race the
+    server's own pass (real clock). The agent tools it serves are unaffected."""
+    monkeypatch.setenv("SWITCHBOARD_RECONCILE_INTERVAL", "off")  # not even one at start

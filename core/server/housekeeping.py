@@ -25,6 +25,7 @@ edit without a restart.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -49,7 +50,12 @@ ENV_INTERVAL = "SWITCHBOARD_RECONCILE_INTERVAL"
 
 
 def interval_from_env() -> float:
+    """Seconds between passes; ``off`` is no pass at all (``math.inf``): the server still
+    serves the agent tools and the turn-end work. Tests that step through reconcile on
+    an engine clock of their own use it: a pass on the real clock would race them."""
     raw = os.environ.get(ENV_INTERVAL, "")
+    if raw.strip().lower() == "off":
+        return math.inf
     try:
         value = float(raw) if raw else RECONCILE_INTERVAL_S
     except ValueError:
@@ -221,7 +227,10 @@ class Housekeeper:
 def run_loop(keeper: Housekeeper, interval: float, stop: threading.Event,
              on_pass: Callable[[PassReport], None] | None = None) -> None:
     """A pass at once (a server started by a navigator first checks tmux), then one
-    every ``interval`` seconds from the start of the last, until ``stop``."""
+    every ``interval`` seconds from the start of the last, until ``stop``; no pass at
+    all when the interval is infinite (``off``)."""
+    if math.isinf(interval):
+        return
     while not stop.is_set():
         started = time.monotonic()
         report = keeper.run_pass()
