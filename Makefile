@@ -20,10 +20,15 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# Four pytest workers, a test file each (pytest-xdist): most of a test's time is
+# waiting on tmux, real agent CLIs and their stand-ins, so four share two cores
+# well. TEST_WORKERS=0 runs the suite in this one process.
+TEST_WORKERS ?= 4
+
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -p no:cacheprovider
+	$(BIN)/python -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 
 demo: $(STAMP)
 	$(BIN)/switchboard demo

@@ -51,6 +51,26 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(root)
 
 
+LONG_FIRST = ("realcli", "integration", "soak", "packaging", "attacks")
+"""The folders whose files take longest (real agent CLIs, real tmux journeys), handed
+to pytest-xdist's workers first: a long file taken last would run alone at the end."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``), the long folders' files first; a stable sort,
+    so within a file the order is as written. One process (no worker) keeps pytest's
+    own order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item: pytest.Item) -> int:
+        parts = Path(item.path).relative_to(config.rootpath).parts
+        folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+        return LONG_FIRST.index(folder) if folder in LONG_FIRST else len(LONG_FIRST)
+
+    items.sort(key=rank)
+
+
 @pytest.fixture
 def sb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh SWITCHBOARD_HOME (and config path) for one test."""
@@ -77,6 +97,16 @@ def tmux_socket() -> Iterator[Path]:
     socket = folder / "tmux.sock"
     yield socket
     subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A private folder with a short path, removed after the test: for a home whose
+    sockets sit inside it (a Unix socket path holds at most ~100 bytes, and pytest's
+    ``tmp_path`` is long, longer still under xdist's per-worker folders)."""
+    folder = _short_socket_dir()
+    yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -29,8 +29,8 @@ def _own_home(root: Path) -> Path:
 
 
 def test_the_default_demo_home_is_reopened_by_switchboard_demo(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+        short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(short_dir / "state"))
     root = _demo_home(default_demo_root())
     assert is_demo_home(root)
     assert reopen_command(root) == "`switchboard demo`"
@@ -50,9 +50,9 @@ def test_a_persons_own_home_is_reopened_by_bare_switchboard(tmp_path: Path) -> N
 
 
 def test_the_quit_hint_in_the_demo_names_switchboard_demo(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        short_dir: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(short_dir / "state"))
     root = _demo_home(default_demo_root())
     monkeypatch.setenv("SWITCHBOARD_HOME", str(root))
     monkeypatch.setenv("SWITCHBOARD_CONFIG", str(root / "config.toml"))
