@@ -1,6 +1,6 @@
 """An agent's own memory under Switchboard beside the same CLI started by hand (issue 38).
 
-Run: ``python -m tests.bench.bench_agent_memory [--rounds 3] [--cli claude codex]
+Run: ``python -m tests.bench.bench_agent_memory [--rounds 3] [--cli claude codex] [--turn tool]
 [--no-parts]``.
 
 Each round starts one release twice, side by side, in the same person's world (the
@@ -331,17 +331,31 @@ class Parts:
     closed_mcp: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Turn:
+    """The one turn each agent gets: what is typed, what shows once it is answered, and
+    (for a command the person's rules do not allow) the question and the key that
+    approves it."""
+
+    prompt: str
+    answer: str
+    question: str | None = None
+    approve_key: str = "Enter"
+
+
 class Cli:
     """What differs between the CLIs: the person's world, the screens, the launch parts."""
 
     provider: Provider
     ready_text: str
     """On screen once the CLI takes input."""
-    answer: str
-    """On screen once the stand-in's answer to ``PROMPT`` is drawn."""
+    turns: dict[str, Turn]
+    """``text``: a plain answer; ``tool``: a shell command the person approves, then an
+    answer (the CLI then runs a child process, as in most real turns)."""
 
-    def __init__(self, real: RealCli) -> None:
+    def __init__(self, real: RealCli, turn: str = "text") -> None:
         self.real = real
+        self.turn = self.turns[turn]
 
     def person(self, tmp: Path) -> AbstractContextManager[Person]:
         raise NotImplementedError
@@ -365,7 +379,8 @@ class Cli:
 class Claude(Cli):
     provider = Provider.CLAUDE
     ready_text = "? for shortcuts"
-    answer = "STANDIN-OK: " + PROMPT
+    turns = {"text": Turn(PROMPT, "STANDIN-OK: " + PROMPT),
+             "tool": Turn("TOOLTEST please", "STANDIN-DONE Bash", "Do you want to proceed?")}
 
     @contextmanager
     def person(self, tmp: Path) -> Iterator[Person]:
@@ -399,7 +414,9 @@ class Claude(Cli):
 class Codex(Cli):
     provider = Provider.CODEX
     ready_text = "Ask Codex to do anything"
-    answer = "Stand-in reply to: " + PROMPT
+    turns = {"text": Turn(PROMPT, "Stand-in reply to: " + PROMPT),
+             "tool": Turn("TOOLTEST", "TOOLTEST finished.",
+                          "Would you like to run the following command?", "y")}
 
     @contextmanager
     def person(self, tmp: Path) -> Iterator[Person]:
@@ -478,6 +495,20 @@ def _switchboard(cli: Cli, person: Person, tmp: Path) -> tuple[Engine, Home, str
     return engine, home, route.frame_id, Pane(BOARD, tmp / "sb.sock", pane)
 
 
+def _answered(pane: Pane, turn: Turn) -> None:
+    """Until the turn's answer shows, approving its command whenever it is asked (a
+    newer Claude Code ignores a key that comes right after the question appears)."""
+    def done() -> bool:
+        text = pane.screen()
+        if turn.answer in text:
+            return True
+        if turn.question is not None and turn.question in text:
+            tmux(pane.socket, "send-keys", "-t", pane.pane, turn.approve_key)
+            time.sleep(1.0)
+        return False
+    until(done, SLOW, lambda: f"{pane.label}:\n{pane.screen()}")
+
+
 def _parts(cli: Cli, person: Person, argv: list[str], pid: int,
            tmp: Path) -> list[tuple[str, tuple[str, ...], dict[str, str]]]:
     """(label, command, tmux pane environment) of each part run alone by hand."""
@@ -520,9 +551,9 @@ def one_round(cli: Cli, tmp: Path, parts: bool, board_first: bool) -> Round:
             for pane in panes:
                 pane.wait_for(cli.ready_text)
             for pane in panes:
-                pane.type_line(PROMPT)
+                pane.type_line(cli.turn.prompt)
             for pane in panes:
-                pane.wait_for(cli.answer)
+                _answered(pane, cli.turn)
             until(lambda: activity(engine, frame) == "ready", SLOW,
                   lambda: f"Switchboard's activity: {activity(engine, frame)}")
             if not wait_quiet([p.pid for p in panes]):
@@ -587,7 +618,7 @@ def _median(values: list[float]) -> float:
 def report(cli: Cli, rounds: list[Round]) -> None:
     """Print the medians (a figure over its target is printed OVER; it does not fail the
     run, as in the other benches)."""
-    print(f"{cli.real.id}: {len(rounds)} rounds, each side by side; load "
+    print(f"{cli.real.id}, turn {cli.turn.prompt!r}: {len(rounds)} rounds, each side by side; load "
           f"{os.getloadavg()[0]:.2f}")
     for name in ("rss", "pss", "uss"):
         hand = _median([r.trees[HAND].figure(name) for r in rounds])
@@ -617,10 +648,10 @@ def report(cli: Cli, rounds: list[Round]) -> None:
     print(f"  environment only under {BOARD}: {sorted(rounds[-1].env_only_board) or 'none'}")
 
 
-def _cli(name: str) -> Cli:
+def _cli(name: str, turn: str) -> Cli:
     provider = Provider(name)
     real = ensure_cli(provider, newest(provider))
-    return Claude(real) if provider is Provider.CLAUDE else Codex(real)
+    return Claude(real, turn) if provider is Provider.CLAUDE else Codex(real, turn)
 
 
 def main() -> int:
@@ -628,6 +659,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cli", nargs="+", default=["claude", "codex"],
                         choices=[Provider.CLAUDE.value, Provider.CODEX.value])
+    parser.add_argument("--turn", choices=["text", "tool"], default="text",
+                        help="the one turn: a plain answer, or a shell command approved")
     parser.add_argument("--parts", action=argparse.BooleanOptionalAction, default=True,
                         help="also run each part of the launch alone by hand")
     args = parser.parse_args()
@@ -635,7 +668,7 @@ def main() -> int:
         print("tmux is not installed: `make setup` installs it")
         return 1
     try:
-        chosen = [_cli(name) for name in args.cli]
+        chosen = [_cli(name, args.turn) for name in args.cli]
     except RealCliUnavailable as exc:
         print(f"the real CLIs are not installed and could not be: {exc}")
         return 1
