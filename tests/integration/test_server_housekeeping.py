@@ -159,6 +159,10 @@ def test_kill_9_of_the_server_during_reconcile_loses_nothing(
         victim = active if fault == "pane_killed_in_main" else (
             chaos.world.workspace_id if active != chaos.world.workspace_id
             else str(chaos.world.child_id))
+        # A server running now (a launch's or a heal's, passing every 0.2 s) would find
+        # the fault before the first kill, or while it stops in the first `_started`:
+        # then no kill could land before the fault is written.
+        stop_server(home.run_dir)
         tmux(tmux_socket, "kill-pane", "-t", str(pane_of(engine, victim)))
         for _ in range(KILLS_PER_FAULT):
             info = _started(home)
