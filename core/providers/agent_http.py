@@ -179,9 +179,42 @@ def read_port_hint(run_dir: Path) -> int:
 SERVER_KNOBS = ("SWITCHBOARD_RECONCILE_INTERVAL", "SWITCHBOARD_PARK_AFTER", "SWITCHBOARD_SSH")
 
 
-def ensure_server(run_dir: Path, home_env: Mapping[str, str],
-                  wait_s: float = START_WAIT_S) -> ServerInfo:
-    """The home's server, started detached (its own session, fork+exec) when none runs.
+START_POLL_S = 0.005
+"""How often a front end that started the server looks for its port file (a lock probe
+and a small read: a coarser poll only added its half to every cold start)."""
+
+
+@dataclass(frozen=True)
+class ServerStart:
+    """A front end's start of the home's server, under way (or a server found running):
+    ``wait`` returns it once its port file is written. Split from the start so a launch
+    registers its token meanwhile: the token is files only, and the server reads them
+    per request."""
+
+    run_dir: Path
+    found: ServerInfo | None
+    deadline: float
+    wait_s: float
+
+    def wait(self) -> ServerInfo:
+        if self.found is not None:
+            return self.found
+        while True:
+            found = running(self.run_dir)
+            if found is not None:
+                return found
+            if time.monotonic() >= self.deadline:
+                break
+            time.sleep(START_POLL_S)
+        raise ServerUnavailable(f"`switchboard server` did not start within {self.wait_s:g} "
+                                f"s; see {server_dir(self.run_dir) / LOG_NAME} or run "
+                                "`switchboard server`")
+
+
+def start_server(run_dir: Path, home_env: Mapping[str, str],
+                 wait_s: float = START_WAIT_S) -> ServerStart:
+    """Start the home's server detached (its own session, fork+exec) unless one runs;
+    ``ServerStart.wait`` for its port.
 
     Two front ends starting it at once both spawn one; the second finds the lock
     held and exits, and both read the first one's port file."""
@@ -191,7 +224,7 @@ def ensure_server(run_dir: Path, home_env: Mapping[str, str],
 
     found = running(run_dir)
     if found is not None:
-        return found
+        return ServerStart(run_dir, found, 0.0, wait_s)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SWITCHBOARD_") or k in SERVER_KNOBS}
     env.update(home_env)
@@ -210,14 +243,14 @@ def ensure_server(run_dir: Path, home_env: Mapping[str, str],
     except (OSError, subprocess.SubprocessError) as exc:
         raise ServerUnavailable(f"cannot start `switchboard server`: {exc}; run "
                                 "`switchboard server` to see why") from None
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        found = running(run_dir)
-        if found is not None:
-            return found
-        time.sleep(0.02)
-    raise ServerUnavailable(f"`switchboard server` did not start within {wait_s:g} s; "
-                            f"see {folder / LOG_NAME} or run `switchboard server`")
+    return ServerStart(run_dir, None, time.monotonic() + wait_s, wait_s)
+
+
+def ensure_server(run_dir: Path, home_env: Mapping[str, str],
+                  wait_s: float = START_WAIT_S) -> ServerInfo:
+    """The home's server, started detached when none runs (``start_server``), once its
+    port file is written."""
+    return start_server(run_dir, home_env, wait_s).wait()
 
 
 ENV_TRANSPORT = "SWITCHBOARD_AGENT_TOOLS"
@@ -279,6 +312,13 @@ def _ended(path: Path) -> bool:
     return isinstance(record, dict) and "ended_at" in record and "env" not in record
 
 
+def withdraw_token(run_dir: Path, token: str) -> None:
+    """Remove the record of a token that was never handed out (its launch was refused
+    after registering it): no file keeps its launch's tool environment."""
+    with contextlib.suppress(FileNotFoundError):
+        (tokens_dir(run_dir) / token_digest(token)).unlink()
+
+
 def end_token(run_dir: Path, digest: str) -> None:
     """Mark a token stale: its environment (the capability) is dropped, the name kept so
     the server can say why it refuses it."""
@@ -286,6 +326,7 @@ def end_token(run_dir: Path, digest: str) -> None:
                   json.dumps({"ended_at": int(time.time() * 1000)}))
 
 
-__all__ = ["ENV_TOKEN", "ENV_TRANSPORT", "HttpEndpoint", "ServerInfo", "ServerUnavailable",
-           "end_token", "ensure_for_turn", "ensure_server", "lock_held", "read_info",
-           "register_token", "running", "server_dir", "token_digest", "tokens_dir"]
+__all__ = ["ENV_TOKEN", "ENV_TRANSPORT", "HttpEndpoint", "ServerInfo", "ServerStart",
+           "ServerUnavailable", "end_token", "ensure_for_turn", "ensure_server", "lock_held",
+           "read_info", "register_token", "running", "server_dir", "start_server",
+           "token_digest", "tokens_dir", "withdraw_token"]

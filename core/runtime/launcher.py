@@ -255,7 +255,9 @@ def _agent_endpoint(ctx: Context, session: sqlite3.Row, run_dir: Path,
     from core.providers.claude_settings import READY_PREFIX
 
     home = ctx.require_home()
-    info = agent_http.ensure_server(home.run_dir, home.child_env())
+    # The token is registered while a server that was not running starts (its files
+    # are read per request): the launch waits for the start once, not for both.
+    starting = agent_http.start_server(home.run_dir, home.child_env())
     # The launch's "tools listed" marker, written by the server on this token's first
     # ``tools/list``: Claude's prompt waits for it (``fresh_ready_file``); Codex's
     # launch has no wait, and the marker is only a file in its run folder.
@@ -264,6 +266,11 @@ def _agent_endpoint(ctx: Context, session: sqlite3.Row, run_dir: Path,
     if project is not None:
         env["SWITCHBOARD_MCP_CWD"] = str(project.root)
     token = agent_http.register_token(home.run_dir, run_dir, env)
+    try:
+        info = starting.wait()
+    except agent_http.ServerUnavailable:
+        agent_http.withdraw_token(home.run_dir, token)  # never handed out
+        raise
     return agent_http.HttpEndpoint(info.url, token)
 
 

@@ -198,6 +198,8 @@ class AgentToolServer(HTTPServer):
         self.handed: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
         self.workers = 0
         self.idle = 0
+        self.settled = time.monotonic()
+        """When the last request ended or connection closed (else: when it started)."""
         super().__init__(("127.0.0.1", port), Handler)
 
     @property
@@ -233,6 +235,7 @@ class AgentToolServer(HTTPServer):
                 with self.links_lock:
                     self.links.pop(request, None)
                     self.idle += 1
+                    self.settled = time.monotonic()
                 self.shutdown_request(request)
 
     def _evict_longest_waiting(self) -> bool:
@@ -253,6 +256,15 @@ class AgentToolServer(HTTPServer):
             link = self.links.get(sock)
             if link is not None:
                 link.waiting, link.since, link.token = True, time.monotonic(), None
+                self.settled = link.since
+
+    def quiet_for(self) -> float:
+        """Seconds since the endpoint last served anything: 0 while a request is in
+        progress, else since the last one ended (or a connection came or went)."""
+        with self.links_lock:
+            if any(not link.waiting for link in self.links.values()):
+                return 0.0
+            return time.monotonic() - self.settled
 
     def link_busy(self, sock: socket.socket, token: str | None = None) -> bool:
         """A request is in progress on the connection (of ``token`` once it is known);

@@ -1,16 +1,18 @@
 """The ``switchboard server`` process: one per home, by an ``flock`` in its run folder.
 
 ``serve`` takes the lock (a second server refuses in one line), listens on
-127.0.0.1:<ephemeral port>, writes ``server.json`` (0600: pid, port, start time),
-runs the housekeeping pass (``core.server.housekeeping``: reconcile, checkpoint,
-attention segment, parking, remote followers) on a thread every interval, drains the
-hooks' turn-end work (``core.server.turn_end``: usage, changes, nudges, kicks, a Stop's
-waiting push) on another, parks the views a person leaves (``core.memory.leave``) on a
-third, and serves until SIGTERM/SIGINT or its exit rule (``core.server.lifetime``: the
-home's tmux server gone for a while, or its lock file removed). Killed with -9 it leaves
-a stale ``server.json`` and no lock holder: ``core.providers.agent_http.running`` reads "not
-running", and the next front end starts a new one. ``status`` and ``stop`` are what
-the command's ``--status`` and ``--stop`` do.
+127.0.0.1:<ephemeral port>, writes ``server.json`` (0600: pid, port, start time) with
+only the endpoint's modules loaded, and, once the endpoint has answered its first
+requests (see ``serve``), runs the housekeeping pass (``core.server.housekeeping``:
+reconcile, checkpoint, attention segment, parking, remote followers) on a thread every
+interval, drains the hooks' turn-end work (``core.server.turn_end``: usage, changes,
+nudges, kicks, a Stop's waiting push) on another, parks the views a person leaves
+(``core.memory.leave``) on a third, and serves until SIGTERM/SIGINT or its exit rule
+(``core.server.lifetime``: the home's tmux server gone for a while, or its lock file
+removed). Killed with -9 it leaves a stale ``server.json`` and no lock holder:
+``core.providers.agent_http.running`` reads "not running", and the next front end
+starts a new one. ``status`` and ``stop`` are what the command's ``--status`` and
+``--stop`` do.
 
 Started detached (``core.server.start``, or a launch) as ``python -m core.server.main``
 with only the home's variables of Switchboard and its tuning knobs (no capability in
@@ -33,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config.home import Home
-from core.memory.leave import watch_leaves
 from core.model.errors import SwitchboardError
 from core.model.files import write_private
 from core.providers.agent_http import (
@@ -56,8 +57,6 @@ from core.server.housekeeping import (
     run_loop,
 )
 from core.server.lifetime import TMUX_GONE_EXIT_S, ExitRule
-from core.server.turn_end import TurnEndDrain
-from core.tmux.runner import TmuxRunner
 
 if TYPE_CHECKING:
     from core.server.http import AgentToolServer
@@ -96,6 +95,12 @@ def _take_lock(folder: Path) -> int | None:
     return fd
 
 
+BACKGROUND_QUIET_S = 0.25
+"""The background work starts once the endpoint has served nothing for this long ..."""
+BACKGROUND_WAIT_MAX_S = 2.0
+"""... or this long after the server began listening, busy or not (so agents that keep
+it busy delay the first pass by this at most)."""
+BACKGROUND_POLL_S = 0.05
 HOUSEKEEPING_JOIN_S = 5.0
 """How long a stopping server lets a pass in progress finish (a kill loses nothing
 either: the pass's writes are transactions)."""
@@ -104,10 +109,23 @@ either: the pass's writes are transactions)."""
 def serve(run_dir: Path, ready: threading.Event | None = None,
           stop: threading.Event | None = None, *, home: Home | None = None,
           interval: float | None = None, tmux_gone_s: float = TMUX_GONE_EXIT_S,
-          on_pass: Callable[[PassReport], None] | None = None) -> int:
+          on_pass: Callable[[PassReport], None] | None = None,
+          libtmux: bool = True) -> int:
     """Run the server until ``stop`` (or SIGTERM/SIGINT in the main thread), or until
     its exit rule says so. ``interval``: seconds between housekeeping passes (None:
-    ``interval_from_env``)."""
+    ``interval_from_env``). ``libtmux`` False: the background work's tmux batches are
+    spawned (``TmuxRunner.acts_through_libtmux``), as the detached server does.
+
+    The endpoint answers first. Only what the agent tools need is imported before the
+    port file is written: a launch waits for that file, and it used to wait for the
+    background machinery's imports too (the tmux layer, parking, turn-end: ~130 ms).
+    The background work (housekeeping passes, parking on leave, the turn-end drain)
+    starts, each part in its own thread importing its own modules, once the endpoint
+    has served nothing for ``BACKGROUND_QUIET_S`` (or ``BACKGROUND_WAIT_MAX_S`` after
+    listening, busy or not): its start (the imports, the first pass with its tmux
+    processes) took a core for half a second or more and made the requests of a
+    launch that started the server wait behind it on a loaded machine (issue 38: the
+    first tool call after a launch with no server running)."""
     home = home or Home.from_env()
     folder = server_dir(run_dir)
     lock = _take_lock(folder)
@@ -137,24 +155,19 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
         keeper = Housekeeper(home, server.log)
         rule = ExitRule(folder / LOCK_NAME, os.fstat(lock).st_ino, keeper.tmux_socket,
                         gone_after=tmux_gone_s)
-        housekeeping = threading.Thread(
-            target=run_loop, args=(keeper, interval or interval_from_env(), stop, on_pass),
-            name="housekeeping", daemon=True)
-        housekeeping.start()
-        leaving = threading.Thread(target=watch_leaves,
-                                   args=(home, keeper.tmux_socket, server.log, stop),
-                                   name="leave-parking", daemon=True)
-        leaving.start()
-        drain = threading.Thread(target=TurnEndDrain(home, server.log).run, args=(stop,),
-                                 name="turn-end", daemon=True)
-        drain.start()
-        while not stop.wait(0.5):
+        background: list[threading.Thread] = []
+        listening = time.monotonic()
+        while not stop.wait(0.5 if background else BACKGROUND_POLL_S):
+            if not background and (server.quiet_for() >= BACKGROUND_QUIET_S or
+                                   time.monotonic() - listening >= BACKGROUND_WAIT_MAX_S):
+                background = _start_background(
+                    keeper, interval or interval_from_env(), stop, on_pass, libtmux=libtmux)
             reason = rule.reason()
             if reason is not None:
                 server.log(f"{reason}: exiting")
                 stop.set()
-        housekeeping.join(HOUSEKEEPING_JOIN_S)
-        drain.join(HOUSEKEEPING_JOIN_S)
+        for thread in background:
+            thread.join(HOUSEKEEPING_JOIN_S)
         server.shutdown()
         server.server_close()
         server.log("stopped")
@@ -165,6 +178,44 @@ def serve(run_dir: Path, ready: threading.Event | None = None,
     finally:
         os.close(lock)
     return 0
+
+
+def _start_background(keeper: Housekeeper, interval: float, stop: threading.Event,
+                      on_pass: Callable[[PassReport], None] | None, *,
+                      libtmux: bool) -> list[threading.Thread]:
+    """The housekeeping, leave-parking and turn-end threads, started; the ones a stop
+    waits for (``HOUSEKEEPING_JOIN_S``) are returned."""
+    if not libtmux:
+        from core.tmux.runner import TmuxRunner
+
+        TmuxRunner.acts_through_libtmux = False  # before any background thread runs
+    home, log = keeper.home, keeper.log
+    housekeeping = threading.Thread(target=run_loop, args=(keeper, interval, stop, on_pass),
+                                    name="housekeeping", daemon=True)
+    leaving = threading.Thread(target=_park_on_leave,
+                               args=(home, keeper.tmux_socket, log, stop),
+                               name="leave-parking", daemon=True)
+    drain = threading.Thread(target=_drain_turn_ends, args=(home, log, stop),
+                             name="turn-end", daemon=True)
+    for thread in (housekeeping, leaving, drain):
+        thread.start()
+    return [housekeeping, drain]
+
+
+def _park_on_leave(home: Home, tmux_socket: Callable[[], str | None],
+                   log: Callable[[str], None], stop: threading.Event) -> None:
+    """The leave-parking thread; its machinery (the tmux layer, ``core.memory.parking``)
+    is imported here, after the endpoint answers."""
+    from core.memory.leave import watch_leaves
+
+    watch_leaves(home, tmux_socket, log, stop)
+
+
+def _drain_turn_ends(home: Home, log: Callable[[str], None], stop: threading.Event) -> None:
+    """The turn-end thread, its module imported here (after the endpoint answers)."""
+    from core.server.turn_end import TurnEndDrain
+
+    TurnEndDrain(home, log).run(stop)
 
 
 def _listen(run_dir: Path, folder: Path) -> AgentToolServer:
@@ -209,9 +260,8 @@ def main() -> int:
     for name in [n for n in os.environ if n.startswith("SWITCHBOARD_")
                  and n not in ("SWITCHBOARD_HOME", "SWITCHBOARD_CONFIG", *SERVER_KNOBS)]:
         del os.environ[name]
-    TmuxRunner.acts_through_libtmux = False  # see there: libtmux would stay ~3 MB in here
-    try:
-        return serve(home.run_dir, home=home)
+    try:  # libtmux would stay ~3 MB in here (``TmuxRunner.acts_through_libtmux``)
+        return serve(home.run_dir, home=home, libtmux=False)
     except SwitchboardError as exc:
         print(f"switchboard server: {exc.message}", file=sys.stderr)
         return 1

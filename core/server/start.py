@@ -2,8 +2,9 @@
 
 A navigator calls ``ensure_running`` as it starts (in a worker: a start takes a few
 tenths of a second). The probe is one ``flock`` test on the server's lock; only a
-home without a server pays for a start. ``agent_http.ensure_server`` is the one start
-(a launch's too): it gives the server the home's variables and the server's tuning
+home without a server pays for a start. ``agent_http.start_server`` is the one start
+(a launch's too, which registers its token while the server starts; ``ensure_server``
+starts and waits): it gives the server the home's variables and the server's tuning
 knobs (``agent_http.SERVER_KNOBS``), nothing else of Switchboard's environment.
 """
 

@@ -117,6 +117,21 @@ def test_killed_server_is_replaced_by_the_next_launch(run_dir: Path) -> None:
     assert agent_http.running(run_dir) == replaced
 
 
+BACKGROUND_MACHINERY = ("core.memory", "core.tmux", "core.engine", "core.reconcile",
+                        "core.server.turn_end", "core.broker", "libtmux")
+
+
+def test_the_endpoint_loads_without_the_background_machinery() -> None:
+    """What the server imports before it writes its port file (the launch waits for that
+    file) is the endpoint alone: the housekeeping, parking-on-leave and turn-end
+    machinery (the tmux layer, parking, the engine) load in their threads afterwards."""
+    code = ("import sys, core.server.main, core.server.http\n"
+            f"print(sorted(m for m in sys.modules if m.startswith({BACKGROUND_MACHINERY!r})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_front_ends_starting_it_at_once_share_one_server(run_dir: Path) -> None:
     home_env = Home.from_env().child_env()
     found: list[agent_http.ServerInfo] = []

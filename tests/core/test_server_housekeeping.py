@@ -9,16 +9,19 @@ import shutil
 import socket
 import sqlite3
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from core.config.home import Home
+from core.providers import agent_http
 from core.server import housekeeping
+from core.server import main as server_main
 from core.server.housekeeping import Housekeeper, PassReport, interval_from_env
 from core.server.lifetime import ExitRule, tmux_alive
-from core.server.main import serve
+from core.server.main import BACKGROUND_QUIET_S, serve
 from tests.navigator.scenario import new_scenario
 from tests.waiting import retry_until
 
@@ -145,3 +148,64 @@ def test_a_server_without_tmux_exits_by_itself(tmp_path: Path) -> None:
     assert passes and all(p.skipped == "no tmux server" for p in passes)
     log = (scenario.home.run_dir / "server" / "server.log").read_text()
     assert "the home's tmux server has been gone for 0.5 s: exiting" in log
+
+
+def _serve_in_thread(home: Home, monkeypatch: pytest.MonkeyPatch
+                     ) -> tuple[threading.Event, list[float]]:
+    """``serve`` on a thread, a pass every 0.1 s: (its stop event, the monotonic times
+    its passes began)."""
+    ready, stop, passes = threading.Event(), threading.Event(), []
+    run_pass = Housekeeper.run_pass
+
+    def timed(keeper: Housekeeper) -> PassReport:
+        passes.append(time.monotonic())
+        return run_pass(keeper)
+
+    monkeypatch.setattr(Housekeeper, "run_pass", timed)
+    threading.Thread(target=serve, args=(home.run_dir, ready, stop), kwargs={
+        "home": home, "interval": 0.1, "tmux_gone_s": 60.0}, daemon=True).start()
+    assert ready.wait(30)
+    return stop, passes
+
+
+def test_the_background_work_starts_once_the_endpoint_is_quiet(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing asks the endpoint: the first pass begins ``BACKGROUND_QUIET_S`` after the
+    server began listening, not before (the endpoint answers first)."""
+    scenario = new_scenario(tmp_path / "home")
+    listening = time.monotonic()
+    stop, passes = _serve_in_thread(scenario.home, monkeypatch)
+    try:
+        assert retry_until(lambda: bool(passes), 15)
+        assert passes[0] - listening >= BACKGROUND_QUIET_S
+    finally:
+        stop.set()
+
+
+def test_a_busy_endpoint_delays_the_background_work_only_so_long(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request in progress (its body still coming) keeps the background work from
+    starting, for ``BACKGROUND_WAIT_MAX_S`` after listening at most: then the passes
+    run, busy or not. (Both times longer here: the request must be in progress before
+    the endpoint has been quiet long enough, on a loaded machine too.)"""
+    quiet, longest = 1.0, 3.0
+    monkeypatch.setattr(server_main, "BACKGROUND_QUIET_S", quiet)
+    monkeypatch.setattr(server_main, "BACKGROUND_WAIT_MAX_S", longest)
+    scenario = new_scenario(tmp_path / "home")
+    session = tmp_path / "session"
+    session.mkdir(mode=0o700)
+    token = agent_http.register_token(scenario.home.run_dir, session, {})
+    stop, passes = _serve_in_thread(scenario.home, monkeypatch)
+    listening = time.monotonic()
+    info = agent_http.read_info(scenario.home.run_dir)
+    assert info is not None
+    head = "\r\n".join(["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{info.port}",
+                        f"Authorization: Bearer {token}", "Content-Type: application/json",
+                        "Content-Length: 100"]) + "\r\n\r\n{"
+    try:
+        with socket.create_connection(("127.0.0.1", info.port), timeout=30) as sock:
+            sock.sendall(head.encode("latin-1"))
+            assert retry_until(lambda: bool(passes), 15)
+            assert passes[0] - listening >= longest - 0.5 > quiet
+    finally:
+        stop.set()

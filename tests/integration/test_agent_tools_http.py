@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,11 +144,11 @@ def test_a_launch_whose_server_cannot_start_is_refused_and_undone(
     route = engine.project_enter(new_request_id(), "alpha")
     log = root / "run" / "server" / "server.log"
 
-    def cannot_start(run_dir: Path, home_env: object) -> agent_http.ServerInfo:
-        raise agent_http.ServerUnavailable(f"`switchboard server` did not start within 10 s; "
-                                           f"see {log} or run `switchboard server`")
+    def never_listens(run_dir: Path, home_env: object) -> agent_http.ServerStart:
+        """A start whose server never writes its port (its wait runs out at once)."""
+        return agent_http.ServerStart(run_dir, None, time.monotonic(), 10.0)
 
-    monkeypatch.setattr(agent_http, "ensure_server", cannot_start)
+    monkeypatch.setattr(agent_http, "start_server", never_listens)
     panes = tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split()
     with pytest.raises(agent_http.ServerUnavailable) as refused:
         engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
@@ -155,7 +156,8 @@ def test_a_launch_whose_server_cannot_start_is_refused_and_undone(
     assert tmux(tmux_socket, "list-panes", "-a", "-F", "#{pane_id}").split() == panes
     assert one(engine, "SELECT state, failure FROM launch_intents") == (
         "failed", f"server_unavailable: {refused.value.message}")
-    assert not list(root.glob("run/server/tokens/*"))  # no token was made for it
+    # The token registered while it started was never handed out: no record is left.
+    assert not list(root.glob("run/server/tokens/*"))
 
     monkeypatch.undo()
     engine.frame_start(new_request_id(), route.frame_id, Provider.CLAUDE)
