@@ -12,9 +12,9 @@ capability and opens the registry like every tool.
 
 Series (milliseconds):
 - first tool call after launch: what a launch and its agent do, until the answer is
-  read: start the server (when none runs), register the token, ``initialize``,
-  ``tools/list``, one ``tools/call``; once with no server running (it was stopped) and
-  once with it running (a later launch of the home);
+  read: start the server (when none runs) and register the token meanwhile, wait for
+  its port, ``initialize``, ``tools/list``, one ``tools/call``; once with no server
+  running (it was stopped) and once with it running (a later launch of the home);
 - ``tools/call``: N calls one after another on a running server;
 - floors measured in the same run: ``python -c pass`` started by this process, a bare
   HTTP round trip (``ping``, answered inside the server), and ``python -m
@@ -27,7 +27,10 @@ host that forked per call), deleted in commit c7da969. With ``--old-tree DIR`` (
 series run there too, in a child process whose imports resolve to that tree
 (``PYTHONPATH``): its own registry and launch, the shim compiled with ``cc``, the shim
 started as the agent's CLI started it (stdio lines), first call with no host running.
-Without that tree the old transport is not measured and the run says so.
+The child is driven a step at a time, so the two transports' series interleave (a
+round of first calls each, who goes first alternating; then five calls each in turn):
+on a shared machine whose load moves, both see the same load. Without that tree the
+old transport is not measured and the run says so.
 """
 
 from __future__ import annotations
@@ -110,14 +113,16 @@ class Client:
 
 
 def _launch(home: Home, session: Path, tool_env: dict[str, str]) -> Client:
-    """What a launch does for its agent tools: the server (started when none runs) and a
-    token registered with the launch's tool environment."""
+    """What a launch does for its agent tools (``core.runtime.launcher._agent_endpoint``):
+    the server started when none runs, a token registered with the launch's tool
+    environment meanwhile, then the server's port."""
     from core.model.tool_schemas import ENV_READY_FILE
     from core.providers import agent_http
 
-    info = agent_http.ensure_server(home.run_dir, home.child_env())
+    starting = agent_http.start_server(home.run_dir, home.child_env())
     env = {**tool_env, ENV_READY_FILE: str(session / "ready")}
-    return Client(info.port, agent_http.register_token(home.run_dir, session, env))
+    token = agent_http.register_token(home.run_dir, session, env)
+    return Client(starting.wait().port, token)
 
 
 def _first_call(home: Home, session: Path, tool_env: dict[str, str]) -> None:
@@ -151,41 +156,60 @@ def _surface(prefix: str) -> tuple[Path, dict[str, str], LiveSurface, Home]:
     return folder, base_env, live, Home(root=root, config_path=root / "config.toml")
 
 
-def run(calls: int, firsts: int) -> list[Series]:
-    from core.server.main import stop_server
+def _floor_python() -> None:
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
 
-    installed_bytecode()
-    folder, base_env, live, home = _surface("sbbench-tools-")
-    socket = folder / "tmux.sock"
-    tool_env = {**live.env(), **home.child_env()}
-    session = home.run_dir / "bench-session"
-    session.mkdir(mode=0o700, exist_ok=True)
-    call_env = {**base_env, **tool_env, "PYTHONPATH": str(REPO)}
-    try:
-        first, again = Series("first tool call after launch (cold server)"), \
+
+class HttpBench:
+    """This tree's transport: the home's server over loopback HTTP."""
+
+    def __init__(self) -> None:
+        installed_bytecode()
+        self.folder, base_env, self.live, self.home = _surface("sbbench-tools-")
+        self.tool_env = {**self.live.env(), **self.home.child_env()}
+        self.session = self.home.run_dir / "bench-session"
+        self.session.mkdir(mode=0o700, exist_ok=True)
+        self.call_env = {**base_env, **self.tool_env, "PYTHONPATH": str(REPO)}
+        self.first, self.again = Series("first tool call after launch (cold server)"), \
             Series("first tool call after launch (server running)")
-        for _ in range(firsts):
-            stop_server(home.run_dir)
-            first.timed(lambda: _first_call(home, session, tool_env))
-            again.timed(lambda: _first_call(home, session, tool_env))
-        client = _launch(home, session, tool_env)
-        client.post("tools/list")
-        for _ in range(3):  # warm-up: page cache
-            client.tool()
-            _direct(call_env)
-        floor_py, floor_http, direct, tools = (Series(n) for n in (
+        self.floor_py, self.floor_http, self.direct, self.tools = (Series(n) for n in (
             "floor: python -c pass", "floor: HTTP round trip (ping in the server)",
             "python -m core.server.call (no HTTP)", f"tools/call {TOOL} over HTTP"))
-        for _ in range(calls):  # interleaved: load drift hits every series alike
-            floor_py.timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
-            floor_http.timed(lambda: client.post("ping"))
-            direct.timed(lambda: _direct(call_env))
-            tools.timed(client.tool)
-        return [floor_py, floor_http, direct, tools, first, again]
-    finally:
-        live.engine.conn.close()
-        stop_server(home.run_dir)
-        subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
+        self.client: Client | None = None
+
+    def firsts(self) -> None:
+        """One first call with no server running (it is stopped), one with it running."""
+        from core.server.main import stop_server
+
+        stop_server(self.home.run_dir)
+        self.first.timed(lambda: _first_call(self.home, self.session, self.tool_env))
+        self.again.timed(lambda: _first_call(self.home, self.session, self.tool_env))
+
+    def calls(self, count: int) -> None:
+        if self.client is None:
+            self.client = _launch(self.home, self.session, self.tool_env)
+            self.client.post("tools/list")
+            for _ in range(3):  # warm-up: page cache
+                self.client.tool()
+                _direct(self.call_env)
+        client = self.client
+        for _ in range(count):  # interleaved: load drift hits every series alike
+            self.floor_py.timed(_floor_python)
+            self.floor_http.timed(lambda: client.post("ping"))
+            self.direct.timed(lambda: _direct(self.call_env))
+            self.tools.timed(client.tool)
+
+    def series(self) -> list[Series]:
+        return [self.floor_py, self.floor_http, self.direct, self.tools, self.first,
+                self.again]
+
+    def close(self) -> None:
+        from core.server.main import stop_server
+
+        self.live.engine.conn.close()
+        stop_server(self.home.run_dir)
+        subprocess.run(["tmux", "-S", str(self.folder / "tmux.sock"), "kill-server"],
+                       capture_output=True)
 
 
 @dataclass
@@ -217,83 +241,153 @@ class ShimAgent:
         self.process.wait(10)
 
 
-def run_old(calls: int, firsts: int) -> list[Series]:
+class ShimBench:
     """The same series on the shim + unix host (run in the old tree's imports)."""
-    from core.providers import agent_tools  # the old tree's (deleted in c7da969)
 
-    installed_bytecode()
-    folder, base_env, live, home = _surface("sbbench-oldtools-")
-    tool_env = {**base_env, **live.env(), **home.child_env(),
-                "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    shim = agent_tools.shim_binary(home.run_dir)
-    if shim is None:
-        raise SystemExit("old transport: the shim could not be compiled (no cc?)")
-    host_socket = agent_tools.socket_path(home.run_dir)
-    argv = [str(shim), str(host_socket), sys.executable, "-m", "navigator.cli", "mcp"]
+    def __init__(self) -> None:
+        from core.providers import agent_tools  # the old tree's (deleted in c7da969)
 
-    def start() -> ShimAgent:
-        return ShimAgent(subprocess.Popen(argv, stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, env=tool_env))
+        installed_bytecode()
+        self.folder, base_env, self.live, home = _surface("sbbench-oldtools-")
+        self.tool_env = {**base_env, **self.live.env(), **home.child_env(),
+                         "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        shim = agent_tools.shim_binary(home.run_dir)
+        if shim is None:
+            raise SystemExit("old transport: the shim could not be compiled (no cc?)")
+        self.host_socket = agent_tools.socket_path(home.run_dir)
+        self.argv = [str(shim), str(self.host_socket), sys.executable, "-m", "navigator.cli",
+                     "mcp"]
+        self.first, self.again = Series("first tool call after launch (no host)"), \
+            Series("first tool call after launch (host running)")
+        self.floor_py, self.floor_rt, self.tools = (Series(n) for n in (
+            "floor: python -c pass", "floor: round trip (ping in the host)",
+            f"tools/call {TOOL} through the shim"))
+        self.agent: ShimAgent | None = None
 
-    def no_host() -> None:
+    def _start(self) -> ShimAgent:
+        return ShimAgent(subprocess.Popen(self.argv, stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, env=self.tool_env))
+
+    def _no_host(self) -> None:
         """Remove the socket (the host leaves at once) and wait until it has gone."""
         with contextlib.suppress(FileNotFoundError):
-            host_socket.unlink()
+            self.host_socket.unlink()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and subprocess.run(
-                ["pgrep", "-f", f"core.memory.mcp_host {host_socket}"],
+                ["pgrep", "-f", f"core.memory.mcp_host {self.host_socket}"],
                 capture_output=True).returncode == 0:
             time.sleep(0.02)
 
-    def first_call() -> None:
-        agent = start()
+    def _first_call(self) -> None:
+        agent = self._start()
         agent.post("initialize", INITIALIZE)
         agent.post("tools/list")
         agent.tool()
         agent.close()
 
-    try:
-        first, again = Series("first tool call after launch (no host)"), \
-            Series("first tool call after launch (host running)")
-        for _ in range(firsts):
-            no_host()
-            first.timed(first_call)
-            keep = start()  # another agent's shim keeps the host up meanwhile
-            keep.post("ping")
-            again.timed(first_call)
-            keep.close()
-        agent = start()
-        agent.post("tools/list")
-        for _ in range(3):
-            agent.tool()
-        floor_py, floor_rt, tools = (Series(n) for n in (
-            "floor: python -c pass", "floor: round trip (ping in the host)",
-            f"tools/call {TOOL} through the shim"))
-        for _ in range(calls):
-            floor_py.timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
-            floor_rt.timed(lambda: agent.post("ping"))
-            tools.timed(agent.tool)
-        agent.close()
-        return [floor_py, floor_rt, tools, first, again]
-    finally:
-        live.engine.conn.close()
-        no_host()
-        subprocess.run(["tmux", "-S", str(folder / "tmux.sock"), "kill-server"],
+    def firsts(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
+            self.agent = None
+        self._no_host()
+        self.first.timed(self._first_call)
+        keep = self._start()  # another agent's shim keeps the host up meanwhile
+        keep.post("ping")
+        self.again.timed(self._first_call)
+        keep.close()
+
+    def calls(self, count: int) -> None:
+        if self.agent is None:
+            self.agent = self._start()
+            self.agent.post("tools/list")
+            for _ in range(3):
+                self.agent.tool()
+        agent = self.agent
+        for _ in range(count):
+            self.floor_py.timed(_floor_python)
+            self.floor_rt.timed(lambda: agent.post("ping"))
+            self.tools.timed(agent.tool)
+
+    def series(self) -> list[Series]:
+        return [self.floor_py, self.floor_rt, self.tools, self.first, self.again]
+
+    def close(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
+        self.live.engine.conn.close()
+        self._no_host()
+        subprocess.run(["tmux", "-S", str(self.folder / "tmux.sock"), "kill-server"],
                        capture_output=True)
 
 
-def _old_series(tree: Path, calls: int, firsts: int) -> list[Series] | str:
-    """The old transport's series from a child whose imports are the old tree's; or why not."""
+def _serve_old() -> int:
+    """The child of ``OldTree``: a ``ShimBench`` driven by lines on stdin (``firsts``,
+    ``calls N``), each answered with one line; the series as JSON at end of input."""
+    bench = ShimBench()
+    print("ready", flush=True)
+    try:
+        for line in sys.stdin:
+            what, _, count = line.strip().partition(" ")
+            if what == "firsts":
+                bench.firsts()
+            else:
+                bench.calls(int(count))
+            print("done", flush=True)
+        print(json.dumps([(one.name, one.samples) for one in bench.series()]), flush=True)
+    finally:
+        bench.close()
+    return 0
+
+
+class OldTree:
+    """The old transport's bench in a child whose imports are the old tree's, driven a
+    step at a time so its series interleave with this tree's (same load for both)."""
+
+    def __init__(self, tree: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--as-old"], cwd=tree, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._expect("ready")
+
+    def _expect(self, word: str) -> None:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if line != word:
+            assert self.process.stderr is not None
+            self.process.kill()
+            raise SystemExit(f"the old-tree run failed: {self.process.stderr.read()[-600:]}")
+
+    def _step(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        self._expect("done")
+
+    def firsts(self) -> None:
+        self._step("firsts")
+
+    def calls(self, count: int) -> None:
+        self._step(f"calls {count}")
+
+    def series(self) -> list[Series]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        found = json.loads(self.process.stdout.readline())
+        self.process.wait(60)
+        return [Series(name, samples) for name, samples in found]
+
+
+def _old_tree(tree: Path) -> OldTree | str:
+    """The old transport's bench, or why it is not measured."""
     if not (tree / "core" / "providers" / "mcp_shim.c").is_file():
         return (f"{tree} is not a tree of c7da969~1 (git worktree add --detach {tree} "
                 "c7da969~1)")
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--as-old",
-                           "--calls", str(calls), "--firsts", str(firsts)],
-                          cwd=tree, env=env, capture_output=True, timeout=900)
-    if done.returncode != 0:
-        return f"the old-tree run failed: {done.stderr.decode()[-600:]}"
-    return [Series(name, samples) for name, samples in json.loads(done.stdout)]
+    return OldTree(tree)
+
+
+CALLS_PER_STEP = 5
+"""Calls of one transport before the other's: the two interleave through the run."""
 
 
 def main() -> int:
@@ -303,22 +397,35 @@ def main() -> int:
     parser.add_argument("--old-tree", type=Path, default=OLD_TREE)
     parser.add_argument("--as-old", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.as_old:  # the child of _old_series: figures as JSON on stdout
-        print(json.dumps([(one.name, one.samples) for one in run_old(args.calls,
-                                                                      args.firsts)]))
-        return 0
+    if args.as_old:
+        return _serve_old()
     load = os.getloadavg()[0]
-    series = run(args.calls, args.firsts)
-    old = _old_series(args.old_tree, args.calls, args.firsts)
-    print(f"agent tools over HTTP, this tree (load average {load:.1f}):")
-    for one in series:
+    old = _old_tree(args.old_tree)
+    http = HttpBench()
+    benches: list[HttpBench | OldTree] = [http]
+    if not isinstance(old, str):
+        benches.append(old)
+    try:
+        for round_ in range(args.firsts):  # who goes first alternates round by round
+            for bench in benches[::-1] if round_ % 2 else benches:
+                bench.firsts()
+        for done in range(0, args.calls, CALLS_PER_STEP):
+            for bench in benches:
+                bench.calls(min(CALLS_PER_STEP, args.calls - done))
+        results = [bench.series() for bench in benches]
+    finally:
+        http.close()
+    print(f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+          "the two transports interleaved")
+    print("agent tools over HTTP, this tree:")
+    for one in results[0]:
         print(one.line())
-    print(f"today: shim + unix host, {args.old_tree} (load average {os.getloadavg()[0]:.1f}):")
+    print(f"today: shim + unix host, {args.old_tree}:")
     if isinstance(old, str):
         print(f"  not measured: {old}")
         print("  docs/decisions.md records the host's per-call fork at ~70 ms")
         return 0
-    for one in old:
+    for one in results[1]:
         print(one.line())
     return 0
 
