@@ -511,7 +511,9 @@ def _answered(pane: Pane, turn: Turn) -> None:
 
 def _parts(cli: Cli, person: Person, argv: list[str], pid: int,
            tmp: Path) -> list[tuple[str, tuple[str, ...], dict[str, str]]]:
-    """(label, command, tmux pane environment) of each part run alone by hand."""
+    """(label, command, tmux pane environment) of each part run alone by hand. The last
+    one carries the Switchboard pane's capability, so its hooks report to the home as
+    that pane; the bench reads Switchboard's activity only after every answer showed."""
     split = cli.parts(argv, pid, tmp)
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     whole = ("env", "-i", *[os.fsdecode(item) for item in environ if b"=" in item],
