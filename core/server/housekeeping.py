@@ -226,9 +226,11 @@ class Housekeeper:
 
 def run_loop(keeper: Housekeeper, interval: float, stop: threading.Event,
              on_pass: Callable[[PassReport], None] | None = None) -> None:
-    """A pass at once (a server started by a navigator first checks tmux), then one
-    every ``interval`` seconds from the start of the last, until ``stop``; no pass at
-    all when the interval is infinite (``off``)."""
+    """A pass at once (a server started by a navigator first checks tmux; the server
+    starts this loop once its endpoint has answered its first requests, at most
+    ``core.server.main.BACKGROUND_WAIT_MAX_S`` after listening), then one every
+    ``interval`` seconds from the start of the last, until ``stop``; no pass at all
+    when the interval is infinite (``off``)."""
     if math.isinf(interval):
         return
     while not stop.is_set():
