@@ -20,10 +20,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Four pytest workers, a test file each (pytest-xdist): most of a test's time is
-# waiting on tmux, real agent CLIs and their stand-ins, so four share two cores
-# well. TEST_WORKERS=0 runs the suite in this one process.
-TEST_WORKERS ?= 4
+# Three pytest workers, a test file each (pytest-xdist): most of a test's time is
+# waiting on tmux, real agent CLIs and their stand-ins, so three share two cores
+# well; four were faster (16 min) but at a load of ~10 a Codex agent read a typed
+# line and its Enter in one read. TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 3
 
 test: $(STAMP)
 	$(BIN)/ruff check .
