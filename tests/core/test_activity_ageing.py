@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION
 from core.context.requests import new_request_id
 from core.engine.engine import Engine
 from core.hooks.hook_handler import handle_hook
@@ -31,7 +30,7 @@ from core.providers.checks import (
 from core.state.state_builder import build_host_state, build_navigator_state
 from storage.connection import write_transaction
 from tests.core.engines import dump, fresh_engine
-from tests.core.test_hook_handler import LiveSurface, launch_live_surface, payload_for
+from tests.core.test_hook_handler import LiveSurface, payload_for
 
 MINUTE = 60 * 1000
 ACTIVITIES = [a.value for a in Activity]
@@ -171,15 +170,6 @@ def test_reconcile_threshold_is_configurable(engine: Engine) -> None:
 # ------------------------------------------------------------------ hooks
 
 
-@pytest.fixture
-def live(tmp_path: Path, tmux_socket: Path,
-         monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveSurface]:
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
-    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
-        monkeypatch.delenv(name, raising=False)
-    surface = launch_live_surface(tmp_path, tmux_socket)
-    yield surface
-    surface.engine.conn.close()
 
 
 def idle_prompt(live: LiveSurface) -> bytes:

@@ -7,8 +7,6 @@ generation, another pane's, a revoked one. Each answer is read through
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -16,21 +14,12 @@ from core.agent import tools_context
 from core.agent.mcp_server import call_tool
 from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, digest
 from storage.connection import write_transaction
-from tests.core.test_hook_handler import LiveSurface, launch_live_surface
+from tests.core.test_hook_handler import LiveSurface
 
 READ_TOOLS = ("switchboard_current", "switchboard_context", "switchboard_history",
               "transition_status")
 
 
-@pytest.fixture
-def live(tmp_path: Path, tmux_socket: Path,
-         monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveSurface]:
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
-    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
-        monkeypatch.delenv(name, raising=False)
-    surface = launch_live_surface(tmp_path, tmux_socket)
-    yield surface
-    surface.engine.conn.close()
 
 
 def _answer(name: str, env: dict[str, str]) -> tuple[bool, str]:

@@ -35,7 +35,6 @@ from tests.core.test_hook_handler import (
     FOREIGN_ID,
     LiveSurface,
     fixture_lines,
-    live,  # noqa: F401  (fixture)
 )
 from tests.core.test_session_evidence import (
     CODEX_FIXTURE,

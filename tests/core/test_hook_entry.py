@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.install.hooks_install import launch_hook_command
 from storage.session_db import session_db_path
-from tests.core.test_hook_handler import LiveSurface, live, payload_for  # noqa: F401
+from tests.core.test_hook_handler import LiveSurface, payload_for
 
 ENTRY = Path(launch_hook_command()[2])
 CLEAN_ENV = {k: v for k, v in os.environ.items()

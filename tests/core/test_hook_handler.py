@@ -101,14 +101,6 @@ def launch_live_surface(root: Path, socket: Path, provider: str = "claude") -> L
                        started.launch_id, raw)
 
 
-@pytest.fixture
-def live(tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> LiveSurface:
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
-    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
-        monkeypatch.delenv(name, raising=False)
-    surface = launch_live_surface(tmp_path, tmux_socket)
-    yield surface
-    surface.engine.conn.close()
 
 
 def session_state(live: LiveSurface) -> tuple[str, str]:

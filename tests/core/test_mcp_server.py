@@ -25,7 +25,7 @@ import pytest
 from core.agent.mcp_server import PROTOCOL_VERSIONS, call_tool
 from core.config.capabilities import ENV_CAPABILITY, ENV_GENERATION, ENV_HOME, digest
 from core.hooks.hook_handler import handle_hook
-from tests.core.test_hook_handler import LiveSurface, launch_live_surface, payload_for
+from tests.core.test_hook_handler import LiveSurface, payload_for
 
 REPO = Path(__file__).resolve().parents[2]
 REPLY_TIMEOUT_S = 30.0
@@ -141,15 +141,6 @@ def pane_env(live: LiveSurface, **changes: str | None) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def live(tmp_path: Path, tmux_socket: Path,
-         monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveSurface]:
-    monkeypatch.setenv(ENV_HOME, str(tmp_path))
-    for name in ("TMUX", "TMUX_PANE", ENV_CAPABILITY, ENV_GENERATION):
-        monkeypatch.delenv(name, raising=False)
-    surface = launch_live_surface(tmp_path, tmux_socket)
-    yield surface
-    surface.engine.conn.close()
 
 
 # ------------------------------------------------------------------ protocol

@@ -27,7 +27,6 @@ from tests.core.test_hook_handler import (
     LiveSurface,
     fixture_lines,
     launch_live_surface,
-    live,  # noqa: F401  (fixture)
 )
 from tests.waiting import retry_until
 

@@ -214,14 +214,6 @@ def test_price_and_limits_config_round_trip(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the hook
 
 
-@pytest.fixture
-def live(tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> LiveSurface:
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
-    for name in ("TMUX", "TMUX_PANE", "SWITCHBOARD_CAPABILITY", "SWITCHBOARD_GENERATION"):
-        monkeypatch.delenv(name, raising=False)
-    surface = launch_live_surface(tmp_path, tmux_socket)
-    yield surface
-    surface.engine.conn.close()
 
 
 def _stop(live: LiveSurface, transcript: Path, prompt_id: str, event: str = "Stop") -> None:
