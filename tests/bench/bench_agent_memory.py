@@ -63,6 +63,9 @@ from core.context.requests import new_request_id
 from core.engine.engine import Engine
 from core.model.enums import Provider
 from core.server.main import stop_server
+from tests.bench import census
+from tests.bench.bench_memory import environ
+from tests.bench.census import Memory
 from tests.realcli.harness import activity, make_real_engine, xdg_home
 from tests.realcli.install import RealCli, RealCliUnavailable, ensure_cli, newest
 
@@ -88,51 +91,24 @@ CLOSED_PORT_URL = "http://127.0.0.1:9/mcp"
 class ProcMemory:
     pid: int
     program: str
-    rss_mb: float
-    pss_mb: float
-    uss_mb: float
+    memory: Memory
 
 
 @dataclass(frozen=True)
 class TreeMemory:
     procs: tuple[ProcMemory, ...]
 
-    @property
-    def rss(self) -> float:
-        return sum(p.rss_mb for p in self.procs)
-
-    @property
-    def pss(self) -> float:
-        return sum(p.pss_mb for p in self.procs)
-
-    @property
-    def uss(self) -> float:
-        return sum(p.uss_mb for p in self.procs)
-
     def figure(self, name: str) -> float:
-        return {"rss": self.rss, "pss": self.pss, "uss": self.uss}[name]
+        """The sum over the tree of one ``census.Memory`` field (``rss``, ``pss``, ``uss``)."""
+        return sum(getattr(p.memory, name) for p in self.procs)
 
     def programs(self) -> str:
-        return " + ".join(f"{p.program} {p.rss_mb:.1f}" for p in self.procs)
-
-
-def _stats() -> dict[int, tuple[int, int]]:
-    """pid -> (ppid, utime + stime) of every process now."""
-    found: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        found[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
-    return found
+        return " + ".join(f"{p.program} {p.memory.rss:.1f}" for p in self.procs)
 
 
 def tree(root: int) -> dict[int, int]:
     """pid -> CPU ticks of ``root`` and every descendant of it now."""
-    stats = _stats()
+    stats = census.stats()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
@@ -160,45 +136,17 @@ def _program(pid: int) -> str:
     return name
 
 
-def _smaps(pid: int) -> tuple[float, float, float]:
-    values: dict[str, float] = {}
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            name, _, rest = line.partition(":")
-            if name in ("Rss", "Pss", "Private_Clean", "Private_Dirty"):
-                values[name] = int(rest.split()[0]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return (values.get("Rss", 0.0), values.get("Pss", 0.0),
-            values.get("Private_Clean", 0.0) + values.get("Private_Dirty", 0.0))
-
-
 def read_tree(root: int) -> TreeMemory:
-    procs = []
-    for pid in sorted(tree(root)):
-        rss, pss, uss = _smaps(pid)
-        procs.append(ProcMemory(pid, _program(pid), rss, pss, uss))
-    return TreeMemory(tuple(procs))
+    return _read_pids(sorted(tree(root)))
 
 
-def _environ_names(pid: int) -> set[str]:
+def _environ_of(pid: int) -> dict[str, str]:
+    """``pid``'s environment as it started (empty when it is gone)."""
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
-        return set()
-    return {os.fsdecode(item.split(b"=", 1)[0]) for item in raw.split(b"\0") if b"=" in item}
-
-
-def _environ(pid: int, name: str) -> str | None:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
-    prefix = os.fsencode(name) + b"="
-    for item in raw.split(b"\0"):
-        if item.startswith(prefix):
-            return os.fsdecode(item[len(prefix):])
-    return None
+        return {}
+    return dict(os.fsdecode(item).split("=", 1) for item in raw.split(b"\0") if b"=" in item)
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -288,24 +236,6 @@ def by_hand(folder: Path, label: str, command: tuple[str, ...], cwd: Path,
     tmux(socket, "-f", "/dev/null", "new-session", "-d", "-x", str(size[0]), "-y",
          str(size[1]), "-c", str(cwd), *assigns, *command)
     return Pane(label, socket, tmux(socket, "display-message", "-p", "#{pane_id}").strip())
-
-
-@contextmanager
-def _env(values: Mapping[str, str | None]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    for name, value in values.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 # --- the two CLIs ----------------------------------------------------------------------
@@ -440,7 +370,8 @@ class Codex(Cli):
         mcp = [p for p in pairs if p[1].startswith("mcp_servers.")]
         hooks = [p for p in pairs if not p[1].startswith("mcp_servers.")]
         names = {p[1].split("=", 1)[1].strip('"') for p in mcp if ".bearer_token_env_var=" in p[1]}
-        token_env = {name: value for name in names if (value := _environ(pid, name))}
+        started = _environ_of(pid)
+        token_env = {name: started[name] for name in names if started.get(name)}
         key = mcp[0][1].split(".url=")[0] if mcp else "mcp_servers.switchboard"
         closed = ("-c", f'{key}.url="{CLOSED_PORT_URL}"')
         return Parts(tuple(a for p in hooks for a in p), tuple(a for p in mcp for a in p),
@@ -515,8 +446,7 @@ def _parts(cli: Cli, person: Person, argv: list[str], pid: int,
     one carries the Switchboard pane's capability, so its hooks report to the home as
     that pane; the bench reads Switchboard's activity only after every answer showed."""
     split = cli.parts(argv, pid, tmp)
-    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    whole = ("env", "-i", *[os.fsdecode(item) for item in environ if b"=" in item],
+    whole = ("env", "-i", *[f"{name}={value}" for name, value in _environ_of(pid).items()],
              *cli.same_launch(argv))
     return [("+ its hooks settings only", (*person.command, *split.hooks), {}),
             ("+ its MCP config only", (*person.command, *split.mcp), split.mcp_env),
@@ -528,7 +458,7 @@ def _parts(cli: Cli, person: Person, argv: list[str], pid: int,
 
 
 def one_round(cli: Cli, tmp: Path, parts: bool, board_first: bool) -> Round:
-    with cli.person(tmp) as person, _env({
+    with cli.person(tmp) as person, environ(**{
             "SWITCHBOARD_HOME": None, "SWITCHBOARD_CONFIG": None, "TMUX": None,
             "TMUX_PANE": None, **person.env,
             "XDG_STATE_HOME": str(tmp / "sb" / ".local" / "state"),
@@ -563,7 +493,7 @@ def one_round(cli: Cli, tmp: Path, parts: bool, board_first: bool) -> Round:
             trees = {p.label: read_tree(p.pid) for p in panes}
             counted = {proc.pid for one in trees.values() for proc in one.procs}
             daemon = [pid for pid in _strays(tmp) if pid not in counted]
-            return Round(trees, _environ_names(board.pid) - _environ_names(hand.pid),
+            return Round(trees, set(_environ_of(board.pid)) - set(_environ_of(hand.pid)),
                          argv, _read_pids(daemon) if daemon else None)
         finally:
             for pane in panes:
@@ -582,7 +512,7 @@ def _strays(tmp: Path) -> list[int]:
     run from the person's ``~/.codex/packages``, which a TUI started by hand (the
     warm-up's) leaves running for the home's later sessions to share."""
     found = []
-    for pid in _stats():
+    for pid in census.stats():
         try:
             argv = _cmdline(pid)
         except OSError:
@@ -593,7 +523,7 @@ def _strays(tmp: Path) -> list[int]:
 
 
 def _read_pids(pids: list[int]) -> TreeMemory:
-    return TreeMemory(tuple(ProcMemory(pid, _program(pid), *_smaps(pid)) for pid in pids))
+    return TreeMemory(tuple(ProcMemory(pid, _program(pid), census.memory_of(pid)) for pid in pids))
 
 
 def _end_strays(tmp: Path) -> None:

@@ -86,7 +86,8 @@ def _tmux(socket: Path, *args: str) -> str:
 
 
 @contextmanager
-def _env(**values: str | None) -> Iterator[None]:
+def environ(**values: str | None) -> Iterator[None]:
+    """This process's environment with ``values`` set (None: unset) while inside."""
     saved = {name: os.environ.get(name) for name in values}
     for name, value in values.items():
         if value is None:
@@ -332,7 +333,7 @@ def measure_fleet(views: int, agents: int, *, visit: bool = False, wake_rounds: 
     """One fleet, one client on its first view; figures once settled."""
     folder = Path(tempfile.mkdtemp(prefix="sbmem-", dir="/tmp"))
     figures: dict[str, float] = {}
-    with _env(**{parking.ENV_PARK_AFTER: "2", ENV_HOME: None, "TMUX": None,
+    with environ(**{parking.ENV_PARK_AFTER: "2", ENV_HOME: None, "TMUX": None,
                  "TMUX_PANE": None}):
         run = None
         terminal = None

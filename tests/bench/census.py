@@ -77,21 +77,37 @@ def _stat(pid: int) -> tuple[int, int] | None:
     return int(fields[1]), int(fields[11]) + int(fields[12])
 
 
-def _memory(pid: int) -> tuple[float, float]:
-    rss = pss = 0.0
+@dataclass(frozen=True)
+class Memory:
+    """One process's memory in MB: resident, proportional (shared pages split among
+    their users) and unique (its private pages alone)."""
+
+    rss: float = 0.0
+    pss: float = 0.0
+    uss: float = 0.0
+
+
+def memory_of(pid: int) -> Memory:
+    """``pid``'s memory from ``smaps_rollup``; zeros when it is gone."""
+    values: dict[str, float] = {}
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Rss:"):
-                rss = int(line.split()[1]) / 1024
-            elif line.startswith("Pss:"):
-                pss = int(line.split()[1]) / 1024
+            name, _, rest = line.partition(":")
+            if name in ("Rss", "Pss", "Private_Clean", "Private_Dirty"):
+                values[name] = int(rest.split()[0]) / 1024
     except (OSError, ValueError, IndexError):
         pass
-    return rss, pss
+    return Memory(values.get("Rss", 0.0), values.get("Pss", 0.0),
+                  values.get("Private_Clean", 0.0) + values.get("Private_Dirty", 0.0))
 
 
 def _pids() -> list[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def stats() -> dict[int, tuple[int, int]]:
+    """pid -> (ppid, utime + stime) of every process now."""
+    return {pid: stat for pid in _pids() if (stat := _stat(pid)) is not None}
 
 
 class Home:
@@ -136,16 +152,17 @@ class Home:
 
     def processes(self, memory: bool = True) -> list[Proc]:
         """The home's processes now; their RSS/PSS too when ``memory``."""
-        stats = {pid: stat for pid in _pids() if (stat := _stat(pid)) is not None}
-        parents = {pid: stat[0] for pid, stat in stats.items()}
+        now = stats()
+        parents = {pid: stat[0] for pid, stat in now.items()}
         found: list[Proc] = []
-        for pid, (ppid, ticks) in stats.items():
+        for pid, (ppid, ticks) in now.items():
             kind = self._judge(pid, parents)
             if kind is None:
                 continue
             proc = Proc(pid, ppid, self._argv[pid], kind, ticks=ticks)
             if memory:
-                proc.rss_mb, proc.pss_mb = _memory(pid)
+                read = memory_of(pid)
+                proc.rss_mb, proc.pss_mb = read.rss, read.pss
             found.append(proc)
         return found
 
