@@ -74,6 +74,29 @@ def _activity(engine: object, frame_id: str) -> str:
                    frame_id)[0])
 
 
+def _continues(home: Path, session_id: str) -> list[str]:
+    """The continue lines the CLI recorded as typed by the person, from its own file."""
+    record = transcript(home, session_id)
+    if record is None:
+        return []
+    typed = []
+    for line in record.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line the CLI is still writing
+        if entry.get("type") == "user" and CONTINUE_TEMPLATE in json.dumps(
+                entry.get("message", {}).get("content")):
+            typed.append(line)
+    return typed
+
+
+def _tail(home: Path, session_id: str) -> str:
+    """The end of the CLI's own file, for a failing wait's message."""
+    record = transcript(home, session_id)
+    return "no transcript" if record is None else record.read_text()[-3000:]
+
+
 def _badge(engine: object, frame_id: str) -> BadgeKind:
     """The tree's badge of the frame, from the state a navigator builds."""
     state = build_navigator_state(engine)  # type: ignore[arg-type]
@@ -132,12 +155,14 @@ def test_real_claude_turn_usage_and_rate_limit(world: World,  # noqa: F811 - the
     for _ in range(2):
         assert reconcile(engine).resumed_after_limit == 0
     # the CLI's own record of what was typed: one continue line (a request the CLI
-    # repeats, or sends again with the next prompt, is still the one line)
-    record = transcript(world.home, world.session_id(route.frame_id))
-    assert record is not None
-    typed = [line for line in record.read_text().splitlines()
-             if json.loads(line).get("type") == "user" and CONTINUE_TEMPLATE in
-             json.dumps(json.loads(line).get("message", {}).get("content"))]
+    # repeats, or sends again with the next prompt, is still the one line). The CLI
+    # writes its file on its own schedule, so under load the Stop hook can come first:
+    # wait for the line, then look again after a pause for a second one
+    session_id = world.session_id(route.frame_id)
+    assert retry_until(lambda: len(_continues(world.home, session_id)) >= 1, SLOW), (
+        world.dump(), screen(socket, pane), _tail(world.home, session_id))
+    time.sleep(1.0)
+    typed = _continues(world.home, session_id)
     assert len(typed) == 1, typed
     assert screen(socket, pane).count(CONTINUE_TEMPLATE) == 1
     assert _badge(engine, route.frame_id) is BadgeKind.READY
