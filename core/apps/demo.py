@@ -32,6 +32,7 @@ from core.model.enums import Provider
 from core.model.files import own_dir
 from core.providers.fake.argv import FAKE_PROVIDERS
 from core.providers.traits import traits
+from core.tmux.attach_line import attach_line
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
@@ -107,8 +108,7 @@ def build(root: Path) -> DemoSession:
         _start_seeder(root)
     view = engine.conn.execute("SELECT tmux_window_id FROM user_views WHERE view_id = ?",
                                (route.view_id,)).fetchone()
-    # Quoted for pasting: a home path may hold spaces, quotes or `$(...)`.
-    attach = shlex.join(["tmux", "-S", socket, "attach", "-t", view["tmux_window_id"]])
+    attach = attach_line(socket, view["tmux_window_id"])
     return DemoSession(root, socket, route.view_id, view["tmux_window_id"], attach)
 
 

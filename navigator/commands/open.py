@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -77,10 +76,10 @@ def _open(args: argparse.Namespace) -> int:
     if inside:
         os.execvp("tmux", ["tmux", "-S", socket, "switch-client", "-t", window])
     if args.no_attach or not sys.stdin.isatty():
-        # Quoted for pasting: the socket path may hold spaces, quotes or `$(...)`.
+        from core.tmux.attach_line import attach_line
         from navigator.commands.output import say
 
-        say("attach: " + shlex.join(["tmux", "-S", socket, "attach", "-t", window]))
+        say("attach: " + attach_line(socket, window))
         return 0
     os.execvpe("tmux", ["tmux", "-S", socket, "attach", "-t", window], env)
     return 0

@@ -34,12 +34,16 @@ def test_demo_attach_line_is_safe_to_paste(tmp_path: Path) -> None:
         assert window.startswith("@")
         shim = tmp_path / "bin"
         shim.mkdir()
-        (shim / "tmux").write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+        (shim / "tmux").write_text('#!/bin/sh\necho "TMUX=${TMUX-unset}"\n'
+                                  'for a in "$@"; do printf "%s\\n" "$a"; done\n')
         (shim / "tmux").chmod(0o700)
         pasted = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
-                                env={**env, "PATH": f"{shim}:{env['PATH']}"}, timeout=30)
+                                env={**env, "PATH": f"{shim}:{env['PATH']}",
+                                     "TMUX": "/tmp/outer,1,0"}, timeout=30)
         assert pasted.returncode == 0, pasted.stderr
-        assert pasted.stdout.splitlines() == ["-S", str(socket), "attach", "-t", window]
+        # pasted inside another tmux, it attaches as Switchboard's own attach does: no TMUX
+        assert pasted.stdout.splitlines() == ["TMUX=unset", "-S", str(socket), "attach", "-t",
+                                              window]
         assert not marker.exists()  # the $(...) in the path was never run
     finally:
         subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)

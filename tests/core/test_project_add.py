@@ -75,7 +75,7 @@ def test_add_from_a_subfolder_registers_the_git_root_and_opens(home: Path,
     assert "widget" in listed
     # bare `switchboard` in a subfolder now finds it and opens its view
     opened = _sb(home, cwd=repo / "src")
-    assert opened.startswith("attach: tmux -S "), opened
+    assert opened.startswith("attach: env -u TMUX -u TMUX_PANE tmux -S "), opened
 
 
 def test_adding_twice_or_a_taken_name_changes_nothing(home: Path, tmp_path: Path) -> None:

@@ -192,7 +192,7 @@ def test_demo_in_a_session_nobody_looks_at_moves_no_other_terminal(
 
         assert retry_until(lambda: "run the attach line above in a terminal outside tmux"
                            in said(), 120), said()
-        assert "attach:    tmux -S" in said()
+        assert "attach:    env -u TMUX -u TMUX_PANE tmux -S" in said()
         assert _clients(tmux_socket) == [(tty, "work")]
         assert _clients(demo_home / "tmux.sock") == []
     finally:

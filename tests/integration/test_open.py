@@ -40,7 +40,8 @@ def test_bare_switchboard_opens_the_cwd_project_view(tmp_path: Path, tmux_socket
                           env=env, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"attach: tmux -S {tmux_socket} attach -t @")
+    assert done.stdout.startswith(
+        f"attach: env -u TMUX -u TMUX_PANE tmux -S {tmux_socket} attach -t @")
     window = done.stdout.split()[-1]
     names = tmux(tmux_socket, "list-windows", "-a", "-F", "#{window_id} #{window_name}")
     assert f"{window} beta" in names.splitlines()

@@ -201,7 +201,8 @@ def test_bare_switchboard_restores_before_it_opens(tmp_path: Path, tmux_socket: 
     lines = done.stdout.splitlines()
     assert lines[0] == "alpha: view reopened (navigator mode)"
     assert lines[1] == "  “alpha” (main): resumed session " + key
-    assert lines[-1].startswith(f"attach: tmux -S {tmux_socket} attach -t @")
+    assert lines[-1].startswith(
+        f"attach: env -u TMUX -u TMUX_PANE tmux -S {tmux_socket} attach -t @")
     fresh = open_stage_engine(tmp_path)
     assert _placement(fresh, world.workspace_id) == "active"
     again = _bare(tmp_path)

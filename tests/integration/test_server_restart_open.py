@@ -92,7 +92,8 @@ def test_switchboard_open_after_kill_server_rebuilds_the_view(
 
     done = run_cli(tmp_path, "open", "alpha", "--no-attach")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"attach: tmux -S {tmux_socket} attach -t @"), done.stdout
+    assert done.stdout.startswith(
+        f"attach: env -u TMUX -u TMUX_PANE tmux -S {tmux_socket} attach -t @"), done.stdout
     window = done.stdout.split()[-1]
 
     fresh = open_stage_engine(tmp_path)
