@@ -45,6 +45,21 @@ class Shot:
     after: float = 0.0  # seconds to rest after the keys (a search runs after a pause)
     scene: str = "demo"  # the registry it starts from: demo, empty or providers
 
+    def __post_init__(self) -> None:
+        room = title_room(self.size[0])
+        if len(self.title) > room:
+            raise ValueError(f"{self.name}: the title {self.title!r} is wider than the "
+                             f"{room} characters beside the window buttons; shorten it")
+
+
+def title_room(columns: int) -> int:
+    """How many title characters fit, centred, right of the window buttons.
+
+    Rich's SVG is 12.2 px a column plus 19; its 18 px title measures ~9 px a character
+    as rendered, and the three buttons end at x=77 (a few px of air kept after them)."""
+    width = columns * 12.2 + 19
+    return int((width - 166) / 9)
+
 
 def record_evidence(scenario: Scenario) -> None:
     """A short turn of the "Fix login" agent, as its hooks would have recorded it."""
@@ -211,7 +226,7 @@ def gemini_work(scenario: Scenario) -> None:
 SHOTS = (
     Shot("navigator-80x24", (80, 24), "Switchboard: projects, views, recoveries",
          select="Fix login"),
-    Shot("navigator-sidebar-40x40", (40, 40), "Switchboard as the view's sidebar pane",
+    Shot("navigator-sidebar-40x40", (40, 40), "Switchboard as a view's sidebar",
          select="Write docs", bound_view="alpha"),
     Shot("first-run-80x24", (80, 24), "Switchboard: first run", scene="empty"),
     Shot("complete-return-80x24", (80, 24), "Complete and return",
@@ -226,13 +241,13 @@ SHOTS = (
          select="beta", keys=("p", *"Add docs", "enter", *"Write the worktree section.")),
     Shot("preview-80x24", (80, 24), "A parked agent's last lines", select="Fix login",
          prepare=parked_agent, rest=0.8),
-    Shot("compact-26x23", (26, 23), "Compact: an 80x24 terminal", select="Fix login"),
+    Shot("compact-26x23", (26, 23), "Compact 80x24", select="Fix login"),
     Shot("navigator-100x30", (100, 30), "Switchboard at 100x30: a parked agent's preview",
          select="Fix login", prepare=parked_agent, rest=0.8),
     Shot("navigator-60x20", (60, 20), "Switchboard at 60x20", select="Fix login"),
-    Shot("sidebar-90x30", (40, 29), "The sidebar of a 90x30 terminal: the tree first",
+    Shot("sidebar-90x30", (40, 29), "Sidebar of 90x30: tree first",
          select="Fix login", bound_view="alpha", prepare=parked_agent, rest=0.8),
-    Shot("new-task-60x20", (19, 19), "p in the sidebar of a 60x20 terminal",
+    Shot("new-task-60x20", (19, 19), "p, 60x20",
          select="Fix login", keys=("p", *"Add docs")),
     Shot("diff-80x24", (80, 24), "v: review what the task changed", select="Fix login",
          keys=("v", "n", "down", "down"), prepare=reviewed_change, after=0.3),
