@@ -26,7 +26,7 @@ VOCABULARY = ("core.model.enums", "core.model.errors", "core.model.machines",
               "core.model.fast_exit", "core.model.session_enums", "core.model.tokens",
               "core.model.hints", "core.model.tool_schemas", "core.model.limit_text",
               "core.model.defaults", "core.model.usage", "core.model.notice_line",
-              "core.model.private_sockets", "core.model.git", "core.model.turn_end",
+              "core.model.git", "core.model.turn_end",
               "core.model.flocks")
 """The leaf vocabulary: storage may import these from core, and nothing else."""
 

@@ -1,8 +1,8 @@
 """Whether another process holds an ``flock`` on a file, with nothing heavy imported.
 
 The hook path asks this on every Stop (is the home's server alive to take the turn's
-work, ``core.model.turn_end``), so it lives apart from ``core.model.private_sockets``,
-whose ``socket`` import alone cost 2.9 ms per hook (measured with ``-X importtime``).
+work, ``core.model.turn_end``), so it imports nothing but ``fcntl`` and ``os``: a
+``socket`` import alone cost 2.9 ms per hook (measured with ``-X importtime``).
 """
 
 from __future__ import annotations

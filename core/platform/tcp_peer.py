@@ -1,6 +1,6 @@
 """Who is on the other end of a loopback TCP connection: the peer socket's owner uid.
 
-A unix socket says its peer (``core.platform.peer``); a TCP socket does not, and every
+A unix socket would say its peer (``SO_PEERCRED``); a TCP socket does not, and every
 local user can connect to 127.0.0.1. Linux lists each TCP socket with its owner's uid in
 ``/proc/net/tcp``: the peer of an accepted connection is the row whose local address
 is the connection's remote one and whose remote address is its local one. macOS has no

@@ -104,7 +104,7 @@ def token_digest(token: str) -> str:
 
 def lock_held(run_dir: Path) -> bool:
     """Whether a server holds this home's lock now (a probe: taken and released)."""
-    from core.model.private_sockets import lock_is_held
+    from core.model.flocks import lock_is_held
 
     return lock_is_held(server_dir(run_dir) / LOCK_NAME)
 

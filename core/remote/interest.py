@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core.config.config import Config, RemoteConfig
 from core.config.home import Home
-from core.model.private_sockets import lock_is_held
+from core.model.flocks import lock_is_held
 
 
 def _digest(home: Home, remote: RemoteConfig) -> str:

@@ -5,32 +5,26 @@ launch's bearer token, which stands for the agent's capability, is kept in the h
 run folder (``<run>/server/tokens/<sha256>``, 0600 in 0700 folders) and in the launch's
 0600 MCP config. Another user who makes one of those folders first, or finds it open,
 could read or plant token records; the per-user temp folder (``$TMPDIR/switchboard-run-UID``)
-is shared ground the same way. These tests perform the attack as a second uid would:
-the tests run as root, so the "other user" is a forked process that drops to uid 65534
-(nobody) and makes the folder, binds a socket in it and listens; or the folder is made
+is shared ground the same way. These tests leave each folder as the attack would:
+the tests run as root, so the folder is made and given to uid 65534 (nobody), or made
 open to everybody (0777), or is a symbolic link planted in place.
 
-Each case is refused in one line naming the folder and what to do (``own_dir`` /
-``listen_private``). A person's own project folder is still accepted by ``private_dir``.
+Each case is refused in one line naming the folder and what to do (``own_dir``). A
+person's own project folder is still accepted by ``private_dir``.
 """
 
 from __future__ import annotations
 
 import os
-import select
 import shutil
-import signal
-import socket
 import stat
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from core.model.files import FolderNotPrivate, check_own_dir, own_dir, private_dir
-from core.model.private_sockets import listen_private
 from core.providers import agent_http
 from core.runtime import launcher
 from tests.core.test_cli import cli  # noqa: F401 - the fixture
@@ -61,82 +55,6 @@ def shared_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 def run_folder(shared: Path) -> Path:
     return shared / f"switchboard-run-{os.getuid()}"
-
-
-@dataclass
-class Attacker:
-    """A process running as uid 65534 that made ``folder`` and listens on ``sock``;
-    ``received()`` is everything any client sent it."""
-
-    pid: int
-    folder: Path
-    sock: Path
-    out_fd: int
-
-    def received(self, timeout: float) -> bytes:
-        chunks = []
-        while True:
-            ready, _, _ = select.select([self.out_fd], [], [], timeout)
-            if not ready:
-                break
-            chunk = os.read(self.out_fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    def stop(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(self.pid, 0)
-        os.close(self.out_fd)
-
-
-def start_attacker(folder: Path, sock_name: str, *, answer: bytes = b"") -> Attacker:
-    """Fork a child that becomes uid 65534, makes ``folder`` (its own, 0755), binds
-    ``sock_name`` in it open to everybody, and relays what clients send to the parent;
-    each line it gets is answered with ``answer`` (a forged tool reply)."""
-    ready_r, ready_w = os.pipe()
-    out_r, out_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the other user
-        code = 0
-        try:
-            os.close(ready_r)
-            os.close(out_r)
-            os.setgroups([])
-            os.setgid(OTHER_UID)
-            os.setuid(OTHER_UID)
-            folder.mkdir(mode=0o755)
-            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            server.bind(str(folder / sock_name))
-            os.chmod(folder / sock_name, 0o777)
-            server.listen(8)
-            os.write(ready_w, b"1")
-            while True:
-                conn, _ = server.accept()
-                while True:
-                    data = conn.recv(65536)
-                    if not data:
-                        break
-                    os.write(out_w, data)
-                    if answer and b"\n" in data:
-                        conn.sendall(answer)
-                conn.close()
-        except BaseException:  # noqa: BLE001 - the child must never return into pytest
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(ready_w)
-    os.close(out_w)
-    ready, _, _ = select.select([ready_r], [], [], 10)
-    assert ready and os.read(ready_r, 1) == b"1", "the attacker did not start"
-    os.close(ready_r)
-    info = os.lstat(folder)
-    assert info.st_uid == OTHER_UID  # the folder really is the other user's
-    return Attacker(pid, folder, folder / sock_name, out_r)
 
 
 # ---- the Python side: the folders are refused in one line -----------------------------
@@ -263,21 +181,3 @@ def test_a_persons_project_folder_is_still_accepted(tmp_path: Path) -> None:
         check_own_dir(project)
     created = own_dir(tmp_path / "made" / "here")
     assert stat.S_IMODE(created.stat().st_mode) == 0o700
-
-
-def test_host_socket_is_not_made_in_a_folder_someone_else_made(shared_tmp: Path) -> None:
-    """The host server (``listen_private``) refuses to bind in the other user's folder, and
-    in a folder open to everybody, instead of replacing what is there."""
-    attacker = start_attacker(run_folder(shared_tmp), "mcp-x.sock")
-    try:
-        with pytest.raises(FolderNotPrivate, match=f"belongs to uid {OTHER_UID}"):
-            listen_private(attacker.sock, 4)
-        assert stat.S_ISSOCK(os.lstat(attacker.sock).st_mode)  # theirs, not replaced
-    finally:
-        attacker.stop()
-    open_folder = shared_tmp / "open"
-    open_folder.mkdir()
-    os.chmod(open_folder, 0o777)
-    with pytest.raises(FolderNotPrivate, match="open to other users"):
-        listen_private(open_folder / "s.sock", 4)
-    assert list(open_folder.iterdir()) == []

@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +12,6 @@ from pathlib import Path
 from core.platform import system_name
 from core.platform.file_watch import ChangeWatch
 from core.platform.lifetime import die_with_parent
-from core.platform.peer import LOCAL_PEERCRED, SOL_LOCAL, peer_uid
 from tests.waiting import retry_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,35 +60,6 @@ def test_the_boundary_check_finds_what_it_forbids(tmp_path: Path) -> None:
     finally:
         sample.unlink()
     assert [f.split(" ", 1)[1] for f in found] == ["SO_PEERCRED", "'/proc/'"]
-
-
-def test_peer_uid_on_this_system() -> None:
-    left, right = socket.socketpair(socket.AF_UNIX)
-    try:
-        assert peer_uid(left) == os.getuid()
-    finally:
-        left.close()
-        right.close()
-
-
-class _MacSocket:
-    """Stands in for a macOS unix socket: it answers LOCAL_PEERCRED with a struct xucred."""
-
-    def __init__(self, uid: int, version: int = 0) -> None:
-        self.asked: list[tuple[int, int, int]] = []
-        self.raw = struct.pack("IIh16I", version, uid, 1, *([20] + [0] * 15))
-
-    def getsockopt(self, level: int, option: int, size: int) -> bytes:
-        self.asked.append((level, option, size))
-        return self.raw[:size]
-
-
-def test_peer_uid_macos_branch() -> None:
-    mac = _MacSocket(501)
-    assert peer_uid(mac, system="darwin") == 501  # type: ignore[arg-type]
-    assert mac.asked == [(SOL_LOCAL, LOCAL_PEERCRED, struct.calcsize("IIh16I"))]
-    assert peer_uid(_MacSocket(501, version=7), system="darwin") is None  # type: ignore[arg-type]
-    assert peer_uid(_MacSocket(0), system="sunos5") is None  # type: ignore[arg-type]
 
 
 def test_file_watch_is_inotify_on_linux_and_polling_on_macos(tmp_path: Path) -> None:
