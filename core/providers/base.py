@@ -12,7 +12,7 @@ the lean hook path, ``core.providers.traits``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -255,10 +255,3 @@ def check_prompt(provider: Provider, initial_prompt: str | None) -> str | None:
     if "\x00" in initial_prompt:
         raise ProviderError("initial prompt contains a NUL byte", code="launch_invalid")
     return initial_prompt
-
-
-def merge_env(plan: LaunchPlan, base: Mapping[str, str]) -> dict[str, str]:
-    """The full environment for exec: ``base`` plus the plan's additions."""
-    merged = dict(base)
-    merged.update(plan.env)
-    return merged

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from rich.text import Text
 from textual.app import SystemCommand
@@ -22,13 +22,6 @@ from core.model.text import shown
 from navigator.widgets.rows import Row, RowList
 
 MAX_PREVIEW_CHARS = 200
-
-
-class InboxItem(Protocol):
-    """What the panel reads from each message the client returns."""
-
-    message_id: Any
-    text: str
 
 
 def _sender(item: Any) -> str:

@@ -209,11 +209,6 @@ def bind_capability_pane(conn: sqlite3.Connection, surface_id: str, tmux_server_
         " AND revoked_at IS NULL", (tmux_server_id, pane_id, surface_id))
 
 
-def capability_by_digest(conn: sqlite3.Connection, digest: str) -> sqlite3.Row | None:
-    return conn.execute("SELECT * FROM agent_capabilities WHERE capability_digest = ?",
-                        (digest,)).fetchone()
-
-
 def revoke_capabilities(conn: sqlite3.Connection, surface_id: str, now: int) -> None:
     conn.execute("UPDATE agent_capabilities SET revoked_at = ? WHERE surface_id = ?"
                  " AND revoked_at IS NULL", (now, surface_id))

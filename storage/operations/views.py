@@ -99,16 +99,3 @@ def move_placement(conn: sqlite3.Connection, placement_id: str, expected_generat
     cas(conn, f"UPDATE frame_placements SET {sets} WHERE placement_id = ? AND generation = ?",
         (*args, placement_id, expected_generation), f"placement {placement_id}")
     return expected_generation + 1
-
-
-def attach_surface(conn: sqlite3.Connection, placement_id: str, expected_generation: int,
-                   surface_id: str | None, now: int) -> int:
-    """Re-point a placement at a surface without a state edge (counts as an edge)."""
-    cas(conn, "UPDATE frame_placements SET surface_id = ?, generation = generation + 1,"
-        " updated_at = ? WHERE placement_id = ? AND generation = ?",
-        (surface_id, now, placement_id, expected_generation), f"placement {placement_id}")
-    return expected_generation + 1
-
-
-def delete_placement(conn: sqlite3.Connection, placement_id: str) -> None:
-    conn.execute("DELETE FROM frame_placements WHERE placement_id = ?", (placement_id,))
