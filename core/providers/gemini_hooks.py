@@ -46,14 +46,3 @@ GEMINI_OUTCOMES: dict[str, Outcome] = {
 GEMINI_NOTIFICATIONS: dict[str, tuple[Activity, ActivityReason]] = {
     GEMINI_TOOL_PERMISSION: (Activity.NEEDS_INPUT, ActivityReason.PERMISSION),
 }
-_NO_CHANGE: Outcome = ("other", None, None, None)
-
-
-def gemini_outcome(event: str, document: dict[str, object]) -> Outcome:
-    """The outcome of one Gemini CLI hook payload (already decoded and checked)."""
-    kind, activity, reason, runtime = GEMINI_OUTCOMES.get(event, _NO_CHANGE)
-    if kind == "notification":
-        found = GEMINI_NOTIFICATIONS.get(str(document.get("notification_type")))
-        if found is not None:
-            activity, reason = found
-    return kind, activity, reason, runtime

@@ -64,7 +64,6 @@ Codex sends no Notification event; its ``notify`` has only ``agent-turn-complete
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -330,26 +329,6 @@ def _check_event_name(event: str) -> None:
         raise _fail(
             "hook_event_invalid", f"hook event name is not an identifier: {str(event)[:64]!r}"
         )
-
-
-def hook_payload(
-    provider: Provider | str,
-    event: str,
-    extra_args: list[str] | tuple[str, ...],
-    read_stdin: Callable[[], bytes],
-) -> bytes | str:
-    """Where this invocation's JSON is: Codex ``notify`` passes it as the last argv
-    element (stdin is not a payload then and must not be read, it may be a TTY);
-    every other hook writes it to stdin. ``read_stdin`` should stop after
-    MAX_PAYLOAD_BYTES + 1 bytes so an oversized payload is refused, not buffered.
-    """
-    if str(provider) == Provider.CODEX.value and event == CODEX_NOTIFY_EVENT:
-        if not extra_args:
-            raise _invalid("codex notify passed no JSON argument")
-        return extra_args[-1]
-    if extra_args:
-        raise _invalid(f"unexpected arguments after the {str(event)[:64]!r} hook event")
-    return read_stdin()
 
 
 def parse_hook(provider: Provider | str, event: str, payload: bytes | str) -> HookEvent:

@@ -31,8 +31,9 @@ from core.providers.gemini import (
     render_policy,
     write_overlay,
 )
-from core.providers.gemini_hooks import GEMINI_OUTCOMES, gemini_outcome
+from core.providers.gemini_hooks import GEMINI_OUTCOMES
 from core.providers.gemini_usage import read_gemini
+from core.providers.hooks import HookKind, parse_hook
 
 RECORDING = (Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
              / "gemini-0.61.0.tsv")
@@ -56,9 +57,9 @@ def test_the_recording_replays_working_needs_input_and_ready_in_order() -> None:
     seen = []
     for event, document in rows:
         assert document["hook_event_name"] == event
-        kind, activity, reason, runtime = gemini_outcome(event, document)
-        assert kind == GEMINI_OUTCOMES[event][0]
-        seen.append((event, activity, reason, runtime))
+        parsed = parse_hook("gemini", event, json.dumps(document))
+        assert parsed.kind is HookKind(GEMINI_OUTCOMES[event][0])
+        seen.append((event, parsed.activity, parsed.activity_reason, parsed.runtime))
     # the TOOLTEST turn: prompt, tool, the permission dialog, the tool ran, turn end
     turn = [row for row in seen[3:8]]
     assert turn == [
@@ -75,9 +76,10 @@ def test_the_recording_replays_working_needs_input_and_ready_in_order() -> None:
 
 
 def test_an_other_notification_changes_nothing() -> None:
-    assert gemini_outcome("Notification", {"notification_type": "Other"})[1:] == (
-        None, None, None)
-    assert gemini_outcome("BeforeModel", {})[1:] == (None, None, None)
+    for event, extra in (("Notification", {"notification_type": "Other"}), ("BeforeModel", {})):
+        parsed = parse_hook("gemini", event, json.dumps(
+            {"session_id": SID, "hook_event_name": event, **extra}))
+        assert (parsed.activity, parsed.activity_reason, parsed.runtime) == (None, None, None)
 
 
 def test_new_and_resume_name_the_exact_session() -> None:

@@ -14,7 +14,7 @@ from core.model.enums import Activity, ActivityReason, LaunchAction, Provider, R
 from core.model.errors import ProviderError
 from core.providers.adapters import get_adapter
 from core.providers.base import LaunchPlan
-from core.providers.hooks import CONTROL_TEMPLATE, HookEvent, HookKind, hook_payload, parse_hook
+from core.providers.hooks import CONTROL_TEMPLATE, HookEvent, HookKind, parse_hook
 from core.providers.version import parse_version, probe_version
 from core.providers.window import WindowPlace
 
@@ -299,19 +299,6 @@ def test_str_and_bytes_payloads_are_equivalent():
 def test_adapter_parse_hook_delegates():
     body = claude_payload("Stop")
     assert get_adapter("claude").parse_hook("Stop", body).kind is HookKind.TURN_STOPPED
-
-
-def test_hook_payload_comes_from_argv_only_for_codex_notify():
-    def no_stdin() -> bytes:
-        raise AssertionError("stdin must not be read for notify")
-
-    assert hook_payload("codex", "notify", ["--x", '{"a":1}'], no_stdin) == '{"a":1}'
-    assert hook_payload("claude", "Stop", [], lambda: b"{}") == b"{}"
-    assert hook_payload(Provider.CODEX, "Stop", (), lambda: b"{}") == b"{}"
-    with pytest.raises(ProviderError):
-        hook_payload("codex", "notify", [], no_stdin)
-    with pytest.raises(ProviderError):
-        hook_payload("claude", "Stop", ["{}"], no_stdin)
 
 
 # --- version probing -------------------------------------------------------

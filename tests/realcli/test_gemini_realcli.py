@@ -27,7 +27,7 @@ from core.model.session_enums import Activity, ActivityReason, RuntimePresence
 from core.providers.agent_http import ENV_TOKEN, HttpEndpoint
 from core.providers.base import McpServer
 from core.providers.gemini import plan
-from core.providers.gemini_hooks import gemini_outcome
+from core.providers.hooks import parse_hook
 from tests.realcli.gemini_mcp_server import HttpToolServer
 from tests.realcli.gemini_standin import API_KEY, GeminiStandin
 from tests.realcli.install import RealCliUnavailable, ensure_gemini
@@ -69,6 +69,12 @@ def _events(out: Path) -> list[tuple[str, dict[str, object]]]:
         event, payload = line.split("\t", 1)
         rows.append((event, json.loads(payload)))
     return rows
+
+
+def _outcome(event: str, doc: dict[str, object]) -> tuple[object, ...]:
+    """What Switchboard's own hook parser makes of one recorded payload."""
+    parsed = parse_hook("gemini", event, json.dumps(doc))
+    return event, parsed.activity, parsed.activity_reason, parsed.runtime
 
 
 def _wait(socket: Path, check: object, what: str) -> None:
@@ -177,7 +183,7 @@ def test_a_turn_is_working_then_ready_from_its_own_hooks_and_resumes_by_id(
 
         rows = _events(out)
         assert {doc["session_id"] for _, doc in rows} == {SID}
-        outcomes = [(event, *gemini_outcome(event, doc)[1:]) for event, doc in rows]
+        outcomes = [_outcome(event, doc) for event, doc in rows]
         assert outcomes[0] == ("SessionStart", None, None, RuntimePresence.LIVE)
         assert outcomes[1:] == [
             ("BeforeAgent", Activity.WORKING, None, None),
@@ -239,7 +245,7 @@ def test_the_agent_tools_are_reachable_and_only_the_approved_ones_run_unasked(
         _wait(tmux_socket, lambda: "Notification" in [e for e, _ in _events(out)],
               "the permission question")
         [asked] = [doc for e, doc in _events(out) if e == "Notification"]
-        assert gemini_outcome("Notification", asked)[1:3] == (
+        assert _outcome("Notification", asked)[1:3] == (
             Activity.NEEDS_INPUT, ActivityReason.PERMISSION)
         assert "task_push" not in calls.read_text(encoding="utf-8")
         _approve(tmux_socket)
