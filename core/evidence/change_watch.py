@@ -33,10 +33,6 @@ def last_tool_run(conn: sqlite3.Connection, session_key: str) -> str | None:
     return row[0] if row is not None else None
 
 
-def turn_ran_tools(conn: sqlite3.Connection, session_key: str) -> bool:
-    return last_tool_run(conn, session_key) is not None
-
-
 def _already_seen(home: Home, frame_id: str, latest: str) -> bool:
     """Whether a worker was started for this very change (Codex ends a turn twice: its
     Stop hook and its notify); records ``latest`` when not."""

@@ -88,13 +88,6 @@ def opencode_outcome(name: str, payload: Mapping[str, object]) -> Outcome:
     return OPENCODE_OUTCOMES.get(name, _NO_CHANGE)
 
 
-def opencode_session_id(name: str, payload: Mapping[str, object]) -> str | None:
-    """The OpenCode session an event is about (``ses_...``), or None when it names none:
-    events carry it in ``properties.sessionID``, hooks in ``input.sessionID``."""
-    holder = payload.get("input" if name in _HOOKS else "properties")
-    value = holder.get("sessionID") if isinstance(holder, Mapping) else None
-    return value if is_session_id(value) else None
-
 MAX_PROMPT_PARTS = 64
 MAX_ID_CHARS = 128
 

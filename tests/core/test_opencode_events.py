@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from core.model.errors import ProviderError
 from core.model.session_enums import Activity, ActivityReason, RuntimePresence
 from core.providers.opencode_events import (
     OPENCODE_EVENTS,
+    opencode_fields,
     opencode_outcome,
-    opencode_session_id,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
@@ -47,7 +50,7 @@ def test_the_recorded_first_launch_reads_working_needs_input_working_ready() -> 
 
 def test_every_relevant_event_names_the_one_session_and_the_resume_keeps_it() -> None:
     first, resumed = _lines("first"), _lines("resumed")
-    ids = {opencode_session_id(line["name"], line["payload"])
+    ids = {opencode_fields(line["name"], line["payload"]).session_id
            for line in first + resumed if line["name"] in OPENCODE_EVENTS}
     assert len(ids) == 1 and next(iter(ids), "").startswith("ses_")
     assert _activities(resumed) == [("chat.message", Activity.WORKING),
@@ -65,4 +68,5 @@ def test_noise_and_idle_status_change_nothing() -> None:
     assert idle and all(opencode_outcome("session.status", line["payload"])[1] is None
                         for line in idle)
     assert opencode_outcome("session.status", {"properties": "junk"})[1] is None
-    assert opencode_session_id("session.idle", {"properties": {"sessionID": 7}}) is None
+    with pytest.raises(ProviderError, match="not an OpenCode session id"):
+        opencode_fields("session.idle", {"properties": {"sessionID": 7}})

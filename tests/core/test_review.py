@@ -236,17 +236,17 @@ def test_the_hook_starts_the_change_worker_only_after_a_turn_with_tools(
         session_db.record_hook_event(conn, session_key=key, provider="claude",
                                      project_id="p", project_root="/r", event="UserPromptSubmit",
                                      kind="prompt_submitted", now_ms=2_000, prompt="hi")
-        from core.evidence.change_watch import turn_ran_tools
+        from core.evidence.change_watch import last_tool_run
 
-        assert not turn_ran_tools(conn, key)
+        assert last_tool_run(conn, key) is None
         session_db.record_hook_event(conn, session_key=key, provider="claude",
                                      project_id="p", project_root="/r", event="PreToolUse",
                                      kind="tool_started", now_ms=3_000, tool_name="Edit")
-        assert turn_ran_tools(conn, key)
+        assert last_tool_run(conn, key) is not None
         session_db.record_hook_event(conn, session_key=key, provider="claude",
                                      project_id="p", project_root="/r", event="UserPromptSubmit",
                                      kind="prompt_submitted", now_ms=4_000, prompt="again")
-        assert not turn_ran_tools(conn, key)
+        assert last_tool_run(conn, key) is None
         # one worker per change: a second turn end of the same turn (Codex's Stop, then
         # its notify) starts none
         session_db.record_hook_event(conn, session_key=key, provider="claude",
