@@ -75,11 +75,6 @@ class CommandFacts(NamedTuple):
     duration_ms: int | None = None
     outcome: Outcome = Outcome.UNKNOWN
 
-    @property
-    def output_bytes(self) -> int:
-        return sum(len(s.encode("utf-8", "replace"))
-                   for s in (self.stdout, self.stderr, self.combined))
-
 
 def _command_text(tool_input: object) -> str | None:
     if not isinstance(tool_input, dict):

@@ -131,10 +131,6 @@ class TmuxStage:
         """Bind new launches and views to ``identity`` (reconcile read it from tmux)."""
         self.servers.adopt(identity)
 
-    def live_identity(self) -> ServerIdentity | None:
-        """Who answers on the socket right now (never starts a server)."""
-        return self.servers.read_live()
-
     def snapshot(self) -> ServerSnapshot | None:
         """Identity and every pane in one process; None when no server answers."""
         try:
@@ -370,13 +366,6 @@ class TmuxStage:
             surface_id=surface_id, gate=gate_name(launch_id), argv=argv, env=env, cwd=cwd)
         return LaunchedPane(pane.pane_id, pane.pane_pid or 0)
 
-    def release_gate(self, launch_id: str, *, tmux_server_id: str | None = None) -> None:
-        """Open a launch gate on its own (present opens it with the swap; prefer that)."""
-        self.release_gate_named(gate_name(launch_id), self.adapter_for(tmux_server_id))
-
-    def release_gate_named(self, gate: str, adapter: TmuxAdapter) -> None:
-        adapter.open_gate(gate)
-
     # ----------------------------------------------------------- panes
 
     def _surface_for(self, pane_id: str, surface_id: str | None,
@@ -448,13 +437,6 @@ class TmuxStage:
         except (UnmanagedPane, PlacementRefused, ServerIdentityMismatch, TmuxUnavailable):
             return False
         return True
-
-    def list_panes(self) -> dict[str, str]:
-        """pane id -> @sb_surface ('' if none) for every pane of the server (one process)."""
-        snap = self.snapshot()
-        if snap is None:
-            return {}
-        return {pane.pane_id: pane.surface_id or "" for pane in snap}
 
 
 def _switchboard_env(ctx: Context) -> dict[str, str]:

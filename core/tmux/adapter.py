@@ -145,9 +145,6 @@ class TmuxAdapter:
         line = gated_exec_line(self.runner.socket_path, gate, argv)
         return self.launch_staged_pane(surface_id=surface_id, command=[line], env=env, cwd=cwd)
 
-    def open_gate(self, gate: str) -> None:
-        batches.open_gate(self.runner, self.expected, gate)
-
     def reread_pane(self, pane_id: str, *, open_gate: str | None = None) -> PaneSnapshot | None:
         return batches.reread_pane(self.runner, self.expected, pane_id, open_gate=open_gate)
 

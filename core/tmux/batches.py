@@ -168,11 +168,6 @@ def new_parked_placeholder(runner: TmuxRunner, expected: ServerIdentity, *,
     return panes[-1]
 
 
-def open_gate(runner: TmuxRunner, expected: ServerIdentity, gate: str) -> None:
-    """Open a launch gate on its own (present opens it with the swap; prefer that)."""
-    run_guarded(runner, expected, [open_gate_command(gate)])
-
-
 def evict_foreign(runner: TmuxRunner, expected: ServerIdentity, *, holding_session: str,
                   moves: Sequence[tuple[str, str, str]],
                   refit_windows: Sequence[str] = ()) -> dict[str, PaneSnapshot | None]:

@@ -70,13 +70,6 @@ class ServerBindings:
         if self.live is None or self.live.expected != identity:
             self.live = self.adapter(identity)
 
-    def read_live(self) -> ServerIdentity | None:
-        """Who answers on the socket right now (never starts a server)."""
-        try:
-            return read_identity(self.runner)
-        except TmuxUnavailable:
-            return None
-
     def recorded(self, tmux_server_id: str,
                  identity_of: Callable[[str], ServerIdentity]) -> TmuxAdapter:
         """The adapter of a recorded server row; ``identity_of`` resolves it the first time."""
