@@ -288,6 +288,26 @@ def open_session_db_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
+@contextmanager
+def reading(root: Path, session_key: str) -> Iterator[sqlite3.Connection | None]:
+    """The session's evidence file opened read-only and closed after, or None when the
+    session has no file yet or the file is refused (``SessionDbRefused``: not ours, or
+    newer). For readers to whom both mean "nothing recorded here"."""
+    path = session_db_path(root, session_key)
+    if not path.exists():
+        yield None
+        return
+    try:
+        conn = open_session_db_readonly(path)
+    except SessionDbRefused:
+        yield None
+        return
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
 def has_usage_tables(conn: sqlite3.Connection) -> bool:
     """A V1 file opened read-only has no usage tables: its usage is simply unknown."""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"

@@ -417,14 +417,9 @@ def _with_earlier(home: Home, keys: list[str], limit: int,
     all_entries, all_commands = list(timeline), list(commands)
     merged = {g.signature: g for g in groups}
     for key in keys:
-        path = session_db.session_db_path(home.root, key)
-        if not path.exists():
-            continue
-        try:
-            conn = session_db.open_session_db_readonly(path)
-        except session_db.SessionDbRefused:
-            continue
-        try:
+        with session_db.reading(home.root, key) as conn:
+            if conn is None:
+                continue
             earlier_commands = _commands(conn, key, limit)
             all_commands += earlier_commands
             all_entries += _timeline(conn, key, earlier_commands, limit)
@@ -433,8 +428,6 @@ def _with_earlier(home: Home, keys: list[str], limit: int,
                 merged[group.signature] = group if seen is None else replace(
                     seen, count=seen.count + group.count, runs=seen.runs + group.runs,
                     last_at=max(seen.last_at, group.last_at), fixed=seen.fixed or group.fixed)
-        finally:
-            conn.close()
     all_entries.sort(key=lambda e: e.at)
     all_commands.sort(key=lambda c: c.started_at)
     ordered = sorted(merged.values(), key=lambda g: g.last_at, reverse=True)

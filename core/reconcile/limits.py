@@ -55,17 +55,8 @@ def reset_at(ctx: Context, session_key: str) -> str | None:
 
     if ctx.home is None:
         return None
-    path = session_db.session_db_path(ctx.home.root, session_key)
-    if not path.exists():
-        return None
-    try:
-        conn = session_db.open_session_db_readonly(path)
-    except SwitchboardError:
-        return None
-    try:
-        turn = newest_turn(conn, session_key)
-    finally:
-        conn.close()
+    with session_db.reading(ctx.home.root, session_key) as conn:
+        turn = None if conn is None else newest_turn(conn, session_key)
     return turn.limit_reset_at if turn is not None and turn.limit_kind else None
 
 

@@ -65,18 +65,11 @@ def recorded_base(home: Home, session_keys: tuple[str, ...]) -> str | None:
     from storage import session_db
 
     for key in session_keys:
-        path = session_db.session_db_path(home.root, key)
-        if not path.exists():
-            continue
-        try:
-            conn = session_db.open_session_db_readonly(path)
-        except session_db.SessionDbRefused:
-            continue
-        try:
+        with session_db.reading(home.root, key) as conn:
+            if conn is None:
+                continue
             row = conn.execute("SELECT base_ref FROM workspaces WHERE base_ref IS NOT NULL"
                                " ORDER BY created_at, rowid LIMIT 1").fetchone()
-        finally:
-            conn.close()
         if row is not None:
             return str(row[0])
     return None

@@ -145,15 +145,10 @@ def _session_entries(home: Home, project_id: str, frame_id: str, key: str) -> li
     from storage import session_db
     from storage.search_store import Entry
 
-    path = session_db.session_db_path(home.root, key)
-    if not path.exists():
-        return []
-    try:
-        conn = session_db.open_session_db_readonly(path)
-    except session_db.SessionDbRefused:
-        return []
     entries: list[Entry] = []
-    try:
+    with session_db.reading(home.root, key) as conn:
+        if conn is None:
+            return []
         for row in conn.execute("SELECT id, created_at, content_json, metadata_json FROM"
                                 " messages WHERE session_id = ? AND role = 'user'", (key,)):
             try:
@@ -176,8 +171,6 @@ def _session_entries(home: Home, project_id: str, frame_id: str, key: str) -> li
             entries.append(Entry(f"{FAILURE}:{key}:{row['semantic_signature']}", FAILURE,
                                  project_id, frame_id, key, row["created_at"],
                                  failure_body(row), row["command_run_id"]))
-    finally:
-        conn.close()
     return entries
 
 
