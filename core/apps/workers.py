@@ -42,18 +42,11 @@ def watchdog(control_turn_id: str) -> int:
 def kick(frame_id: str) -> int:
     """Deliver the pending messages of the frame's project now that its agent stopped."""
     from core.broker.broker import BrokerUnavailable
-    from core.broker.membership import deliver_pending
     from core.model.errors import SwitchboardError
+    from core.server.turn_end import deliver_for_frame
 
     try:
-        engine = open_engine(Home.from_env(), with_stage=True)
-        try:
-            row = engine.conn.execute("SELECT project_id FROM frames WHERE frame_id = ?",
-                                      (frame_id,)).fetchone()
-            if row is not None:
-                deliver_pending(engine, row["project_id"])
-        finally:
-            engine.conn.close()
+        deliver_for_frame(Home.from_env(), frame_id)
     except (SwitchboardError, BrokerUnavailable, sqlite3.Error, OSError) as exc:
         print(f"switchboard: broker delivery skipped: {shown(exc)}", file=sys.stderr)
         return 1

@@ -338,17 +338,7 @@ class TurnEndDrain:
         return over or worker.turn_recorded(home.root, key, turn_id)
 
     def _kick(self, frame_id: str) -> None:
-        from core.broker.membership import deliver_pending
-        from core.engine.open import open_engine
-
-        engine = open_engine(self.home, with_stage=True)
-        try:
-            row = engine.conn.execute("SELECT project_id FROM frames WHERE frame_id = ?",
-                                      (frame_id,)).fetchone()
-            if row is not None:
-                deliver_pending(engine, row["project_id"])
-        finally:
-            engine.conn.close()
+        deliver_for_frame(self.home, frame_id)
 
     def _attention(self, frame_id: str, event: str) -> None:
         from core.config.registry import open_current
@@ -362,3 +352,20 @@ class TurnEndDrain:
 
 
 __all__ = ["BadItem", "Item", "POLL_S", "TurnEndDrain", "read_item"]
+
+
+def deliver_for_frame(home: Home, frame_id: str) -> None:
+    """Type the pending messages of the frame's project now that its agent stopped: the
+    server's turn-end step, and the detached deliverer's when no server runs
+    (``core.apps.workers kick``)."""
+    from core.broker.membership import deliver_pending
+    from core.engine.open import open_engine
+
+    engine = open_engine(home, with_stage=True)
+    try:
+        row = engine.conn.execute("SELECT project_id FROM frames WHERE frame_id = ?",
+                                  (frame_id,)).fetchone()
+        if row is not None:
+            deliver_pending(engine, row["project_id"])
+    finally:
+        engine.conn.close()
