@@ -21,6 +21,7 @@ from core.config.home import Home
 from core.context.reader import RegistryReader
 from core.context.requests import new_request_id
 from core.model.errors import SwitchboardError
+from core.model.files import file_stamps
 from core.state.state_types import NavigatorState, ProjectRow
 
 if TYPE_CHECKING:  # imported where used: a frontend pays for what it calls
@@ -271,15 +272,7 @@ class EngineClient:
         file; the pointer file moves on a registry reset. A missing file reads
         as (0, 0).
         """
-        stamps = []
-        for path in self._change_files:
-            try:
-                info = os.stat(path)
-            except OSError:
-                stamps.append((0, 0))
-            else:
-                stamps.append((info.st_mtime_ns, info.st_size))
-        return tuple(stamps)
+        return file_stamps(self._change_files)
 
     def change_files(self) -> tuple[str, ...]:
         """The files ``change_stamp`` stats: a frontend may watch them instead."""

@@ -16,7 +16,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -266,3 +266,17 @@ def os_failure(exc: BaseException, path: str | os.PathLike[str] | None = None, *
     where = path if path is not None else (exc.filename or "a Switchboard file")
     code, template = _OS_WHAT[exc.errno]
     return EnvironmentFailure(template.format(path=where) + tail, code=code)
+
+
+def file_stamps(paths: Iterable[str]) -> tuple[tuple[int, int], ...]:
+    """(mtime in ns, size) of each file, (0, 0) for one that is missing: a cheap "did
+    anything change" for files a SQLite commit touches (no lock, no SQL)."""
+    stamps = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            stamps.append((0, 0))
+        else:
+            stamps.append((info.st_mtime_ns, info.st_size))
+    return tuple(stamps)

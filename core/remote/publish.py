@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from core.context.reader import RegistryReader
+from core.model.files import file_stamps
 from core.platform.file_watch import ChangeWatch
 from core.state.envelope import encode_canonical
 from core.state.state_builder import build_host_state
@@ -57,18 +58,6 @@ def _key(reader: RegistryReader) -> tuple[bytes, bytes]:
     return encode_canonical(replace(state, generated_at=0)), encode_canonical(state)
 
 
-def _stamp(files: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
-    stamps = []
-    for path in files:
-        try:
-            info = os.stat(path)
-        except OSError:
-            stamps.append((0, 0))
-        else:
-            stamps.append((info.st_mtime_ns, info.st_size))
-    return tuple(stamps)
-
-
 def follow(reader: RegistryReader, out: BinaryIO, *, heartbeat_s: float = HEARTBEAT_S,
            refresh_s: float = REFRESH_S, rebuild_s: float = REBUILD_S,
            max_seconds: float | None = None) -> int:
@@ -81,7 +70,7 @@ def follow(reader: RegistryReader, out: BinaryIO, *, heartbeat_s: float = HEARTB
     watch = ChangeWatch.open(files)
     sent = _Sent()
     started = last_build = last_write = time.monotonic()
-    stamp = _stamp(files)
+    stamp = file_stamps(files)
     try:
         dirty = True
         while True:
@@ -112,7 +101,7 @@ def follow(reader: RegistryReader, out: BinaryIO, *, heartbeat_s: float = HEARTB
                     dirty = True
             else:
                 time.sleep(min(wait, POLL_S))
-                moved = _stamp(files)
+                moved = file_stamps(files)
                 dirty = moved != stamp
                 stamp = moved
     finally:
