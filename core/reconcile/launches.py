@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from core.model.enums import (
     Actionability,
     PlacementState,
+    Provider,
     RecoveryKind,
     RecoveryState,
     RuntimePresence,
@@ -37,6 +38,24 @@ pane is one tmux process, so whoever authorized it is gone (the transition lease
 
 BIND_TIMEOUT_MS = 60_000
 """A started provider, its gate open, that no hook has bound after this long."""
+
+GEMINI_TRUST_HINT = (
+    " Gemini CLI: if its folder-trust question was just answered, it may have kept "
+    "running untrusted (no hooks, no tools; it then shows \"Skipping project agents due to "
+    "untrusted folder\"). The answer is saved: stop the agent and start it again (s, "
+    "then n) and it comes up trusted.")
+"""A race inside Gemini CLI 0.61.0 (docs/cli-versions.md, folder trust): after the
+answer it can miss its own restart, and no hook says so; its launch then only ever
+reaches this timeout, so the recovery says what the person can do about it."""
+
+
+def bind_timeout_explanation(provider: str) -> str:
+    """What the ``bind_timeout`` recovery tells the person, with the provider's own hint."""
+    text = (f"The agent has run for over {BIND_TIMEOUT_MS // 1000} s without any hook "
+            "reaching Switchboard (hooks missing, or the provider is stuck before its first "
+            "prompt). Nothing was stopped: press Enter on this recovery to go and look; close "
+            "the frame or resolve this when it is fine.")
+    return text + GEMINI_TRUST_HINT if provider == Provider.GEMINI.value else text
 
 
 def interrupted_launches(ctx: Context, snap: ServerSnapshot | None, server_id: str | None,
@@ -162,7 +181,8 @@ def bind_timeouts(ctx: Context, conn: sqlite3.Connection, now: int) -> int:
     """
     overdue = 0
     for row in conn.execute(
-            "SELECT l.launch_id FROM launch_intents l JOIN surfaces s ON s.launch_id = l.launch_id"
+            "SELECT l.launch_id, l.provider FROM launch_intents l"
+            " JOIN surfaces s ON s.launch_id = l.launch_id"
             " JOIN frame_placements p ON p.surface_id = s.surface_id"
             " AND p.state IN ('active', 'parked')"
             " WHERE l.state = 'started' AND s.lifecycle_state = 'live'"
@@ -176,11 +196,7 @@ def bind_timeouts(ctx: Context, conn: sqlite3.Connection, now: int) -> int:
             conn, recovery_id=ctx.ids.new_id(), host_id=ctx.host_id,
             kind=RecoveryKind.BIND_TIMEOUT, subject_type="launch", subject_id=row["launch_id"],
             actionability=Actionability.MANUAL,
-            explanation=f"The agent has run for over {BIND_TIMEOUT_MS // 1000} s without any "
-                        "hook reaching Switchboard (hooks missing, or the provider is stuck "
-                        "before its first prompt). Nothing was stopped: press Enter on this "
-                        "recovery to go and look; close the frame or resolve this when it "
-                        "is fine.", now=now)
+            explanation=bind_timeout_explanation(row["provider"]), now=now)
         overdue += 1
     for row in conn.execute(
             "SELECT r.recovery_id FROM recoveries r JOIN launch_intents l"

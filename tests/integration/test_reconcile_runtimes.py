@@ -16,9 +16,14 @@ from pathlib import Path
 import pytest
 
 from core.context.requests import new_request_id
-from core.model.enums import ViewMode
+from core.model.enums import Provider, ViewMode
 from core.reconcile import recovery
-from core.reconcile.launches import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS
+from core.reconcile.launches import (
+    BIND_TIMEOUT_MS,
+    GEMINI_TRUST_HINT,
+    LAUNCH_REPORT_MS,
+    bind_timeout_explanation,
+)
 from core.reconcile.reconcile import reconcile
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
@@ -163,6 +168,8 @@ def test_a_provider_no_hook_binds_opens_bind_timeout_and_keeps_running(
     report = reconcile(later)
     assert report.binds_overdue == 1
     assert _recoveries(later) == [("bind_timeout", "launch", "manual")]
+    (record,) = recovery.list_recoveries(later)
+    assert record.explanation == bind_timeout_explanation("claude")
     launch = _launch(later, world.workspace_id)
     assert (launch["state"], launch["lifecycle_state"], launch["pane_id"]) == (
         "started", "live", pane)
@@ -176,6 +183,24 @@ def test_a_provider_no_hook_binds_opens_bind_timeout_and_keeps_running(
         sessions_ops.move_launch(tx, launch["launch_id"], "started", "bound", later.now())
     reconcile(later)
     assert _recoveries(later) == []
+
+
+def test_an_unbound_gemini_launch_says_how_to_get_past_its_trust_race(
+        tmp_path: Path, tmux_socket: Path) -> None:
+    """Gemini CLI can miss its own restart after the folder-trust answer and run on
+    untrusted, with no hook at all: the timeout's recovery says what to do about it
+    (the answer is saved, so a stop and start brings it up trusted). Other providers'
+    recoveries do not carry that sentence."""
+    engine = make_engine(tmp_path, tmux_socket)  # quiet: the hooks are no-ops
+    route = engine.project_enter(new_request_id(), "alpha")
+    engine.frame_start(new_request_id(), route.frame_id, Provider.GEMINI)
+    later = open_stage_engine(tmp_path, clock=OffsetClock(BIND_TIMEOUT_MS + 5_000))
+    assert reconcile(later).binds_overdue == 1
+    (record,) = recovery.list_recoveries(later)
+    assert record.kind == "bind_timeout"
+    assert record.explanation == bind_timeout_explanation("gemini")
+    assert "stop the agent and start it again (s, then n)" in record.explanation
+    assert GEMINI_TRUST_HINT not in bind_timeout_explanation("claude")
 
 
 @pytest.mark.parametrize("mode", [ViewMode.NAVIGATOR, ViewMode.DIRECT])
