@@ -74,7 +74,6 @@ class CodexAdapter(AdapterCommon):
     command: tuple[str, ...] = ("codex",)
     hook_events: tuple[str, ...] = CODEX_HOOK_EVENTS
 
-
     def launch_plan(
         self,
         action: LaunchAction,
