@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from core.model.files import file_stamps
+
 if TYPE_CHECKING:
     from core.broker.membership import PersonSent
     from core.config.home import Home
@@ -65,15 +67,7 @@ class ReviewClient:
         from storage.review_store import review_path
 
         path = os.fspath(review_path(self.home.root))
-        stamps = []
-        for name in (path, f"{path}-wal"):
-            try:
-                info = os.stat(name)
-            except OSError:
-                stamps.append((0, 0))
-            else:
-                stamps.append((info.st_mtime_ns, info.st_size))
-        return tuple(stamps)
+        return file_stamps((path, f"{path}-wal"))
 
     def conflicts(self, *, fresh: bool = False) -> dict[str, tuple[Conflict, ...]]:
         """Conflicts by frame. Re-read only when the review file moved or ``fresh``: the
