@@ -43,6 +43,7 @@ from storage.broker_schema import (
 from storage.broker_store import BrokerStore
 
 if TYPE_CHECKING:
+    from core.tmux.commands import TmuxCommand
     from core.tmux.runner import TmuxRunner
 
 LOCK_TIMEOUT_S = 10.0
@@ -278,6 +279,48 @@ class TmuxTyper:
         # until then, so no other line can land between the text and its Enter.
         time.sleep(ENTER_AFTER_PASTE_S + ENTER_MARGIN_S)
 
+    def finish_line(self, target: PaneTarget, line: str,
+                    server: PaneServer | None = None) -> bool:
+        """An earlier typist's line still on the agent's screen with no witness: press
+        Enter once instead of typing the line again; False (nothing sent) when the line
+        is not on screen or the pane takes no keys.
+
+        Seen with Claude Code 2.1.332 on a loaded machine: the Enter that followed the
+        line came in the same read and was kept as an invisible character of the input
+        (the line waited unsent; its retype joined it in one prompt). A line on screen
+        reached the agent: typing it again can only duplicate it."""
+        from core.tmux.commands import Check, equals, guarded, outcome
+        from core.tmux.errors import PaneNotFound, TmuxNotInstalled
+        from core.tmux.runner import TmuxRunner
+
+        if target.backend != "tmux" or self.socket_path is None:
+            return False
+        if self._server is None:
+            self._server = TmuxRunner(self.socket_path)
+        checks = [Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
+                  Check(target.pane, equals("#{pane_input_off}", "0"), "fenced")]
+        try:
+            looked = self._server.run(self._pinned(server, guarded(
+                checks, [("capture-pane", "-p", "-J", "-t", target.pane)])), check=False)
+            if looked.returncode != 0 or outcome(looked.stdout) != "ok":
+                return False
+            if " ".join(line.split()) not in " ".join(" ".join(looked.stdout).split()):
+                return False
+            pressed = self._server.run(self._pinned(server, guarded(
+                checks, [("send-keys", "-t", target.pane, "Enter")])), check=False)
+        except (ValueError, PaneNotFound, TmuxNotInstalled):
+            return False
+        return pressed.returncode == 0 and outcome(pressed.stdout) == "ok"
+
+    def _pinned(self, server: PaneServer | None, command: TmuxCommand) -> list[TmuxCommand]:
+        """``command``, run only inside the recorded server process when one is named."""
+        from core.tmux.identity import ServerIdentity, identity_guard
+
+        if server is None:
+            return [command]
+        return [identity_guard(ServerIdentity(server.socket_path, server.server_pid,
+                                              server.server_start_time)), command]
+
 
 def _enter_even_if_fenced(pane: str) -> str:
     """The delayed Enter as one tmux command line (``pane`` is an exact ``%N`` id).
@@ -456,6 +499,8 @@ class Notifier:
                             attempted.discard(message_id)
                             return DrainReport(to_member_id, tuple(notified), deferred=(
                                 "the registry records no tmux server for its pane"))
+                    earlier = self.locks.attempt_of(target) if frame_id is not None else None
+                    interrupted = earlier is not None and earlier.message_id == message_id
                     if frame_id is not None and self._witnessed(store, target, message_id):
                         continue  # an earlier typist's line reached the agent: not again
                     sender = store.get_member(row["from_member_id"])
@@ -463,6 +508,13 @@ class Notifier:
                     line = (managed_line(message_id, sender_name) if frame_id is not None
                             else notification_line(message_id, sender_name,
                                                    row["from_member_id"], to_member_id))
+                    if interrupted and self._finished(target, line, server):
+                        # The earlier typist's line is on screen, unsent: its Enter, not a
+                        # second copy of it.
+                        self._stamp(store, message_id, now)
+                        self.locks.end_attempt(target)
+                        notified.append(message_id)
+                        continue
                     self.locks.begin_attempt(target, message_id)
                     try:
                         self.typer.type_line(target, line, server)
@@ -471,16 +523,25 @@ class Notifier:
                         raise
                     if self.after_submit is not None:
                         self.after_submit(message_id)
-                    try:
-                        store.stamp_notified(message_id, now())  # 0 rows: ACKed first, fine
-                    except sqlite3.OperationalError as exc:  # typed, but the file is locked
-                        raise DeliveryFailed(f"typed, but notified_at not stamped ({exc})"
-                                             ) from exc
+                    self._stamp(store, message_id, now)
                     self.locks.end_attempt(target)
                     notified.append(message_id)
             except DeliveryFailed as exc:
                 return DrainReport(to_member_id, tuple(notified), not_notified=NotNotified(
                     message_id, to_member_id, target.pane, str(exc)))
+
+    @staticmethod
+    def _stamp(store: BrokerStore, message_id: int, now: Callable[[], str]) -> None:
+        try:
+            store.stamp_notified(message_id, now())  # 0 rows: ACKed first, fine
+        except sqlite3.OperationalError as exc:  # typed, but the file is locked
+            raise DeliveryFailed(f"typed, but notified_at not stamped ({exc})") from exc
+
+    def _finished(self, target: PaneTarget, line: str, server: PaneServer | None) -> bool:
+        """Whether the typist could finish an earlier typist's unsent line with its Enter
+        (``TmuxTyper.finish_line``; a typist without that step types the line again)."""
+        finish = getattr(self.typer, "finish_line", None)
+        return bool(finish is not None and finish(target, line, server))
 
     def _witnessed(self, store: BrokerStore, target: PaneTarget, message_id: int) -> bool:
         """Whether an interrupted attempt at this very message reached its agent.

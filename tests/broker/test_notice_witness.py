@@ -186,3 +186,69 @@ def test_an_attempt_refused_before_typing_leaves_nothing_to_wait_for(tmp_path: P
     assert report.notified == (sent.message.message_id,) and len(typer.lines) == 1
     assert time.monotonic() - started < 5.0  # not the 30 s witness wait
     broker.close()
+
+
+class _ScreenTyper(_Typer):
+    """A typist that can look at the pane: what was typed is on screen, unsent."""
+
+    def __init__(self, on_screen: bool) -> None:
+        super().__init__()
+        self.on_screen = on_screen
+        self.enters = 0
+
+    def finish_line(self, target: PaneTarget, line: str,
+                    server: PaneServer | None = None) -> bool:
+        if not (self.on_screen and line in self.lines):
+            return False
+        self.enters += 1
+        return True
+
+
+@pytest.mark.parametrize("on_screen", [True, False])
+def test_an_unwitnessed_line_still_on_screen_gets_its_enter_not_a_second_copy(
+        tmp_path: Path, on_screen: bool) -> None:
+    """No witness after the wait, but the earlier typist's line is on the agent's screen
+    (its Enter was not taken): the next typist presses Enter once and types nothing. Not on
+    screen: it never arrived, and it is typed again."""
+    broker, _, director, agent, _ = _world(tmp_path, wait_s=0.3, die=True)
+    assert broker.notifier is not None
+    typer = _ScreenTyper(on_screen)
+    broker.notifier.typer = typer
+    message_id = _send_and_die(broker, director, agent)
+    report = broker._drain(agent, set())
+    assert report.notified == (message_id,)
+    line = managed_line(message_id, "ws")
+    assert (typer.lines, typer.enters) == (([line], 1) if on_screen else ([line] * 2, 0))
+    assert _notified(broker, message_id) is not None
+    assert broker.notifier.locks.attempt_of(PaneTarget("fake", "s", "@1", "%2")) is None
+    broker.close()
+
+
+@pytest.mark.tmux
+def test_tmux_typer_finishes_only_a_line_that_is_on_screen(tmux_socket: Path) -> None:
+    """On a real tmux server: a line typed without its Enter (echoed, unsent) gets one
+    Enter; a line that is not on screen gets nothing."""
+    import subprocess
+
+    from core.broker.delivery import TmuxTyper
+    from tests.waiting import retry_until
+
+    tmux = ["tmux", "-S", str(tmux_socket)]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "20", "sh", "-c",
+                    "read x; echo \"got [$x]\"; sleep 60"], check=True)
+    pane = subprocess.run([*tmux, "display-message", "-p", "#{pane_id}"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    target = PaneTarget("tmux", "s", "@0", pane)
+
+    def shown() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p", "-t", pane], check=True,
+                              capture_output=True, text=True).stdout
+
+    typer = TmuxTyper(tmux_socket)
+    line = managed_line(7, "ws")
+    assert not typer.finish_line(target, line)  # not typed: nothing to finish
+    subprocess.run([*tmux, "send-keys", "-t", pane, "-l", line], check=True)
+    assert retry_until(lambda: line in shown(), 5), shown()
+    assert "got [" not in shown()
+    assert typer.finish_line(target, line)
+    assert retry_until(lambda: f"got [{line}]" in shown(), 5), shown()

@@ -619,7 +619,8 @@ notwithstanding (measured with 2.1.332): Switchboard's tools wait for the person
 def _approve_until_gone(world: World, pane: str, frame_id: str) -> None:
     """The person says yes to a permission question Switchboard shows as needs input."""
     world.wait_activity(frame_id, "needs_input")
-    assert retry_until(lambda: "Do you want to proceed?" in screen(world.socket, pane), SLOW)
+    assert retry_until(lambda: "Do you want to proceed?" in screen(world.socket, pane), SLOW), \
+        (pane, screen(world.socket, pane), world.dump())
     world.approve(pane)
 
 
@@ -647,7 +648,11 @@ def test_switchboards_tools_and_claim_line_work_in_every_permission_mode(
     if mode in ASKS_FOR_OWN_TOOLS:
         _approve_until_gone(world, main, parent)  # the push
         assert retry_until(lambda: world.transition("push") is not None, SLOW), world.dump()
-        _approve_until_gone(world, main_pane(engine), world.frame(f"In {mode}"))  # the claim
+        # the push shows the task in main once its agent runs; the claim asks there
+        task = world.frame(f"In {mode}")
+        assert retry_until(lambda: world.pane_of(task) is not None
+                           and main_pane(engine) == world.pane_of(task), SLOW), world.dump()
+        _approve_until_gone(world, main_pane(engine), task)  # the claim
     assert retry_until(lambda: world.transition("push") is not None
                        and world.transition("push")[0] == "completed", SLOW), world.dump()
     child = world.frame(f"In {mode}")
