@@ -84,15 +84,29 @@ class Status:
                 f"up {uptime} s ({self.info.url})")
 
 
-def _take_lock(folder: Path) -> int | None:
+LOCK_TRY_S = 0.5
+"""How long a starting server keeps trying for the home's lock. Front ends probe the lock
+with a shared lock they drop at once (``core.model.flocks.lock_is_held``), every few ms
+while they wait for a server they started: a probe that held it at the very moment the
+new server asked made that server exit as if another one ran (seen under load: "did not
+start within 10 s"). A running server holds it for good, so a second one still leaves."""
+LOCK_RETRY_S = 0.01
+
+
+def _take_lock(folder: Path, try_s: float = LOCK_TRY_S) -> int | None:
     fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                  0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
+    deadline = time.monotonic() + try_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() < deadline:
+                time.sleep(LOCK_RETRY_S)
+                continue
+            os.close(fd)
+            return None
+        return fd
 
 
 BACKGROUND_QUIET_S = 0.25

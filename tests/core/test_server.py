@@ -242,3 +242,29 @@ def test_doctor_says_in_one_line_that_the_shim_setting_is_no_longer_used(
     said = [line for line in capsys.readouterr().out.splitlines() if "transport" in line]
     assert said == ['warn  agent tools: [agent_tools] transport = "shim" is no longer used: '
                     "every agent gets its tools over HTTP from `switchboard server`"], said
+
+
+def test_a_starting_server_is_not_turned_away_by_a_front_ends_probe(tmp_path: Path) -> None:
+    """A front end waiting for the server probes its lock with a shared lock it drops at
+    once; a server asking in that instant still takes the lock. A lock someone keeps (a
+    running server) still turns a second server away."""
+    import fcntl
+    import os
+    import threading
+
+    from core.model.flocks import lock_is_held
+    from core.providers.agent_http import LOCK_NAME
+    from core.server.main import _take_lock
+
+    lock = tmp_path / LOCK_NAME
+    lock.touch(mode=0o600)
+    probe = os.open(lock, os.O_RDONLY)
+    fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # the probe, caught holding it
+    threading.Timer(0.1, os.close, (probe,)).start()
+    taken = _take_lock(tmp_path)
+    assert taken is not None and lock_is_held(lock)
+    try:
+        assert _take_lock(tmp_path, try_s=0.1) is None  # a running server's: turned away
+    finally:
+        os.close(taken)
+    assert not lock_is_held(lock)
