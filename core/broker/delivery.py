@@ -43,7 +43,7 @@ from storage.broker_schema import (
 from storage.broker_store import BrokerStore
 
 if TYPE_CHECKING:
-    from core.tmux.commands import TmuxCommand
+    from core.tmux.commands import Check, TmuxCommand
     from core.tmux.runner import TmuxRunner
 
 LOCK_TIMEOUT_S = 10.0
@@ -206,15 +206,10 @@ class TmuxTyper:
 
     def type_line(self, target: PaneTarget, line: str,
                   server: PaneServer | None = None) -> None:
-        from core.tmux.commands import Check, equals, guarded, outcome
+        from core.tmux.commands import guarded, outcome
         from core.tmux.control_input import ENTER_AFTER_PASTE_S
         from core.tmux.errors import PaneNotFound, TmuxNotInstalled
-        from core.tmux.identity import (
-            ServerIdentity,
-            identity_guard,
-            is_identity_failure,
-            same_socket,
-        )
+        from core.tmux.identity import is_identity_failure, same_socket
         from core.tmux.runner import TmuxRunner
 
         if target.backend != "tmux":
@@ -243,20 +238,14 @@ class TmuxTyper:
             # Its Enter also goes to a pane fenced in the pause (a focus that parked
             # it, a control turn): tmux drops keys sent to a fenced pane, so the fence
             # is lifted for that one key and put back in the same server command.
-            command = guarded([
-                Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
-                Check(target.pane, equals("#{pane_input_off}", "0"), "fenced"),
-            ], [("send-keys", "-t", target.pane, "-l", line),
+            command = guarded(_takes_keys(target.pane), [
+                ("send-keys", "-t", target.pane, "-l", line),
                 ("run-shell", "-b", "-C", "-d", str(ENTER_AFTER_PASTE_S),
                  _enter_even_if_fenced(target.pane))])
         except ValueError as exc:  # not an exact %N pane id
             raise NothingTyped(f"cannot type into {target.pane!r}: {exc}") from None
-        batch = [command]
-        if server is not None:  # same server process, or nothing runs
-            batch.insert(0, identity_guard(ServerIdentity(
-                server.socket_path, server.server_pid, server.server_start_time)))
-        try:
-            result = self._server.run(batch, check=False)
+        try:  # same server process, or nothing runs
+            result = self._server.run(self._pinned(server, command), check=False)
         except TmuxNotInstalled as exc:
             raise NothingTyped(str(exc)) from None
         if server is not None and is_identity_failure(result.stderr):
@@ -289,7 +278,7 @@ class TmuxTyper:
         line came in the same read and was kept as an invisible character of the input
         (the line waited unsent; its retype joined it in one prompt). A line on screen
         reached the agent: typing it again can only duplicate it."""
-        from core.tmux.commands import Check, equals, guarded, outcome
+        from core.tmux.commands import guarded, outcome
         from core.tmux.errors import PaneNotFound, TmuxNotInstalled
         from core.tmux.runner import TmuxRunner
 
@@ -297,9 +286,8 @@ class TmuxTyper:
             return False
         if self._server is None:
             self._server = TmuxRunner(self.socket_path)
-        checks = [Check(target.pane, equals("#{pane_dead}", "0"), "dead"),
-                  Check(target.pane, equals("#{pane_input_off}", "0"), "fenced")]
         try:
+            checks = _takes_keys(target.pane)
             looked = self._server.run(self._pinned(server, guarded(
                 checks, [("capture-pane", "-p", "-J", "-t", target.pane)])), check=False)
             if looked.returncode != 0 or outcome(looked.stdout) != "ok":
@@ -320,6 +308,15 @@ class TmuxTyper:
             return [command]
         return [identity_guard(ServerIdentity(server.socket_path, server.server_pid,
                                               server.server_start_time)), command]
+
+
+def _takes_keys(pane: str) -> list[Check]:
+    """The guard of every key Switchboard types into an agent's pane: alive, and taking
+    input (tmux drops keys sent to a fenced pane without an error)."""
+    from core.tmux.commands import Check, equals
+
+    return [Check(pane, equals("#{pane_dead}", "0"), "dead"),
+            Check(pane, equals("#{pane_input_off}", "0"), "fenced")]
 
 
 def _enter_even_if_fenced(pane: str) -> str:

@@ -84,6 +84,22 @@ LIMITS_UNREAD: dict[Provider, str] = {
 them); ``doctor`` says it, ``docs/cli-versions.md`` records the measurement."""
 
 
+UNBOUND_HINT: dict[Provider, str] = {
+    Provider.CLAUDE: "",
+    Provider.CODEX: "",
+    # Gemini CLI 0.61.0 (docs/cli-versions.md, folder trust): after the answer it can miss
+    # its own restart and run on untrusted, and no hook says so
+    Provider.GEMINI: "Gemini CLI: if its folder-trust question was just answered, it may "
+                     "have kept running untrusted (no hooks, no tools; it then shows "
+                     "\"Skipping project agents due to untrusted folder\"). The answer is "
+                     "saved: stop the agent and start it again (s, then n) and it comes up "
+                     "trusted.",
+    Provider.OPENCODE: "",
+}
+"""What the person can do when a launch of this provider is never reached by a hook (the
+``bind_timeout`` recovery adds it; empty: nothing more to say than the generic text)."""
+
+
 def traits(provider: Provider | str) -> ProviderTraits:
     """The traits of ``provider`` (a name is read as the enum: a stranger raises)."""
     return TRAITS[Provider(provider)]

@@ -22,6 +22,7 @@ from core.model.enums import (
     RuntimePresence,
 )
 from core.model.errors import InvariantViolation, TmuxError
+from core.providers.traits import UNBOUND_HINT
 from core.tmux.panes import PaneRole, PaneSnapshot, ServerSnapshot
 from storage.connection import write_transaction
 from storage.operations import frames as frames_ops
@@ -39,23 +40,15 @@ pane is one tmux process, so whoever authorized it is gone (the transition lease
 BIND_TIMEOUT_MS = 60_000
 """A started provider, its gate open, that no hook has bound after this long."""
 
-GEMINI_TRUST_HINT = (
-    " Gemini CLI: if its folder-trust question was just answered, it may have kept "
-    "running untrusted (no hooks, no tools; it then shows \"Skipping project agents due to "
-    "untrusted folder\"). The answer is saved: stop the agent and start it again (s, "
-    "then n) and it comes up trusted.")
-"""A race inside Gemini CLI 0.61.0 (docs/cli-versions.md, folder trust): after the
-answer it can miss its own restart, and no hook says so; its launch then only ever
-reaches this timeout, so the recovery says what the person can do about it."""
-
-
 def bind_timeout_explanation(provider: str) -> str:
-    """What the ``bind_timeout`` recovery tells the person, with the provider's own hint."""
+    """What the ``bind_timeout`` recovery tells the person, with the provider's own hint
+    (``core.providers.traits.UNBOUND_HINT``)."""
     text = (f"The agent has run for over {BIND_TIMEOUT_MS // 1000} s without any hook "
             "reaching Switchboard (hooks missing, or the provider is stuck before its first "
             "prompt). Nothing was stopped: press Enter on this recovery to go and look; close "
             "the frame or resolve this when it is fine.")
-    return text + GEMINI_TRUST_HINT if provider == Provider.GEMINI.value else text
+    hint = UNBOUND_HINT.get(Provider(provider), "")
+    return f"{text} {hint}" if hint else text
 
 
 def interrupted_launches(ctx: Context, snap: ServerSnapshot | None, server_id: str | None,

@@ -351,9 +351,6 @@ class TurnEndDrain:
             opened.conn.close()
 
 
-__all__ = ["BadItem", "Item", "POLL_S", "TurnEndDrain", "read_item"]
-
-
 def deliver_for_frame(home: Home, frame_id: str) -> None:
     """Type the pending messages of the frame's project now that its agent stopped: the
     server's turn-end step, and the detached deliverer's when no server runs
@@ -369,3 +366,6 @@ def deliver_for_frame(home: Home, frame_id: str) -> None:
             deliver_pending(engine, row["project_id"])
     finally:
         engine.conn.close()
+
+
+__all__ = ["BadItem", "Item", "POLL_S", "TurnEndDrain", "deliver_for_frame", "read_item"]

@@ -17,13 +17,9 @@ import pytest
 
 from core.context.requests import new_request_id
 from core.model.enums import Provider, ViewMode
+from core.providers.traits import UNBOUND_HINT
 from core.reconcile import recovery
-from core.reconcile.launches import (
-    BIND_TIMEOUT_MS,
-    GEMINI_TRUST_HINT,
-    LAUNCH_REPORT_MS,
-    bind_timeout_explanation,
-)
+from core.reconcile.launches import BIND_TIMEOUT_MS, LAUNCH_REPORT_MS, bind_timeout_explanation
 from core.reconcile.reconcile import reconcile
 from storage.connection import write_transaction
 from storage.operations import sessions as sessions_ops
@@ -200,7 +196,7 @@ def test_an_unbound_gemini_launch_says_how_to_get_past_its_trust_race(
     assert record.kind == "bind_timeout"
     assert record.explanation == bind_timeout_explanation("gemini")
     assert "stop the agent and start it again (s, then n)" in record.explanation
-    assert GEMINI_TRUST_HINT not in bind_timeout_explanation("claude")
+    assert UNBOUND_HINT[Provider.GEMINI] not in bind_timeout_explanation("claude")
 
 
 @pytest.mark.parametrize("mode", [ViewMode.NAVIGATOR, ViewMode.DIRECT])
