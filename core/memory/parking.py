@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import threading
 import time
@@ -84,6 +85,9 @@ _SCREEN_START = "\x1b[?7l\x1b[?25l\x1b[H\x1b[2J"
 not wrapped: a window shown at another size than it was parked at), no cursor, a
 clear screen."""
 _SCREEN_END = "\x1b[0m\x1b[?7h"
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+KEEPER_PAUSE_S = 0.2
+"""How long a screen keeper stays after printing, so tmux reads the screen first."""
 
 
 @dataclass(frozen=True)
@@ -188,8 +192,13 @@ def _save_screen(run_dir: Path, view_id: str, captured: Sequence[str]) -> Path:
 
 
 def keeper_command(screen: Path) -> tuple[str, ...]:
-    """What a parked navigator pane runs: print the saved screen, exit ``ASLEEP_STATUS``."""
-    return ("/bin/sh", "-c", f'cat "$0" 2>/dev/null; exit {ASLEEP_STATUS}', str(screen))
+    """What a parked navigator pane runs: print the saved screen, exit ``ASLEEP_STATUS``.
+
+    The short pause gives tmux time to read the screen before the exit: tmux before
+    3.7 closes a pane whose process has exited without reading what is still in its
+    terminal (``_settle`` prints again a screen dropped even so)."""
+    return ("/bin/sh", "-c", f'cat "$0" 2>/dev/null; sleep {KEEPER_PAUSE_S}; exit {ASLEEP_STATUS}',
+            str(screen))
 
 
 def waking_spawn(spawn: NavigatorSpawn, screen: Path) -> NavigatorSpawn:
@@ -249,22 +258,32 @@ def _park_commands(pane: NavigatorPane, screen: Path, wake: str) -> list[TmuxCom
     return gated(checks, then)
 
 
-def _capture(runner: TmuxRunner, panes: Sequence[NavigatorPane]) -> dict[str, list[str]]:
-    """Each pane's visible screen with its colours, in one tmux process."""
+def _capture(runner: TmuxRunner, panes: Sequence[NavigatorPane], state: str = ""
+             ) -> dict[str, tuple[str, list[str]]]:
+    """Each pane's visible screen with its colours, after the ``state`` format read from
+    the pane: one tmux process. A pane gone stops the reading there."""
     marker = f"SB_SCREEN_{uuid.uuid4().hex} "  # plain text: tmux escapes control bytes
     commands: list[TmuxCommand] = []
     for pane in panes:
-        commands += [("display-message", "-p", "-t", pane.pane_id, marker + pane.pane_id),
+        commands += [("display-message", "-p", "-t", pane.pane_id,
+                      f"{marker}{pane.pane_id}{_SEP}{state}"),
                      ("capture-pane", "-e", "-p", "-t", pane.pane_id)]
     output = runner.run(commands, check=False)
-    screens: dict[str, list[str]] = {}
+    screens: dict[str, tuple[str, list[str]]] = {}
     current: list[str] | None = None
     for line in output.stdout:
         if line.startswith(marker):
-            current = screens.setdefault(line[len(marker):].strip(), [])
+            pane_id, _, read = line[len(marker):].partition(_SEP)
+            current = []
+            screens[pane_id.strip()] = (read, current)
         elif current is not None:
             current.append(line)
     return screens
+
+
+def _blank(rows: Sequence[str]) -> bool:
+    """No text on a captured screen (colours and spaces only)."""
+    return not any(_ESCAPE.sub("", row).strip() for row in rows)
 
 
 def park(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
@@ -279,30 +298,58 @@ def park(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
     screens = _capture(runner, panes)
     commands: list[TmuxCommand] = [*hook_commands()]
     spawns = {pane.view_id: spawn_of(pane.view_id) for pane in panes}
+    saved: list[tuple[NavigatorPane, Path, bool]] = []
     for pane in panes:
-        screen = _save_screen(run_dir, pane.view_id, screens.get(pane.pane_id, []))
+        rows = screens.get(pane.pane_id, ("", []))[1]
+        screen = _save_screen(run_dir, pane.view_id, rows)
+        saved.append((pane, screen, not _blank(rows)))
         commands += _park_commands(pane, screen,
                                    wake_line(runner, pane, spawns[pane.view_id], screen))
     output = run_guarded(runner, expected, commands, refusal_stops=True)
     labels = outcomes(output.stdout, missing_raises=False)
-    parked = [pane for index, pane in enumerate(panes)
+    parked = [entry for index, entry in enumerate(saved)
               if index < len(labels) and labels[index] == "ok"]
-    _settle(runner, parked)
-    return [pane.view_id for pane in parked]
+    _settle(runner, expected, parked)
+    return [pane.view_id for pane, _, _ in parked]
 
 
-def _settle(runner: TmuxRunner, panes: Sequence[NavigatorPane], limit_s: float = 1.0) -> None:
+def _settle(runner: TmuxRunner, expected: ServerIdentity,
+            parked: Sequence[tuple[NavigatorPane, Path, bool]], limit_s: float = 2.0) -> None:
     """Wait (briefly) until the screen keepers have printed and exited, so whoever acts
-    next (a mode change, a wake) finds each pane dead, as parked, not still running."""
+    next (a mode change, a wake) finds each pane dead, as parked, not still running.
+
+    A keeper whose screen had text but whose pane is blank lost its output to tmux
+    (before 3.7 tmux may close an exited process's terminal unread: seen in about one
+    park in ten on a loaded machine without the keeper's pause): it prints again, one
+    gated respawn of the dead pane (never of a running one)."""
     deadline = time.monotonic() + limit_s
-    while panes and time.monotonic() < deadline:
+    waiting = list(parked)
+    while waiting and time.monotonic() < deadline:
         time.sleep(0.05)
-        output = runner.run([("display-message", "-p", "-t", pane.pane_id,
-                              "#{pane_dead}" + DEAD_STATUS_FORMAT) for pane in panes],
-                            check=False)
-        if all(line == f"1{ASLEEP_STATUS}" for line in output.stdout) and \
-                len(output.stdout) == len(panes):
-            return
+        read = _capture(runner, [pane for pane, _, _ in waiting],
+                        "#{pane_dead}" + DEAD_STATUS_FORMAT)
+        again: list[TmuxCommand] = []
+        still: list[tuple[NavigatorPane, Path, bool]] = []
+        for pane, screen, has_text in waiting:
+            state, rows = read.get(pane.pane_id, ("", []))
+            if pane.pane_id not in read:
+                continue  # gone (or not read): nothing to wait for
+            if state != f"1{ASLEEP_STATUS}":
+                still.append((pane, screen, has_text))  # still printing
+            elif has_text and _blank(rows):
+                again += _reprint_commands(pane, screen)
+                still.append((pane, screen, has_text))
+        if again:
+            with contextlib.suppress(TmuxError):  # the next wake prints the screen anyway
+                run_guarded(runner, expected, again)
+        waiting = still
+
+
+def _reprint_commands(pane: NavigatorPane, screen: Path) -> list[TmuxCommand]:
+    """The keeper once more in a parked pane (still that view's navigator, still dead)."""
+    return gated([Check(pane.pane_id, _is_navigator(pane), "not_navigator"),
+                  Check(pane.pane_id, "#{pane_dead}", "navigator_running")],
+                 [("respawn-pane", "-t", pane.pane_id, "--", *keeper_command(screen))])
 
 
 def wake(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,

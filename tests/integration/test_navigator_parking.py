@@ -46,6 +46,16 @@ def _pane_state(socket: Path, pane: str) -> tuple[bool, str, int]:
     return dead == "1", status, int(pid or 0)
 
 
+def _parked_facts(socket: Path, pane: str, saved: Path) -> str:
+    """What a parked pane shows and runs, and the screen saved for it (a failure's story)."""
+    facts = tmux(socket, "display-message", "-p", "-t", pane,
+                 "dead=#{pane_dead} status=#{pane_dead_status} pid=#{pane_pid} "
+                 "alt=#{alternate_on} history=#{history_size} size=#{pane_width}x#{pane_height}"
+                 " start=#{pane_start_command}")
+    text = saved.read_text() if saved.exists() else "(none)"
+    return f"{facts}\nsaved screen ({len(text)} chars): {text[:600]!r}"
+
+
 def _views(engine: object) -> list[tuple[object, ...]]:
     return [tuple(row) for row in engine.conn.execute(  # type: ignore[attr-defined]
         "SELECT view_id, mode, zoomed, main_pane_id, tmux_window_id, state FROM user_views"
@@ -81,7 +91,8 @@ def test_unshown_navigator_parks_and_wakes_when_shown(
         assert not _pane_state(tmux_socket, nav_b)[0]  # the shown one runs on
         # the parked pane still shows the last screen it drew, and no dead-pane line
         kept = screen(tmux_socket, nav_a)
-        assert "alpha" in kept and "Pane is dead" not in kept
+        assert "alpha" in kept and "Pane is dead" not in kept, _parked_facts(
+            tmux_socket, nav_a, parking.screen_file(engine.home.run_dir, alpha))
         saved = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", parking.screen_file(
             engine.home.run_dir, alpha).read_text())  # the screen captured at the park
         assert [row.rstrip() for row in kept.splitlines()[:3]] == \

@@ -18,6 +18,7 @@ import pytest
 
 from core.context.requests import new_request_id
 from core.engine.engine import Engine
+from core.memory import parking
 from core.memory.parking import fleet_panes, keeper_command, park_view
 from core.tmux.navigator_pane import ASLEEP_STATUS
 from tests.integration.journey_env import tmux
@@ -97,3 +98,30 @@ def test_a_parked_pane_reads_asleep_even_when_tmux_lost_its_exit_status(
         assert stage.revive_navigators(stage.snapshot(), server_id, {view}) == 0
         raw.add(_state(tmux_socket, nav)[1])
     assert raw <= {str(ASLEEP_STATUS), ""}, raw  # what tmux itself said, each round
+
+
+def test_a_parked_screen_that_tmux_dropped_is_printed_again(
+        tmp_path: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tmux before 3.7 may close a pane whose process exited without reading what it
+    printed last (no FIONREAD check unless the pane is piped): a parked navigator then
+    showed a blank pane (CI, about one park in ten on a loaded machine). Here the first
+    keeper prints nothing, as if tmux had dropped its screen: the park prints it again."""
+    engine = make_engine(tmp_path, tmux_socket)
+    engine.stage.navigator_command = ["sh", "-c", "echo navigator of alpha; exec sleep 600"]
+    view = engine.project_enter(new_request_id(), "alpha").view_id
+    stage = engine.stage
+    nav = stage.snapshot().view(view).navigator.pane_id  # type: ignore[union-attr]
+    assert retry_until(lambda: "navigator of alpha" in tmux(
+        tmux_socket, "capture-pane", "-p", "-t", nav), 10)
+    keepers: list[tuple[str, ...]] = []
+
+    def dropping_keeper(screen: Path) -> tuple[str, ...]:
+        kept = keeper_command(screen)
+        keepers.append(kept)
+        return kept if len(keepers) > 1 else ("/bin/sh", "-c", f"exit {ASLEEP_STATUS}")
+
+    monkeypatch.setattr(parking, "keeper_command", dropping_keeper)
+    assert park_view(stage.runner, engine.home.run_dir, view, spawn=stage.navigator_spawn(view))
+    assert len(keepers) >= 2  # the silent one, then the screen printed again
+    assert _asleep(stage, view)
+    assert "navigator of alpha" in tmux(tmux_socket, "capture-pane", "-p", "-t", nav)
