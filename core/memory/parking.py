@@ -52,6 +52,7 @@ from core.tmux.identity import ServerIdentity, identity_command, run_guarded
 from core.tmux.navigator_pane import ASLEEP_STATUS, default_navigator_argv, navigator_spawn
 from core.tmux.panes import (
     DEAD_STATUS_FORMAT,
+    LAST_WORDS_PAUSE_S,
     OPT_ROLE,
     OPT_SERVES,
     PaneRole,
@@ -86,8 +87,6 @@ not wrapped: a window shown at another size than it was parked at), no cursor, a
 clear screen."""
 _SCREEN_END = "\x1b[0m\x1b[?7h"
 _ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-KEEPER_PAUSE_S = 0.2
-"""How long a screen keeper stays after printing, so tmux reads the screen first."""
 
 
 @dataclass(frozen=True)
@@ -194,11 +193,10 @@ def _save_screen(run_dir: Path, view_id: str, captured: Sequence[str]) -> Path:
 def keeper_command(screen: Path) -> tuple[str, ...]:
     """What a parked navigator pane runs: print the saved screen, exit ``ASLEEP_STATUS``.
 
-    The short pause gives tmux time to read the screen before the exit: tmux before
-    3.7 closes a pane whose process has exited without reading what is still in its
-    terminal (``_settle`` prints again a screen dropped even so)."""
-    return ("/bin/sh", "-c", f'cat "$0" 2>/dev/null; sleep {KEEPER_PAUSE_S}; exit {ASLEEP_STATUS}',
-            str(screen))
+    The pause (``LAST_WORDS_PAUSE_S``) lets tmux read the screen before the exit;
+    ``_settle`` prints again a screen dropped even so."""
+    script = f'cat "$0" 2>/dev/null; sleep {LAST_WORDS_PAUSE_S}; exit {ASLEEP_STATUS}'
+    return ("/bin/sh", "-c", script, str(screen))
 
 
 def waking_spawn(spawn: NavigatorSpawn, screen: Path) -> NavigatorSpawn:

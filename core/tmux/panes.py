@@ -114,6 +114,11 @@ class PaneSnapshot:
         return self.role is None and self.surface_id is None
 
 
+LAST_WORDS_PAUSE_S = 0.2
+"""How long a pane's process stays after printing its last words (a parked navigator's
+screen, the quit hint), so tmux reads them before the exit: tmux before 3.7 can close
+the terminal of a process that has exited without reading what it printed last (it
+asks for unread bytes only when the pane is piped), leaving the pane blank."""
 ASLEEP_STATUS = 77
 """Exit status of a parked navigator pane's screen keeper (``core.memory.parking``): a
 dead navigator pane with it is asleep, not crashed, and only waking brings it back."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 #: Native modules a navigator never uses whose import maps OpenSSL (libssl and
 #: libcrypto, ~4.5 MB of every navigator's RSS): asyncio imports ``ssl`` only to
@@ -93,6 +94,7 @@ def say_how_to_return() -> None:
     navigator was parked or its pane killed) has no screen to write to."""
     from core.apps.demo import reopen_command
     from core.config.home import Home
+    from core.tmux.panes import LAST_WORDS_PAUSE_S
 
     try:
         reopen = reopen_command(Home.from_env().root)
@@ -102,4 +104,5 @@ def say_how_to_return() -> None:
         sys.stdout.write(RETURN_HINT.format(reopen=reopen))
         sys.stdout.flush()
     except OSError:
-        pass
+        return
+    time.sleep(LAST_WORDS_PAUSE_S)  # tmux reads the hint before the pane dies
