@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shlex
 import threading
 import time
@@ -46,6 +45,7 @@ from pathlib import Path
 
 from core.model.errors import TmuxError
 from core.model.files import own_dir, write_private
+from core.model.text import strip_sgr
 from core.tmux.commands import Check, both, equals, gated, outcomes
 from core.tmux.errors import TmuxCommandFailed
 from core.tmux.identity import ServerIdentity, identity_command, run_guarded
@@ -86,7 +86,6 @@ _SCREEN_START = "\x1b[?7l\x1b[?25l\x1b[H\x1b[2J"
 not wrapped: a window shown at another size than it was parked at), no cursor, a
 clear screen."""
 _SCREEN_END = "\x1b[0m\x1b[?7h"
-_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -281,7 +280,7 @@ def _capture(runner: TmuxRunner, panes: Sequence[NavigatorPane], state: str = ""
 
 def _blank(rows: Sequence[str]) -> bool:
     """No text on a captured screen (colours and spaces only)."""
-    return not any(_ESCAPE.sub("", row).strip() for row in rows)
+    return not any(strip_sgr(row).strip() for row in rows)
 
 
 def park(runner: TmuxRunner, expected: ServerIdentity, run_dir: Path,
@@ -329,9 +328,9 @@ def _settle(runner: TmuxRunner, expected: ServerIdentity,
         again: list[TmuxCommand] = []
         still: list[tuple[NavigatorPane, Path, bool]] = []
         for pane, screen, has_text in waiting:
-            state, rows = read.get(pane.pane_id, ("", []))
             if pane.pane_id not in read:
                 continue  # gone (or not read): nothing to wait for
+            state, rows = read[pane.pane_id]
             if state != f"1{ASLEEP_STATUS}":
                 still.append((pane, screen, has_text))  # still printing
             elif has_text and _blank(rows):

@@ -40,6 +40,7 @@ pane is one tmux process, so whoever authorized it is gone (the transition lease
 BIND_TIMEOUT_MS = 60_000
 """A started provider, its gate open, that no hook has bound after this long."""
 
+
 def bind_timeout_explanation(provider: str) -> str:
     """What the ``bind_timeout`` recovery tells the person, with the provider's own hint
     (``core.providers.traits.UNBOUND_HINT``)."""
